@@ -1,0 +1,96 @@
+//===- EffBase.td - eff dialect definition, base classes, enums -*- tablegen -*-===//
+//
+// The `eff` dialect represents a neural-network training graph at training
+// granularity: ops on statically shaped tensors with value semantics whose
+// gradient and cost rules are exact and readable.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFOPT_DIALECT_EFF_IR_EFFBASE_TD
+#define EFFOPT_DIALECT_EFF_IR_EFFBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Eff_Dialect : Dialect {
+  let name = "eff";
+  let cppNamespace = "::effopt::eff";
+  let summary = "Training graphs at training granularity";
+  let description = [{
+    The `eff` dialect holds the forward computation of a model together with
+    its loss, and later the joint forward/backward training step that effopt's
+    memory passes (rematerialization, autocast, loss scaling, accumulation,
+    ZeRO) transform.
+
+    Every op works on ranked tensors with static shapes and value semantics.
+    Ops are chosen at the granularity of training (`layer_norm`, `softmax`,
+    `softmax_cross_entropy`, `conv2d`, `batch_norm_train` are single ops), so
+    that gradient rules, FLOP/byte costs and rematerialization decisions are
+    exact. Every op reports its FLOPs and bytes through `CostOpInterface`.
+
+    Trainable parameters, frozen parameters and buffers are module-level
+    `eff.parameter` symbols named as the ONNX initializers; the `forward`
+    function receives them as arguments tagged with `eff.parameter`.
+  }];
+  let hasConstantMaterializer = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Eff_ParamRole : I32EnumAttr<"ParamRole", "role of a model parameter", [
+    I32EnumAttrCase<"Trainable", 0, "trainable">,
+    I32EnumAttrCase<"Frozen", 1, "frozen">,
+    I32EnumAttrCase<"Buffer", 2, "buffer">
+  ]> {
+  let cppNamespace = "::effopt::eff";
+}
+
+def Eff_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "form of the GELU activation", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Tanh", 1, "tanh">
+  ]> {
+  let cppNamespace = "::effopt::eff";
+}
+
+def Eff_CmpPredicate : I32EnumAttr<"CmpPredicate",
+    "elementwise comparison predicate", [
+    I32EnumAttrCase<"eq", 0>,
+    I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>,
+    I32EnumAttrCase<"ge", 5>
+  ]> {
+  let cppNamespace = "::effopt::eff";
+}
+
+def Eff_LossReduction : I32EnumAttr<"LossReduction",
+    "how a per-sample loss is reduced", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Mean", 1, "mean">,
+    I32EnumAttrCase<"Sum", 2, "sum">
+  ]> {
+  let cppNamespace = "::effopt::eff";
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Eff_AnyFloat : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
+def Eff_AnyInt : AnyTypeOf<[I1, I8, I16, I32, I64, UI8, UI16, UI32, UI64], "integer">;
+def Eff_Numeric : AnyTypeOf<[Eff_AnyFloat, Eff_AnyInt], "numeric">;
+
+def Eff_Tensor : StaticShapeTensorOf<[Eff_Numeric]>;
+def Eff_FloatTensor : StaticShapeTensorOf<[Eff_AnyFloat]>;
+def Eff_IntTensor : StaticShapeTensorOf<[Eff_AnyInt]>;
+def Eff_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Eff_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Eff_ScalarFloatTensor : 0DTensorOf<[Eff_AnyFloat]>;
+
+#endif // EFFOPT_DIALECT_EFF_IR_EFFBASE_TD

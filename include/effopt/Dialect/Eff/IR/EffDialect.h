@@ -1,0 +1,24 @@
+//===- EffDialect.h - the eff dialect ---------------------------*- C++ -*-===//
+
+#ifndef EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H
+#define EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Dialect.h"
+
+#include "effopt/Dialect/Eff/IR/EffOpsDialect.h.inc"
+
+namespace effopt::eff {
+/// Function argument attribute naming the `eff.parameter` an argument binds.
+inline constexpr llvm::StringLiteral kParameterAttrName = "eff.parameter";
+/// Function argument attribute naming the ONNX graph input an argument binds.
+inline constexpr llvm::StringLiteral kInputAttrName = "eff.input";
+/// Function result attribute naming the ONNX graph output a result is.
+inline constexpr llvm::StringLiteral kOutputAttrName = "eff.output";
+/// Function result attribute naming the buffer a result is the new value of.
+inline constexpr llvm::StringLiteral kBufferUpdateAttrName = "eff.buffer_update";
+/// Name of the function holding the model's forward pass and loss.
+inline constexpr llvm::StringLiteral kForwardFuncName = "forward";
+} // namespace effopt::eff
+
+#endif // EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H

@@ -1,0 +1,26 @@
+//===- effopt-opt.cpp - the effopt pass driver ----------------------------===//
+//
+// Runs eff passes and pipelines on `.mlir` files. Registers only what effopt
+// needs: the eff and func dialects, and the generic cleanup passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<effopt::eff::EffDialect, mlir::func::FuncDialect>();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv,
+      "effopt-opt: runs effopt's passes on eff-dialect .mlir files.\n\n"
+      "  effopt-opt model.mlir --canonicalize\n",
+      registry));
+}
