@@ -38,7 +38,7 @@ template <typename... Parts>
 
 /// Quotes a name taken from a file for an error message: 'name', with
 /// non-printable bytes escaped and very long names shortened.
-std::string quoted(std::string_view name);
+std::string quoteName(std::string_view name);
 
 /// The text of errno `err` (strerror), for I/O error messages.
 std::string errnoMessage(int err);

@@ -31,7 +31,7 @@ struct SafeTensorsFile::Impl {
   const TensorEntry &entry(const std::string &name) const {
     auto it = entries.find(name);
     if (it == entries.end())
-      fail(path, ": no tensor named ", quoted(name));
+      fail(path, ": no tensor named ", quoteName(name));
     return it->second;
   }
 };
@@ -71,7 +71,7 @@ static TensorEntry parseEntry(const json &value, const std::string &what) {
   const std::string &code = dtypeIt->get_ref<const std::string &>();
   std::optional<DType> dtype = dtypeFromSafeTensorsCode(code);
   if (!dtype)
-    fail(what, ": dtype ", quoted(code), " is not supported");
+    fail(what, ": dtype ", quoteName(code), " is not supported");
   if (!shapeIt->is_array())
     fail(what, ": 'shape' is not an array");
   TensorEntry entry;
@@ -133,7 +133,7 @@ SafeTensorsFile SafeTensorsFile::fromBytes(SharedBytes bytes,
       if (depth == 1 && event == json::parse_event_t::key &&
           !keys.insert(parsed.get<std::string>()).second)
         fail(path, ": safetensors header names ",
-             quoted(parsed.get<std::string>()), " twice");
+             quoteName(parsed.get<std::string>()), " twice");
       return true;
     };
     header = json::parse(text, text + headerLength, onEvent);
@@ -157,13 +157,13 @@ SafeTensorsFile SafeTensorsFile::fromBytes(SharedBytes bytes,
         fail(path, ": '__metadata__' is not a JSON object");
       for (auto m = it->begin(); m != it->end(); ++m) {
         if (!m->is_string())
-          fail(path, ": metadata value of ", quoted(m.key()),
+          fail(path, ": metadata value of ", quoteName(m.key()),
                " is not a string");
         impl->metadata[m.key()] = m->get<std::string>();
       }
       continue;
     }
-    std::string what = path + ": tensor " + quoted(name);
+    std::string what = path + ": tensor " + quoteName(name);
     TensorEntry entry = parseEntry(*it, what);
     auto [pos, inserted] = impl->entries.emplace(name, std::move(entry));
     spans.push_back(Span{pos->second.begin, pos->second.end, &pos->first});
@@ -177,7 +177,7 @@ SafeTensorsFile SafeTensorsFile::fromBytes(SharedBytes bytes,
   uint64_t expected = 0;
   for (const Span &s : spans) {
     if (s.begin != expected)
-      fail(path, ": tensor ", quoted(*s.name), " starts at byte ", s.begin,
+      fail(path, ": tensor ", quoteName(*s.name), " starts at byte ", s.begin,
            " of the data buffer, expected ", expected,
            " (tensors must be contiguous and must not overlap)");
     expected = s.end;
@@ -231,7 +231,7 @@ void effrt::writeSafeTensors(const std::string &path,
     if (name == kMetadataKey)
       fail(path, ": '__metadata__' is reserved and cannot name a tensor");
     if (!seen.insert(name).second)
-      fail(path, ": two tensors named ", quoted(name));
+      fail(path, ": two tensors named ", quoteName(name));
   }
 
   // Largest elements first: with the buffer 8-aligned, every tensor then

@@ -83,7 +83,7 @@ public:
           duplicate(key);
         shape = parseShape();
       } else {
-        fail(what_, ": unexpected key ", quoted(key), " in the .npy header");
+        fail(what_, ": unexpected key ", quoteName(key), " in the .npy header");
       }
       skipSpace();
       if (consume(','))
@@ -127,7 +127,7 @@ private:
          " at byte ", pos_);
   }
   [[noreturn]] void duplicate(const std::string &key) {
-    fail(what_, ": .npy header repeats ", quoted(key));
+    fail(what_, ": .npy header repeats ", quoteName(key));
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   bool consume(char c) {
@@ -217,14 +217,14 @@ private:
     if (!descr.empty() && descr[0] == '>') {
       std::string little = "<" + descr.substr(1);
       if (dtypeFromNumpyCode(little))
-        fail(what_, ": big-endian dtype ", quoted(descr),
-             " is not supported; save a.astype(", quoted(little), ")");
+        fail(what_, ": big-endian dtype ", quoteName(descr),
+             " is not supported; save a.astype(", quoteName(little), ")");
     }
     std::string supported;
     for (DType d : kAllDTypes)
       if (!dtypeNumpyCode(d).empty())
         supported += std::string(" ") + std::string(dtypeNumpyCode(d));
-    fail(what_, ": dtype ", quoted(descr), " is not supported (supported:",
+    fail(what_, ": dtype ", quoteName(descr), " is not supported (supported:",
          supported, ")");
   }
 

@@ -21,11 +21,11 @@ struct NpzFile::Impl {
   const zip::Entry &entry(const std::string &name) const {
     auto it = index.find(name);
     if (it == index.end())
-      fail(path, ": no array named ", quoted(name));
+      fail(path, ": no array named ", quoteName(name));
     return entries[it->second];
   }
   std::string what(const std::string &name) const {
-    return path + ": array " + quoted(name);
+    return path + ": array " + quoteName(name);
   }
 };
 
@@ -49,7 +49,7 @@ NpzFile NpzFile::fromBytes(SharedBytes bytes, std::string displayName,
   for (size_t i = 0; i < impl->entries.size(); ++i) {
     std::string name = arrayName(impl->entries[i].name);
     if (!impl->index.emplace(name, i).second)
-      fail(impl->path, ": archive has two arrays named ", quoted(name));
+      fail(impl->path, ": archive has two arrays named ", quoteName(name));
     impl->names.push_back(std::move(name));
   }
   return NpzFile(std::move(impl));
@@ -162,11 +162,11 @@ void effrt::writeNpz(const std::string &path, const NamedTensors &arrays,
     if (name.empty())
       fail(path, ": array names must not be empty");
     if (name.find('\0') != std::string::npos)
-      fail(path, ": array name ", quoted(name), " contains a NUL byte");
+      fail(path, ": array name ", quoteName(name), " contains a NUL byte");
     if (!seen.emplace(name, 0).second)
-      fail(path, ": two arrays named ", quoted(name));
+      fail(path, ": two arrays named ", quoteName(name));
     if (dtypeNumpyCode(tensor.dtype()).empty())
-      fail(path, ": array ", quoted(name), " has dtype ",
+      fail(path, ": array ", quoteName(name), " has dtype ",
            dtypeName(tensor.dtype()),
            ", which numpy cannot store; convert it first");
     headers.push_back(formatNpyHeader(tensor.dtype(), tensor.shape()));

@@ -44,7 +44,7 @@ uint32_t effrt::crc32(const void *data, uint64_t size, uint32_t crc) {
 }
 
 uint32_t zip::crc32(uint32_t crc, const std::byte *data, uint64_t size) {
-  // crc32_z takes a z_size_t, but stay in 1 GiB pieces for old zlibs' uInt.
+  // zlib's crc32 takes a uInt length: go in 1 GiB pieces.
   while (size) {
     uInt n = static_cast<uInt>(std::min<uint64_t>(size, 1u << 30));
     crc = static_cast<uint32_t>(
@@ -150,7 +150,7 @@ static void applyZip64Extra(const Archive &ar, const std::byte *extra,
         if (avail < 8)
           fail(ar.path, ": not a valid .npz (zip) archive: short zip64 "
                         "field for entry ",
-               quoted(name));
+               quoteName(name));
         field = le64(v);
         v += 8;
         avail -= 8;
@@ -165,7 +165,7 @@ static void applyZip64Extra(const Archive &ar, const std::byte *extra,
     }
     pos += 4 + len;
   }
-  fail(ar.path, ": not a valid .npz (zip) archive: entry ", quoted(name),
+  fail(ar.path, ": not a valid .npz (zip) archive: entry ", quoteName(name),
        " lacks its zip64 sizes");
 }
 
@@ -211,33 +211,33 @@ std::vector<Entry> zip::readDirectory(const std::byte *data, size_t size,
     if (!name.empty() && name.back() == '/')
       continue; // A directory.
     if (flags & 1)
-      fail(path, ": entry ", quoted(name), " is encrypted");
+      fail(path, ": entry ", quoteName(name), " is encrypted");
     if (method != kStored && method != kDeflated)
-      fail(path, ": entry ", quoted(name), " uses compression method ",
+      fail(path, ": entry ", quoteName(name), " uses compression method ",
            method, "; only stored (0) and deflate (8) are supported");
     if (method == kStored && compressed != uncompressed)
-      fail(path, ": entry ", quoted(name),
+      fail(path, ": entry ", quoteName(name),
            " is stored but its sizes differ (", compressed, " vs ",
            uncompressed, ")");
     if (!seen.insert(name).second)
-      fail(path, ": archive has two entries named ", quoted(name));
+      fail(path, ": archive has two entries named ", quoteName(name));
 
     // The local header repeats the name; its extra field may differ.
     const std::byte *l = ar.at(offset, kLocalSize, "local header");
     if (le32(l) != kLocalSig)
       fail(path, ": not a valid .npz (zip) archive: bad local header "
                  "signature for entry ",
-           quoted(name));
+           quoteName(name));
     uint16_t localNameLen = le16(l + 26), localExtraLen = le16(l + 28);
     const std::byte *localName =
         ar.at(offset + kLocalSize, localNameLen, "local header name");
     if (localNameLen != nameLen || std::memcmp(localName, name.data(), nameLen))
       fail(path, ": not a valid .npz (zip) archive: local header name of "
                  "entry ",
-           quoted(name), " differs");
+           quoteName(name), " differs");
     uint64_t dataOffset = offset + kLocalSize + localNameLen + localExtraLen;
     if (dataOffset > rec.cdOffset || compressed > rec.cdOffset - dataOffset)
-      fail(path, ": truncated or corrupt .npz: data of entry ", quoted(name),
+      fail(path, ": truncated or corrupt .npz: data of entry ", quoteName(name),
            " (", compressed, " bytes at offset ", dataOffset,
            ") runs past the start of the central directory");
     entries.push_back(
@@ -300,7 +300,8 @@ void Inflater::read(void *out, uint64_t size) {
   auto *p = static_cast<std::byte *>(out);
   while (size) {
     if (ended_)
-      fail(what_, ": compressed data ends early");
+      fail(what_, ": corrupt compressed data (the stream ends before the "
+                  "entry does)");
     size_t produced = step(p, static_cast<size_t>(std::min(size, kChunk)));
     p += produced;
     size -= produced;

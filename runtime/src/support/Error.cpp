@@ -16,7 +16,7 @@ static std::string oneLine(const std::string &message) {
 
 Error::Error(const std::string &message) : std::runtime_error(oneLine(message)) {}
 
-std::string effrt::quoted(std::string_view name) {
+std::string effrt::quoteName(std::string_view name) {
   constexpr size_t kMaxShown = 200;
   std::string out = "'";
   size_t shown = 0;

@@ -16,10 +16,16 @@ using namespace effrt;
 
 namespace {
 /// Unmaps a whole-file mapping when the last view goes away.
-struct Mapping {
-  void *address;
-  size_t size;
-  ~Mapping() { ::munmap(address, size); }
+class Mapping {
+public:
+  Mapping(void *address, size_t size) : address_(address), size_(size) {}
+  ~Mapping() { ::munmap(address_, size_); }
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+
+private:
+  void *address_;
+  size_t size_;
 };
 
 /// Closes a descriptor on scope exit.
@@ -52,7 +58,7 @@ SharedBytes effrt::mapFile(const std::string &path) {
   void *address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (address == MAP_FAILED)
     fail(path, ": cannot map: ", errnoMessage(errno));
-  auto mapping = std::make_shared<Mapping>(Mapping{address, size});
+  auto mapping = std::make_shared<Mapping>(address, size);
   return SharedBytes{static_cast<const std::byte *>(address), size,
                      std::move(mapping)};
 }

@@ -328,10 +328,10 @@ void effrt::expectTensor(std::string_view file, std::string_view kind,
   if (shapeOk && tensor.dtype() == dtype)
     return;
   if (tensor.dtype() == dtype)
-    fail(file, ": ", kind, " ", quoted(name), " has shape ",
+    fail(file, ": ", kind, " ", quoteName(name), " has shape ",
          formatShape(tensor.shape()), ", expected ", formatShape(pattern),
          " with ", dtypeName(dtype));
-  fail(file, ": ", kind, " ", quoted(name), " has shape ",
+  fail(file, ": ", kind, " ", quoteName(name), " has shape ",
        formatShape(tensor.shape()), " and dtype ", dtypeName(tensor.dtype()),
        ", expected ", formatShape(pattern), " with ", dtypeName(dtype));
 }

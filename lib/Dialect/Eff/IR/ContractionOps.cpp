@@ -185,9 +185,6 @@ static LogicalResult inferPoolType(std::optional<Location> loc,
     return failure();
   if (kernel.size() != 2 || kernel[0] < 1 || kernel[1] < 1)
     return emitOptionalError(loc, "kernel_size needs 2 entries >= 1");
-  for (int d = 0; d < 2; ++d)
-    if (padding[d] * 2 > kernel[d] || padding[d + 2] * 2 > kernel[d])
-      return emitOptionalError(loc, "padding must be at most half the kernel");
   SmallVector<int64_t> shape = {input.getDimSize(0), input.getDimSize(1)};
   for (int d = 0; d < 2; ++d)
     shape.push_back(windowOutputSize(input.getDimSize(2 + d), kernel[d],

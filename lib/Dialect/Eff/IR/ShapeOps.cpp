@@ -431,3 +431,34 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
            innerIndex;
   });
 }
+
+//===----------------------------------------------------------------------===//
+// pad
+//===----------------------------------------------------------------------===//
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  RankedTensorType input = tensorType(adaptor.getInput());
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  if (static_cast<int64_t>(low.size()) != input.getRank() ||
+      static_cast<int64_t>(high.size()) != input.getRank())
+    return emitOptionalError(loc, "low and high need ", input.getRank(),
+                             " entries each (the input rank)");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < input.getRank(); ++d) {
+    if (low[d] < 0 || high[d] < 0)
+      return emitOptionalError(loc, "padding of dimension ", d,
+                               " is negative");
+    shape.push_back(input.getDimSize(d) + low[d] + high[d]);
+  }
+  types.push_back(input.clone(shape));
+  return success();
+}
+
+OpFoldResult PadOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}

@@ -135,6 +135,25 @@ def Eff_SplitOp : Eff_MovementOp<"split"> {
   let hasVerifier = 1;
 }
 
+def Eff_PadOp : Eff_MovementOp<"pad", [InferTypeOpAdaptor]> {
+  let summary = "pad with a constant value";
+  let description = [{
+    Adds `low[d]` elements before and `high[d]` after dimension `d`, all equal
+    to `value` (ONNX `Pad` in constant mode with non-negative pads).
+
+    ```mlir
+    %y = eff.pad %x {low = array<i64: 0, 0, 1, 1>, high = array<i64: 0, 0, 1, 1>,
+                     value = 0.0 : f64} : tensor<8x16x4x4xf32> -> tensor<8x16x6x6xf32>
+    ```
+  }];
+  let arguments = (ins Eff_Tensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Eff_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
 def Eff_GatherOp : Eff_MovementOp<"gather", [InferTypeOpAdaptor]> {
   let summary = "gather slices along an axis (embedding lookup)";
   let description = [{

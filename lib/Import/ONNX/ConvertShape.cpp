@@ -1,0 +1,499 @@
+//===- ConvertShape.cpp - ONNX shape and data-movement ops to eff ---------===//
+//
+// Shapes are static, so every shape operand (Reshape's shape, Unsqueeze's
+// axes, Slice's bounds, ...) must fold to a constant during import; the
+// converters say which input is not constant when one does not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeImporter.h"
+
+#include "effopt/Dialect/Eff/IR/ShapeUtils.h"
+
+using namespace mlir;
+using namespace effopt;
+using namespace effopt::onnx_import;
+
+namespace {
+
+LogicalResult convertShape(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank();
+  // Shape-15 takes an optional [start, end) window.
+  int64_t start = ctx.getInt("start", 0), end = ctx.getInt("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  // eff.shape_of folds to a constant at once; the window is a folded slice.
+  Value shape = ctx.create<eff::ShapeOfOp>(ctx.input(0));
+  if (start != 0 || end != rank)
+    shape = ctx.create<eff::SliceOp>(
+        shape, ctx.builder.getDenseI64ArrayAttr({start}),
+        ctx.builder.getDenseI64ArrayAttr({std::max(start, end)}),
+        ctx.builder.getDenseI64ArrayAttr({1}));
+  ctx.setOutput(0, shape);
+  return success();
+}
+
+LogicalResult convertSize(NodeContext &ctx) {
+  ctx.setOutput(0, ctx.splat(ctx.inputType(0).getNumElements(),
+                             ctx.builder.getI64Type()));
+  return success();
+}
+
+LogicalResult convertReshape(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> target = ctx.constantInts(1, "shape");
+  if (failed(target))
+    return failure();
+  RankedTensorType type = ctx.inputType(0);
+  bool allowZero = ctx.getInt("allowzero", 0) != 0;
+  SmallVector<int64_t> shape;
+  int64_t inferred = -1, known = 1;
+  for (auto [i, dim] : llvm::enumerate(*target)) {
+    if (dim == 0 && !allowZero) {
+      if (static_cast<int64_t>(i) >= type.getRank())
+        return ctx.error("shape entry " + Twine(i) +
+                         " is 0 (copy) but the input has rank " +
+                         Twine(type.getRank()));
+      dim = type.getDimSize(i);
+    }
+    if (dim == -1) {
+      if (inferred >= 0)
+        return ctx.error("shape " + eff::formatShape(*target) +
+                         " has more than one -1");
+      inferred = i;
+    } else if (dim < 0) {
+      return ctx.error("shape " + eff::formatShape(*target) +
+                       " has a negative entry");
+    } else {
+      known *= dim;
+    }
+    shape.push_back(dim);
+  }
+  if (inferred >= 0) {
+    if (known == 0 || type.getNumElements() % known)
+      return ctx.error("cannot reshape " + eff::formatShape(type.getShape()) +
+                       " to " + eff::formatShape(*target));
+    shape[inferred] = type.getNumElements() / known;
+  }
+  if (type.clone(shape).getNumElements() != type.getNumElements())
+    return ctx.error("cannot reshape " + eff::formatShape(type.getShape()) +
+                     " to " + eff::formatShape(shape));
+  ctx.setOutput(0, ctx.reshape(ctx.input(0), shape));
+  return success();
+}
+
+LogicalResult convertFlatten(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank();
+  int64_t axis = ctx.getInt("axis", 1);
+  if (axis < -rank || axis > rank)
+    return ctx.error("axis " + Twine(axis) + " is out of range [" +
+                     Twine(-rank) + ", " + Twine(rank) + "]");
+  if (axis < 0)
+    axis += rank;
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= type.getDimSize(d);
+  ctx.setOutput(0, ctx.reshape(ctx.input(0),
+                               {outer, type.getNumElements() / std::max<int64_t>(outer, 1)}));
+  return success();
+}
+
+/// Axes from the `axes` input (opset >= 13) or attribute (older).
+FailureOr<SmallVector<int64_t>> axesOperand(NodeContext &ctx, unsigned input) {
+  if (ctx.hasInput(input))
+    return ctx.constantInts(input, "axes");
+  return ctx.getInts("axes");
+}
+
+LogicalResult convertSqueeze(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> axes = axesOperand(ctx, 1);
+  if (failed(axes))
+    return failure();
+  RankedTensorType type = ctx.inputType(0);
+  SmallVector<bool> drop(type.getRank(), false);
+  if (axes->empty()) {
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      drop[d] = type.getDimSize(d) == 1;
+  }
+  for (int64_t axis : *axes) {
+    FailureOr<int64_t> d = ctx.normalizedAxis(axis, type.getRank());
+    if (failed(d))
+      return failure();
+    if (type.getDimSize(*d) != 1)
+      return ctx.error("cannot squeeze dimension " + Twine(*d) + " of size " +
+                       Twine(type.getDimSize(*d)));
+    drop[*d] = true;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!drop[d])
+      shape.push_back(type.getDimSize(d));
+  ctx.setOutput(0, ctx.reshape(ctx.input(0), shape));
+  return success();
+}
+
+LogicalResult convertUnsqueeze(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> axes = axesOperand(ctx, 1);
+  if (failed(axes))
+    return failure();
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank() + axes->size();
+  SmallVector<bool> inserted(rank, false);
+  for (int64_t axis : *axes) {
+    FailureOr<int64_t> d = ctx.normalizedAxis(axis, rank);
+    if (failed(d))
+      return failure();
+    if (inserted[*d])
+      return ctx.error("axis " + Twine(axis) + " appears twice");
+    inserted[*d] = true;
+  }
+  SmallVector<int64_t> shape;
+  auto dims = type.getShape().begin();
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(inserted[d] ? 1 : *dims++);
+  ctx.setOutput(0, ctx.reshape(ctx.input(0), shape));
+  return success();
+}
+
+LogicalResult convertTranspose(NodeContext &ctx) {
+  int64_t rank = ctx.inputType(0).getRank();
+  SmallVector<int64_t> permutation = ctx.getInts("perm");
+  if (permutation.empty())
+    for (int64_t d = rank - 1; d >= 0; --d)
+      permutation.push_back(d);
+  ctx.setOutput(0, ctx.create<eff::TransposeOp>(ctx.input(0), permutation));
+  return success();
+}
+
+LogicalResult convertExpand(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> target = ctx.constantInts(1, "shape");
+  if (failed(target))
+    return failure();
+  RankedTensorType type = ctx.inputType(0);
+  // Expand broadcasts both ways: the result is broadcast(input, shape).
+  std::optional<SmallVector<int64_t>> shape =
+      eff::broadcastShapes(type.getShape(), *target);
+  if (!shape)
+    return ctx.error("cannot expand " + eff::formatShape(type.getShape()) +
+                     " to " + eff::formatShape(*target));
+  Value input = ctx.input(0);
+  if (type.getShape() != ArrayRef<int64_t>(*shape))
+    input = ctx.create<eff::BroadcastToOp>(type.clone(*shape), input);
+  ctx.setOutput(0, input);
+  return success();
+}
+
+LogicalResult convertConcat(NodeContext &ctx) {
+  SmallVector<Value> inputs;
+  for (int i = 0; i < ctx.node.input_size(); ++i)
+    if (ctx.hasInput(i))
+      inputs.push_back(ctx.input(i));
+  int64_t rank = ctx.inputType(0).getRank();
+  FailureOr<int64_t> axis = ctx.normalizedAxis(ctx.getInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  // Concat accepts empty pieces; eff does not need them.
+  SmallVector<Value> nonEmpty;
+  for (Value input : inputs)
+    if (cast<RankedTensorType>(input.getType()).getDimSize(*axis) != 0)
+      nonEmpty.push_back(input);
+  if (nonEmpty.empty())
+    nonEmpty.push_back(inputs.front());
+  ctx.setOutput(0, ctx.create<eff::ConcatOp>(nonEmpty, *axis));
+  return success();
+}
+
+LogicalResult convertSlice(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> starts = ctx.constantInts(1, "starts");
+  FailureOr<SmallVector<int64_t>> ends = ctx.constantInts(2, "ends");
+  if (failed(starts) || failed(ends))
+    return failure();
+  SmallVector<int64_t> axes, steps;
+  if (ctx.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> a = ctx.constantInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(i);
+  }
+  if (ctx.hasInput(4)) {
+    FailureOr<SmallVector<int64_t>> s = ctx.constantInts(4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  } else {
+    steps.assign(starts->size(), 1);
+  }
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return ctx.error("starts, ends, axes and steps must have the same length");
+
+  SmallVector<int64_t> sliceStarts(rank, 0), limits(type.getShape()),
+      strides(rank, 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    FailureOr<int64_t> d = ctx.normalizedAxis(axes[i], rank);
+    if (failed(d))
+      return failure();
+    int64_t size = type.getDimSize(*d), step = steps[i];
+    if (step == 0)
+      return ctx.error("step of axis " + Twine(*d) + " is 0");
+    int64_t start = (*starts)[i], end = (*ends)[i];
+    // ONNX clamping rules (numpy-like, with INT64_MAX/MIN as "to the end").
+    if (start < 0)
+      start += size;
+    if (end < 0 && end > std::numeric_limits<int64_t>::min() + size)
+      end += size;
+    else if (end < 0)
+      end = -1;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, size);
+      end = std::clamp<int64_t>(end, 0, size);
+    } else {
+      start = std::clamp<int64_t>(start, 0, size - 1);
+      end = std::clamp<int64_t>(end, -1, size - 1);
+    }
+    sliceStarts[*d] = start;
+    limits[*d] = end;
+    strides[*d] = step;
+  }
+  ctx.setOutput(0, ctx.create<eff::SliceOp>(ctx.input(0), sliceStarts, limits,
+                                            strides));
+  return success();
+}
+
+LogicalResult convertSplit(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  FailureOr<int64_t> axis =
+      ctx.normalizedAxis(ctx.getInt("axis", 0), type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t total = type.getDimSize(*axis);
+  int64_t pieces = ctx.node.output_size();
+  SmallVector<int64_t> sizes;
+  if (ctx.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> split = ctx.constantInts(1, "split");
+    if (failed(split))
+      return failure();
+    sizes = *split;
+  } else if (ctx.hasAttribute("split")) {
+    sizes = ctx.getInts("split");
+  } else {
+    // Equal pieces; opset 18's num_outputs makes the last one smaller.
+    int64_t count = ctx.getInt("num_outputs", pieces);
+    int64_t piece = (total + count - 1) / count;
+    for (int64_t i = 0; i < count; ++i)
+      sizes.push_back(std::min(piece, total - i * piece));
+  }
+  if (static_cast<int64_t>(sizes.size()) != pieces)
+    return ctx.error("split has " + Twine(sizes.size()) + " sizes for " +
+                     Twine(pieces) + " outputs");
+  int64_t sum = 0;
+  for (int64_t size : sizes)
+    sum += size;
+  if (sum != total || llvm::any_of(sizes, [](int64_t s) { return s < 0; }))
+    return ctx.error("split sizes " + eff::formatShape(sizes) +
+                     " do not add up to " + Twine(total));
+  SmallVector<Type> resultTypes;
+  for (int64_t size : sizes) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*axis] = size;
+    resultTypes.push_back(type.clone(shape));
+  }
+  auto split = eff::SplitOp::create(ctx.builder, ctx.loc(), resultTypes,
+                                    ctx.input(0), *axis);
+  for (int64_t i = 0; i < pieces; ++i)
+    ctx.setOutput(i, split.getResult(i));
+  return success();
+}
+
+LogicalResult convertGather(NodeContext &ctx) {
+  int64_t rank = ctx.inputType(0).getRank();
+  FailureOr<int64_t> axis = ctx.normalizedAxis(ctx.getInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  ctx.setOutput(0, ctx.create<eff::GatherOp>(ctx.input(0), ctx.input(1), *axis));
+  return success();
+}
+
+LogicalResult convertConstant(NodeContext &ctx) {
+  const onnx::AttributeProto *attr = nullptr;
+  for (const onnx::AttributeProto &a : ctx.node.attribute())
+    attr = &a;
+  if (!attr || ctx.node.attribute_size() != 1)
+    return ctx.error("needs exactly one value attribute");
+  OpBuilder &b = ctx.builder;
+  StringRef name = attr->name();
+  DenseElementsAttr value;
+  if (name == "value") {
+    const onnx::TensorProto &tensor = attr->t();
+    Type elementType = convertElementType(tensor.data_type(), ctx.context());
+    if (!elementType)
+      return ctx.unsupportedAttribute("value",
+                                      "of type " + dataTypeName(tensor.data_type()));
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+      return ctx.error("constants with external data are not supported");
+    auto type = RankedTensorType::get(
+        SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
+        elementType);
+    ArrayRef<char> raw(tensor.raw_data().data(), tensor.raw_data().size());
+    FailureOr<DenseElementsAttr> dense = tensorToDenseAttr(
+        tensor, type, raw, "constant value", [&] { return emitError(ctx.loc()); });
+    if (failed(dense))
+      return failure();
+    value = *dense;
+  } else if (name == "value_float") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                   attr->f());
+  } else if (name == "value_floats") {
+    SmallVector<float> floats(attr->floats().begin(), attr->floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(floats.size())},
+                              b.getF32Type()),
+        ArrayRef<float>(floats));
+  } else if (name == "value_int") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   static_cast<int64_t>(attr->i()));
+  } else if (name == "value_ints") {
+    SmallVector<int64_t> ints(attr->ints().begin(), attr->ints().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(ints.size())},
+                              b.getI64Type()),
+        ArrayRef<int64_t>(ints));
+  } else {
+    return ctx.unsupportedAttribute(name, "(only numeric constants)");
+  }
+  ctx.setOutput(0, eff::ConstantOp::create(b, ctx.loc(), value));
+  return success();
+}
+
+LogicalResult convertConstantOfShape(NodeContext &ctx) {
+  FailureOr<SmallVector<int64_t>> shape = ctx.constantInts(0, "input");
+  if (failed(shape))
+    return failure();
+  Attribute element = FloatAttr::get(ctx.builder.getF32Type(), 0.0);
+  if (const onnx::AttributeProto *attr = ctx.attribute("value")) {
+    const onnx::TensorProto &tensor = attr->t();
+    Type elementType = convertElementType(tensor.data_type(), ctx.context());
+    if (!elementType)
+      return ctx.unsupportedAttribute("value",
+                                      "of type " + dataTypeName(tensor.data_type()));
+    ArrayRef<char> raw(tensor.raw_data().data(), tensor.raw_data().size());
+    FailureOr<DenseElementsAttr> dense = tensorToDenseAttr(
+        tensor, RankedTensorType::get({1}, elementType), raw, "value",
+        [&] { return emitError(ctx.loc()); });
+    if (failed(dense))
+      return failure();
+    element = *dense->getValues<Attribute>().begin();
+  }
+  auto type =
+      RankedTensorType::get(*shape, cast<TypedAttr>(element).getType());
+  ctx.setOutput(0, eff::ConstantOp::create(ctx.builder, ctx.loc(),
+                                           DenseElementsAttr::get(type, element)));
+  return success();
+}
+
+/// Range with constant operands (positions in transformers) folds here.
+LogicalResult convertRange(NodeContext &ctx) {
+  DenseElementsAttr start = ctx.constantInput(0), limit = ctx.constantInput(1),
+                    delta = ctx.constantInput(2);
+  if (!start || !limit || !delta)
+    return ctx.error("start, limit and delta must be constants");
+  Type elementType = start.getElementType();
+  auto scalar = [](DenseElementsAttr attr) {
+    if (isa<FloatType>(attr.getElementType()))
+      return (*attr.getValues<APFloat>().begin()).convertToDouble();
+    return static_cast<double>((*attr.getValues<APInt>().begin()).getSExtValue());
+  };
+  double s = scalar(start), l = scalar(limit), d = scalar(delta);
+  if (d == 0)
+    return ctx.error("delta is 0");
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  auto type = RankedTensorType::get({count}, elementType);
+  SmallVector<Attribute> elements;
+  for (int64_t i = 0; i < count; ++i) {
+    double v = s + i * d;
+    if (isa<FloatType>(elementType))
+      elements.push_back(FloatAttr::get(elementType, v));
+    else
+      elements.push_back(IntegerAttr::get(elementType, static_cast<int64_t>(v)));
+  }
+  ctx.setOutput(0, eff::ConstantOp::create(ctx.builder, ctx.loc(),
+                                           DenseElementsAttr::get(type, elements)));
+  return success();
+}
+
+LogicalResult convertPad(NodeContext &ctx) {
+  std::string mode = ctx.getString("mode", "constant");
+  if (mode != "constant")
+    return ctx.unsupportedAttribute("mode", "'" + mode + "'");
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> pads = ctx.constantInts(1, "pads");
+  if (failed(pads))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (ctx.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> a = ctx.constantInts(3, "axes");
+    if (failed(a))
+      return failure();
+    for (int64_t axis : *a) {
+      FailureOr<int64_t> d = ctx.normalizedAxis(axis, rank);
+      if (failed(d))
+        return failure();
+      axes.push_back(*d);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  if (pads->size() != 2 * axes.size())
+    return ctx.error("pads has " + Twine(pads->size()) + " entries, expected " +
+                     Twine(2 * axes.size()));
+  SmallVector<int64_t> low(rank, 0), high(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    low[axes[i]] = (*pads)[i];
+    high[axes[i]] = (*pads)[i + axes.size()];
+    if (low[axes[i]] < 0 || high[axes[i]] < 0)
+      return ctx.error("negative pads (cropping) are not supported");
+  }
+  double value = 0.0;
+  if (ctx.hasInput(2)) {
+    DenseElementsAttr attr = ctx.constantInput(2);
+    if (!attr)
+      return ctx.error("input 'constant_value' must be a constant");
+    value = isa<FloatType>(attr.getElementType())
+                ? (*attr.getValues<APFloat>().begin()).convertToDouble()
+                : (*attr.getValues<APInt>().begin()).getSExtValue();
+  }
+  ctx.setOutput(0, ctx.create<eff::PadOp>(
+                       ctx.input(0), ctx.builder.getDenseI64ArrayAttr(low),
+                       ctx.builder.getDenseI64ArrayAttr(high),
+                       ctx.builder.getF64FloatAttr(value)));
+  return success();
+}
+
+} // namespace
+
+void effopt::onnx_import::populateShapeConverters(ConverterMap &map) {
+  map["Shape"] = convertShape;
+  map["Size"] = convertSize;
+  map["Reshape"] = convertReshape;
+  map["Flatten"] = convertFlatten;
+  map["Squeeze"] = convertSqueeze;
+  map["Unsqueeze"] = convertUnsqueeze;
+  map["Transpose"] = convertTranspose;
+  map["Expand"] = convertExpand;
+  map["Concat"] = convertConcat;
+  map["Slice"] = convertSlice;
+  map["Split"] = convertSplit;
+  map["Gather"] = convertGather;
+  map["Constant"] = convertConstant;
+  map["ConstantOfShape"] = convertConstantOfShape;
+  map["Range"] = convertRange;
+  map["Pad"] = convertPad;
+}

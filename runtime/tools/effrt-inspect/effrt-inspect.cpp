@@ -1,0 +1,222 @@
+//===- effrt-inspect.cpp - Print and convert tensor files -----------------===//
+//
+//   effrt-inspect FILE
+//     One line per array or tensor, tab-separated:
+//       NAME  DTYPE  SHAPE  crc32=XXXXXXXX  sum=S  first=[a,b,c]
+//     where crc32 is over the raw little-endian C-order bytes, S is the sum
+//     of all elements as double and first lists up to three elements.
+//     Lines starting with '#' describe the file (format, metadata).
+//   effrt-inspect --write-safetensors OUT IN [--metadata KEY=VALUE]...
+//   effrt-inspect --write-npz OUT IN [--compress]
+//     Convert IN (any readable format) to OUT.
+//
+// FILE may be .npz, .npy, .safetensors or a .bin of uint16 tokens. Errors
+// are one line on stderr and exit status 1; usage errors exit 2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effrt/Error.h"
+#include "effrt/File.h"
+#include "effrt/Npy.h"
+#include "effrt/Npz.h"
+#include "effrt/SafeTensors.h"
+#include "effrt/TokenStream.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace effrt;
+
+namespace {
+struct Contents {
+  std::string format;
+  NamedTensors tensors;
+  Metadata metadata;
+};
+} // namespace
+
+static bool endsWith(const std::string &s, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+static std::string baseName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = base.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
+}
+
+/// The format from the extension, else from the first bytes.
+static std::string detectFormat(const std::string &path) {
+  for (const char *ext : {".npz", ".npy", ".safetensors", ".bin"})
+    if (endsWith(path, ext))
+      return ext + 1;
+  SharedBytes bytes = mapFile(path);
+  auto starts = [&](const char *magic, size_t n) {
+    return bytes.size >= n && std::memcmp(bytes.data, magic, n) == 0;
+  };
+  if (starts("PK\x03\x04", 4) || starts("PK\x05\x06", 4))
+    return "npz";
+  if (starts("\x93NUMPY", 6))
+    return "npy";
+  if (bytes.size >= 9 && static_cast<char>(bytes.data[8]) == '{')
+    return "safetensors";
+  fail(path, ": unrecognized file format (expected .npz, .npy, .safetensors "
+             "or a .bin of uint16 tokens)");
+}
+
+static Contents readContents(const std::string &path) {
+  Contents c;
+  c.format = detectFormat(path);
+  if (c.format == "npz") {
+    c.tensors = NpzFile::open(path).readAll();
+  } else if (c.format == "npy") {
+    c.tensors.emplace_back(baseName(path), readNpy(path));
+  } else if (c.format == "safetensors") {
+    SafeTensorsFile file = SafeTensorsFile::open(path);
+    c.tensors = file.readAll();
+    c.metadata = file.metadata();
+  } else {
+    c.tensors.emplace_back("tokens", TokenStream::open(path).tensor());
+  }
+  return c;
+}
+
+/// Escapes control characters so every entry stays on its line.
+static std::string printable(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+static std::string formatElement(const Tensor &t, int64_t i) {
+  char buf[64];
+  switch (t.dtype()) {
+  case DType::F64:
+    std::snprintf(buf, sizeof(buf), "%.17g", t.load<double>(i));
+    break;
+  case DType::F32:
+  case DType::F16:
+  case DType::BF16:
+    std::snprintf(buf, sizeof(buf), "%.9g", t.elementAsDouble(i));
+    break;
+  case DType::I64:
+    std::snprintf(buf, sizeof(buf), "%" PRId64, t.load<int64_t>(i));
+    break;
+  case DType::U64:
+    std::snprintf(buf, sizeof(buf), "%" PRIu64, t.load<uint64_t>(i));
+    break;
+  default:
+    std::snprintf(buf, sizeof(buf), "%.0f", t.elementAsDouble(i));
+    break;
+  }
+  return buf;
+}
+
+/// Sum as double with Neumaier compensation, so the result hardly depends on
+/// the order of summation (numpy sums pairwise).
+static double sum(const Tensor &t) {
+  double s = 0, c = 0;
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    double x = t.elementAsDouble(i);
+    double u = s + x;
+    if (std::fabs(s) >= std::fabs(x))
+      c += (s - u) + x;
+    else
+      c += (x - u) + s;
+    s = u;
+  }
+  return s + c;
+}
+
+static void inspect(const std::string &path) {
+  Contents c = readContents(path);
+  std::string out = "# " + c.format + ", " + std::to_string(c.tensors.size()) +
+                    (c.tensors.size() == 1 ? " tensor\n" : " tensors\n");
+  for (const auto &[key, value] : c.metadata)
+    out += "# metadata " + printable(key) + "=" + printable(value) + "\n";
+  for (const auto &[name, t] : c.tensors) {
+    char crc[32], total[64];
+    std::snprintf(crc, sizeof(crc), "crc32=%08x",
+                  static_cast<unsigned>(crc32(t.data(), t.byteSize())));
+    std::snprintf(total, sizeof(total), "sum=%.17g", sum(t));
+    out += printable(name) + "\t" + std::string(dtypeName(t.dtype())) + "\t" +
+           formatShape(t.shape()) + "\t" + crc + "\t" + total + "\tfirst=[";
+    for (int64_t i = 0; i < std::min<int64_t>(3, t.numElements()); ++i)
+      out += (i ? "," : "") + formatElement(t, i);
+    out += "]\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+static int usage(const char *message) {
+  std::fprintf(stderr,
+               "effrt-inspect: %s\n"
+               "usage: effrt-inspect FILE\n"
+               "       effrt-inspect --write-safetensors OUT IN "
+               "[--metadata KEY=VALUE]...\n"
+               "       effrt-inspect --write-npz OUT IN [--compress]\n",
+               message);
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
+      usage("print or convert .npz, .npy, .safetensors and token files");
+      return 0;
+    }
+    if (args.size() == 1 && args[0].rfind("--", 0) != 0) {
+      inspect(args[0]);
+      return 0;
+    }
+    if (args.size() >= 3 && args[0] == "--write-safetensors") {
+      Metadata metadata;
+      for (size_t i = 3; i < args.size(); i += 2) {
+        if (args[i] != "--metadata" || i + 1 >= args.size() ||
+            args[i + 1].find('=') == std::string::npos)
+          return usage("expected --metadata KEY=VALUE");
+        const std::string &kv = args[i + 1];
+        size_t eq = kv.find('=');
+        metadata[kv.substr(0, eq)] = kv.substr(eq + 1);
+      }
+      Contents c = readContents(args[2]);
+      for (const auto &[key, value] : c.metadata)
+        metadata.emplace(key, value);
+      writeSafeTensors(args[1], c.tensors, metadata);
+      return 0;
+    }
+    if ((args.size() == 3 || args.size() == 4) && args[0] == "--write-npz") {
+      NpzWriteOptions options;
+      if (args.size() == 4) {
+        if (args[3] != "--compress")
+          return usage("unexpected argument after IN");
+        options.compress = true;
+      }
+      writeNpz(args[1], readContents(args[2]).tensors, options);
+      return 0;
+    }
+    return usage("bad arguments");
+  } catch (const Error &e) {
+    std::fprintf(stderr, "effrt-inspect: %s\n", e.what());
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "effrt-inspect: out of memory\n");
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "effrt-inspect: internal error: %s\n", e.what());
+  }
+  return 1;
+}
