@@ -12,12 +12,17 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+namespace effopt::test {
+void registerTestCostInterfacePass();
+} // namespace effopt::test
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<effopt::eff::EffDialect, mlir::func::FuncDialect>();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  effopt::test::registerTestCostInterfacePass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv,
       "effopt-opt: runs effopt's passes on eff-dialect .mlir files.\n\n"

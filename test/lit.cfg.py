@@ -1,0 +1,44 @@
+# -*- Python -*-
+# lit configuration for effopt's regression and end-to-end tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "EFFOPT"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.effopt_obj_root, "test")
+
+# Inputs/ folders hold models, data and generator scripts, not tests;
+# lib/ holds the C++ of test-only passes.
+config.excludes = ["Inputs", "lib", "CMakeLists.txt", "lit.cfg.py",
+                   "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+# Debian's PyTorch, ONNX and numpy live under /usr/bin/python3, not under
+# whatever python3 is first on PATH.
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%effopt_src", config.effopt_src_root))
+config.substitutions.append(("%onnx_inputs",
+                             os.path.join(config.effopt_src_root, "test",
+                                          "Import", "ONNX", "Inputs")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.effopt_tools_dir, append_path=True)
+
+tools = ["effopt-opt", "effopt-translate"]
+for optional in ["effrt-inspect", "effopt-import-fuzzer"]:
+    if os.path.exists(os.path.join(config.effopt_tools_dir, optional)):
+        tools.append(optional)
+        config.available_features.add(optional)
+llvm_config.add_tool_substitutions(tools, [config.effopt_tools_dir])
+
+# The ONNX backend node tests ship in Debian's libonnx-testdata.
+config.substitutions.append(("%onnx_node_tests",
+                             "/usr/share/libonnx-testdata/data/node"))
