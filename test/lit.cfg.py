@@ -8,7 +8,7 @@ from lit.llvm import llvm_config
 
 config.name = "EFFOPT"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".test", ".py"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.effopt_obj_root, "test")
 

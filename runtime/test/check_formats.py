@@ -101,12 +101,31 @@ def same_value(printed, expected, dtype):
     return int(printed) == int(expected)
 
 
-def close_sums(got, want, a):
+def sums(flat):
+    """-> (sum, sum of magnitudes) as float64, in chunks to bound memory."""
+    total, magnitude = [], 0.0
+    for i in range(0, flat.size, 1 << 24):
+        part = flat[i:i + (1 << 24)]
+        if part.dtype.kind in "biu" and part.dtype.itemsize <= 4:
+            exact = int(part.sum(dtype=np.int64))  # exact, no overflow
+            total.append(float(exact))
+            magnitude += float(np.abs(part.astype(np.int64)).sum())
+            continue
+        chunk = as_float64(part)
+        # fsum is exact but slow; numpy's pairwise sum is accurate enough
+        # (error ~1e-16 * log2(n) * sum of magnitudes) for big chunks.
+        small = chunk.size <= 1 << 16 and np.isfinite(chunk).all()
+        total.append(math.fsum(chunk) if small else float(chunk.sum()))
+        magnitude += float(np.abs(chunk).sum())
+    return (math.fsum(total) if all(map(math.isfinite, total))
+            else float(sum(total))), magnitude
+
+
+def close_sums(got, want, scale):
     if math.isnan(want) or math.isnan(got):
         return math.isnan(want) and math.isnan(got)
     if math.isinf(want) or math.isinf(got):
         return got == want
-    scale = float(np.abs(as_float64(a)).sum()) if a.size else 0.0
     return abs(got - want) <= 1e-12 * max(scale, 1.0)
 
 
@@ -138,9 +157,8 @@ def check_listing(label, path, arrays, metadata=None, dtypes=None):
             problems.append(f"{name}: crc32 {crc:08x} != {zlib.crc32(raw):08x}")
         values = a if want_dtype != "bfloat16" else bf16_to_f32(a)
         flat = np.ascontiguousarray(values).reshape(-1)
-        f64 = as_float64(flat)
-        want_sum = math.fsum(f64) if np.isfinite(f64).all() else float(f64.sum())
-        if not close_sums(total, want_sum, flat):
+        want_sum, scale = sums(flat)
+        if not close_sums(total, want_sum, scale):
             problems.append(f"{name}: sum {total!r} != {want_sum!r}")
         if len(first) != min(3, flat.size):
             problems.append(f"{name}: {len(first)} first values")

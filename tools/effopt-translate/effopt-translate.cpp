@@ -30,7 +30,10 @@ static cl::opt<bool> importOnnx("import-onnx",
                                 cl::desc("Import an ONNX model (the default)"),
                                 cl::init(true), cl::cat(category));
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
-                                      cl::Required, cl::cat(category));
+                                      cl::cat(category));
+static cl::opt<bool> listOps("list-supported-ops",
+                             cl::desc("List the ONNX op types effopt imports"),
+                             cl::cat(category));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
@@ -95,6 +98,8 @@ static bool parseShape(StringRef text, effopt::ONNXImportOptions &options) {
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -105,6 +110,16 @@ int main(int argc, char **argv) {
       "  effopt-translate --import-onnx model.onnx -o model.mlir\n"
       "  effopt-translate model.onnx --summary-only\n"
       "  effopt-translate model.onnx --shape x=32,64 --freeze 'embed\\..*'\n");
+
+  if (listOps) {
+    for (const std::string &op : effopt::getSupportedONNXOps())
+      outs() << op << "\n";
+    return 0;
+  }
+  if (inputFile.empty()) {
+    errs() << "effopt-translate: error: no input model (see --help)\n";
+    return 1;
+  }
 
   effopt::ONNXImportOptions options;
   for (const std::string &shape : shapes)

@@ -56,8 +56,8 @@ LogicalResult convertGemm(NodeContext &ctx) {
   auto linear = eff::LinearOp::create(
       ctx.builder, ctx.loc(), ctx.input(0), ctx.input(1), bias,
       ctx.builder.getBoolAttr(transA), ctx.builder.getBoolAttr(transB),
-      ctx.builder.getF64FloatAttr(ctx.getFloat("alpha", 1.0f)),
-      ctx.builder.getF64FloatAttr(ctx.getFloat("beta", 1.0f)));
+      ctx.builder.getF64FloatAttr(ctx.getFloat("alpha", 1.0)),
+      ctx.builder.getF64FloatAttr(ctx.getFloat("beta", 1.0)));
   ctx.setOutput(0, linear);
   return success();
 }
@@ -85,9 +85,9 @@ FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
     pads.assign(2 * spatial, 0);
   if (w.strides.size() != spatial || w.dilations.size() != spatial ||
       pads.size() != 2 * spatial)
-    return ctx.error("strides, dilations and pads do not match the " +
-                     Twine(spatial) + " spatial dimensions"),
-           failure();
+    return static_cast<LogicalResult>(
+        ctx.error("strides, dilations and pads do not match the " +
+                  Twine(spatial) + " spatial dimensions"));
   std::string autoPad = ctx.getString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     pads.assign(2 * spatial, 0);
@@ -102,7 +102,8 @@ FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
       pads[d + spatial] = autoPad == "SAME_UPPER" ? large : small;
     }
   } else if (autoPad != "NOTSET") {
-    return ctx.unsupportedAttribute("auto_pad", "'" + autoPad + "'"), failure();
+    return static_cast<LogicalResult>(
+        ctx.unsupportedAttribute("auto_pad", "'" + autoPad + "'"));
   }
   if (spatial == 1) {
     // A 1-D window is a 2-D window over [1, L].

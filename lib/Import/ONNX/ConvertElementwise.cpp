@@ -2,6 +2,8 @@
 
 #include "NodeImporter.h"
 
+#include "llvm/Support/xxhash.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -87,7 +89,7 @@ LogicalResult convertDropout(NodeContext &ctx) {
     DenseElementsAttr attr = ctx.constantInput(1);
     if (!attr || !isa<FloatType>(attr.getElementType()))
       return ctx.error("input 'ratio' must be a constant");
-    ratio = (*attr.getValues<APFloat>().begin()).convertToDouble();
+    ratio = decimalValue(*attr.getValues<APFloat>().begin());
   }
   bool training = false;
   if (ctx.hasInput(2)) {
@@ -96,8 +98,6 @@ LogicalResult convertDropout(NodeContext &ctx) {
       return ctx.error("input 'training_mode' must be a constant");
     training = !(*attr.getValues<APInt>().begin()).isZero();
   }
-  if (ctx.hasAttribute("seed"))
-    return ctx.unsupportedAttribute("seed", "(effopt derives dropout seeds)");
   Value input = ctx.input(0);
   if (!training || ratio == 0.0) {
     ctx.setOutput(0, input);
@@ -108,9 +108,12 @@ LogicalResult convertDropout(NodeContext &ctx) {
   }
   if (!(ratio > 0.0 && ratio < 1.0))
     return ctx.error("ratio " + std::to_string(ratio) + " is outside [0, 1)");
-  // A stable seed per node: the hash of its name.
-  int64_t seed = static_cast<int64_t>(
-      llvm::hash_value(ctx.node.name()) & std::numeric_limits<int32_t>::max());
+  // The node's seed, or a stable one per node: a fixed hash of its name
+  // (llvm::hash_value may be seeded per process).
+  int64_t seed = ctx.hasAttribute("seed")
+                     ? ctx.getInt("seed", 0)
+                     : static_cast<int64_t>(llvm::xxh3_64bits(ctx.node.name()) &
+                                            std::numeric_limits<int32_t>::max());
   auto dropout = eff::DropoutOp::create(ctx.builder, ctx.loc(), input,
                                         ctx.builder.getF64FloatAttr(ratio),
                                         ctx.builder.getI64IntegerAttr(seed));

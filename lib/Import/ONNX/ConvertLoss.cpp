@@ -16,7 +16,8 @@ FailureOr<eff::LossReduction> readReduction(NodeContext &ctx) {
     return eff::LossReduction::Sum;
   if (reduction == "none")
     return eff::LossReduction::None;
-  return ctx.unsupportedAttribute("reduction", "'" + reduction + "'"), failure();
+  return static_cast<LogicalResult>(
+      ctx.unsupportedAttribute("reduction", "'" + reduction + "'"));
 }
 
 template <typename OpTy>

@@ -42,7 +42,7 @@ LogicalResult convertLayerNormalization(NodeContext &ctx) {
   auto norm = eff::LayerNormOp::create(
       ctx.builder, ctx.loc(), ctx.input(0), scale, bias,
       ctx.builder.getI64IntegerAttr(*axis),
-      ctx.builder.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5f)));
+      ctx.builder.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5)));
   ctx.setOutput(0, norm.getOutput());
   ctx.setOutput(1, norm.getMean());
   ctx.setOutput(2, norm.getRstd());
@@ -57,7 +57,7 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
   // mode exactly when it has the extra outputs.
   bool training = ctx.opset >= 14 ? ctx.getInt("training_mode", 0) != 0
                                   : ctx.node.output_size() > 1;
-  double epsilon = ctx.getFloat("epsilon", 1e-5f);
+  double epsilon = ctx.getFloat("epsilon", 1e-5);
   if (!training) {
     ctx.setOutput(0, ctx.create<eff::BatchNormOp>(
                          ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3),
@@ -65,7 +65,9 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
     return success();
   }
   // ONNX's momentum weighs the old statistics; PyTorch's (eff's) the new.
-  double momentum = 1.0 - ctx.getFloat("momentum", 0.9f);
+  // Computed in float, as the exporter wrote it: 1 - 0.9 reads back as 0.1.
+  double momentum = decimalValue(
+      APFloat(static_cast<float>(1.0 - ctx.getFloat("momentum", 0.9))));
   auto norm = eff::BatchNormTrainOp::create(
       ctx.builder, ctx.loc(), ctx.input(0), ctx.input(1), ctx.input(2),
       ctx.input(3), ctx.input(4), ctx.builder.getF64FloatAttr(epsilon),

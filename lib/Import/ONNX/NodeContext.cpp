@@ -22,9 +22,26 @@ int64_t NodeContext::getInt(StringRef name, int64_t defaultValue) const {
   return attr ? attr->i() : defaultValue;
 }
 
-float NodeContext::getFloat(StringRef name, float defaultValue) const {
+double NodeContext::getFloat(StringRef name, double defaultValue) const {
   const onnx::AttributeProto *attr = attribute(name);
-  return attr ? attr->f() : defaultValue;
+  return attr ? decimalValue(APFloat(attr->f())) : defaultValue;
+}
+
+double effopt::onnx_import::decimalValue(const APFloat &value) {
+  // The shortest decimal that round-trips, so 1e-5f reads back as 1e-05
+  // rather than 9.9999997473787516e-06.
+  double exact = value.convertToDouble();
+  if (&value.getSemantics() != &APFloat::IEEEsingle())
+    return exact;
+  float original = value.convertToFloat();
+  for (int digits = 1; digits <= 9; ++digits) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.*g", digits, exact);
+    double shortest = std::strtod(text, nullptr);
+    if (static_cast<float>(shortest) == original)
+      return shortest;
+  }
+  return exact;
 }
 
 std::string NodeContext::getString(StringRef name,

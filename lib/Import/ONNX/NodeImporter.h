@@ -32,6 +32,10 @@ void populateContractionConverters(ConverterMap &converters);
 void populateNormalizationConverters(ConverterMap &converters);
 void populateLossConverters(ConverterMap &converters);
 
+/// The shortest decimal reading of a float (1e-5f -> 1e-05, not
+/// 9.9999997e-06), as the user wrote it in the exporting framework.
+double decimalValue(const llvm::APFloat &value);
+
 /// The MLIR element type of an ONNX `TensorProto::DataType`, or null.
 mlir::Type convertElementType(int32_t dataType, mlir::MLIRContext *context);
 
@@ -96,7 +100,8 @@ public:
   const onnx::AttributeProto *attribute(llvm::StringRef name) const;
   bool hasAttribute(llvm::StringRef name) const { return attribute(name); }
   int64_t getInt(llvm::StringRef name, int64_t defaultValue) const;
-  float getFloat(llvm::StringRef name, float defaultValue) const;
+  /// A float attribute as the shortest decimal that round-trips the float.
+  double getFloat(llvm::StringRef name, double defaultValue) const;
   std::string getString(llvm::StringRef name,
                         llvm::StringRef defaultValue) const;
   llvm::SmallVector<int64_t> getInts(llvm::StringRef name) const;

@@ -18,6 +18,7 @@
 #include "effopt/Import/ONNX/ONNXImporter.h"
 
 #include "NodeImporter.h"
+#include "RecognizeComposites.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
@@ -26,6 +27,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -642,8 +644,13 @@ ModelImporter::checkAgainstOnnxShapes(const onnx::NodeProto &node) {
   return success();
 }
 
-/// Removes the constants and dead ops that folding left behind.
+/// Recognises exporter idioms, then removes the constants and dead ops that
+/// folding left behind.
 LogicalResult ModelImporter::cleanup(func::FuncOp func) {
+  RewritePatternSet patterns(context);
+  onnx_import::populateRecognizeCompositesPatterns(patterns);
+  if (failed(applyPatternsGreedily(func, std::move(patterns))))
+    return error("recognising composite ops did not converge");
   PassManager pm(context, func::FuncOp::getOperationName());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -655,6 +662,14 @@ LogicalResult ModelImporter::cleanup(func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
+
+std::vector<std::string> effopt::getSupportedONNXOps() {
+  std::vector<std::string> names;
+  for (const auto &entry : getConverters())
+    names.push_back(entry.getKey().str());
+  llvm::sort(names);
+  return names;
+}
 
 static OwningOpRef<ModuleOp> importLoaded(std::shared_ptr<ModelStorage> storage,
                                           StringRef displayName,

@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <string>
+#include <vector>
 
 namespace effopt {
 
@@ -46,6 +47,9 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importONNXBuffer(llvm::StringRef bytes, llvm::StringRef displayName,
                  llvm::StringRef baseDirectory, mlir::MLIRContext *context,
                  const ONNXImportOptions &options = {});
+
+/// The ONNX op types the importer converts, sorted.
+std::vector<std::string> getSupportedONNXOps();
 
 /// The opsets of the default ONNX domain the importer handles natively;
 /// older models are converted up with ONNX's version converter.

@@ -7,6 +7,15 @@ using namespace llvm;
 
 namespace effopt::eff::folding {
 
+bool isUnsignedInteger(Type type) {
+  auto integer = dyn_cast<IntegerType>(type);
+  return integer && (integer.isUnsigned() || integer.getWidth() == 1);
+}
+
+APSInt toAPSInt(const APInt &value, Type elementType) {
+  return APSInt(value, isUnsignedInteger(elementType));
+}
+
 DenseElementsAttr getFoldable(Attribute attr) {
   auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
   if (!dense || !dense.getType().hasStaticShape())
@@ -54,7 +63,7 @@ Attribute foldBroadcastBinary(Attribute lhsAttr, Attribute rhsAttr,
                               RankedTensorType resultType, IntBinaryFn intFn,
                               FloatBinaryFn floatFn) {
   DenseElementsAttr lhs = getFoldable(lhsAttr), rhs = getFoldable(rhsAttr);
-  if (!lhs || !rhs || resultType.getNumElements() > kMaxFoldedElements)
+  if (!lhs || !rhs)
     return {};
   Type elementType = lhs.getElementType();
   if (elementType != rhs.getElementType() ||
@@ -63,7 +72,14 @@ Attribute foldBroadcastBinary(Attribute lhsAttr, Attribute rhsAttr,
   ArrayRef<int64_t> resultShape = resultType.getShape();
   ArrayRef<int64_t> lhsShape = lhs.getType().getShape();
   ArrayRef<int64_t> rhsShape = rhs.getType().getShape();
-  int64_t count = resultType.getNumElements();
+  // Two splats give a splat of any size: compute one element.
+  bool splat = lhs.isSplat() && rhs.isSplat();
+  if (splat) {
+    lhsShape = rhsShape = resultShape = {};
+  } else if (resultType.getNumElements() > kMaxFoldedElements) {
+    return {};
+  }
+  int64_t count = splat ? 1 : resultType.getNumElements();
 
   if (isa<IntegerType>(elementType)) {
     if (!intFn)
@@ -73,13 +89,16 @@ Attribute foldBroadcastBinary(Attribute lhsAttr, Attribute rhsAttr,
     SmallVector<APInt> result;
     result.reserve(count);
     for (int64_t i = 0; i < count; ++i) {
-      std::optional<APInt> value =
-          intFn(lhsValues[broadcastSourceIndex(i, resultShape, lhsShape)],
-                rhsValues[broadcastSourceIndex(i, resultShape, rhsShape)]);
+      std::optional<APInt> value = intFn(
+          toAPSInt(lhsValues[broadcastSourceIndex(i, resultShape, lhsShape)],
+                   elementType),
+          toAPSInt(rhsValues[broadcastSourceIndex(i, resultShape, rhsShape)],
+                   elementType));
       if (!value)
         return {};
       result.push_back(*value);
     }
+    // A single value makes a splat.
     return DenseElementsAttr::get(resultType, result);
   }
   if (isa<FloatType>(elementType)) {
@@ -97,6 +116,7 @@ Attribute foldBroadcastBinary(Attribute lhsAttr, Attribute rhsAttr,
         return {};
       result.push_back(*value);
     }
+    // A single value makes a splat.
     return DenseElementsAttr::get(resultType, result);
   }
   return {};

@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/APInt.h"
+#include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
@@ -37,9 +38,19 @@ int64_t broadcastSourceIndex(int64_t resultIndex,
                              llvm::ArrayRef<int64_t> resultShape,
                              llvm::ArrayRef<int64_t> operandShape);
 
+/// True if integers of `type` compare and divide as unsigned: the `uiN`
+/// types and `i1` (a boolean is 0 or 1, never -1). Other signless integers
+/// are signed, as ONNX's `intN`.
+bool isUnsignedInteger(mlir::Type type);
+
+/// The elements of an integer constant, each carrying its signedness.
+llvm::APSInt toAPSInt(const llvm::APInt &value, mlir::Type elementType);
+
+/// Integer operands carry their signedness (see `isUnsignedInteger`), so
+/// comparisons and division on `llvm::APSInt` do the right thing.
 using IntBinaryFn =
-    llvm::function_ref<std::optional<llvm::APInt>(const llvm::APInt &,
-                                                  const llvm::APInt &)>;
+    llvm::function_ref<std::optional<llvm::APInt>(const llvm::APSInt &,
+                                                  const llvm::APSInt &)>;
 using FloatBinaryFn =
     llvm::function_ref<std::optional<llvm::APFloat>(const llvm::APFloat &,
                                                     const llvm::APFloat &)>;

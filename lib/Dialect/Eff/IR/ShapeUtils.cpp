@@ -38,6 +38,17 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+std::string formatAxisOutOfRange(int64_t axis, int64_t rank) {
+  std::string text;
+  raw_string_ostream os(text);
+  os << "axis " << axis << " is out of range ";
+  if (rank == 0)
+    os << "for a rank-0 tensor, which has no axes";
+  else
+    os << "[" << -rank << ", " << rank - 1 << "]";
+  return text;
+}
+
 std::string formatShape(ArrayRef<int64_t> shape) {
   std::string text;
   raw_string_ostream os(text);

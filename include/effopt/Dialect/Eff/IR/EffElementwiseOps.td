@@ -65,6 +65,9 @@ def Eff_GeluOp : Eff_UnaryOp<"gelu", Eff_FloatTensor, 8> {
   let arguments = (ins Eff_FloatTensor:$input,
       DefaultValuedAttr<Eff_GeluApproximation,
                         "::effopt::eff::GeluApproximation::None">:$approximate);
+  let assemblyFormat = [{
+    $input (`approximate` $approximate^)? attr-dict `:` type($result)
+  }];
 }
 
 def Eff_LogicalNotOp : Eff_UnaryOp<"logical_not", Eff_BoolTensor, 1> {

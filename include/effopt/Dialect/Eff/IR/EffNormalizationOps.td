@@ -35,7 +35,7 @@ def Eff_LayerNormOp : Eff_PureOp<"layer_norm",
     `LayerNormalization`), which the backward reads instead of recomputing.
 
     ```mlir
-    %y, %mean, %rstd = eff.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f64}
+    %y, %mean, %rstd = eff.layer_norm %x scale %g bias %b {axis = -1 : i64, epsilon = 1.0e-05 : f64}
         : (tensor<8x32x64xf32>, tensor<64xf32>, tensor<64xf32>)
         -> (tensor<8x32x64xf32>, tensor<8x32x1xf32>, tensor<8x32x1xf32>)
     ```

@@ -131,7 +131,9 @@ def Eff_SplitOp : Eff_MovementOp<"split"> {
   }];
   let arguments = (ins Eff_Tensor:$input, I64Attr:$axis);
   let results = (outs Variadic<Eff_Tensor>:$results);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` `(` type($results) `)`
+  }];
   let hasVerifier = 1;
 }
 

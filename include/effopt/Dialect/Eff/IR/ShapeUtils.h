@@ -22,6 +22,10 @@ bool isBroadcastableTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to)
 /// `axis` in `[-rank, rank)` mapped to `[0, rank)`, or nullopt if outside.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// "axis 4 is out of range [-4, 3]" (or, for rank 0, that a scalar has no
+/// axis) for diagnostics.
+std::string formatAxisOutOfRange(int64_t axis, int64_t rank);
+
 /// "[2, 3, 4]" for diagnostics.
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
