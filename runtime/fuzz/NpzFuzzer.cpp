@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "effrt/Error.h"
 #include "effrt/Npz.h"
 
 #include <cstring>
@@ -15,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size)
     std::memcpy(bytes.data(), data, size);
   try {
-    effrt::NpzFile file =
-        effrt::NpzFile::fromBytes(effrt::bytesFromVector(std::move(bytes)), "f.npz");
+    effrt::NpzFile file = effrt::NpzFile::fromBytes(
+        effrt::bytesFromVector(std::move(bytes)), "f.npz");
     for (const std::string &name : file.names()) {
       try {
         file.info(name);

@@ -48,12 +48,14 @@ TEST(npyAcceptsHeaderVariants) {
   CHECK(h.dtype == DType::I64);
   CHECK_EQ(h.shape, Shape({3, 4}));
   // Fortran order is harmless when at most one dimension exceeds 1.
-  h = parse(npyV1("{'descr': '<f8', 'fortran_order': True, 'shape': (1, 5, 1), }"));
+  h = parse(
+      npyV1("{'descr': '<f8', 'fortran_order': True, 'shape': (1, 5, 1), }"));
   CHECK_EQ(h.shape, Shape({1, 5, 1}));
 }
 
 TEST(npyVersion2And3) {
-  std::string dict = "{'descr': '<f2', 'fortran_order': False, 'shape': (5,), }\n";
+  std::string dict =
+      "{'descr': '<f2', 'fortran_order': False, 'shape': (5,), }\n";
   for (char version : {'\x02', '\x03'}) {
     std::string bytes("\x93NUMPY", 6);
     bytes += version;
@@ -73,39 +75,57 @@ TEST(npyRejectsBadHeaders) {
   CHECK_ERROR(parse(std::string("\x93NUMPY\x01", 7)), "truncated");
   CHECK_ERROR(parse(std::string("\x93NUMPY\x04\x00\x00\x00", 10)),
               "unsupported .npy version 4.0");
-  std::string good = npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }");
+  std::string good =
+      npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }");
   CHECK_ERROR(parse(good.substr(0, good.size() - 5)), "truncated .npy header");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }")),
-              "Fortran order");
-  CHECK_ERROR(parse(npyV1("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }")),
-              "big-endian dtype '>f4' is not supported");
-  CHECK_ERROR(parse(npyV1("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }")),
-              "dtype '<c8' is not supported");
-  CHECK_ERROR(parse(npyV1("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }")),
-              "dtype '|O' is not supported");
-  CHECK_ERROR(parse(npyV1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }")),
+  CHECK_ERROR(
+      parse(
+          npyV1("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }")),
+      "Fortran order");
+  CHECK_ERROR(
+      parse(npyV1("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }")),
+      "big-endian dtype '>f4' is not supported");
+  CHECK_ERROR(
+      parse(npyV1("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }")),
+      "dtype '<c8' is not supported");
+  CHECK_ERROR(
+      parse(npyV1("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }")),
+      "dtype '|O' is not supported");
+  CHECK_ERROR(parse(npyV1("{'descr': [('a', '<f4')], 'fortran_order': False, "
+                          "'shape': (2,), }")),
               "structured dtypes");
   CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'shape': (2,), }")),
               "lacks 'fortran_order'");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}")),
-              "unexpected key 'x'");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}")),
+  CHECK_ERROR(
+      parse(npyV1(
+          "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}")),
+      "unexpected key 'x'");
+  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': "
+                          "False, 'shape': (2,)}")),
               "repeats 'descr'");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }")),
-              "malformed .npy header");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), } x")),
-              "malformed .npy header");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }")),
-              "expected True or False");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }")),
+  CHECK_ERROR(
+      parse(
+          npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }")),
+      "malformed .npy header");
+  CHECK_ERROR(
+      parse(
+          npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), } x")),
+      "malformed .npy header");
+  CHECK_ERROR(
+      parse(npyV1("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }")),
+      "expected True or False");
+  CHECK_ERROR(parse(npyV1("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                          "(99999999999999999999,), }")),
               "too large");
-  CHECK_ERROR(parse(npyV1("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }")),
+  CHECK_ERROR(parse(npyV1("{'descr': '<f8', 'fortran_order': False, 'shape': "
+                          "(4294967296, 4294967296), }")),
               "too large");
   CHECK_ERROR(parse(npyV1("{'descr': '<f4")), "malformed");
 }
 
 TEST(npyFormatRoundTrips) {
-  std::vector<Shape> shapes = {{}, {0}, {1}, {7}, {2, 3}, {4, 0, 5}, {1, 2, 3, 4, 5, 6}};
+  std::vector<Shape> shapes = {
+      {}, {0}, {1}, {7}, {2, 3}, {4, 0, 5}, {1, 2, 3, 4, 5, 6}};
   for (DType d : kAllDTypes) {
     if (d == DType::BF16) {
       CHECK_ERROR(formatNpyHeader(d, {2}), "bfloat16 has no numpy dtype");
@@ -121,7 +141,9 @@ TEST(npyFormatRoundTrips) {
       CHECK_EQ(h.dataOffset, header.size());
     }
   }
-  CHECK_EQ(formatNpyHeader(DType::F32, {7}).find("'shape': (7,)") != std::string::npos, true);
+  CHECK_EQ(formatNpyHeader(DType::F32, {7}).find("'shape': (7,)") !=
+               std::string::npos,
+           true);
   // Thousands of dimensions need a v2 header.
   Shape many(30000, 1);
   std::string big = formatNpyHeader(DType::U8, many);

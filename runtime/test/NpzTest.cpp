@@ -120,13 +120,15 @@ TEST(npzDetectsCorruptData) {
               "c.npz: array 'x': CRC-32 mismatch");
   NpzReadOptions trusting;
   trusting.verifyChecksums = false;
-  Tensor read = NpzFile::fromBytes(bytesFromVector(bytes), "c.npz", trusting).read("x");
+  Tensor read =
+      NpzFile::fromBytes(bytesFromVector(bytes), "c.npz", trusting).read("x");
   CHECK(!read.sameAs(t));
 }
 
 TEST(npzTruncatedAtEveryLengthFails) {
   std::string path = tempPath("trunc.npz");
-  writeNpz(path, {{"x", patterned(DType::I32, {10})}, {"y", patterned(DType::U8, {3})}});
+  writeNpz(path, {{"x", patterned(DType::I32, {10})},
+                  {"y", patterned(DType::U8, {3})}});
   std::vector<std::byte> bytes = readFileBytes(path);
   for (size_t n = 0; n < bytes.size(); ++n) {
     std::vector<std::byte> cut(bytes.begin(), bytes.begin() + n);
@@ -148,14 +150,31 @@ TEST(npzReportsUnsupportedEntries) {
   std::string path = tempPath("notnpy.npz");
   writeNpz(path, {{"x", patterned(DType::U8, {16})}});
   std::vector<std::byte> bytes = readFileBytes(path);
-  auto magic = std::search(bytes.begin(), bytes.end(), "\x93NUMPY", "\x93NUMPY" + 6,
-                           [](std::byte b, char c) { return b == std::byte(c); });
+  static const char kMagic[] = "\x93NUMPY";
+  auto magic =
+      std::search(bytes.begin(), bytes.end(), kMagic, kMagic + 6,
+                  [](std::byte b, char c) { return b == std::byte(c); });
   CHECK(magic != bytes.end());
   *magic = std::byte{'X'};
   NpzReadOptions trusting;
   trusting.verifyChecksums = false;
-  CHECK_ERROR(NpzFile::fromBytes(bytesFromVector(bytes), "n.npz", trusting).read("x"),
-              "n.npz: array 'x': not an .npy array (bad magic)");
-  CHECK_ERROR(NpzFile::fromBytes(bytesFromVector(std::vector<std::byte>(100)), "g.npz"),
-              "g.npz: not a .npz (zip) archive");
+  CHECK_ERROR(
+      NpzFile::fromBytes(bytesFromVector(bytes), "n.npz", trusting).read("x"),
+      "n.npz: array 'x': not an .npy array (bad magic)");
+  CHECK_ERROR(
+      NpzFile::fromBytes(bytesFromVector(std::vector<std::byte>(100)), "g.npz"),
+      "g.npz: not a .npz (zip) archive");
+}
+
+TEST(npzRejectsImpossibleInflatedSizes) {
+  std::string path = tempPath("ratio.npz");
+  writeNpz(path, {{"x", patterned(DType::F32, {8})}}, NpzWriteOptions{true});
+  std::vector<std::byte> bytes = readFileBytes(path);
+  // Patch the central directory's uncompressed size of the only entry.
+  uint32_t cdOffset;
+  std::memcpy(&cdOffset, bytes.data() + bytes.size() - 22 + 16, 4);
+  uint32_t huge = 0xfffffffe;
+  std::memcpy(bytes.data() + cdOffset + 24, &huge, 4);
+  CHECK_ERROR(NpzFile::fromBytes(bytesFromVector(bytes), "r.npz"),
+              "r.npz: entry 'x.npy' claims 4294967294 bytes inflated from");
 }

@@ -27,7 +27,8 @@ static void readNpzFully(const std::vector<std::byte> &bytes) {
 }
 
 static void readSafeTensorsFully(const std::vector<std::byte> &bytes) {
-  SafeTensorsFile file = SafeTensorsFile::fromBytes(bytesFromVector(bytes), "f.st");
+  SafeTensorsFile file =
+      SafeTensorsFile::fromBytes(bytesFromVector(bytes), "f.st");
   file.readAll();
 }
 

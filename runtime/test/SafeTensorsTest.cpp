@@ -76,7 +76,8 @@ TEST(safetensorsWriteIsAtomic) {
   writeSafeTensors(path, {{"w", patterned(DType::F32, {4}, 1)}});
   std::vector<std::byte> before = readFileBytes(path);
   // A write that fails validation leaves the old file untouched.
-  CHECK_ERROR(writeSafeTensors(path, {{"__metadata__", Tensor::zeros(DType::F32, {1})}}),
+  CHECK_ERROR(writeSafeTensors(
+                  path, {{"__metadata__", Tensor::zeros(DType::F32, {1})}}),
               "'__metadata__' is reserved");
   CHECK_ERROR(writeSafeTensors(path, {{"a", Tensor::zeros(DType::F32, {1})},
                                       {"a", Tensor::zeros(DType::F32, {1})}}),
@@ -87,13 +88,15 @@ TEST(safetensorsWriteIsAtomic) {
   SafeTensorsFile old = SafeTensorsFile::open(path);
   writeSafeTensors(path, {{"w", patterned(DType::F32, {4}, 2)}});
   CHECK(old.read("w").sameAs(patterned(DType::F32, {4}, 1)));
-  CHECK(SafeTensorsFile::open(path).read("w").sameAs(patterned(DType::F32, {4}, 2)));
+  CHECK(SafeTensorsFile::open(path).read("w").sameAs(
+      patterned(DType::F32, {4}, 2)));
   CHECK_ERROR(writeSafeTensors(tempPath("nodir/x.safetensors"), {}),
               "nodir/x.safetensors: cannot create");
 }
 
 TEST(safetensorsRejectsBadFiles) {
-  CHECK_ERROR(SafeTensorsFile::fromBytes(bytesFromVector(std::vector<std::byte>(5)), "s.st"),
+  CHECK_ERROR(SafeTensorsFile::fromBytes(
+                  bytesFromVector(std::vector<std::byte>(5)), "s.st"),
               "s.st: not a safetensors file (5 bytes");
   std::vector<std::byte> huge(16);
   huge[7] = std::byte{1};
@@ -102,50 +105,81 @@ TEST(safetensorsRejectsBadFiles) {
   std::vector<std::byte> longer(16);
   longer[0] = std::byte{100};
   CHECK_ERROR(SafeTensorsFile::fromBytes(bytesFromVector(longer), "l.st"),
-              "l.st: truncated safetensors file: header length 100 exceeds the 8 bytes");
+              "l.st: truncated safetensors file: header length 100 exceeds the "
+              "8 bytes");
   CHECK_ERROR(fromHeader("[1, 2]"), "header does not start with '{'");
   CHECK_ERROR(fromHeader("{\"a\": "), "m.st: invalid safetensors JSON header");
   CHECK_ERROR(fromHeader("{} x"), "invalid safetensors JSON header");
-  CHECK_ERROR(fromHeader("{\"a\": 1}"), "m.st: tensor 'a': header entry is not a JSON object");
+  CHECK_ERROR(fromHeader("{\"a\": 1}"),
+              "m.st: tensor 'a': header entry is not a JSON object");
   CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1]}}"),
               "lacks 'data_offsets'");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F8_E4M3\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F8_E4M3\", \"shape\": [1], "
+                         "\"data_offsets\": [0, 1]}}",
+                         1),
               "dtype 'F8_E4M3' is not supported");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [-1], \"data_offsets\": [0, 4]}}", 4),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [-1], "
+                         "\"data_offsets\": [0, 4]}}",
+                         4),
               "'shape' must hold non-negative integers");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1.5], \"data_offsets\": [0, 4]}}", 4),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1.5], "
+                         "\"data_offsets\": [0, 4]}}",
+                         4),
               "non-negative integers");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 0]}}", 4),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], "
+                         "\"data_offsets\": [4, 0]}}",
+                         4),
               "end before they begin");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 4]}}", 4),
-              "m.st: tensor 'a': shape [2] of F32 needs 8 bytes but data_offsets [0, 4] span 4");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
-                         " \"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [2, 6]}}", 6),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], "
+                         "\"data_offsets\": [0, 4]}}",
+                         4),
+              "m.st: tensor 'a': shape [2] of F32 needs 8 bytes but "
+              "data_offsets [0, 4] span 4");
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], "
+                         "\"data_offsets\": [0, 4]},"
+                         " \"b\": {\"dtype\": \"F32\", \"shape\": [1], "
+                         "\"data_offsets\": [2, 6]}}",
+                         6),
               "tensor 'b' starts at byte 2 of the data buffer, expected 4");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}", 8),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], "
+                         "\"data_offsets\": [4, 8]}}",
+                         8),
               "tensor 'a' starts at byte 4 of the data buffer, expected 0");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 2),
-              "truncated safetensors file: tensors need 4 bytes of data, the file holds 2");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 9),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], "
+                         "\"data_offsets\": [0, 4]}}",
+                         2),
+              "truncated safetensors file: tensors need 4 bytes of data, the "
+              "file holds 2");
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F32\", \"shape\": [1], "
+                         "\"data_offsets\": [0, 4]}}",
+                         9),
               "has 5 bytes after the last tensor");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]},"
-                         " \"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [1, 2]}}", 2),
+  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"U8\", \"shape\": [1], "
+                         "\"data_offsets\": [0, 1]},"
+                         " \"a\": {\"dtype\": \"U8\", \"shape\": [1], "
+                         "\"data_offsets\": [1, 2]}}",
+                         2),
               "header names 'a' twice");
-  CHECK_ERROR(fromHeader("{\"__metadata__\": {\"k\": 1}}"), "metadata value of 'k' is not a string");
-  CHECK_ERROR(fromHeader("{\"a\": {\"dtype\": \"F64\", \"shape\": [4294967296, 4294967296], "
-                         "\"data_offsets\": [0, 0]}}"),
-              "is too large");
+  CHECK_ERROR(fromHeader("{\"__metadata__\": {\"k\": 1}}"),
+              "metadata value of 'k' is not a string");
+  CHECK_ERROR(
+      fromHeader(
+          "{\"a\": {\"dtype\": \"F64\", \"shape\": [4294967296, 4294967296], "
+          "\"data_offsets\": [0, 0]}}"),
+      "is too large");
   CHECK_ERROR(fromHeader("{\"a\\u0000\": 5}"), "not a JSON object");
-  CHECK_ERROR(SafeTensorsFile::open(tempPath("absent.safetensors")), "cannot open");
+  CHECK_ERROR(SafeTensorsFile::open(tempPath("absent.safetensors")),
+              "cannot open");
 }
 
 TEST(safetensorsAcceptsReferenceLayouts) {
   // Whitespace padding, unknown keys, and metadata placed anywhere.
-  SafeTensorsFile f = fromHeader(
-      "{\"b\": {\"dtype\": \"BOOL\", \"shape\": [2], \"data_offsets\": [4, 6], \"x\": 1},"
-      " \"__metadata__\": {\"format\": \"pt\"},"
-      " \"a\": {\"dtype\": \"I32\", \"shape\": [], \"data_offsets\": [0, 4]}}     ",
-      6);
+  SafeTensorsFile f = fromHeader("{\"b\": {\"dtype\": \"BOOL\", \"shape\": "
+                                 "[2], \"data_offsets\": [4, 6], \"x\": 1},"
+                                 " \"__metadata__\": {\"format\": \"pt\"},"
+                                 " \"a\": {\"dtype\": \"I32\", \"shape\": [], "
+                                 "\"data_offsets\": [0, 4]}}     ",
+                                 6);
   CHECK_EQ(f.names(), std::vector<std::string>({"a", "b"}));
   CHECK_EQ(f.metadata().at("format"), "pt");
   CHECK_EQ(f.read("a").shape(), Shape({}));

@@ -65,9 +65,9 @@ TEST(halfConversionsRoundTripEveryValue) {
 }
 
 TEST(halfRoundsToNearestEven) {
-  float ulp = std::ldexp(1.0f, -10); // spacing of halves in [1, 2)
-  CHECK_EQ(floatToHalf(1.0f + ulp / 2), 0x3c00);        // tie → even (down)
-  CHECK_EQ(floatToHalf(1.0f + 3 * ulp / 2), 0x3c02);    // tie → even (up)
+  float ulp = std::ldexp(1.0f, -10);             // spacing of halves in [1, 2)
+  CHECK_EQ(floatToHalf(1.0f + ulp / 2), 0x3c00); // tie → even (down)
+  CHECK_EQ(floatToHalf(1.0f + 3 * ulp / 2), 0x3c02); // tie → even (up)
   CHECK_EQ(floatToHalf(1.0f + ulp / 2 + 1e-6f), 0x3c01);
   CHECK_EQ(floatToHalf(65519.0f), 0x7bff);
   CHECK_EQ(floatToHalf(65520.0f), 0x7c00); // rounds to infinity

@@ -42,7 +42,8 @@ TEST(tokenStreamMapsTokens) {
 TEST(tokenStreamErrors) {
   std::string odd = tempPath("odd.bin");
   writeFileBytes(odd, std::vector<std::byte>(11));
-  CHECK_ERROR(TokenStream::open(odd), "odd.bin: token file has an odd length (11 bytes)");
+  CHECK_ERROR(TokenStream::open(odd),
+              "odd.bin: token file has an odd length (11 bytes)");
   TokenStream small = TokenStream::open(writeTokens("small.bin", 8));
   CHECK_ERROR(WindowSampler(small, 8, 1),
               "small.bin: token file holds 8 tokens, fewer than the 9 needed");
@@ -54,8 +55,10 @@ TEST(tokenStreamErrors) {
   CHECK_EQ(one.numWindows(), 1u);
   CHECK_EQ(one.nextStart(), 0u);
   int64_t in[7], tg[7];
-  CHECK_ERROR(one.copyWindow(1, DType::I64, in, tg), "window start 1 is out of range");
-  CHECK_ERROR(one.nextBatch(1, DType::F32, in, tg), "int64, int32 or uint16, not float32");
+  CHECK_ERROR(one.copyWindow(1, DType::I64, in, tg),
+              "window start 1 is out of range");
+  CHECK_ERROR(one.nextBatch(1, DType::F32, in, tg),
+              "int64, int32 or uint16, not float32");
 }
 
 TEST(windowsAreShiftedPairs) {

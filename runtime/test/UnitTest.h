@@ -28,7 +28,9 @@ struct TestCase {
 std::vector<TestCase> &registry();
 
 struct Registrar {
-  Registrar(const char *name, void (*run)()) { registry().push_back({name, run}); }
+  Registrar(const char *name, void (*run)()) {
+    registry().push_back({name, run});
+  }
 };
 
 /// Thrown by a failed CHECK.
@@ -64,7 +66,8 @@ template <typename T> std::string show(const T &value) {
 const std::string &tempDir();
 std::string tempPath(const std::string &name);
 std::vector<std::byte> readFileBytes(const std::string &path);
-void writeFileBytes(const std::string &path, const std::vector<std::byte> &bytes);
+void writeFileBytes(const std::string &path,
+                    const std::vector<std::byte> &bytes);
 bool fileExists(const std::string &path);
 /// Names in a directory (no "." and "..").
 std::vector<std::string> listDir(const std::string &path);

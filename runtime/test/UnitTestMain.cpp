@@ -45,8 +45,8 @@ struct TempDir {
   std::string path;
   TempDir() {
     const char *base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") +
-                          "/effrt-unit-XXXXXX";
+    std::string pattern =
+        std::string(base && *base ? base : "/tmp") + "/effrt-unit-XXXXXX";
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
     if (!::mkdtemp(buf.data())) {

@@ -288,7 +288,12 @@ def main():
     if not args or args[0].startswith("-"):
         print(__doc__)
         return 2
-    INSPECT = os.path.abspath(args[0])
+    # A path, or a bare name found on PATH.
+    INSPECT = os.path.abspath(args[0]) if os.path.exists(args[0]) \
+        else shutil.which(args[0])
+    if not INSPECT:
+        print(f"check_formats.py: cannot find {args[0]}", file=sys.stderr)
+        return 2
     big = "--big" in args
     keep = args[args.index("--keep") + 1] if "--keep" in args else None
     work = keep or tempfile.mkdtemp(prefix="effrt-formats-")

@@ -29,8 +29,7 @@ public:
 };
 
 /// Throws an Error whose message is the concatenation of `parts`.
-template <typename... Parts>
-[[noreturn]] void fail(const Parts &...parts) {
+template <typename... Parts> [[noreturn]] void fail(const Parts &...parts) {
   std::ostringstream os;
   (os << ... << parts);
   throw Error(os.str());

@@ -53,8 +53,7 @@ NpyPreamble parseNpyPreamble(const std::byte *data, size_t size,
 /// Parses the header dict (the headerLength bytes after the preamble).
 /// Rejects Fortran order, structured and non-little-endian dtypes, and
 /// shapes whose byte size overflows. dataOffset is set from `preamble`.
-NpyHeader parseNpyHeaderDict(std::string_view dict,
-                             const NpyPreamble &preamble,
+NpyHeader parseNpyHeaderDict(std::string_view dict, const NpyPreamble &preamble,
                              const std::string &what);
 
 /// Preamble and dict together, from a buffer holding at least the header.

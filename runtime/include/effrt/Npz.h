@@ -53,7 +53,8 @@ public:
   /// Parses only the array's .npy header.
   ArrayInfo info(const std::string &name) const;
   /// Decodes an array. Throws Error if the name is absent or the entry is
-  /// not a valid .npy of a supported dtype in C order.
+  /// not a valid .npy of a supported dtype in C order. Each call decodes
+  /// (and checks the CRC) again: keep the Tensor.
   Tensor read(const std::string &name) const;
   /// Every array, in archive order.
   NamedTensors readAll() const;

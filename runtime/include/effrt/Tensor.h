@@ -153,7 +153,8 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 /// Checks that `tensor` has `dtype` and matches `pattern`, where a negative
 /// dim matches any size; otherwise throws
-///   FILE: array 'x' has shape [10,64] and dtype int64, expected [*,64] with float32
+///   FILE: array 'x' has shape [10,64] and dtype int64, expected [*,64] with
+///   float32
 /// `kind` is the noun for the message ("array", "tensor", "input").
 void expectTensor(std::string_view file, std::string_view kind,
                   std::string_view name, const Tensor &tensor, DType dtype,

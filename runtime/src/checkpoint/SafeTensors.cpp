@@ -172,7 +172,8 @@ SafeTensorsFile SafeTensorsFile::fromBytes(SharedBytes bytes,
   // The tensors must tile the buffer: sorted by offsets, each starts where
   // the previous one ended, and the last ends at the end of the file.
   std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
-    return std::tie(a.begin, a.end, *a.name) < std::tie(b.begin, b.end, *b.name);
+    return std::tie(a.begin, a.end, *a.name) <
+           std::tie(b.begin, b.end, *b.name);
   });
   uint64_t expected = 0;
   for (const Span &s : spans) {
@@ -238,9 +239,10 @@ void effrt::writeSafeTensors(const std::string &path,
   // starts at a multiple of its element size.
   std::vector<size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return dtypeSize(tensors[a].second.dtype()) >
-           dtypeSize(tensors[b].second.dtype());
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    size_t sa = dtypeSize(tensors[a].second.dtype());
+    size_t sb = dtypeSize(tensors[b].second.dtype());
+    return sa != sb ? sa > sb : a < b;
   });
 
   nlohmann::ordered_json header = nlohmann::ordered_json::object();

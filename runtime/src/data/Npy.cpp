@@ -96,7 +96,10 @@ public:
       bad("the end of the header");
     if (!descr || !fortran || !shape)
       fail(what_, ": .npy header lacks '",
-           !descr ? "descr" : !fortran ? "fortran_order" : "shape", "'");
+           !descr     ? "descr"
+           : !fortran ? "fortran_order"
+                      : "shape",
+           "'");
 
     NpyHeader header;
     header.dtype = parseDType(*descr);
@@ -111,8 +114,7 @@ public:
         fail(what_, ": array is stored in Fortran order, which is not "
                     "supported; save np.ascontiguousarray(a) instead");
     }
-    std::optional<uint64_t> bytes =
-        checkedByteSize(header.dtype, header.shape);
+    std::optional<uint64_t> bytes = checkedByteSize(header.dtype, header.shape);
     if (!bytes)
       fail(what_, ": shape ", formatShape(header.shape), " of ",
            dtypeName(header.dtype), " is too large");
@@ -123,8 +125,8 @@ public:
 
 private:
   [[noreturn]] void bad(const char *expected) {
-    fail(what_, ": malformed .npy header: expected ", expected,
-         " at byte ", pos_);
+    fail(what_, ": malformed .npy header: expected ", expected, " at byte ",
+         pos_);
   }
   [[noreturn]] void duplicate(const std::string &key) {
     fail(what_, ": .npy header repeats ", quoteName(key));
@@ -141,9 +143,8 @@ private:
       bad(expected);
   }
   void skipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t' ||
-            text_[pos_] == '\r'))
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' ||
+                                   text_[pos_] == '\t' || text_[pos_] == '\r'))
       ++pos_;
   }
   bool consumeWord(std::string_view word) {
@@ -224,8 +225,8 @@ private:
     for (DType d : kAllDTypes)
       if (!dtypeNumpyCode(d).empty())
         supported += std::string(" ") + std::string(dtypeNumpyCode(d));
-    fail(what_, ": dtype ", quoteName(descr), " is not supported (supported:",
-         supported, ")");
+    fail(what_, ": dtype ", quoteName(descr),
+         " is not supported (supported:", supported, ")");
   }
 
   std::string_view text_;

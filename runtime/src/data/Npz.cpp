@@ -60,9 +60,7 @@ NpzFile NpzFile::open(const std::string &path, NpzReadOptions options) {
 }
 
 const std::string &NpzFile::path() const { return impl_->path; }
-const std::vector<std::string> &NpzFile::names() const {
-  return impl_->names;
-}
+const std::vector<std::string> &NpzFile::names() const { return impl_->names; }
 bool NpzFile::contains(const std::string &name) const {
   return impl_->index.count(name) != 0;
 }
@@ -84,8 +82,8 @@ static NpyHeader readCompressedHeader(zip::Inflater &inflater,
   std::byte preambleBytes[kNpyMaxPreambleSize];
   uint64_t n = std::min<uint64_t>(10, entry.uncompressedSize);
   inflater.read(preambleBytes, n);
-  if (n == 10 && (preambleBytes[6] == std::byte{2} ||
-                  preambleBytes[6] == std::byte{3}) &&
+  if (n == 10 &&
+      (preambleBytes[6] == std::byte{2} || preambleBytes[6] == std::byte{3}) &&
       entry.uncompressedSize >= 12) {
     inflater.read(preambleBytes + 10, 2);
     n = 12;

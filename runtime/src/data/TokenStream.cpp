@@ -8,8 +8,7 @@
 
 using namespace effrt;
 
-TokenStream TokenStream::fromBytes(SharedBytes bytes,
-                                   std::string displayName) {
+TokenStream TokenStream::fromBytes(SharedBytes bytes, std::string displayName) {
   if (bytes.size % 2)
     fail(displayName, ": token file has an odd length (", bytes.size,
          " bytes); expected little-endian uint16 tokens");
@@ -35,8 +34,7 @@ Tensor TokenStream::tensor() const {
                       bytes_.owner);
 }
 
-WindowSampler::WindowSampler(TokenStream stream, int64_t seqLen,
-                             uint64_t seed)
+WindowSampler::WindowSampler(TokenStream stream, int64_t seqLen, uint64_t seed)
     : stream_(std::move(stream)), seqLen_(seqLen), seed_(seed), rng_(seed) {
   if (seqLen < 1)
     fail(stream_.path(), ": sequence length must be at least 1, got ", seqLen);

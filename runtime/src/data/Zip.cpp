@@ -66,7 +66,8 @@ struct Archive {
   uint64_t size;
   const std::string &path;
 
-  const std::byte *at(uint64_t offset, uint64_t length, const char *what) const {
+  const std::byte *at(uint64_t offset, uint64_t length,
+                      const char *what) const {
     if (offset > size || length > size - offset)
       fail(path, ": not a valid .npz (zip) archive: ", what, " at offset ",
            offset, " runs past the end of the file (", size, " bytes)");
@@ -84,12 +85,12 @@ static EndRecord findEndRecord(const Archive &ar) {
     if (ar.size >= 4 && le32(ar.data) == kLocalSig)
       fail(ar.path, ": truncated .npz (zip) archive: no end of central "
                     "directory record");
-    fail(ar.path, ": not a .npz (zip) archive (file is ", ar.size,
-         " bytes)");
+    fail(ar.path, ": not a .npz (zip) archive (file is ", ar.size, " bytes)");
   }
   // The end record is the last thing in the file, followed only by a
   // comment of at most 64 KiB.
-  uint64_t lowest = ar.size - kEndSize > kMax16 ? ar.size - kEndSize - kMax16 : 0;
+  uint64_t lowest =
+      ar.size - kEndSize > kMax16 ? ar.size - kEndSize - kMax16 : 0;
   uint64_t pos = ar.size - kEndSize;
   for (;; --pos) {
     const std::byte *p = ar.data + pos;
@@ -148,8 +149,9 @@ static void applyZip64Extra(const Archive &ar, const std::byte *extra,
       size_t avail = len;
       auto take = [&](uint64_t &field) {
         if (avail < 8)
-          fail(ar.path, ": not a valid .npz (zip) archive: short zip64 "
-                        "field for entry ",
+          fail(ar.path,
+               ": not a valid .npz (zip) archive: short zip64 "
+               "field for entry ",
                quoteName(name));
         field = le64(v);
         v += 8;
@@ -184,13 +186,15 @@ std::vector<Entry> zip::readDirectory(const std::byte *data, size_t size,
   uint64_t pos = rec.cdOffset, cdEnd = rec.cdOffset + rec.cdSize;
   for (uint64_t i = 0; i < rec.entries; ++i) {
     if (pos + kCentralSize > cdEnd)
-      fail(path, ": not a valid .npz (zip) archive: central directory is "
-                 "shorter than its ",
+      fail(path,
+           ": not a valid .npz (zip) archive: central directory is "
+           "shorter than its ",
            rec.entries, " entries");
     const std::byte *c = ar.data + pos;
     if (le32(c) != kCentralSig)
-      fail(path, ": not a valid .npz (zip) archive: bad central directory "
-                 "entry signature at offset ",
+      fail(path,
+           ": not a valid .npz (zip) archive: bad central directory "
+           "entry signature at offset ",
            pos);
     uint16_t flags = le16(c + 8), method = le16(c + 10);
     uint32_t crc = le32(c + 16);
@@ -200,8 +204,9 @@ std::vector<Entry> zip::readDirectory(const std::byte *data, size_t size,
     uint64_t offset = le32(c + 42);
     uint64_t recordSize = kCentralSize + nameLen + extraLen + commentLen;
     if (pos + recordSize > cdEnd)
-      fail(path, ": not a valid .npz (zip) archive: central directory entry "
-                 "at offset ",
+      fail(path,
+           ": not a valid .npz (zip) archive: central directory entry "
+           "at offset ",
            pos, " runs past the directory");
     std::string name(reinterpret_cast<const char *>(c + kCentralSize), nameLen);
     applyZip64Extra(ar, c + kCentralSize + nameLen, extraLen, name,
@@ -219,30 +224,37 @@ std::vector<Entry> zip::readDirectory(const std::byte *data, size_t size,
       fail(path, ": entry ", quoteName(name),
            " is stored but its sizes differ (", compressed, " vs ",
            uncompressed, ")");
+    // Deflate expands at most 1032:1; a larger claim is corrupt, and
+    // rejecting it bounds what a reader allocates for the entry.
+    if (method == kDeflated && uncompressed / 1032 > compressed + 1024)
+      fail(path, ": entry ", quoteName(name), " claims ", uncompressed,
+           " bytes inflated from ", compressed,
+           ", more than deflate can produce");
     if (!seen.insert(name).second)
       fail(path, ": archive has two entries named ", quoteName(name));
 
     // The local header repeats the name; its extra field may differ.
     const std::byte *l = ar.at(offset, kLocalSize, "local header");
     if (le32(l) != kLocalSig)
-      fail(path, ": not a valid .npz (zip) archive: bad local header "
-                 "signature for entry ",
+      fail(path,
+           ": not a valid .npz (zip) archive: bad local header "
+           "signature for entry ",
            quoteName(name));
     uint16_t localNameLen = le16(l + 26), localExtraLen = le16(l + 28);
     const std::byte *localName =
         ar.at(offset + kLocalSize, localNameLen, "local header name");
     if (localNameLen != nameLen || std::memcmp(localName, name.data(), nameLen))
-      fail(path, ": not a valid .npz (zip) archive: local header name of "
-                 "entry ",
+      fail(path,
+           ": not a valid .npz (zip) archive: local header name of "
+           "entry ",
            quoteName(name), " differs");
     uint64_t dataOffset = offset + kLocalSize + localNameLen + localExtraLen;
     if (dataOffset > rec.cdOffset || compressed > rec.cdOffset - dataOffset)
       fail(path, ": truncated or corrupt .npz: data of entry ", quoteName(name),
            " (", compressed, " bytes at offset ", dataOffset,
            ") runs past the start of the central directory");
-    entries.push_back(
-        Entry{std::move(name), method, crc, compressed, uncompressed,
-              dataOffset});
+    entries.push_back(Entry{std::move(name), method, crc, compressed,
+                            uncompressed, dataOffset});
   }
   return entries;
 }
@@ -253,8 +265,7 @@ std::vector<Entry> zip::readDirectory(const std::byte *data, size_t size,
 
 static constexpr uint64_t kChunk = 1u << 30;
 
-Inflater::Inflater(const std::byte *input, uint64_t inputSize,
-                   std::string what)
+Inflater::Inflater(const std::byte *input, uint64_t inputSize, std::string what)
     : input_(input), inputLeft_(inputSize), what_(std::move(what)) {
   if (inflateInit2(&stream_, -MAX_WBITS) != Z_OK)
     fail(what_, ": cannot initialize zlib");
@@ -265,7 +276,8 @@ Inflater::~Inflater() { inflateEnd(&stream_); }
 size_t Inflater::step(std::byte *out, size_t size) {
   if (stream_.avail_in == 0 && inputLeft_) {
     uInt n = static_cast<uInt>(std::min(inputLeft_, kChunk));
-    stream_.next_in = reinterpret_cast<Bytef *>(const_cast<std::byte *>(input_));
+    stream_.next_in =
+        reinterpret_cast<Bytef *>(const_cast<std::byte *>(input_));
     stream_.avail_in = n;
     input_ += n;
     inputLeft_ -= n;
@@ -355,8 +367,7 @@ Writer::~Writer() {
     deflateEnd(&deflate_);
 }
 
-void Writer::beginEntry(const std::string &name, uint64_t size,
-                        bool compress) {
+void Writer::beginEntry(const std::string &name, uint64_t size, bool compress) {
   if (open_)
     fail(out_.path(), ": internal error: zip entry not ended");
   if (name.size() > kMax16)
@@ -377,8 +388,8 @@ void Writer::beginEntry(const std::string &name, uint64_t size,
     extra.u16(kZip64ExtraId).u16(16).u64(0).u64(0);
   if (!compress) {
     uint64_t base = out_.offset() + kLocalSize + name.size() + extra.s.size();
-    uint64_t payload = (kDataAlignment - (base + 6) % kDataAlignment) %
-                           kDataAlignment + 2;
+    uint64_t payload =
+        (kDataAlignment - (base + 6) % kDataAlignment) % kDataAlignment + 2;
     extra.u16(kAlignExtraId).u16(payload).u16(kDataAlignment);
     extra.s.append(payload - 2, '\0');
   }
@@ -419,7 +430,8 @@ void Writer::emitCompressed(int flush) {
       fail(out_.path(), ": internal zlib error");
     out_.write(deflateBuffer_.data(),
                deflateBuffer_.size() - deflate_.avail_out);
-  } while (deflate_.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
+  } while (deflate_.avail_out == 0 ||
+           (flush == Z_FINISH && ret != Z_STREAM_END));
 }
 
 void Writer::write(const void *data, size_t size) {
@@ -457,7 +469,8 @@ void Writer::endEntry() {
   Written &w = entries_.back();
   w.crc32 = crc_;
   w.compressedSize = out_.offset() - dataStart_;
-  if (!localZip64_ && (w.compressedSize >= kMax32 || w.uncompressedSize >= kMax32))
+  if (!localZip64_ &&
+      (w.compressedSize >= kMax32 || w.uncompressedSize >= kMax32))
     fail(out_.path(), ": internal error: zip entry outgrew 32-bit sizes");
   Bytes crc;
   crc.u32(w.crc32);
@@ -465,8 +478,8 @@ void Writer::endEntry() {
   Bytes sizes;
   if (localZip64_) {
     sizes.u64(w.uncompressedSize).u64(w.compressedSize);
-    out_.writeAt(w.headerOffset + kLocalSize + w.name.size() + 4, sizes.s.data(),
-                 16);
+    out_.writeAt(w.headerOffset + kLocalSize + w.name.size() + 4,
+                 sizes.s.data(), 16);
   } else {
     sizes.u32(w.compressedSize).u32(w.uncompressedSize);
     out_.writeAt(w.headerOffset + 18, sizes.s.data(), 8);
@@ -501,10 +514,10 @@ void Writer::finish() {
         .u32(zip64 ? kMax32 : w.uncompressedSize)
         .u16(w.name.size())
         .u16(extra.s.size())
-        .u16(0)                   // comment
-        .u16(0)                   // disk
-        .u16(0)                   // internal attributes
-        .u32(0100644u << 16)      // regular file, rw-r--r--
+        .u16(0)              // comment
+        .u16(0)              // disk
+        .u16(0)              // internal attributes
+        .u32(0100644u << 16) // regular file, rw-r--r--
         .u32(zip64 ? kMax32 : w.headerOffset)
         .str(w.name)
         .str(extra.s);
@@ -512,8 +525,8 @@ void Writer::finish() {
   }
   uint64_t cdSize = out_.offset() - cdOffset;
   uint64_t count = entries_.size();
-  bool zip64 = forceZip64_ || count >= kMax16 || cdSize >= kMax32 ||
-               cdOffset >= kMax32;
+  bool zip64 =
+      forceZip64_ || count >= kMax16 || cdSize >= kMax32 || cdOffset >= kMax32;
   if (zip64) {
     uint64_t end64Offset = out_.offset();
     Bytes e;

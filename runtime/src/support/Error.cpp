@@ -14,7 +14,8 @@ static std::string oneLine(const std::string &message) {
   return out;
 }
 
-Error::Error(const std::string &message) : std::runtime_error(oneLine(message)) {}
+Error::Error(const std::string &message)
+    : std::runtime_error(oneLine(message)) {}
 
 std::string effrt::quoteName(std::string_view name) {
   constexpr size_t kMaxShown = 200;

@@ -83,13 +83,12 @@ static std::string directoryOf(const std::string &path) {
   return path.substr(0, slash);
 }
 
-AtomicFileWriter::AtomicFileWriter(std::string path)
-    : path_(std::move(path)) {
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   if (path_.empty())
     fail("output path is empty");
   tempPath_ = path_ + ".tmp." + std::to_string(::getpid());
-  fd_ = ::open(tempPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-               0666);
+  fd_ =
+      ::open(tempPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd_ < 0)
     fail(path_, ": cannot create ", tempPath_, ": ", errnoMessage(errno));
   buffer_.reserve(kBufferSize);
@@ -147,8 +146,7 @@ void AtomicFileWriter::writeZeros(size_t count) {
   }
 }
 
-void AtomicFileWriter::writeAt(uint64_t offset, const void *data,
-                               size_t size) {
+void AtomicFileWriter::writeAt(uint64_t offset, const void *data, size_t size) {
   if (fd_ < 0)
     fail(path_, ": write after commit");
   if (offset + size > offset_)
@@ -179,8 +177,8 @@ void AtomicFileWriter::commit() {
   if (::close(fd) != 0)
     fail(path_, ": cannot close ", tempPath_, ": ", errnoMessage(errno));
   if (::rename(tempPath_.c_str(), path_.c_str()) != 0)
-    fail(path_, ": cannot rename ", tempPath_, " over it: ",
-         errnoMessage(errno));
+    fail(path_, ": cannot rename ", tempPath_,
+         " over it: ", errnoMessage(errno));
   committed_ = true;
   // Make the rename itself durable. Some file systems cannot fsync a
   // directory (EINVAL); the data is then as durable as they allow.

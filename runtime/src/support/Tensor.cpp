@@ -8,7 +8,8 @@
 #include <new>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "effrt reads and writes little-endian files in place: it needs a little-endian host"
+#error                                                                         \
+    "effrt reads and writes little-endian files in place: it needs a little-endian host"
 #endif
 
 using namespace effrt;
@@ -113,9 +114,9 @@ std::optional<uint64_t> effrt::checkedByteSize(DType dtype,
                                                const Shape &shape) {
   std::optional<int64_t> n = checkedNumElements(shape);
   uint64_t bytes;
-  if (!n || __builtin_mul_overflow(static_cast<uint64_t>(*n),
-                                   static_cast<uint64_t>(dtypeSize(dtype)),
-                                   &bytes))
+  if (!n ||
+      __builtin_mul_overflow(static_cast<uint64_t>(*n),
+                             static_cast<uint64_t>(dtypeSize(dtype)), &bytes))
     return std::nullopt;
   return bytes;
 }
@@ -154,7 +155,8 @@ uint16_t effrt::floatToHalf(float value) {
   auto sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   uint32_t ax = x & 0x7fffffffu;
   if (ax >= 0x7f800000u) // Inf or NaN (kept quiet).
-    return sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 | ((ax >> 13) & 0x3ff) : 0);
+    return sign | 0x7c00 |
+           (ax > 0x7f800000u ? 0x200 | ((ax >> 13) & 0x3ff) : 0);
   if (ax >= 0x477ff000u) // >= 65520 rounds to infinity.
     return sign | 0x7c00;
   if (ax < 0x38800000u) {
@@ -266,8 +268,8 @@ Tensor Tensor::sliceRows(int64_t begin, int64_t end) const {
   Shape shape = shape_;
   shape[0] = end - begin;
   size_t rowBytes = shape_[0] ? byteSize_ / static_cast<size_t>(shape_[0]) : 0;
-  Tensor t(dtype_, std::move(shape), data_ + static_cast<size_t>(begin) * rowBytes,
-           owner_, writable_);
+  Tensor t(dtype_, std::move(shape),
+           data_ + static_cast<size_t>(begin) * rowBytes, owner_, writable_);
   return t;
 }
 

@@ -9,9 +9,14 @@
 // Parameters and constants
 //===----------------------------------------------------------------------===//
 
+// Every role, each with a `dense` and a `dense_resource` initial value, and
+// without one. Names with dots print bare; other names stay quoted.
 // CHECK: eff.parameter trainable @fc1.weight : tensor<2x2xf32> = dense_resource<fc1.weight> : tensor<2x2xf32>
+// CHECK: eff.parameter trainable @fc1.bias : tensor<2xf32> = dense<[5.000000e-01, -5.000000e-01]> : tensor<2xf32>
+// CHECK: eff.parameter frozen @embed.weight : tensor<2xf32> = dense_resource<embed.weight> : tensor<2xf32>
 // CHECK: eff.parameter frozen @"embed tokens" : tensor<2xf32> = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
 // CHECK: eff.parameter buffer @bn.running_mean : tensor<2xf32> = dense<0.000000e+00> : tensor<2xf32>
+// CHECK: eff.parameter buffer @bn.running_var : tensor<2xf32> = dense_resource<bn.running_var> : tensor<2xf32>
 // CHECK: eff.parameter buffer @bn.num_batches_tracked : tensor<i64> = dense<0> : tensor<i64>
 // CHECK: eff.parameter trainable @uninitialised : tensor<3xbf16>{{$}}
 // GENERIC: "eff.parameter"() <{initial_value = dense_resource<fc1.weight> : tensor<2x2xf32>, role = 0 : i32, sym_name = "fc1.weight", type = tensor<2x2xf32>}> : () -> ()
@@ -19,9 +24,16 @@
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%{{.*}}: tensor<2x2xf32> {eff.parameter = @fc1.weight}, %{{.*}}: tensor<2xf32> {eff.input = "x"})
 // CHECK-SAME: -> (tensor<f32> {eff.output = "loss"}, tensor<2xf32> {eff.buffer_update = @bn.running_mean})
+// CHECK: dialect_resources
+// CHECK-DAG: fc1.weight: "0x040000000000803F000000400000404000008040"
+// CHECK-DAG: embed.weight: "0x040000000000803F00000040"
+// CHECK-DAG: bn.running_var: "0x040000000000803F0000803F"
 eff.parameter trainable @"fc1.weight" : tensor<2x2xf32> = dense_resource<fc1.weight> : tensor<2x2xf32>
+eff.parameter trainable @"fc1.bias" : tensor<2xf32> = dense<[0.5, -0.5]> : tensor<2xf32>
+eff.parameter frozen @"embed.weight" : tensor<2xf32> = dense_resource<embed.weight> : tensor<2xf32>
 eff.parameter frozen @"embed tokens" : tensor<2xf32> = dense<[1.0, 2.0]> : tensor<2xf32>
 eff.parameter buffer @"bn.running_mean" : tensor<2xf32> = dense<0.0> : tensor<2xf32>
+eff.parameter buffer @"bn.running_var" : tensor<2xf32> = dense_resource<bn.running_var> : tensor<2xf32>
 eff.parameter buffer @"bn.num_batches_tracked" : tensor<i64> = dense<0> : tensor<i64>
 eff.parameter trainable @uninitialised : tensor<3xbf16>
 func.func @forward(%w: tensor<2x2xf32> {eff.parameter = @"fc1.weight"},
@@ -34,7 +46,9 @@ func.func @forward(%w: tensor<2x2xf32> {eff.parameter = @"fc1.weight"},
 {-#
   dialect_resources: {
     builtin: {
-      "fc1.weight": "0x040000000000803F000000400000404000008040"
+      "fc1.weight": "0x040000000000803F000000400000404000008040",
+      "embed.weight": "0x040000000000803F00000040",
+      "bn.running_var": "0x040000000000803F0000803F"
     }
   }
 #-}
@@ -287,20 +301,20 @@ func.func @slice_negative_stride(%x: tensor<8xf32>) -> tensor<8xf32> {
 // -----
 
 // CHECK-LABEL: func.func @split_qkv
-// CHECK: %{{.*}}:3 = eff.split %{{.*}} {axis = 2 : i64} : tensor<8x32x192xf32> -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+// CHECK: %{{.*}}:3 = eff.split %{{.*}} {axis = 2 : i64} : tensor<8x32x192xf32> -> tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>
 // GENERIC-LABEL: sym_name = "split_qkv"
 // GENERIC: "eff.split"(%{{.*}}) <{axis = 2 : i64}> : (tensor<8x32x192xf32>) -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>)
 func.func @split_qkv(%qkv: tensor<8x32x192xf32>) -> tensor<8x32x64xf32> {
-  %q, %k, %v = eff.split %qkv {axis = 2 : i64} : tensor<8x32x192xf32> -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+  %q, %k, %v = eff.split %qkv {axis = 2 : i64} : tensor<8x32x192xf32> -> tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>
   return %v : tensor<8x32x64xf32>
 }
 
 // -----
 
 // CHECK-LABEL: func.func @split_uneven_negative_axis
-// CHECK: %{{.*}}:2 = eff.split %{{.*}} {axis = -1 : i64} : tensor<4x10xf32> -> (tensor<4x3xf32>, tensor<4x7xf32>)
+// CHECK: %{{.*}}:2 = eff.split %{{.*}} {axis = -1 : i64} : tensor<4x10xf32> -> tensor<4x3xf32>, tensor<4x7xf32>
 func.func @split_uneven_negative_axis(%x: tensor<4x10xf32>) -> tensor<4x7xf32> {
-  %a, %b = eff.split %x {axis = -1 : i64} : tensor<4x10xf32> -> (tensor<4x3xf32>, tensor<4x7xf32>)
+  %a, %b = eff.split %x {axis = -1 : i64} : tensor<4x10xf32> -> tensor<4x3xf32>, tensor<4x7xf32>
   return %b : tensor<4x7xf32>
 }
 
@@ -536,7 +550,17 @@ func.func @batch_norm_train(%x: tensor<32x16x8x8xf32>, %g: tensor<16xf32>, %b: t
 
 // -----
 
-// CHECK-LABEL: func.func @batch_norm
+// No channels: nothing to normalise, and nothing to divide by.
+// CHECK-LABEL: func.func @batch_norm_train_no_channels
+// CHECK: eff.batch_norm_train {{.*}} : (tensor<2x0x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> (tensor<2x0x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>)
+func.func @batch_norm_train_no_channels(%x: tensor<2x0x3xf32>, %c: tensor<0xf32>) -> tensor<2x0x3xf32> {
+  %y:5 = eff.batch_norm_train %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f64, momentum = 0.1 : f64} : (tensor<2x0x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> (tensor<2x0x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>)
+  return %y#0 : tensor<2x0x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @batch_norm(
 // CHECK: eff.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-05 : f64} : (tensor<32x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<32x16xf32>
 func.func @batch_norm(%x: tensor<32x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>, %mean: tensor<16xf32>, %var: tensor<16xf32>) -> tensor<32x16xf32> {
   %y = eff.batch_norm %x, %g, %b, %mean, %var {epsilon = 1.0e-05 : f64} : (tensor<32x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<32x16xf32>

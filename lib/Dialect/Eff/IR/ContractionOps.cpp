@@ -1,37 +1,61 @@
 //===- ContractionOps.cpp - matmul, linear, convolution, pooling ----------===//
 
+#include "OpUtils.h"
+
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
+
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace effopt::eff;
 
-static RankedTensorType tensorType(Value value) {
-  return cast<RankedTensorType>(value.getType());
+/// The ranked types of two operands that must share an element type.
+static LogicalResult getOperandPair(const RuleDiagnoser &emitError, Value lhs,
+                                    StringRef lhsName, Value rhs,
+                                    StringRef rhsName,
+                                    RankedTensorType &lhsType,
+                                    RankedTensorType &rhsType) {
+  FailureOr<RankedTensorType> l = getRankedType(emitError, lhs, lhsName);
+  if (failed(l))
+    return failure();
+  FailureOr<RankedTensorType> r = getRankedType(emitError, rhs, rhsName);
+  if (failed(r))
+    return failure();
+  if (l->getElementType() != r->getElementType())
+    return emitError(lhsName, " and ", rhsName,
+                     " must have the same element type, got ",
+                     l->getElementType(), " and ", r->getElementType());
+  lhsType = *l;
+  rhsType = *r;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
 // matmul
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  RankedTensorType lhs = tensorType(adaptor.getLhs());
-  RankedTensorType rhs = tensorType(adaptor.getRhs());
+/// Type rule of `eff.matmul`.
+static LogicalResult inferMatmulType(const RuleDiagnoser &emitError,
+                                    MatmulOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType lhs, rhs;
+  if (failed(getOperandPair(emitError, adaptor.getLhs(), "lhs",
+                            adaptor.getRhs(), "rhs", lhs, rhs)))
+    return failure();
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
-    return emitOptionalError(loc, "operands must have rank >= 2, got ",
-                             lhs.getRank(), " and ", rhs.getRank());
+    return emitError("operands must have rank >= 2, got ", lhs.getRank(),
+                     " and ", rhs.getRank());
   ArrayRef<int64_t> l = lhs.getShape(), r = rhs.getShape();
   if (l.back() != r[r.size() - 2])
-    return emitOptionalError(loc, "contracting dimensions differ: ",
-                             formatShape(l), " x ", formatShape(r));
+    return emitError("contracting dimensions differ: ", formatShape(l), " x ",
+                     formatShape(r), " multiplies K = ", l.back(), " by K = ",
+                     r[r.size() - 2]);
   std::optional<SmallVector<int64_t>> batch =
       broadcastShapes(l.drop_back(2), r.drop_back(2));
   if (!batch)
-    return emitOptionalError(loc, "batch dimensions of ", formatShape(l),
-                             " and ", formatShape(r), " do not broadcast");
+    return emitError("batch dimensions of ", formatShape(l), " and ",
+                     formatShape(r), " do not broadcast");
   SmallVector<int64_t> shape = *batch;
   shape.push_back(l[l.size() - 2]);
   shape.push_back(r.back());
@@ -39,10 +63,15 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferMatmulType(loc, adaptor, types);
+}
+
 LogicalResult MatmulOp::verify() {
-  if (getLhs().getType().getElementType() != getRhs().getType().getElementType())
-    return emitOpError("operands must have the same element type");
-  return success();
+  return verifyTypeRule(*this, inferMatmulType);
 }
 
 int64_t MatmulOp::getFlops() {
@@ -54,41 +83,63 @@ int64_t MatmulOp::getFlops() {
 // linear
 //===----------------------------------------------------------------------===//
 
-LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  RankedTensorType a = tensorType(adaptor.getA());
-  RankedTensorType b = tensorType(adaptor.getB());
+/// Type rule of `eff.linear`.
+static LogicalResult inferLinearType(const RuleDiagnoser &emitError,
+                                    LinearOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType a, b;
+  if (failed(getOperandPair(emitError, adaptor.getA(), "a", adaptor.getB(),
+                            "b", a, b)))
+    return failure();
   if (a.getRank() != 2 || b.getRank() != 2)
-    return emitOptionalError(loc, "operands must have rank 2, got ",
-                             a.getRank(), " and ", b.getRank());
+    return emitError("operands must have rank 2, got ", a.getRank(), " and ",
+                     b.getRank());
   bool ta = adaptor.getTransposeA(), tb = adaptor.getTransposeB();
   int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
   int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
   if (ka != kb)
-    return emitOptionalError(loc, "contracting dimensions differ: ", ka,
-                             " vs ", kb);
+    return emitError("contracting dimensions differ: op(a) is ",
+                     formatShape({m, ka}), " and op(b) is ",
+                     formatShape({kb, n}));
+  if (Value bias = adaptor.getBias()) {
+    FailureOr<RankedTensorType> biasType =
+        getRankedType(emitError, bias, "bias");
+    if (failed(biasType))
+      return failure();
+    if (!isBroadcastableTo(biasType->getShape(), {m, n}))
+      return emitError("bias of shape ", formatShape(biasType->getShape()),
+                       " does not broadcast to ", formatShape({m, n}));
+  }
   types.push_back(a.clone({m, n}));
   return success();
 }
 
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferLinearType(loc, adaptor, types);
+}
+
 LogicalResult LinearOp::verify() {
-  if (Value bias = getBias()) {
-    ArrayRef<int64_t> biasShape = tensorType(bias).getShape();
-    if (!isBroadcastableTo(biasShape, getType().getShape()))
-      return emitOpError("bias of shape ")
-             << formatShape(biasShape) << " does not broadcast to "
-             << formatShape(getType().getShape());
-  }
-  return success();
+  return verifyTypeRule(*this, inferLinearType);
 }
 
 int64_t LinearOp::getFlops() {
   RankedTensorType a = getA().getType();
   int64_t k = a.getDimSize(getTransposeA() ? 0 : 1);
   int64_t out = detail::numElements(getType());
-  return 2 * k * out + (getBias() ? out : 0);
+  // Multiply-adds, then scaling by alpha, adding the bias and scaling it by
+  // beta, each only where it is not the identity.
+  int64_t flops = 2 * k * out;
+  if (getAlpha().convertToDouble() != 1.0)
+    flops += out;
+  if (getBias()) {
+    flops += out;
+    if (getBeta().convertToDouble() != 1.0)
+      flops += out;
+  }
+  return flops;
 }
 
 //===----------------------------------------------------------------------===//
@@ -96,27 +147,108 @@ int64_t LinearOp::getFlops() {
 //===----------------------------------------------------------------------===//
 
 /// Checks the window attributes shared by convolution and pooling.
-static LogicalResult checkWindow(std::optional<Location> loc,
+static LogicalResult checkWindow(const RuleDiagnoser &emitError,
                                  RankedTensorType input,
                                  ArrayRef<int64_t> strides,
                                  ArrayRef<int64_t> padding,
                                  ArrayRef<int64_t> dilations) {
   if (input.getRank() != 4)
-    return emitOptionalError(loc, "input must be NCHW (rank 4), got rank ",
-                             input.getRank());
-  if (strides.size() != 2 || dilations.size() != 2 || padding.size() != 4)
-    return emitOptionalError(
-        loc, "strides and dilations need 2 entries and padding 4 "
-             "([top, left, bottom, right])");
-  for (int64_t v : strides)
-    if (v < 1)
-      return emitOptionalError(loc, "strides must be >= 1");
-  for (int64_t v : dilations)
-    if (v < 1)
-      return emitOptionalError(loc, "dilations must be >= 1");
-  for (int64_t v : padding)
-    if (v < 0)
-      return emitOptionalError(loc, "padding must be >= 0");
+    return emitError("input must be NCHW (rank 4), got rank ",
+                     input.getRank());
+  if (strides.size() != 2)
+    return emitError("strides need 2 entries, got ", strides.size());
+  if (dilations.size() != 2)
+    return emitError("dilations need 2 entries, got ", dilations.size());
+  if (padding.size() != 4)
+    return emitError(
+        "padding needs 4 entries ([top, left, bottom, right]), got ",
+        padding.size());
+  if (llvm::any_of(strides, [](int64_t v) { return v < 1; }))
+    return emitError("strides must be >= 1, got ", formatShape(strides));
+  if (llvm::any_of(dilations, [](int64_t v) { return v < 1; }))
+    return emitError("dilations must be >= 1, got ", formatShape(dilations));
+  if (llvm::any_of(padding, [](int64_t v) { return v < 0; }))
+    return emitError("padding must be >= 0, got ", formatShape(padding));
+  return success();
+}
+
+/// Appends the output height and width of a window slid over the input's
+/// last two dimensions, or diagnoses a window larger than the padded input.
+static LogicalResult inferWindowOutput(const RuleDiagnoser &emitError,
+                                       RankedTensorType input,
+                                       ArrayRef<int64_t> kernel,
+                                       ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> padding,
+                                       ArrayRef<int64_t> dilations,
+                                       bool ceilMode,
+                                       SmallVectorImpl<int64_t> &shape) {
+  for (int d = 0; d < 2; ++d) {
+    const char *axis = d == 0 ? "H" : "W";
+    std::optional<int64_t> padded =
+        llvm::checkedAdd(input.getDimSize(2 + d), padding[d]);
+    if (padded)
+      padded = llvm::checkedAdd(*padded, padding[d + 2]);
+    std::optional<int64_t> window =
+        llvm::checkedMul(dilations[d], kernel[d] - 1);
+    if (window)
+      window = llvm::checkedAdd(*window, int64_t(1));
+    if (!padded || !window)
+      return emitError("the window or the padding overflows along ", axis);
+    if (*window > *padded)
+      return emitError("the window of size ", *window,
+                       " is larger than the padded input (", *padded,
+                       ") along ", axis);
+    shape.push_back(windowOutputSize(input.getDimSize(2 + d), kernel[d],
+                                     strides[d], padding[d], padding[d + 2],
+                                     dilations[d], ceilMode));
+  }
+  return success();
+}
+
+/// Type rule of `eff.conv2d`.
+static LogicalResult inferConv2DType(const RuleDiagnoser &emitError,
+                                    Conv2DOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  RankedTensorType input, filter;
+  if (failed(getOperandPair(emitError, adaptor.getInput(), "input",
+                            adaptor.getFilter(), "filter", input, filter)))
+    return failure();
+  ArrayRef<int64_t> strides = adaptor.getStrides();
+  ArrayRef<int64_t> padding = adaptor.getPadding();
+  ArrayRef<int64_t> dilations = adaptor.getDilations();
+  if (failed(checkWindow(emitError, input, strides, padding, dilations)))
+    return failure();
+  if (filter.getRank() != 4)
+    return emitError("filter must be OIHW (rank 4), got rank ",
+                     filter.getRank());
+  int64_t groups = adaptor.getGroups();
+  int64_t channels = input.getDimSize(1);
+  int64_t outChannels = filter.getDimSize(0);
+  if (groups < 1 || channels % groups || outChannels % groups)
+    return emitError("groups = ", groups, " must divide the input channels (",
+                     channels, ") and the output channels (", outChannels,
+                     ")");
+  if (filter.getDimSize(1) * groups != channels)
+    return emitError("filter expects ", filter.getDimSize(1) * groups,
+                     " input channels (", filter.getDimSize(1),
+                     " per group x ", groups, " groups), the input has ",
+                     channels);
+  if (Value bias = adaptor.getBias()) {
+    FailureOr<RankedTensorType> biasType =
+        getRankedType(emitError, bias, "bias");
+    if (failed(biasType))
+      return failure();
+    if (biasType->getShape() != ArrayRef<int64_t>{outChannels})
+      return emitError("bias must have shape [", outChannels,
+                       "] (one per output channel), got ",
+                       formatShape(biasType->getShape()));
+  }
+  SmallVector<int64_t> shape = {input.getDimSize(0), outChannels};
+  if (failed(inferWindowOutput(emitError, input,
+                               filter.getShape().drop_front(2), strides,
+                               padding, dilations, /*ceilMode=*/false, shape)))
+    return failure();
+  types.push_back(input.clone(shape));
   return success();
 }
 
@@ -124,106 +256,94 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  RankedTensorType input = tensorType(adaptor.getInput());
-  RankedTensorType filter = tensorType(adaptor.getFilter());
-  ArrayRef<int64_t> strides = adaptor.getStrides();
-  ArrayRef<int64_t> padding = adaptor.getPadding();
-  ArrayRef<int64_t> dilations = adaptor.getDilations();
-  if (failed(checkWindow(loc, input, strides, padding, dilations)))
-    return failure();
-  if (filter.getRank() != 4)
-    return emitOptionalError(loc, "filter must be OIHW (rank 4)");
-  int64_t groups = adaptor.getGroups();
-  int64_t channels = input.getDimSize(1);
-  if (groups < 1 || channels % groups || filter.getDimSize(0) % groups)
-    return emitOptionalError(loc, "groups = ", groups,
-                             " must divide the input channels (", channels,
-                             ") and the output channels (",
-                             filter.getDimSize(0), ")");
-  if (filter.getDimSize(1) * groups != channels)
-    return emitOptionalError(loc, "filter expects ",
-                             filter.getDimSize(1) * groups,
-                             " input channels, the input has ", channels);
-  SmallVector<int64_t> shape = {input.getDimSize(0), filter.getDimSize(0)};
-  for (int d = 0; d < 2; ++d)
-    shape.push_back(windowOutputSize(input.getDimSize(2 + d),
-                                     filter.getDimSize(2 + d), strides[d],
-                                     padding[d], padding[d + 2], dilations[d],
-                                     /*ceilMode=*/false));
-  types.push_back(input.clone(shape));
-  return success();
+  return inferConv2DType(loc, adaptor, types);
 }
 
 LogicalResult Conv2DOp::verify() {
-  if (Value bias = getBias()) {
-    RankedTensorType biasType = tensorType(bias);
-    if (biasType.getRank() != 1 ||
-        biasType.getDimSize(0) != getFilter().getType().getDimSize(0))
-      return emitOpError("bias must have shape [")
-             << getFilter().getType().getDimSize(0) << "], got "
-             << formatShape(biasType.getShape());
-  }
-  return success();
+  return verifyTypeRule(*this, inferConv2DType);
 }
 
 int64_t Conv2DOp::getFlops() {
   RankedTensorType filter = getFilter().getType();
+  // Each output sums C/groups x KH x KW products.
   int64_t macsPerOutput =
       filter.getDimSize(1) * filter.getDimSize(2) * filter.getDimSize(3);
   int64_t out = detail::numElements(getType());
   return 2 * macsPerOutput * out + (getBias() ? out : 0);
 }
 
-static LogicalResult inferPoolType(std::optional<Location> loc,
-                                   RankedTensorType input,
-                                   ArrayRef<int64_t> kernel,
+/// Type rule shared by the pooling ops.
+static LogicalResult inferPoolType(const RuleDiagnoser &emitError,
+                                   Value inputValue, ArrayRef<int64_t> kernel,
                                    ArrayRef<int64_t> strides,
                                    ArrayRef<int64_t> padding,
                                    ArrayRef<int64_t> dilations, bool ceilMode,
                                    SmallVectorImpl<Type> &types) {
-  if (failed(checkWindow(loc, input, strides, padding, dilations)))
+  FailureOr<RankedTensorType> input =
+      getRankedType(emitError, inputValue, "input");
+  if (failed(input))
     return failure();
-  if (kernel.size() != 2 || kernel[0] < 1 || kernel[1] < 1)
-    return emitOptionalError(loc, "kernel_size needs 2 entries >= 1");
-  SmallVector<int64_t> shape = {input.getDimSize(0), input.getDimSize(1)};
-  for (int d = 0; d < 2; ++d)
-    shape.push_back(windowOutputSize(input.getDimSize(2 + d), kernel[d],
-                                     strides[d], padding[d], padding[d + 2],
-                                     dilations[d], ceilMode));
-  types.push_back(input.clone(shape));
+  if (failed(checkWindow(emitError, *input, strides, padding, dilations)))
+    return failure();
+  if (kernel.size() != 2)
+    return emitError("kernel_size needs 2 entries, got ", kernel.size());
+  if (kernel[0] < 1 || kernel[1] < 1)
+    return emitError("kernel_size must be >= 1, got ", formatShape(kernel));
+  SmallVector<int64_t> shape = {input->getDimSize(0), input->getDimSize(1)};
+  if (failed(inferWindowOutput(emitError, *input, kernel, strides, padding,
+                               dilations, ceilMode, shape)))
+    return failure();
+  types.push_back(input->clone(shape));
   return success();
+}
+
+static LogicalResult inferMaxPoolType(const RuleDiagnoser &emitError,
+                                      MaxPool2DOp::Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  return inferPoolType(emitError, adaptor.getInput(), adaptor.getKernelSize(),
+                       adaptor.getStrides(), adaptor.getPadding(),
+                       adaptor.getDilations(), adaptor.getCeilMode(), types);
+}
+
+static LogicalResult inferAvgPoolType(const RuleDiagnoser &emitError,
+                                      AvgPool2DOp::Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  int64_t unitDilations[] = {1, 1};
+  return inferPoolType(emitError, adaptor.getInput(), adaptor.getKernelSize(),
+                       adaptor.getStrides(), adaptor.getPadding(),
+                       unitDilations, adaptor.getCeilMode(), types);
 }
 
 LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  return inferPoolType(loc, tensorType(adaptor.getInput()),
-                       adaptor.getKernelSize(), adaptor.getStrides(),
-                       adaptor.getPadding(), adaptor.getDilations(),
-                       adaptor.getCeilMode(), types);
+  return inferMaxPoolType(loc, adaptor, types);
 }
 
 LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  int64_t unitDilations[] = {1, 1};
-  return inferPoolType(loc, tensorType(adaptor.getInput()),
-                       adaptor.getKernelSize(), adaptor.getStrides(),
-                       adaptor.getPadding(), unitDilations,
-                       adaptor.getCeilMode(), types);
+  return inferAvgPoolType(loc, adaptor, types);
 }
 
-LogicalResult MaxPool2DOp::verify() { return success(); }
-LogicalResult AvgPool2DOp::verify() { return success(); }
+LogicalResult MaxPool2DOp::verify() {
+  return verifyTypeRule(*this, inferMaxPoolType);
+}
+
+LogicalResult AvgPool2DOp::verify() {
+  return verifyTypeRule(*this, inferAvgPoolType);
+}
 
 int64_t MaxPool2DOp::getFlops() {
+  // One comparison per window element.
   ArrayRef<int64_t> k = getKernelSize();
   return k[0] * k[1] * detail::numElements(getType());
 }
 
 int64_t AvgPool2DOp::getFlops() {
+  // One addition per window element, then one division.
   ArrayRef<int64_t> k = getKernelSize();
   return (k[0] * k[1] + 1) * detail::numElements(getType());
 }

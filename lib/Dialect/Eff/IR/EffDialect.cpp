@@ -5,11 +5,13 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace effopt::eff;
 
 #include "effopt/Dialect/Eff/IR/EffEnums.cpp.inc"
+#include "effopt/Dialect/Eff/IR/EffGradientInterface.cpp.inc"
 #include "effopt/Dialect/Eff/IR/EffInterfaces.cpp.inc"
 #include "effopt/Dialect/Eff/IR/EffOpsDialect.cpp.inc"
 
@@ -26,6 +28,92 @@ Operation *EffDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
+}
+
+/// The `eff.parameter` that `attribute` (on `what` of the function `op`, of
+/// type `type`) names, or a diagnostic.
+static FailureOr<ParameterOp> lookupParameter(Operation *op, StringRef what,
+                                              NamedAttribute attribute,
+                                              Type type) {
+  auto symbol = dyn_cast<FlatSymbolRefAttr>(attribute.getValue());
+  if (!symbol)
+    return op->emitOpError()
+           << what << " attribute '" << attribute.getName().getValue()
+           << "' must name an eff.parameter (@name), got "
+           << attribute.getValue();
+  auto parameter =
+      SymbolTable::lookupNearestSymbolFrom<ParameterOp>(op, symbol);
+  if (!parameter)
+    return op->emitOpError()
+           << what << " attribute '" << attribute.getName().getValue()
+           << "' names " << symbol << ", which is not an eff.parameter";
+  // A parameter without a type is reported by its own verifier.
+  TypeAttr declared = parameter.getTypeAttr();
+  if (declared && declared.getValue() != type)
+    return op->emitOpError()
+           << what << " has type " << type << " but " << symbol
+           << " is declared " << declared.getValue();
+  return parameter;
+}
+
+/// Checks that `attribute` on `what` of `op` is a string.
+static LogicalResult verifyNameAttribute(Operation *op, StringRef what,
+                                         NamedAttribute attribute) {
+  if (!isa<StringAttr>(attribute.getValue()))
+    return op->emitOpError()
+           << what << " attribute '" << attribute.getName().getValue()
+           << "' must be a string, got " << attribute.getValue();
+  return success();
+}
+
+LogicalResult EffDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  if (name != kParameterAttrName && name != kInputAttrName)
+    return success();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitOpError("'")
+           << name << "' is only valid on function arguments";
+  std::string what = "argument #" + std::to_string(argIndex);
+  if (name == kInputAttrName)
+    return verifyNameAttribute(op, what, attribute);
+  return lookupParameter(op, what, attribute,
+                         function.getArgumentTypes()[argIndex]);
+}
+
+LogicalResult
+EffDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                        unsigned resultIndex,
+                                        NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  if (name != kOutputAttrName && name != kBufferUpdateAttrName &&
+      name != kUpdateAttrName)
+    return success();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitOpError("'")
+           << name << "' is only valid on function results";
+  std::string what = "result #" + std::to_string(resultIndex);
+  if (name == kOutputAttrName)
+    return verifyNameAttribute(op, what, attribute);
+  FailureOr<ParameterOp> parameter = lookupParameter(
+      op, what, attribute, function.getResultTypes()[resultIndex]);
+  if (failed(parameter))
+    return failure();
+  if (name == kUpdateAttrName) {
+    if (parameter->getRole() == ParamRole::Frozen)
+      return op->emitOpError()
+             << what << " updates the frozen parameter " << attribute.getValue();
+    return success();
+  }
+  if (parameter->getRole() != ParamRole::Buffer)
+    return op->emitOpError()
+           << what << " updates " << attribute.getValue() << ", which is a "
+           << stringifyParamRole(parameter->getRole())
+           << " parameter, not a buffer";
+  return success();
 }
 
 int64_t effopt::eff::detail::numElements(Type type) {

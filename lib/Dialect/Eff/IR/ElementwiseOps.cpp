@@ -1,6 +1,7 @@
 //===- ElementwiseOps.cpp - elementwise ops: types, verifiers, folds ------===//
 
 #include "ConstantFolding.h"
+#include "OpUtils.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
@@ -20,48 +21,52 @@ using namespace effopt::eff::folding;
 // Broadcasting
 //===----------------------------------------------------------------------===//
 
-/// Infers the broadcast result type of `operands`, with `elementType` or the
-/// first operand's element type.
-static LogicalResult inferBroadcastType(std::optional<Location> loc,
-                                        ValueRange operands, Type elementType,
-                                        SmallVectorImpl<Type> &types) {
+/// The numpy broadcast of the shapes of `operands`, or a diagnostic. With
+/// `sameElementType`, the operands must also share one element type.
+static FailureOr<SmallVector<int64_t>>
+inferBroadcastShape(const RuleDiagnoser &emitError, ValueRange operands,
+                    bool sameElementType) {
   SmallVector<int64_t> shape;
-  bool first = true;
-  for (Value operand : operands) {
-    auto type = dyn_cast<RankedTensorType>(operand.getType());
-    if (!type)
-      return emitOptionalError(loc, "operands must be ranked tensors");
-    if (first) {
-      shape.assign(type.getShape().begin(), type.getShape().end());
-      first = false;
+  Type elementType;
+  for (auto [i, operand] : llvm::enumerate(operands)) {
+    FailureOr<RankedTensorType> type =
+        getRankedType(emitError, operand, "operand #" + std::to_string(i));
+    if (failed(type))
+      return failure();
+    if (i == 0) {
+      shape.assign(type->getShape().begin(), type->getShape().end());
+      elementType = type->getElementType();
       continue;
     }
+    if (sameElementType && type->getElementType() != elementType) {
+      (void)emitError("operands must have the same element type, got ",
+                      elementType, " and ", type->getElementType());
+      return failure();
+    }
     std::optional<SmallVector<int64_t>> broadcast =
-        broadcastShapes(shape, type.getShape());
-    if (!broadcast)
-      return emitOptionalError(loc, "operand shapes ", formatShape(shape),
-                               " and ", formatShape(type.getShape()),
-                               " do not broadcast");
+        broadcastShapes(shape, type->getShape());
+    if (!broadcast) {
+      (void)emitError("operand shapes ", formatShape(shape), " and ",
+                      formatShape(type->getShape()), " do not broadcast");
+      return failure();
+    }
     shape = std::move(*broadcast);
   }
-  if (!elementType)
-    elementType = cast<RankedTensorType>(operands.front().getType())
-                      .getElementType();
-  types.push_back(RankedTensorType::get(shape, elementType));
-  return success();
+  return shape;
 }
 
-/// Checks that value operands share one element type.
-static LogicalResult verifySameElementType(Operation *op, ValueRange values) {
-  Type elementType;
-  for (Value value : values) {
-    Type type = cast<ShapedType>(value.getType()).getElementType();
-    if (!elementType)
-      elementType = type;
-    else if (type != elementType)
-      return op->emitOpError("operands must have the same element type, got ")
-             << elementType << " and " << type;
-  }
+/// Infers the broadcast of operands that share one element type, with
+/// `elementType` or else that shared type as the result's element type.
+static LogicalResult inferBroadcastType(const RuleDiagnoser &emitError,
+                                        ValueRange operands, Type elementType,
+                                        SmallVectorImpl<Type> &types) {
+  FailureOr<SmallVector<int64_t>> shape =
+      inferBroadcastShape(emitError, operands, /*sameElementType=*/true);
+  if (failed(shape))
+    return failure();
+  if (!elementType)
+    elementType = tensorType(operands.front()).getElementType();
+  types.push_back(RankedTensorType::get(*shape, elementType));
   return success();
 }
 
@@ -73,7 +78,8 @@ static LogicalResult verifySameElementType(Operation *op, ValueRange values) {
     return inferBroadcastType(loc, adaptor.getOperands(), Type(), types);      \
   }                                                                            \
   LogicalResult Op::verify() {                                                 \
-    return verifySameElementType(*this, getOperands());                        \
+    SmallVector<Type> types;                                                   \
+    return inferBroadcastType(getOperation(), getOperands(), Type(), types);   \
   }
 
 EFF_BROADCAST_BINARY(AddOp)
@@ -91,15 +97,33 @@ EFF_BROADCAST_BINARY(LogicalOrOp)
 // Arithmetic folds
 //===----------------------------------------------------------------------===//
 
-static bool isSplatConstant(Attribute attr, double value) {
+/// True if `attr` is a splat constant equal to the small integer `value`.
+static bool isSplatConstant(Attribute attr, int64_t value) {
   auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
   if (!dense || !dense.isSplat())
     return false;
-  if (isa<FloatType>(dense.getElementType()))
+  Type elementType = dense.getElementType();
+  if (isa<FloatType>(elementType))
     return dense.getSplatValue<APFloat>().convertToDouble() == value;
-  if (isa<IntegerType>(dense.getElementType()))
-    return dense.getSplatValue<APInt>().getSExtValue() == value;
+  if (isa<IntegerType>(elementType))
+    return APSInt::isSameValue(
+        toAPSInt(dense.getSplatValue<APInt>(), elementType),
+        APSInt::get(value));
   return false;
+}
+
+/// True if `attr` is a splat zero whose sign is `negative` (floats) or an
+/// integer splat zero. IEEE makes `x + -0.0` and `x - +0.0` exactly `x`;
+/// `-0.0 + +0.0` is `+0.0`, so the other signs are not identities.
+static bool isSplatZero(Attribute attr, bool negative) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
+  if (!dense || !dense.isSplat())
+    return false;
+  if (isa<FloatType>(dense.getElementType())) {
+    APFloat value = dense.getSplatValue<APFloat>();
+    return value.isZero() && value.isNegative() == negative;
+  }
+  return isSplatConstant(attr, 0);
 }
 
 /// `x op identity -> x` when the result type is x's type (no broadcast).
@@ -110,15 +134,15 @@ static OpFoldResult foldIdentityOperand(Value keep, Type resultType) {
 }
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (isSplatConstant(adaptor.getRhs(), 0))
+  if (isSplatZero(adaptor.getRhs(), /*negative=*/true))
     if (OpFoldResult r = foldIdentityOperand(getLhs(), getType()))
       return r;
-  if (isSplatConstant(adaptor.getLhs(), 0))
+  if (isSplatZero(adaptor.getLhs(), /*negative=*/true))
     if (OpFoldResult r = foldIdentityOperand(getRhs(), getType()))
       return r;
   return foldBroadcastBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [](const APSInt &a, const APSInt &b) -> std::optional<APInt> {
         return a + b;
       },
       [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
@@ -127,12 +151,12 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
-  if (isSplatConstant(adaptor.getRhs(), 0))
+  if (isSplatZero(adaptor.getRhs(), /*negative=*/false))
     if (OpFoldResult r = foldIdentityOperand(getLhs(), getType()))
       return r;
   return foldBroadcastBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [](const APSInt &a, const APSInt &b) -> std::optional<APInt> {
         return a - b;
       },
       [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
@@ -149,7 +173,7 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
       return r;
   return foldBroadcastBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [](const APSInt &a, const APSInt &b) -> std::optional<APInt> {
         return a * b;
       },
       [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
@@ -163,10 +187,18 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
       return r;
   return foldBroadcastBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [](const APSInt &a, const APSInt &b) -> std::optional<APInt> {
+        // Division by zero and the signed INT_MIN / -1 are undefined: leave
+        // them to the runtime rather than fold to an arbitrary value.
         if (b.isZero())
           return std::nullopt;
-        return a.sdiv(b);
+        if (a.isUnsigned())
+          return a.udiv(b);
+        bool overflow = false;
+        APInt quotient = a.sdiv_ov(b, overflow);
+        if (overflow)
+          return std::nullopt;
+        return quotient; // Truncates toward zero.
       },
       [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
         return a / b;
@@ -187,12 +219,18 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
       return r;
   return foldBroadcastBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+      [](const APSInt &a, const APSInt &b) -> std::optional<APInt> {
+        // Integer to a negative power is not an integer (numpy refuses it).
         if (b.isNegative())
           return std::nullopt;
-        APInt result(a.getBitWidth(), 1);
-        for (uint64_t i = 0, e = b.getZExtValue(); i < e && i < 64; ++i)
-          result *= a;
+        // Square-and-multiply over the exponent's bits, wrapping on overflow
+        // like every other integer op.
+        APInt result(a.getBitWidth(), 1), base = a;
+        for (unsigned bit = 0, e = b.getActiveBits(); bit < e; ++bit) {
+          if (b[bit])
+            result *= base;
+          base *= base;
+        }
         return result;
       },
       [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
@@ -204,8 +242,8 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
 OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
   return foldBroadcastBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return a.sge(b) ? a : b;
+      [](const APSInt &a, const APSInt &b) -> std::optional<APInt> {
+        return a >= b ? a : b;
       },
       [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
         return llvm::maximum(a, b);
@@ -215,8 +253,8 @@ OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
 OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
   return foldBroadcastBinary(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
-      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
-        return a.sle(b) ? a : b;
+      [](const APSInt &a, const APSInt &b) -> std::optional<APInt> {
+        return a <= b ? a : b;
       },
       [](const APFloat &a, const APFloat &b) -> std::optional<APFloat> {
         return llvm::minimum(a, b);
@@ -228,8 +266,9 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   if (!input)
     return {};
   if (isa<FloatType>(input.getElementType()))
-    return input.mapValues(input.getElementType(),
-                           [](const APFloat &v) { return (-v).bitcastToAPInt(); });
+    return input.mapValues(input.getElementType(), [](const APFloat &v) {
+      return (-v).bitcastToAPInt();
+    });
   return input.mapValues(input.getElementType(),
                          [](const APInt &v) { return -v; });
 }
@@ -255,10 +294,15 @@ LogicalResult CmpOp::inferReturnTypes(MLIRContext *context,
 }
 
 LogicalResult CmpOp::verify() {
-  return verifySameElementType(*this, {getLhs(), getRhs()});
+  SmallVector<Type> types;
+  return inferBroadcastType(getOperation(), {getLhs(), getRhs()},
+                            IntegerType::get(getContext(), 1), types);
 }
 
-static bool evaluatePredicate(CmpPredicate predicate, int order, bool unordered) {
+/// `predicate` for two values whose comparison gave `order` (<0, 0, >0), or
+/// that are `unordered` (a NaN is involved).
+static bool evaluatePredicate(CmpPredicate predicate, int order,
+                              bool unordered) {
   if (unordered)
     return predicate == CmpPredicate::ne;
   switch (predicate) {
@@ -284,46 +328,75 @@ OpFoldResult CmpOp::fold(FoldAdaptor adaptor) {
   if (!lhs || !rhs)
     return {};
   RankedTensorType type = getType();
-  if (type.getNumElements() > kMaxFoldedElements)
+  // Two splats give a splat of any size: compare one pair.
+  bool splat = lhs.isSplat() && rhs.isSplat();
+  if (!splat && type.getNumElements() > kMaxFoldedElements)
     return {};
+  ArrayRef<int64_t> shape = splat ? ArrayRef<int64_t>() : type.getShape();
+  ArrayRef<int64_t> lhsShape =
+      splat ? ArrayRef<int64_t>() : lhs.getType().getShape();
+  ArrayRef<int64_t> rhsShape =
+      splat ? ArrayRef<int64_t>() : rhs.getType().getShape();
+  Type elementType = lhs.getElementType();
   CmpPredicate predicate = getPredicate();
-  ArrayRef<int64_t> shape = type.getShape();
   SmallVector<bool> result;
-  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
-    int64_t li = broadcastSourceIndex(i, shape, lhs.getType().getShape());
-    int64_t ri = broadcastSourceIndex(i, shape, rhs.getType().getShape());
-    if (isa<FloatType>(lhs.getElementType())) {
-      APFloat a = lhs.getValues<APFloat>()[li], b = rhs.getValues<APFloat>()[ri];
+  for (int64_t i = 0, e = splat ? 1 : type.getNumElements(); i < e; ++i) {
+    int64_t li = broadcastSourceIndex(i, shape, lhsShape);
+    int64_t ri = broadcastSourceIndex(i, shape, rhsShape);
+    if (isa<FloatType>(elementType)) {
+      APFloat a = lhs.getValues<APFloat>()[li];
+      APFloat b = rhs.getValues<APFloat>()[ri];
       APFloat::cmpResult c = a.compare(b);
-      int order = c == APFloat::cmpLessThan ? -1 : c == APFloat::cmpEqual ? 0 : 1;
+      int order = c == APFloat::cmpLessThan ? -1
+                  : c == APFloat::cmpEqual  ? 0
+                                            : 1;
       result.push_back(
           evaluatePredicate(predicate, order, c == APFloat::cmpUnordered));
     } else {
-      APInt a = lhs.getValues<APInt>()[li], b = rhs.getValues<APInt>()[ri];
-      bool isBool = a.getBitWidth() == 1;
-      int order = a == b ? 0 : ((isBool ? a.ult(b) : a.slt(b)) ? -1 : 1);
-      result.push_back(evaluatePredicate(predicate, order, false));
+      APSInt a = toAPSInt(lhs.getValues<APInt>()[li], elementType);
+      APSInt b = toAPSInt(rhs.getValues<APInt>()[ri], elementType);
+      result.push_back(
+          evaluatePredicate(predicate, APSInt::compareValues(a, b), false));
     }
   }
+  // A single value makes a splat.
   return DenseElementsAttr::get(type, ArrayRef<bool>(result));
+}
+
+/// Type rule of `eff.where`: the values share an element type, and the i1
+/// condition broadcasts with them.
+static LogicalResult inferWhereType(const RuleDiagnoser &emitError,
+                                   WhereOp::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &types) {
+  FailureOr<SmallVector<int64_t>> valueShape = inferBroadcastShape(
+      emitError, {adaptor.getTrueValue(), adaptor.getFalseValue()},
+      /*sameElementType=*/true);
+  if (failed(valueShape))
+    return failure();
+  FailureOr<RankedTensorType> condition =
+      getRankedType(emitError, adaptor.getCondition(), "condition");
+  if (failed(condition))
+    return failure();
+  std::optional<SmallVector<int64_t>> shape =
+      broadcastShapes(condition->getShape(), *valueShape);
+  if (!shape)
+    return emitError("condition shape ", formatShape(condition->getShape()),
+                     " does not broadcast with the value shape ",
+                     formatShape(*valueShape));
+  types.push_back(RankedTensorType::get(
+      *shape, tensorType(adaptor.getTrueValue()).getElementType()));
+  return success();
 }
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
-  SmallVector<Type> ignored;
-  if (failed(inferBroadcastType(loc, adaptor.getOperands(), Type(), ignored)))
-    return failure();
-  Type elementType =
-      cast<RankedTensorType>(adaptor.getTrueValue().getType()).getElementType();
-  types.push_back(RankedTensorType::get(
-      cast<RankedTensorType>(ignored.front()).getShape(), elementType));
-  return success();
+  return inferWhereType(loc, adaptor, types);
 }
 
 LogicalResult WhereOp::verify() {
-  return verifySameElementType(*this, {getTrueValue(), getFalseValue()});
+  return verifyTypeRule(*this, inferWhereType);
 }
 
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
@@ -334,7 +407,8 @@ OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
     if (chosen.getType() == getType())
       return chosen;
   }
-  if (getTrueValue() == getFalseValue() && getTrueValue().getType() == getType())
+  if (getTrueValue() == getFalseValue() &&
+      getTrueValue().getType() == getType())
     return getTrueValue();
   return {};
 }
@@ -346,12 +420,37 @@ int64_t WhereOp::getFlops() { return detail::numElements(getType()); }
 // Cast
 //===----------------------------------------------------------------------===//
 
-LogicalResult CastOp::verify() {
-  if (getInput().getType().getShape() != getType().getShape())
-    return emitOpError("cannot change the shape: input is ")
-           << formatShape(getInput().getType().getShape()) << ", result is "
-           << formatShape(getType().getShape());
-  return success();
+/// Converts one element of type `from` to type `to` with the semantics of
+/// `eff.cast`, or nullopt where they leave the result undefined (NaN or an
+/// out-of-range float converted to an integer).
+static std::optional<APInt> castElement(Attribute element, Type from, Type to) {
+  auto toInt = dyn_cast<IntegerType>(to);
+  auto toFloat = dyn_cast<FloatType>(to);
+  if (auto value = dyn_cast<IntegerAttr>(element)) {
+    APSInt v = toAPSInt(value.getValue(), from);
+    if (toInt && toInt.getWidth() == 1)
+      return APInt(1, v.isZero() ? 0 : 1);
+    if (toInt) // Two's complement: extends by the source's signedness.
+      return v.extOrTrunc(toInt.getWidth());
+    APFloat result(toFloat.getFloatSemantics());
+    result.convertFromAPInt(v, v.isSigned(), APFloat::rmNearestTiesToEven);
+    return result.bitcastToAPInt();
+  }
+  APFloat v = cast<FloatAttr>(element).getValue();
+  if (toFloat) {
+    bool losesInfo = false;
+    v.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+              &losesInfo);
+    return v.bitcastToAPInt();
+  }
+  if (toInt.getWidth() == 1)
+    return APInt(1, v.isZero() ? 0 : 1);
+  APSInt result(toInt.getWidth(), isUnsignedInteger(toInt));
+  bool isExact = false;
+  if (v.convertToInteger(result, APFloat::rmTowardZero, &isExact) ==
+      APFloat::opInvalidOp)
+    return std::nullopt;
+  return APInt(result);
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
@@ -361,50 +460,20 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (!input)
     return {};
   Type from = input.getElementType(), to = getType().getElementType();
-  auto toInt = dyn_cast<IntegerType>(to);
-  auto fromInt = dyn_cast<IntegerType>(from);
-  auto toFloat = dyn_cast<FloatType>(to);
-  auto fromFloat = dyn_cast<FloatType>(from);
-  bool fromBool = fromInt && fromInt.getWidth() == 1;
-  if (fromInt && toInt) {
-    unsigned width = toInt.getWidth();
-    if (width == 1)
-      return input.mapValues(
-          to, [](const APInt &v) { return APInt(1, v.isZero() ? 0 : 1); });
-    return input.mapValues(to, [&](const APInt &v) {
-      return fromBool || fromInt.isUnsigned() ? v.zextOrTrunc(width)
-                                              : v.sextOrTrunc(width);
-    });
+  if (!isa<IntegerType, FloatType>(from) || !isa<IntegerType, FloatType>(to))
+    return {};
+  auto elements = input.getValues<Attribute>();
+  int64_t count = input.isSplat() ? 1 : input.getNumElements();
+  SmallVector<APInt> result;
+  result.reserve(count);
+  for (int64_t i = 0; i < count; ++i) {
+    std::optional<APInt> value = castElement(elements[i], from, to);
+    if (!value)
+      return {};
+    result.push_back(*value);
   }
-  if (fromInt && toFloat) {
-    return input.mapValues(to, [&](const APInt &v) {
-      APFloat result(toFloat.getFloatSemantics());
-      result.convertFromAPInt(v, !(fromBool || fromInt.isUnsigned()),
-                              APFloat::rmNearestTiesToEven);
-      return result.bitcastToAPInt();
-    });
-  }
-  if (fromFloat && toFloat) {
-    return input.mapValues(to, [&](const APFloat &v) {
-      APFloat result = v;
-      bool losesInfo = false;
-      result.convert(toFloat.getFloatSemantics(), APFloat::rmNearestTiesToEven,
-                     &losesInfo);
-      return result.bitcastToAPInt();
-    });
-  }
-  if (fromFloat && toInt) {
-    unsigned width = toInt.getWidth();
-    return input.mapValues(to, [&](const APFloat &v) {
-      if (width == 1)
-        return APInt(1, v.isZero() ? 0 : 1);
-      APSInt result(width, toInt.isUnsigned());
-      bool isExact = false;
-      v.convertToInteger(result, APFloat::rmTowardZero, &isExact);
-      return APInt(result);
-    });
-  }
-  return {};
+  // A single value makes a splat.
+  return DenseElementsAttr::get(getType(), result);
 }
 
 int64_t CastOp::getFlops() { return detail::numElements(getType()); }
@@ -414,19 +483,22 @@ int64_t CastOp::getFlops() { return detail::numElements(getType()); }
 //===----------------------------------------------------------------------===//
 
 LogicalResult DropoutOp::inferReturnTypes(MLIRContext *context,
-                                          std::optional<Location>,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
-  types.push_back(type);
-  types.push_back(type.clone(IntegerType::get(context, 1)));
+  FailureOr<RankedTensorType> type =
+      getRankedType(RuleDiagnoser(loc), adaptor.getInput(), "input");
+  if (failed(type))
+    return failure();
+  types.push_back(*type);
+  types.push_back(type->clone(IntegerType::get(context, 1)));
   return success();
 }
 
 LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
-    return emitOpError("ratio must be in [0, 1), got ") << ratio;
+    return emitOpError("ratio must be in [0, 1), got ") << formatNumber(ratio);
   return success();
 }
 

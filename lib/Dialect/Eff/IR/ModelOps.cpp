@@ -12,7 +12,7 @@ LogicalResult ParameterOp::verify() {
              << value->getType() << " but the parameter is declared "
              << getType();
   }
-  if (getRole() != ParamRole::Buffer &&
+  if (getRole() != ParamRole::Buffer && getRole() != ParamRole::OptimizerState &&
       !isa<FloatType>(getTensorType().getElementType()))
     return emitOpError("a ")
            << stringifyParamRole(getRole())

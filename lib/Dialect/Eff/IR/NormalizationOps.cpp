@@ -1,20 +1,17 @@
 //===- NormalizationOps.cpp - softmax and normalisation -------------------===//
 
+#include "OpUtils.h"
+
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
 
 using namespace mlir;
 using namespace effopt::eff;
 
-static RankedTensorType tensorType(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
-
 template <typename OpTy>
 static LogicalResult verifyAxis(OpTy op, int64_t axis, int64_t rank) {
   if (!normalizeAxis(axis, rank))
-    return op.emitOpError("axis ")
-           << axis << " is out of range [" << -rank << ", " << rank - 1 << "]";
+    return op.emitOpError(formatAxisOutOfRange(axis, rank));
   return success();
 }
 
@@ -30,16 +27,32 @@ LogicalResult LogSoftmaxOp::verify() {
 // layer_norm
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  RankedTensorType input = tensorType(adaptor.getInput());
-  std::optional<int64_t> axis = normalizeAxis(adaptor.getAxis(), input.getRank());
+/// Type rule of `eff.layer_norm`.
+static LogicalResult inferLayerNormType(const RuleDiagnoser &emitError,
+                                       LayerNormOp::Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> inputOrFailure =
+      getRankedType(emitError, adaptor.getInput(), "input");
+  if (failed(inputOrFailure))
+    return failure();
+  RankedTensorType input = *inputOrFailure;
+  std::optional<int64_t> axis =
+      normalizeAxis(adaptor.getAxis(), input.getRank());
   if (!axis)
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
-                             " is out of range [", -input.getRank(), ", ",
-                             input.getRank() - 1, "]");
+    return emitError(formatAxisOutOfRange(adaptor.getAxis(), input.getRank()));
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(*axis);
+  for (auto [operand, name] : {std::pair(adaptor.getScale(), "scale"),
+                               std::pair(adaptor.getBias(), "bias")}) {
+    if (!operand)
+      continue;
+    FailureOr<RankedTensorType> type = getRankedType(emitError, operand, name);
+    if (failed(type))
+      return failure();
+    if (type->getShape() != normalized)
+      return emitError(name, " must have the normalised shape ",
+                       formatShape(normalized), ", got ",
+                       formatShape(type->getShape()));
+  }
   SmallVector<int64_t> statShape(input.getShape());
   for (int64_t d = *axis; d < input.getRank(); ++d)
     statShape[d] = 1;
@@ -53,47 +66,54 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferLayerNormType(loc, adaptor, types);
+}
+
 LogicalResult LayerNormOp::verify() {
-  RankedTensorType input = getInput().getType();
-  int64_t axis = *normalizeAxis(getAxis(), input.getRank());
-  ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
-  for (Value operand : {getScale(), getBias()}) {
-    if (!operand)
-      continue;
-    ArrayRef<int64_t> shape = tensorType(operand).getShape();
-    if (shape != normalized)
-      return emitOpError("scale and bias must have the normalised shape ")
-             << formatShape(normalized) << ", got " << formatShape(shape);
-  }
-  if (getEpsilon().convertToDouble() < 0)
-    return emitOpError("epsilon must be >= 0");
+  if (failed(verifyTypeRule(*this, inferLayerNormType)))
+    return failure();
+  if (!(getEpsilon().convertToDouble() >= 0))
+    return emitOpError("epsilon must be >= 0, got ")
+           << formatNumber(getEpsilon().convertToDouble());
   return success();
 }
 
 int64_t LayerNormOp::getFlops() {
-  // mean, variance, normalise, scale and shift.
-  return 8 * detail::numElements(getInput().getType());
+  // Per element: mean (add), variance (subtract, square, add), normalise
+  // (subtract, multiply by rstd), then scale and shift when present.
+  int64_t perElement = 6 + (getScale() ? 1 : 0) + (getBias() ? 1 : 0);
+  return perElement * detail::numElements(getInput().getType());
 }
 
 //===----------------------------------------------------------------------===//
 // batch_norm_train and batch_norm
 //===----------------------------------------------------------------------===//
 
-/// Checks an NC... input and four per-channel [C] operands.
-static LogicalResult verifyBatchNormOperands(Operation *op, Value input,
-                                             ValueRange perChannel) {
+/// Checks an NC... input, the per-channel [C] operands and epsilon.
+static LogicalResult
+verifyBatchNormOperands(Operation *op, Value input,
+                        ArrayRef<std::pair<Value, StringRef>> perChannel,
+                        APFloat epsilon) {
   RankedTensorType type = tensorType(input);
   if (type.getRank() < 2)
     return op->emitOpError("input must have a channel dimension (rank >= 2), "
                            "got rank ")
            << type.getRank();
   int64_t channels = type.getDimSize(1);
-  for (Value operand : perChannel) {
+  for (auto [operand, name] : perChannel) {
     ArrayRef<int64_t> shape = tensorType(operand).getShape();
     if (shape.size() != 1 || shape[0] != channels)
-      return op->emitOpError("per-channel operands must have shape [")
-             << channels << "], got " << formatShape(shape);
+      return op->emitOpError(name)
+             << " must have shape [" << channels << "] (one per channel), got "
+             << formatShape(shape);
   }
+  if (!(epsilon.convertToDouble() >= 0))
+    return op->emitOpError("epsilon must be >= 0, got ")
+           << formatNumber(epsilon.convertToDouble());
   return success();
 }
 
@@ -110,14 +130,27 @@ LogicalResult BatchNormTrainOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult BatchNormTrainOp::verify() {
   if (failed(verifyBatchNormOperands(*this, getInput(),
-                                     {getScale(), getBias(), getRunningMean(),
-                                      getRunningVar()})))
+                                     {{getScale(), "scale"},
+                                      {getBias(), "bias"},
+                                      {getRunningMean(), "running_mean"},
+                                      {getRunningVar(), "running_var"}},
+                                     getEpsilon())))
     return failure();
   double momentum = getMomentum().convertToDouble();
   if (!(momentum >= 0.0 && momentum <= 1.0))
-    return emitOpError("momentum must be in [0, 1], got ") << momentum;
-  if (getInput().getType().getNumElements() / getInput().getType().getDimSize(1) < 2)
-    return emitOpError("needs more than one value per channel in training");
+    return emitOpError("momentum must be in [0, 1], got ")
+           << formatNumber(momentum);
+  // The batch statistics of a channel come from every dimension but 1; the
+  // unbiased variance needs at least two values (as PyTorch says).
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  int64_t valuesPerChannel = 1;
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (d != 1)
+      valuesPerChannel *= size;
+  if (valuesPerChannel < 2)
+    return emitOpError("needs more than one value per channel in training, "
+                       "got ")
+           << valuesPerChannel << " for input shape " << formatShape(shape);
   return success();
 }
 
@@ -134,10 +167,16 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult BatchNormOp::verify() {
-  return verifyBatchNormOperands(
-      *this, getInput(), {getScale(), getBias(), getMean(), getVariance()});
+  return verifyBatchNormOperands(*this, getInput(),
+                                 {{getScale(), "scale"},
+                                  {getBias(), "bias"},
+                                  {getMean(), "mean"},
+                                  {getVariance(), "variance"}},
+                                 getEpsilon());
 }
 
 int64_t BatchNormOp::getFlops() {
-  return 2 * detail::numElements(getInput().getType());
+  // Per element, as batch_norm_train without the statistics: subtract the
+  // mean, multiply by rstd, scale, shift.
+  return 4 * detail::numElements(getInput().getType());
 }

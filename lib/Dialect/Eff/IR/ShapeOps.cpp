@@ -1,19 +1,20 @@
 //===- ShapeOps.cpp - data movement ops: types, verifiers, folds ----------===//
 
 #include "ConstantFolding.h"
+#include "OpUtils.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
 
 #include "mlir/IR/PatternMatch.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <limits>
+
 using namespace mlir;
 using namespace effopt::eff;
 using namespace effopt::eff::folding;
-
-static RankedTensorType tensorType(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
 
 /// Row-major strides of `shape`.
 static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
@@ -28,13 +29,20 @@ static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ShapeOfOp::inferReturnTypes(MLIRContext *context,
-                                          std::optional<Location>,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  int64_t rank = tensorType(adaptor.getInput()).getRank();
-  types.push_back(RankedTensorType::get({rank}, IntegerType::get(context, 64)));
+  FailureOr<RankedTensorType> input =
+      getRankedType(RuleDiagnoser(loc), adaptor.getInput(), "input");
+  if (failed(input))
+    return failure();
+  types.push_back(RankedTensorType::get({input->getRank()},
+                                        IntegerType::get(context, 64)));
   return success();
 }
+
+int64_t ShapeOfOp::getFlops() { return 0; }
+int64_t ShapeOfOp::getBytesRead() { return 0; }
 
 OpFoldResult ShapeOfOp::fold(FoldAdaptor) {
   return DenseIntElementsAttr::get(getType(),
@@ -61,8 +69,9 @@ LogicalResult ReshapeOp::verify() {
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  // Reshaping dense data is free (same row-major order), whatever its size.
-  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+  // Same row-major data, but a new attribute holds a copy of it: only small
+  // constants (and splats) are reshaped, like every other folder.
+  if (DenseElementsAttr dense = getFoldable(adaptor.getInput()))
     return dense.reshape(getType());
   return {};
 }
@@ -108,28 +117,34 @@ static std::string checkPermutation(ArrayRef<int64_t> permutation,
   return "";
 }
 
+/// Type rule of `eff.transpose`.
+static LogicalResult inferTransposeType(const RuleDiagnoser &emitError,
+                                       TransposeOp::Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> input =
+      getRankedType(emitError, adaptor.getInput(), "input");
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> permutation = adaptor.getPermutation();
+  std::string error = checkPermutation(permutation, input->getRank());
+  if (!error.empty())
+    return emitError(error);
+  SmallVector<int64_t> shape;
+  for (int64_t p : permutation)
+    shape.push_back(input->getDimSize(p));
+  types.push_back(input->clone(shape));
+  return success();
+}
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  RankedTensorType input = tensorType(adaptor.getInput());
-  ArrayRef<int64_t> permutation = adaptor.getPermutation();
-  std::string error = checkPermutation(permutation, input.getRank());
-  if (!error.empty())
-    return emitOptionalError(loc, error);
-  SmallVector<int64_t> shape;
-  for (int64_t p : permutation)
-    shape.push_back(input.getDimSize(p));
-  types.push_back(input.clone(shape));
-  return success();
+  return inferTransposeType(loc, adaptor, types);
 }
 
 LogicalResult TransposeOp::verify() {
-  std::string error =
-      checkPermutation(getPermutation(), getInput().getType().getRank());
-  if (!error.empty())
-    return emitOpError(error);
-  return success();
+  return verifyTypeRule(*this, inferTransposeType);
 }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
@@ -208,34 +223,43 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
 // concat
 //===----------------------------------------------------------------------===//
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
+/// Type rule of `eff.concat`.
+static LogicalResult inferConcatType(const RuleDiagnoser &emitError,
+                                    ConcatOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
   ValueRange inputs = adaptor.getInputs();
   if (inputs.empty())
-    return emitOptionalError(loc, "needs at least one input");
-  RankedTensorType first = tensorType(inputs.front());
-  std::optional<int64_t> axis = normalizeAxis(adaptor.getAxis(), first.getRank());
+    return emitError("needs at least one input");
+  SmallVector<RankedTensorType> inputTypes;
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    FailureOr<RankedTensorType> type =
+        getRankedType(emitError, input, "input #" + std::to_string(i));
+    if (failed(type))
+      return failure();
+    inputTypes.push_back(*type);
+  }
+  RankedTensorType first = inputTypes.front();
+  std::optional<int64_t> axis =
+      normalizeAxis(adaptor.getAxis(), first.getRank());
   if (!axis)
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
-                             " is out of range [", -first.getRank(), ", ",
-                             first.getRank() - 1, "]");
+    return emitError(formatAxisOutOfRange(adaptor.getAxis(), first.getRank()));
   SmallVector<int64_t> shape(first.getShape());
   shape[*axis] = 0;
-  for (Value input : inputs) {
-    RankedTensorType type = tensorType(input);
-    if (type.getRank() != first.getRank() ||
-        type.getElementType() != first.getElementType())
-      return emitOptionalError(loc, "inputs must share rank and element type");
+  for (RankedTensorType type : inputTypes) {
+    if (type.getElementType() != first.getElementType())
+      return emitError("inputs must have the same element type, got ",
+                       first.getElementType(), " and ", type.getElementType());
+    if (type.getRank() != first.getRank())
+      return emitError("inputs must have the same rank, got ",
+                       formatShape(first.getShape()), " and ",
+                       formatShape(type.getShape()));
     for (int64_t d = 0; d < first.getRank(); ++d) {
       if (d == *axis)
         continue;
       if (type.getDimSize(d) != first.getDimSize(d))
-        return emitOptionalError(loc, "input shapes ",
-                                 formatShape(first.getShape()), " and ",
-                                 formatShape(type.getShape()),
-                                 " differ outside axis ", *axis);
+        return emitError("input shapes ", formatShape(first.getShape()),
+                         " and ", formatShape(type.getShape()),
+                         " differ outside axis ", *axis);
     }
     shape[*axis] += type.getDimSize(*axis);
   }
@@ -243,7 +267,16 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult ConcatOp::verify() { return success(); }
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferConcatType(loc, adaptor, types);
+}
+
+LogicalResult ConcatOp::verify() {
+  return verifyTypeRule(*this, inferConcatType);
+}
 
 OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
   if (getInputs().size() == 1 && getInputs().front().getType() == getType())
@@ -283,33 +316,52 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
 // slice
 //===----------------------------------------------------------------------===//
 
+/// Type rule of `eff.slice`.
+static LogicalResult inferSliceType(const RuleDiagnoser &emitError,
+                                   SliceOp::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> input =
+      getRankedType(emitError, adaptor.getInput(), "input");
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
+                    strides = adaptor.getStrides();
+  int64_t rank = input->getRank();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(limits.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return emitError("starts, limits and strides need ", rank,
+                     " entries each (the input rank)");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (strides[d] == 0)
+      return emitError("stride of dimension ", d, " is zero");
+    if (strides[d] == std::numeric_limits<int64_t>::min() ||
+        !llvm::checkedSub(limits[d], starts[d]))
+      return emitError("the bounds of dimension ", d, " overflow");
+    shape.push_back(sliceLength(starts[d], limits[d], strides[d]));
+  }
+  types.push_back(input->clone(shape));
+  return success();
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
-  RankedTensorType input = tensorType(adaptor.getInput());
-  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits(),
-                    strides = adaptor.getStrides();
-  int64_t rank = input.getRank();
-  if (static_cast<int64_t>(starts.size()) != rank ||
-      static_cast<int64_t>(limits.size()) != rank ||
-      static_cast<int64_t>(strides.size()) != rank)
-    return emitOptionalError(loc, "starts, limits and strides need ", rank,
-                             " entries each (the input rank)");
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (strides[d] == 0)
-      return emitOptionalError(loc, "stride of dimension ", d, " is zero");
-    shape.push_back(sliceLength(starts[d], limits[d], strides[d]));
-  }
-  types.push_back(input.clone(shape));
-  return success();
+  return inferSliceType(loc, adaptor, types);
 }
 
 LogicalResult SliceOp::verify() {
+  SmallVector<Type> types;
+  if (failed(inferSliceType(getOperation(), Adaptor(*this), types)))
+    return failure();
+  // Every index read must be inside the input; the inferred length says how
+  // many are read.
   RankedTensorType input = getInput().getType();
+  auto inferred = cast<RankedTensorType>(types.front());
   for (int64_t d = 0; d < input.getRank(); ++d) {
-    int64_t length = getType().getDimSize(d);
+    int64_t length = inferred.getDimSize(d);
     if (length == 0)
       continue;
     int64_t first = getStarts()[d];
@@ -352,17 +404,18 @@ LogicalResult SplitOp::verify() {
   RankedTensorType input = getInput().getType();
   std::optional<int64_t> axis = normalizeAxis(getAxis(), input.getRank());
   if (!axis)
-    return emitOpError("axis ") << getAxis() << " is out of range ["
-                                << -input.getRank() << ", "
-                                << input.getRank() - 1 << "]";
+    return emitOpError(formatAxisOutOfRange(getAxis(), input.getRank()));
   if (getResults().empty())
     return emitOpError("needs at least one result");
   int64_t total = 0;
   for (Value result : getResults()) {
     RankedTensorType type = tensorType(result);
-    if (type.getRank() != input.getRank() ||
-        type.getElementType() != input.getElementType())
-      return emitOpError("results must have the input's rank and element type");
+    if (type.getElementType() != input.getElementType())
+      return emitOpError("results must have the input's element type ")
+             << input.getElementType() << ", got " << type.getElementType();
+    if (type.getRank() != input.getRank())
+      return emitOpError("results must have the input's rank ")
+             << input.getRank() << ", got " << formatShape(type.getShape());
     for (int64_t d = 0; d < input.getRank(); ++d)
       if (d != *axis && type.getDimSize(d) != input.getDimSize(d))
         return emitOpError("result shape ")
@@ -381,30 +434,44 @@ LogicalResult SplitOp::verify() {
 // gather
 //===----------------------------------------------------------------------===//
 
+/// Type rule of `eff.gather`.
+static LogicalResult inferGatherType(const RuleDiagnoser &emitError,
+                                    GatherOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> data =
+      getRankedType(emitError, adaptor.getData(), "data");
+  if (failed(data))
+    return failure();
+  FailureOr<RankedTensorType> indices =
+      getRankedType(emitError, adaptor.getIndices(), "indices");
+  if (failed(indices))
+    return failure();
+  std::optional<int64_t> axis =
+      normalizeAxis(adaptor.getAxis(), data->getRank());
+  if (!axis)
+    return emitError(formatAxisOutOfRange(adaptor.getAxis(), data->getRank()));
+  SmallVector<int64_t> shape(data->getShape().take_front(*axis));
+  llvm::append_range(shape, indices->getShape());
+  llvm::append_range(shape, data->getShape().drop_front(*axis + 1));
+  types.push_back(data->clone(shape));
+  return success();
+}
+
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  RankedTensorType data = tensorType(adaptor.getData());
-  RankedTensorType indices = tensorType(adaptor.getIndices());
-  std::optional<int64_t> axis = normalizeAxis(adaptor.getAxis(), data.getRank());
-  if (!axis)
-    return emitOptionalError(loc, "axis ", adaptor.getAxis(),
-                             " is out of range [", -data.getRank(), ", ",
-                             data.getRank() - 1, "]");
-  SmallVector<int64_t> shape(data.getShape().take_front(*axis));
-  llvm::append_range(shape, indices.getShape());
-  llvm::append_range(shape, data.getShape().drop_front(*axis + 1));
-  types.push_back(data.clone(shape));
-  return success();
+  return inferGatherType(loc, adaptor, types);
 }
 
-LogicalResult GatherOp::verify() { return success(); }
+LogicalResult GatherOp::verify() {
+  return verifyTypeRule(*this, inferGatherType);
+}
 
 OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   DenseElementsAttr data = getFoldable(adaptor.getData());
   DenseElementsAttr indices = getFoldable(adaptor.getIndices());
-  if (!data || !indices)
+  if (!data || !indices || indices.getNumElements() > kMaxFoldedElements)
     return {};
   RankedTensorType dataType = getData().getType();
   int64_t axis = *normalizeAxis(getAxis(), dataType.getRank());
@@ -436,24 +503,58 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
 // pad
 //===----------------------------------------------------------------------===//
 
+/// Type rule of `eff.pad`.
+static LogicalResult inferPadType(const RuleDiagnoser &emitError,
+                                 PadOp::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &types) {
+  FailureOr<RankedTensorType> input =
+      getRankedType(emitError, adaptor.getInput(), "input");
+  if (failed(input))
+    return failure();
+  int64_t rank = input->getRank();
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  if (static_cast<int64_t>(low.size()) != rank ||
+      static_cast<int64_t>(high.size()) != rank)
+    return emitError("low and high need ", rank,
+                     " entries each (the input rank)");
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (low[d] < 0 || high[d] < 0)
+      return emitError("padding of dimension ", d, " is negative");
+    std::optional<int64_t> size =
+        llvm::checkedAdd(input->getDimSize(d), low[d]);
+    if (size)
+      size = llvm::checkedAdd(*size, high[d]);
+    if (!size)
+      return emitError("padding of dimension ", d, " overflows");
+    shape.push_back(*size);
+  }
+  types.push_back(input->clone(shape));
+  return success();
+}
+
 LogicalResult PadOp::inferReturnTypes(MLIRContext *,
                                       std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
-  RankedTensorType input = tensorType(adaptor.getInput());
-  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
-  if (static_cast<int64_t>(low.size()) != input.getRank() ||
-      static_cast<int64_t>(high.size()) != input.getRank())
-    return emitOptionalError(loc, "low and high need ", input.getRank(),
-                             " entries each (the input rank)");
-  SmallVector<int64_t> shape;
-  for (int64_t d = 0; d < input.getRank(); ++d) {
-    if (low[d] < 0 || high[d] < 0)
-      return emitOptionalError(loc, "padding of dimension ", d,
-                               " is negative");
-    shape.push_back(input.getDimSize(d) + low[d] + high[d]);
-  }
-  types.push_back(input.clone(shape));
+  return inferPadType(loc, adaptor, types);
+}
+
+LogicalResult PadOp::verify() {
+  if (failed(verifyTypeRule(*this, inferPadType)))
+    return failure();
+  auto integer = dyn_cast<IntegerType>(getType().getElementType());
+  if (!integer)
+    return success();
+  // The value must convert exactly: an integer within the type's range.
+  APSInt converted(integer.getWidth(), isUnsignedInteger(integer));
+  bool isExact = false;
+  if (getValue().convertToInteger(converted, APFloat::rmTowardZero,
+                                  &isExact) != APFloat::opOK ||
+      !isExact)
+    return emitOpError("padding value ")
+           << formatNumber(getValue().convertToDouble())
+           << " is not representable in " << integer;
   return success();
 }
 

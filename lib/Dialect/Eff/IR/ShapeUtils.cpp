@@ -2,6 +2,7 @@
 
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -49,6 +50,13 @@ std::string formatAxisOutOfRange(int64_t axis, int64_t rank) {
   return text;
 }
 
+std::string formatNumber(double value) {
+  std::string text;
+  raw_string_ostream os(text);
+  os << format("%g", value);
+  return text;
+}
+
 std::string formatShape(ArrayRef<int64_t> shape) {
   std::string text;
   raw_string_ostream os(text);
@@ -65,18 +73,25 @@ int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride,
   int64_t span = input + padBegin + padEnd - effectiveKernel;
   if (span < 0)
     return 0;
-  int64_t size = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  // Rounded up without computing `span + stride - 1`, which may overflow.
+  int64_t steps = span / stride;
+  if (ceilMode && span % stride != 0)
+    ++steps;
   // As PyTorch: with ceil_mode the last window must start inside the input
   // or the left padding.
-  if (ceilMode && (size - 1) * stride >= input + padBegin)
-    --size;
-  return size;
+  if (ceilMode && steps * stride >= input + padBegin)
+    --steps;
+  return steps + 1;
 }
 
 int64_t sliceLength(int64_t start, int64_t limit, int64_t stride) {
+  // ceil(distance / step), without computing `distance + step - 1`.
+  auto ceilDiv = [](int64_t distance, int64_t step) {
+    return distance / step + (distance % step != 0 ? 1 : 0);
+  };
   if (stride > 0)
-    return limit > start ? (limit - start + stride - 1) / stride : 0;
-  return start > limit ? (start - limit + (-stride) - 1) / (-stride) : 0;
+    return limit > start ? ceilDiv(limit - start, stride) : 0;
+  return start > limit ? ceilDiv(start - limit, -stride) : 0;
 }
 
 } // namespace effopt::eff

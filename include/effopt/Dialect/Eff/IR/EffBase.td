@@ -32,8 +32,30 @@ def Eff_Dialect : Dialect {
     Trainable parameters, frozen parameters and buffers are module-level
     `eff.parameter` symbols named as the ONNX initializers; the `forward`
     function receives them as arguments tagged with `eff.parameter`.
+
+    Function argument and result attributes of the dialect:
+
+    - `eff.parameter = @name` on an argument: the argument is the value of
+      that `eff.parameter`, and has its type;
+    - `eff.input = "name"` on an argument: the ONNX graph input it binds;
+    - `eff.output = "name"` on a result: the ONNX graph output it is;
+    - `eff.buffer_update = @name` on a result: the new value of that
+      `buffer` parameter, with its type.
+
+    ```mlir
+    eff.parameter trainable @"fc.weight" : tensor<4x8xf32>
+    eff.parameter buffer @"bn.running_mean" : tensor<4xf32>
+    func.func @forward(%w: tensor<4x8xf32> {eff.parameter = @"fc.weight"},
+                       %x: tensor<2x8xf32> {eff.input = "x"})
+        -> (tensor<f32> {eff.output = "loss"},
+            tensor<4xf32> {eff.buffer_update = @"bn.running_mean"})
+    ```
   }];
   let hasConstantMaterializer = 1;
+  // `eff.parameter`, `eff.input`, `eff.output` and `eff.buffer_update` on
+  // function arguments and results.
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
@@ -44,7 +66,8 @@ def Eff_Dialect : Dialect {
 def Eff_ParamRole : I32EnumAttr<"ParamRole", "role of a model parameter", [
     I32EnumAttrCase<"Trainable", 0, "trainable">,
     I32EnumAttrCase<"Frozen", 1, "frozen">,
-    I32EnumAttrCase<"Buffer", 2, "buffer">
+    I32EnumAttrCase<"Buffer", 2, "buffer">,
+    I32EnumAttrCase<"OptimizerState", 3, "optimizer_state">
   ]> {
   let cppNamespace = "::effopt::eff";
 }

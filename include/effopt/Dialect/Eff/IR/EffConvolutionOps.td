@@ -8,7 +8,9 @@ def Eff_Conv2DOp : Eff_PureOp<"conv2d", [InferTypeOpAdaptor]> {
   let description = [{
     Cross-correlation as `torch.nn.Conv2d`. `padding` is
     `[top, left, bottom, right]` (ONNX `pads` order); `groups` divides the
-    input and output channels (`groups == C` is depthwise).
+    input and output channels (`groups == C` is depthwise), and the filter
+    is `[O, C / groups, KH, KW]`. The optional `bias` has one value per
+    output channel.
 
     ```mlir
     %y = eff.conv2d %x, %w, %b {strides = array<i64: 1, 1>,
@@ -54,8 +56,10 @@ def Eff_MaxPool2DOp : Eff_Pool2DOp<"max_pool2d"> {
 def Eff_AvgPool2DOp : Eff_Pool2DOp<"avg_pool2d"> {
   let summary = "2-D average pooling (NCHW)";
   let description = [{
-    As `torch.nn.AvgPool2d`. With `count_include_pad`, padded zeros count
-    in the divisor (PyTorch's default); otherwise only real elements do.
+    As `torch.nn.AvgPool2d`. `padding` is `[top, left, bottom, right]`;
+    `ceil_mode` rounds the output size up. With `count_include_pad`, padded
+    zeros count in the divisor (PyTorch's default); otherwise only real
+    elements do.
 
     ```mlir
     %y = eff.avg_pool2d %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>,

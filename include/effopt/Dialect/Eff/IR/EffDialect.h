@@ -19,6 +19,16 @@ inline constexpr llvm::StringLiteral kOutputAttrName = "eff.output";
 inline constexpr llvm::StringLiteral kBufferUpdateAttrName = "eff.buffer_update";
 /// Name of the function holding the model's forward pass and loss.
 inline constexpr llvm::StringLiteral kForwardFuncName = "forward";
+/// Name of the joint forward/backward function `eff-autodiff` builds.
+inline constexpr llvm::StringLiteral kForwardBackwardFuncName =
+    "forward_backward";
+/// Function result attribute naming the persistent state (parameter, buffer
+/// or optimizer state) a `train_step` result is the new value of.
+inline constexpr llvm::StringLiteral kUpdateAttrName = "eff.update";
+/// Name of the training step `eff-optimizer` builds.
+inline constexpr llvm::StringLiteral kTrainStepFuncName = "train_step";
+/// Function result attribute naming the parameter a result is the gradient of.
+inline constexpr llvm::StringLiteral kGradientAttrName = "eff.gradient";
 } // namespace effopt::eff
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H

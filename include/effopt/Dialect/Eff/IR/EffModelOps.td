@@ -16,8 +16,10 @@ def Eff_ParameterOp : Eff_Op<"parameter", [Symbol, HasParent<"::mlir::ModuleOp">
       (BatchNorm running statistics); the `forward` function returns its new
       value in a result tagged `eff.buffer_update = @name`.
 
-    The initial value is usually a `dense_resource` blob so that large
-    weights are neither copied nor printed inline.
+    Trainable and frozen parameters have a floating-point element type. The
+    initial value, when present, has exactly the declared type; it is
+    usually a `dense_resource` blob so that large weights are neither copied
+    nor printed inline, and no folder ever reads it.
 
     ```mlir
     eff.parameter trainable @"fc1.weight" : tensor<128x64xf32>

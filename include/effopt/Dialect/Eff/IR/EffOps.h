@@ -4,6 +4,7 @@
 #define EFFOPT_DIALECT_EFF_IR_EFFOPS_H
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
 #include "effopt/Dialect/Eff/IR/EffInterfaces.h"
 
 #include "mlir/IR/BuiltinOps.h"

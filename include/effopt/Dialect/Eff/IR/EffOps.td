@@ -31,5 +31,7 @@ include "effopt/Dialect/Eff/IR/EffContractionOps.td"
 include "effopt/Dialect/Eff/IR/EffConvolutionOps.td"
 include "effopt/Dialect/Eff/IR/EffNormalizationOps.td"
 include "effopt/Dialect/Eff/IR/EffLossOps.td"
+include "effopt/Dialect/Eff/IR/EffGradientOps.td"
+include "effopt/Dialect/Eff/IR/EffOptimizerOps.td"
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFOPS_TD

@@ -3,7 +3,9 @@
 #ifndef EFFOPT_DIALECT_EFF_IR_EFFREDUCTIONOPS_TD
 #define EFFOPT_DIALECT_EFF_IR_EFFREDUCTIONOPS_TD
 
-class Eff_ReduceOp<string mnemonic, string what> :
+/// A reduction costs one operation per input element (`+=`, `max`, `min`);
+/// `extraFlops` adds what the op does per result element.
+class Eff_ReduceOp<string mnemonic, string what, string extraFlops = ""> :
     Eff_PureOp<mnemonic, [InferTypeOpAdaptor]> {
   let summary = what # " over the given axes";
   let description = "Reduces `axes` (distinct, each in `[-rank, rank)`); "
@@ -17,13 +19,15 @@ class Eff_ReduceOp<string mnemonic, string what> :
   let hasVerifier = 1;
   let extraClassDefinition = [{
     int64_t $cppClass::getFlops() {
-      return ::effopt::eff::detail::numElements(getInput().getType());
+      return ::effopt::eff::detail::numElements(getInput().getType())}]
+      # extraFlops # [{;
     }
   }];
 }
 
 def Eff_ReduceSumOp : Eff_ReduceOp<"reduce_sum", "sum">;
-def Eff_ReduceMeanOp : Eff_ReduceOp<"reduce_mean", "arithmetic mean">;
+def Eff_ReduceMeanOp : Eff_ReduceOp<"reduce_mean", "arithmetic mean",
+    " + ::effopt::eff::detail::numElements(getType())">;
 def Eff_ReduceMaxOp : Eff_ReduceOp<"reduce_max", "maximum">;
 def Eff_ReduceMinOp : Eff_ReduceOp<"reduce_min", "minimum">;
 

@@ -11,12 +11,17 @@ class Eff_MovementOp<string mnemonic, list<Trait> traits = []> :
   }];
 }
 
-def Eff_ShapeOfOp : Eff_MovementOp<"shape_of", [InferTypeOpAdaptor]> {
+// Reads only its operand's type, so it overrides the cost interface's
+// default of reading every operand.
+def Eff_ShapeOfOp : Eff_Op<"shape_of", [Pure,
+    DeclareOpInterfaceMethods<Eff_CostOpInterface, ["getBytesRead"]>,
+    InferTypeOpAdaptor]> {
   let summary = "the static shape of a tensor as an i64 tensor";
   let description = [{
     ONNX `Shape`. Shapes are static, so this always folds to a constant; it
     exists so that the shape-arithmetic chains exporters emit
     (`Shape → Gather → Unsqueeze → Concat → Reshape`) fold away step by step.
+    It reads no tensor data.
 
     ```mlir
     %s = eff.shape_of %x : tensor<8x16xf32> -> tensor<2xi64>
@@ -83,6 +88,9 @@ def Eff_BroadcastToOp : Eff_MovementOp<"broadcast_to"> {
 def Eff_ConcatOp : Eff_MovementOp<"concat", [InferTypeOpAdaptor]> {
   let summary = "concatenate tensors along an axis";
   let description = [{
+    The inputs share rank, element type and every dimension but `axis`
+    (in `[-rank, rank)`).
+
     ```mlir
     %y = eff.concat %a, %b {axis = 1 : i64}
         : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<8x20xf32>
@@ -107,7 +115,7 @@ def Eff_SliceOp : Eff_MovementOp<"slice", [InferTypeOpAdaptor]> {
 
     ```mlir
     %y = eff.slice %x {starts = array<i64: 0, 0>, limits = array<i64: 8, 16>,
-                       strides = array<i64: 1, 2>} : tensor<8x32xf32> -> tensor<8x8xf32>
+                       strides = array<i64: 1, 2>} : tensor<8x32xf32> -> tensor<8x16xf32>
     ```
   }];
   let arguments = (ins Eff_Tensor:$input, DenseI64ArrayAttr:$starts,
@@ -126,14 +134,12 @@ def Eff_SplitOp : Eff_MovementOp<"split"> {
 
     ```mlir
     %q, %k, %v = eff.split %qkv {axis = 2 : i64}
-        : tensor<8x32x192xf32> -> (tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>)
+        : tensor<8x32x192xf32> -> tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>
     ```
   }];
   let arguments = (ins Eff_Tensor:$input, I64Attr:$axis);
   let results = (outs Variadic<Eff_Tensor>:$results);
-  let assemblyFormat = [{
-    $input attr-dict `:` type($input) `->` `(` type($results) `)`
-  }];
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
   let hasVerifier = 1;
 }
 
@@ -141,7 +147,8 @@ def Eff_PadOp : Eff_MovementOp<"pad", [InferTypeOpAdaptor]> {
   let summary = "pad with a constant value";
   let description = [{
     Adds `low[d]` elements before and `high[d]` after dimension `d`, all equal
-    to `value` (ONNX `Pad` in constant mode with non-negative pads).
+    to `value` (ONNX `Pad` in constant mode with non-negative pads). For an
+    integer tensor, `value` must be an integer the element type can hold.
 
     ```mlir
     %y = eff.pad %x {low = array<i64: 0, 0, 1, 1>, high = array<i64: 0, 0, 1, 1>,
@@ -153,6 +160,7 @@ def Eff_PadOp : Eff_MovementOp<"pad", [InferTypeOpAdaptor]> {
                        DefaultValuedAttr<F64Attr, "0.0">:$value);
   let results = (outs Eff_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
   let hasFolder = 1;
 }
 

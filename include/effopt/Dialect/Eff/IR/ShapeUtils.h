@@ -26,15 +26,20 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// axis) for diagnostics.
 std::string formatAxisOutOfRange(int64_t axis, int64_t rank);
 
+/// A number as "%g" prints it ("0.5", "1e-05") for diagnostics.
+std::string formatNumber(double value);
+
 /// "[2, 3, 4]" for diagnostics.
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
-/// Output size of a convolution or pooling window along one dimension.
+/// Output size of a convolution or pooling window along one dimension. The
+/// padded input and the dilated kernel must not overflow.
 int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode);
 
-/// Number of elements selected by a normalised strided slice.
+/// Number of elements selected by a normalised strided slice. `limit - start`
+/// and `-stride` must not overflow.
 int64_t sliceLength(int64_t start, int64_t limit, int64_t stride);
 
 } // namespace effopt::eff

@@ -1,0 +1,97 @@
+//===- Passes.td - effopt training passes ------------------*- tablegen -*-===//
+
+#ifndef EFFOPT_TRANSFORMS_PASSES_TD
+#define EFFOPT_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def EffAutodiffPass : Pass<"eff-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode autodiff: forward + loss to a joint forward/backward";
+  let description = [{
+    Expects a module with `func.func @forward` as the ONNX importer builds
+    it: parameters are arguments tagged `eff.parameter = @name`, result 0 is
+    the scalar loss. Replaces it with `func.func @forward_backward` taking the
+    same arguments and returning the forward results followed by one
+    gradient per `trainable` parameter that the loss depends on, tagged
+    `eff.gradient = @name`.
+
+    Gradients come from each op's `GradientOpInterface`; the pass itself has
+    no per-op knowledge. Fan-out sums gradients (a tied embedding gets the
+    sum of both uses); integer values, buffers, frozen parameters and values
+    the loss does not depend on get none. Parameters that receive no gradient
+    are listed in the function attribute `eff.no_gradient` (like PyTorch's
+    `grad is None`: the optimizer leaves them untouched).
+
+    Every forward value the backward reads goes through one `eff.save`, so
+    what is kept for the backward is explicit; `eff-remat` later decides
+    which saved values to recompute instead.
+
+    An op without a gradient rule on a path from a trainable parameter to
+    the loss is an error naming the op.
+  }];
+  let dependentDialects = ["::effopt::eff::EffDialect",
+                           "::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numSavedValues", "saved-values",
+              "Number of forward values saved for the backward">,
+    Statistic<"numBackwardOps", "backward-ops",
+              "Number of ops the backward pass consists of">
+  ];
+}
+
+def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Turns the joint forward/backward into a training step";
+  let description = [{
+    Expects `func.func @forward_backward` from `eff-autodiff`. Builds
+    `func.func @train_step`: the same arguments plus one per optimizer state
+    tensor and the step counter (all `eff.parameter optimizer_state`,
+    zero-initialised, named `optimizer.<param>.<slot>` and `optimizer.step`),
+    returning the loss and the other forward outputs, then the new value of
+    every updated piece of persistent state tagged `eff.update = @name`:
+    parameters, buffers, optimizer state, the step counter.
+
+    Updates follow `torch.optim` exactly: `sgd` (momentum, dampening,
+    nesterov, coupled weight decay; the momentum buffer equals the gradient
+    on the first step), `adam` (coupled weight decay) and `adamw` (decoupled),
+    both with bias correction and optional `amsgrad`. The learning rate is
+    computed in the step from the step counter (`constant`, `linear_warmup`,
+    `cosine` with warmup); `clip-grad-norm` rescales all gradients by their
+    global 2-norm first, as `torch.nn.utils.clip_grad_norm_`. Parameters
+    matching `no-weight-decay` get no weight decay (a second parameter
+    group). Parameters without a gradient are left untouched.
+  }];
+  let dependentDialects = ["::effopt::eff::EffDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, adam or adamw">,
+    Option<"lr", "lr", "double", /*default=*/"1.0e-3", "Peak learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum">,
+    Option<"dampening", "dampening", "double", /*default=*/"0.0",
+           "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (coupled for sgd and adam, decoupled for adamw)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1.0e-8", "Adam epsilon">,
+    Option<"amsgrad", "amsgrad", "bool", /*default=*/"false", "Adam AMSGrad">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
+           "constant, linear_warmup or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Linear warmup steps">,
+    Option<"totalSteps", "total-steps", "int64_t", /*default=*/"0",
+           "Steps of the cosine schedule (warmup included)">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "Final learning rate of the cosine schedule">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "Clip gradients to this global 2-norm (0: off)">,
+    Option<"noWeightDecay", "no-weight-decay", "std::string",
+           /*default=*/"\"\"",
+           "Regex of parameter names that get no weight decay">
+  ];
+}
+
+#endif // EFFOPT_TRANSFORMS_PASSES_TD

@@ -1,0 +1,37 @@
+//===- LossGradients.cpp - classification loss rules ----------------------===//
+
+#include "GradientRule.h"
+
+using namespace mlir;
+using namespace effopt::eff;
+using namespace effopt::eff::gradients;
+
+namespace {
+
+LogicalResult softmaxCrossEntropyGrad(SoftmaxCrossEntropyOp op,
+                                      GradientContext &ctx) {
+  ctx.setGrad(0, ctx.create<SoftmaxCrossEntropyGradOp>(
+                     op.getInput().getType(), op.getInput(), op.getLabels(),
+                     ctx.resultGrad(), op.getWeight(), op.getReduction(),
+                     op.getIgnoreIndexAttr()));
+  return success();
+}
+
+LogicalResult nllLossGrad(NllLossOp op, GradientContext &ctx) {
+  ctx.setGrad(0, ctx.create<NllLossGradOp>(
+                     op.getInput().getType(), op.getInput(), op.getLabels(),
+                     ctx.resultGrad(), op.getWeight(), op.getReduction(),
+                     op.getIgnoreIndexAttr()));
+  return success();
+}
+
+/// Class weights are not trained (as in PyTorch's losses).
+bool onlyTheInput(unsigned index) { return index == 0; }
+
+} // namespace
+
+void effopt::eff::gradients::registerLossGradients(MLIRContext *context) {
+  attachRule<SoftmaxCrossEntropyOp, softmaxCrossEntropyGrad, onlyTheInput>(
+      context);
+  attachRule<NllLossOp, nllLossGrad, onlyTheInput>(context);
+}

@@ -1,0 +1,279 @@
+//===- Optimizer.cpp - eff-optimizer: the training step -------------------===//
+//
+// From @forward_backward (forward results + one gradient per trainable
+// parameter) to @train_step: optimizer state and the step counter become
+// persistent state (eff.parameter optimizer_state), the learning rate is
+// computed from the step counter, gradients are optionally clipped by their
+// global norm, and each parameter gets one fused torch.optim update.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Transforms/Passes.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Regex.h"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFOPTIMIZERPASS
+#include "effopt/Transforms/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+using namespace effopt;
+using namespace effopt::eff;
+
+namespace {
+
+struct EffOptimizerPass
+    : effopt::impl::EffOptimizerPassBase<EffOptimizerPass> {
+  using EffOptimizerPassBase::EffOptimizerPassBase;
+  void runOnOperation() override;
+  LogicalResult checkOptions(Location loc);
+};
+
+/// A trainable parameter and its gradient in @forward_backward.
+struct GradientEntry {
+  ParameterOp param;
+  BlockArgument value;
+  Value grad;
+};
+
+} // namespace
+
+LogicalResult EffOptimizerPass::checkOptions(Location loc) {
+  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
+    return emitError(loc) << "optimizer must be sgd, adam or adamw, got '"
+                          << optimizer << "'";
+  if (schedule != "constant" && schedule != "linear_warmup" &&
+      schedule != "cosine")
+    return emitError(loc) << "schedule must be constant, linear_warmup or "
+                             "cosine, got '"
+                          << schedule << "'";
+  if (schedule == "cosine" && totalSteps <= warmupSteps)
+    return emitError(loc) << "the cosine schedule needs total-steps ("
+                          << static_cast<int64_t>(totalSteps) << ") > warmup-steps ("
+                          << static_cast<int64_t>(warmupSteps)
+                          << ")";
+  if (schedule == "linear_warmup" && warmupSteps <= 0)
+    return emitError(loc) << "the linear_warmup schedule needs warmup-steps > 0";
+  if (lr < 0 || weightDecay < 0 || momentum < 0 || eps < 0 ||
+      clipGradNorm < 0)
+    return emitError(loc) << "lr, weight-decay, momentum, eps and "
+                             "clip-grad-norm must be >= 0";
+  if (nesterov && (momentum <= 0 || dampening != 0))
+    return emitError(loc) << "nesterov needs momentum > 0 and dampening 0 "
+                             "(as torch.optim.SGD)";
+  return success();
+}
+
+void EffOptimizerPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (failed(checkOptions(module.getLoc())))
+    return signalPassFailure();
+  auto step = module.lookupSymbol<func::FuncOp>(kForwardBackwardFuncName);
+  if (!step) {
+    module.emitError("eff-optimizer expects func.func @forward_backward; run "
+                     "eff-autodiff first");
+    return signalPassFailure();
+  }
+  std::optional<llvm::Regex> noDecay;
+  if (!noWeightDecay.empty()) {
+    noDecay.emplace(noWeightDecay);
+    std::string regexError;
+    if (!noDecay->isValid(regexError)) {
+      step.emitError("no-weight-decay '")
+          << noWeightDecay << "' is not a valid regular expression: "
+          << regexError;
+      return signalPassFailure();
+    }
+  }
+
+  Block &body = step.getBody().front();
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  MLIRContext *context = &getContext();
+  OpBuilder builder(context);
+
+  // Split the results: forward outputs, buffer updates, gradients.
+  SmallVector<std::pair<Value, DictionaryAttr>> outputs;
+  SmallVector<std::pair<Value, FlatSymbolRefAttr>> updates;
+  SmallVector<GradientEntry> gradients;
+  llvm::DenseMap<Attribute, BlockArgument> argumentOf;
+  for (BlockArgument arg : body.getArguments())
+    if (auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(
+            arg.getArgNumber(), kParameterAttrName))
+      argumentOf[symbol] = arg;
+  for (auto [i, value] : llvm::enumerate(returnOp.getOperands())) {
+    if (auto param =
+            step.getResultAttrOfType<FlatSymbolRefAttr>(i, kGradientAttrName)) {
+      auto op = module.lookupSymbol<ParameterOp>(param);
+      if (!op || !argumentOf.count(param)) {
+        step.emitError("result ") << i << " is the gradient of " << param
+                                  << ", which is not a parameter argument";
+        return signalPassFailure();
+      }
+      gradients.push_back({op, argumentOf[param], value});
+    } else if (auto buffer = step.getResultAttrOfType<FlatSymbolRefAttr>(
+                   i, kBufferUpdateAttrName)) {
+      updates.push_back({value, buffer});
+    } else {
+      outputs.push_back({value, step.getResultAttrDict(i)});
+    }
+  }
+
+  // Persistent optimizer state: declared next to the parameters, appended
+  // to the arguments.
+  auto addState = [&](StringRef name, RankedTensorType type) -> Value {
+    builder.setInsertionPoint(step);
+    Attribute zero = isa<FloatType>(type.getElementType())
+                         ? Attribute(builder.getFloatAttr(type.getElementType(), 0.0))
+                         : Attribute(builder.getIntegerAttr(type.getElementType(), 0));
+    auto op = ParameterOp::create(builder, step.getLoc(), name,
+                                  ParamRole::OptimizerState, type,
+                                  DenseElementsAttr::get(type, zero));
+    unsigned index = step.getNumArguments();
+    if (failed(step.insertArgument(
+            index, type,
+            builder.getDictionaryAttr(builder.getNamedAttr(
+                kParameterAttrName,
+                FlatSymbolRefAttr::get(op.getSymNameAttr()))),
+            step.getLoc())))
+      return Value();
+    return body.getArgument(index);
+  };
+  auto stateName = [](StringRef param, StringRef slot) {
+    return ("optimizer." + param + "." + slot).str();
+  };
+
+  auto stepType = RankedTensorType::get({}, builder.getI64Type());
+  Value stepCounter = addState("optimizer.step", stepType);
+  if (!stepCounter)
+    return signalPassFailure();
+
+  builder.setInsertionPoint(returnOp);
+  Location loc = step.getLoc();
+  auto f32Scalar = RankedTensorType::get({}, builder.getF32Type());
+  Value learningRate = LrScheduleOp::create(
+      builder, loc, f32Scalar, stepCounter, builder.getStringAttr(schedule),
+      builder.getF64FloatAttr(lr), builder.getI64IntegerAttr(warmupSteps),
+      builder.getI64IntegerAttr(totalSteps), builder.getF64FloatAttr(minLr));
+
+  // Global-norm clipping (torch.nn.utils.clip_grad_norm_, 2-norm):
+  // g *= min(1, max_norm / (total_norm + 1e-6)).
+  if (clipGradNorm > 0 && !gradients.empty()) {
+    auto scalarOf = [&](double v, Type elementType) -> Value {
+      auto type = RankedTensorType::get({}, elementType);
+      return ConstantOp::create(builder, loc,
+                                DenseElementsAttr::get(
+                                    type, builder.getFloatAttr(elementType, v)));
+    };
+    Value sumSquares;
+    for (GradientEntry &entry : gradients) {
+      auto type = cast<RankedTensorType>(entry.grad.getType());
+      Value g = entry.grad;
+      if (type.getElementType() != builder.getF32Type())
+        g = CastOp::create(builder, loc, type.clone(builder.getF32Type()), g);
+      Value square = MulOp::create(builder, loc, g, g);
+      SmallVector<int64_t> all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      Value partial = all.empty() ? square
+                                  : Value(ReduceSumOp::create(builder, loc,
+                                                              square, all,
+                                                              false));
+      sumSquares = sumSquares ? Value(AddOp::create(builder, loc, sumSquares,
+                                                    partial))
+                              : partial;
+    }
+    Type f32 = builder.getF32Type();
+    Value norm = SqrtOp::create(builder, loc, sumSquares);
+    Value coefficient = DivOp::create(
+        builder, loc, scalarOf(clipGradNorm, f32),
+        AddOp::create(builder, loc, norm, scalarOf(1e-6, f32)));
+    coefficient = MinOp::create(builder, loc, coefficient, scalarOf(1.0, f32));
+    for (GradientEntry &entry : gradients) {
+      auto type = cast<RankedTensorType>(entry.grad.getType());
+      Value c = coefficient;
+      if (type.getElementType() != f32)
+        c = CastOp::create(builder, loc, f32Scalar.clone(type.getElementType()),
+                           c);
+      entry.grad = MulOp::create(builder, loc, entry.grad, c);
+    }
+  }
+
+  // One fused update per parameter.
+  for (GradientEntry &entry : gradients) {
+    StringRef name = entry.param.getSymName();
+    auto type = entry.param.getTensorType();
+    double decay = noDecay && noDecay->match(name) ? 0.0 : weightDecay;
+    if (optimizer == "sgd") {
+      Value buffer;
+      if (momentum != 0.0) {
+        buffer = addState(stateName(name, "momentum_buffer"), type);
+        builder.setInsertionPoint(returnOp);
+      }
+      auto update = SgdUpdateOp::create(
+          builder, entry.param.getLoc(), type,
+          buffer ? Type(type) : Type(), entry.value, entry.grad,
+          learningRate, stepCounter, buffer, builder.getF64FloatAttr(momentum),
+          builder.getF64FloatAttr(dampening), builder.getBoolAttr(nesterov),
+          builder.getF64FloatAttr(decay));
+      updates.push_back({update.getNewParam(),
+                         FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
+      if (buffer)
+        updates.push_back(
+            {update.getNewMomentumBuffer(),
+             FlatSymbolRefAttr::get(context, stateName(name, "momentum_buffer"))});
+      continue;
+    }
+    Value expAvg = addState(stateName(name, "exp_avg"), type);
+    Value expAvgSq = addState(stateName(name, "exp_avg_sq"), type);
+    Value maxExpAvgSq =
+        amsgrad ? addState(stateName(name, "max_exp_avg_sq"), type) : Value();
+    builder.setInsertionPoint(returnOp);
+    auto update = AdamUpdateOp::create(
+        builder, entry.param.getLoc(), type, type, type,
+        amsgrad ? Type(type) : Type(), entry.value, entry.grad, expAvg,
+        expAvgSq, learningRate, stepCounter, maxExpAvgSq, builder.getF64FloatAttr(beta1),
+        builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
+        builder.getF64FloatAttr(decay),
+        optimizer == "adamw" ? builder.getUnitAttr() : UnitAttr());
+    auto symbol = [&](StringRef slot) {
+      return FlatSymbolRefAttr::get(context, stateName(name, slot));
+    };
+    updates.push_back({update.getNewParam(),
+                       FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
+    updates.push_back({update.getNewExpAvg(), symbol("exp_avg")});
+    updates.push_back({update.getNewExpAvgSq(), symbol("exp_avg_sq")});
+    if (amsgrad)
+      updates.push_back({update.getNewMaxExpAvgSq(), symbol("max_exp_avg_sq")});
+  }
+
+  // The step counter advances by one.
+  Value one = ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(stepType, builder.getI64IntegerAttr(1)));
+  updates.push_back({AddOp::create(builder, loc, stepCounter, one),
+                     FlatSymbolRefAttr::get(context, "optimizer.step")});
+
+  // New results: outputs (the loss first), then every update.
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (auto &[value, attrs] : outputs) {
+    results.push_back(value);
+    resultAttrs.push_back(attrs);
+  }
+  for (auto &[value, symbol] : updates) {
+    results.push_back(value);
+    resultAttrs.push_back(
+        builder.getDictionaryAttr(builder.getNamedAttr(kUpdateAttrName, symbol)));
+  }
+  func::ReturnOp::create(builder, returnOp.getLoc(), results);
+  returnOp.erase();
+  step.setType(builder.getFunctionType(step.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+  for (auto [i, attrs] : llvm::enumerate(resultAttrs))
+    step.setResultAttrs(i, attrs);
+  step.setName(kTrainStepFuncName);
+}
