@@ -2,8 +2,11 @@
 
 #include "NodeImporter.h"
 
+#include "effopt/Dialect/Eff/IR/ShapeUtils.h"
+
 #include "llvm/Support/xxhash.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -122,6 +125,192 @@ LogicalResult convertDropout(NodeContext &ctx) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Rounding and integer arithmetic, composed from casts and comparisons
+//===----------------------------------------------------------------------===//
+
+Type elementTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+/// 1 where `condition` holds, else 0, in `elementType`.
+Value indicator(NodeContext &ctx, Value condition, Type elementType) {
+  return ctx.cast(condition, elementType);
+}
+
+/// x truncated toward zero through i64: exact for |x| < 2^63 (every float at
+/// least 2^23 (f32) is already an integer, and i64 holds it exactly), and
+/// without gradient, as the rounding ops have none.
+Value truncate(NodeContext &ctx, Value x) {
+  return ctx.cast(ctx.cast(x, ctx.builder.getI64Type()), elementTypeOf(x));
+}
+
+/// Floor, Ceil and Round (half to even) of floats; values beyond 2^63 in
+/// magnitude, infinities and NaN are outside what the composition covers.
+enum class Rounding { Floor, Ceil, Round };
+
+template <Rounding kind> LogicalResult convertRounding(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  Type type = elementTypeOf(x);
+  if (!isa<FloatType>(type))
+    return ctx.error("input must be a floating-point tensor");
+  Value t = truncate(ctx, x);
+  Value result;
+  if (kind == Rounding::Floor) {
+    // Truncation rounds negative non-integers up: step back by one.
+    Value above = ctx.create<eff::CmpOp>(eff::CmpPredicate::lt, x, t);
+    result = ctx.create<eff::SubOp>(t, indicator(ctx, above, type));
+  } else if (kind == Rounding::Ceil) {
+    Value below = ctx.create<eff::CmpOp>(eff::CmpPredicate::gt, x, t);
+    result = ctx.create<eff::AddOp>(t, indicator(ctx, below, type));
+  } else {
+    // x - t is exact; round away from zero past one half, and at one half
+    // only when t is odd.
+    Value fraction = ctx.create<eff::AbsOp>(ctx.create<eff::SubOp>(x, t));
+    Value half = ctx.splat(0.5, type);
+    Value beyondHalf =
+        ctx.create<eff::CmpOp>(eff::CmpPredicate::gt, fraction, half);
+    Value atHalf =
+        ctx.create<eff::CmpOp>(eff::CmpPredicate::eq, fraction, half);
+    Type i64 = ctx.builder.getI64Type();
+    Value integer = ctx.cast(x, i64);
+    Value two = ctx.splat(2, i64);
+    Value parity = ctx.create<eff::SubOp>(
+        integer,
+        ctx.create<eff::MulOp>(ctx.create<eff::DivOp>(integer, two), two));
+    Value odd = ctx.compare(eff::CmpPredicate::ne, parity, 0.0);
+    Value away = ctx.create<eff::LogicalOrOp>(
+        beyondHalf, ctx.create<eff::LogicalAndOp>(atHalf, odd));
+    Value sign = ctx.create<eff::SubOp>(
+        indicator(ctx, ctx.compare(eff::CmpPredicate::gt, x, 0.0), type),
+        indicator(ctx, ctx.compare(eff::CmpPredicate::lt, x, 0.0), type));
+    result = ctx.create<eff::WhereOp>(away, ctx.create<eff::AddOp>(t, sign), t);
+  }
+  ctx.setOutput(0, result);
+  return success();
+}
+
+/// Sign(x) in {-1, 0, 1} (NaN stays NaN).
+LogicalResult convertSign(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  Type type = elementTypeOf(x);
+  Value sign = ctx.create<eff::SubOp>(
+      indicator(ctx, ctx.compare(eff::CmpPredicate::gt, x, 0.0), type),
+      indicator(ctx, ctx.compare(eff::CmpPredicate::lt, x, 0.0), type));
+  if (isa<FloatType>(type))
+    sign = ctx.create<eff::WhereOp>(
+        ctx.create<eff::CmpOp>(eff::CmpPredicate::ne, x, x), x, sign);
+  ctx.setOutput(0, sign);
+  return success();
+}
+
+LogicalResult convertIsNaN(NodeContext &ctx) {
+  ctx.setOutput(0, ctx.create<eff::CmpOp>(eff::CmpPredicate::ne, ctx.input(0),
+                                          ctx.input(0)));
+  return success();
+}
+
+LogicalResult convertIsInf(NodeContext &ctx) {
+  Value x = ctx.input(0);
+  double inf = std::numeric_limits<double>::infinity();
+  Value result;
+  for (auto [attribute, value] : {std::pair("detect_positive", inf),
+                                  std::pair("detect_negative", -inf)}) {
+    if (!ctx.getInt(attribute, 1))
+      continue;
+    Value hit = ctx.compare(eff::CmpPredicate::eq, x, value);
+    result = result ? ctx.create<eff::LogicalOrOp>(result, hit) : hit;
+  }
+  if (!result)
+    result = ctx.splat(0, ctx.builder.getI1Type(), ctx.inputType(0).getShape());
+  ctx.setOutput(0, result);
+  return success();
+}
+
+/// Mod on integers: a - trunc(a / b) * b (fmod = 1), moved into the
+/// divisor's sign when fmod = 0 (Python's %). Float Mod folds on constants.
+LogicalResult convertMod(NodeContext &ctx) {
+  Value a = ctx.input(0), b = ctx.input(1);
+  Type type = elementTypeOf(a);
+  bool fmod = ctx.getInt("fmod", 0) != 0;
+  if (isa<FloatType>(type)) {
+    DenseElementsAttr lhs = ctx.constantInput(0), rhs = ctx.constantInput(1);
+    if (!fmod)
+      return ctx.unsupportedAttribute("fmod", "0 on floating-point inputs");
+    if (!lhs || !rhs || !lhs.isSplat() || !rhs.isSplat())
+      return ctx.error("floating-point Mod is supported on constant scalars "
+                       "only (eff has no fmod op)");
+    APFloat result = lhs.getSplatValue<APFloat>();
+    result.mod(rhs.getSplatValue<APFloat>());
+    std::optional<SmallVector<int64_t>> shape = eff::broadcastShapes(
+        ctx.inputType(0).getShape(), ctx.inputType(1).getShape());
+    if (!shape)
+      return ctx.error("the operands' shapes do not broadcast");
+    auto resultType = RankedTensorType::get(*shape, type);
+    ctx.setOutput(
+        0, eff::ConstantOp::create(ctx.builder, ctx.loc(),
+                                   DenseElementsAttr::get(resultType, result)));
+    return success();
+  }
+  Value quotient = ctx.create<eff::DivOp>(a, b);
+  Value remainder =
+      ctx.create<eff::SubOp>(a, ctx.create<eff::MulOp>(quotient, b));
+  if (!fmod) {
+    Value nonZero = ctx.compare(eff::CmpPredicate::ne, remainder, 0.0);
+    Value signsDiffer = ctx.create<eff::CmpOp>(
+        eff::CmpPredicate::ne,
+        ctx.compare(eff::CmpPredicate::lt, remainder, 0.0),
+        ctx.compare(eff::CmpPredicate::lt, b, 0.0));
+    Value adjust = ctx.create<eff::LogicalAndOp>(nonZero, signsDiffer);
+    remainder = ctx.create<eff::WhereOp>(
+        adjust, ctx.create<eff::AddOp>(remainder, b), remainder);
+  }
+  ctx.setOutput(0, remainder);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Math eff has no op for: folded when the input is a constant
+//===----------------------------------------------------------------------===//
+
+double sinOf(double x) { return std::sin(x); }
+double cosOf(double x) { return std::cos(x); }
+double tanOf(double x) { return std::tan(x); }
+double asinOf(double x) { return std::asin(x); }
+double acosOf(double x) { return std::acos(x); }
+double atanOf(double x) { return std::atan(x); }
+double sinhOf(double x) { return std::sinh(x); }
+double coshOf(double x) { return std::cosh(x); }
+double asinhOf(double x) { return std::asinh(x); }
+double acoshOf(double x) { return std::acosh(x); }
+double atanhOf(double x) { return std::atanh(x); }
+
+/// Sin, Cos, ... of a constant (sinusoidal positions computed in `forward`
+/// from `arange`); on run-time tensors they would need eff ops.
+template <double (*fn)(double)>
+LogicalResult convertConstantMath(NodeContext &ctx) {
+  DenseElementsAttr input = ctx.constantInput(0);
+  if (!input)
+    return ctx.error(ctx.node.op_type() +
+                     " is supported on constant inputs only (eff has no op "
+                     "for it on tensors computed at run time)");
+  auto floatType = dyn_cast<FloatType>(input.getElementType());
+  if (!floatType)
+    return ctx.error("input must be a floating-point tensor");
+  SmallVector<APFloat> results;
+  for (const APFloat &value : input.getValues<APFloat>()) {
+    APFloat result(fn(value.convertToDouble()));
+    bool lost;
+    result.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                   &lost);
+    results.push_back(result);
+  }
+  ctx.setOutput(0, eff::ConstantOp::create(
+                       ctx.builder, ctx.loc(),
+                       DenseElementsAttr::get(input.getType(), results)));
+  return success();
+}
+
 } // namespace
 
 void effopt::onnx_import::populateElementwiseConverters(ConverterMap &map) {
@@ -156,4 +345,24 @@ void effopt::onnx_import::populateElementwiseConverters(ConverterMap &map) {
   map["Clip"] = convertClip;
   map["Identity"] = convertIdentity;
   map["Dropout"] = convertDropout;
+  map["Floor"] = convertRounding<Rounding::Floor>;
+  map["Ceil"] = convertRounding<Rounding::Ceil>;
+  map["Round"] = convertRounding<Rounding::Round>;
+  map["Sign"] = convertSign;
+  map["IsNaN"] = convertIsNaN;
+  map["IsInf"] = convertIsInf;
+  map["Mod"] = convertMod;
+  map["Sin"] = convertConstantMath<sinOf>;
+  map["Cos"] = convertConstantMath<cosOf>;
+  map["Tan"] = convertConstantMath<tanOf>;
+  map["Asin"] = convertConstantMath<asinOf>;
+  map["Acos"] = convertConstantMath<acosOf>;
+  map["Atan"] = convertConstantMath<atanOf>;
+  map["Sinh"] = convertConstantMath<sinhOf>;
+  map["Cosh"] = convertConstantMath<coshOf>;
+  map["Asinh"] = convertConstantMath<asinhOf>;
+  map["Acosh"] = convertConstantMath<acoshOf>;
+  map["Atanh"] = convertConstantMath<atanhOf>;
+  // Activations eff has no single op for live in their own file.
+  populateActivationConverters(map);
 }

@@ -84,6 +84,33 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
   return success();
 }
 
+/// InstanceNormalization(x, scale, bias): each (sample, channel) normalised
+/// over the spatial dimensions with biased variance, which is eff.layer_norm
+/// over dimensions [2, rank), then the per-channel scale and bias.
+/// torch's GroupNorm exports as this on [N, groups, -1].
+LogicalResult convertInstanceNormalization(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank();
+  if (rank < 3)
+    return ctx.error("input must be N x C x D1 x ...");
+  int64_t channels = type.getDimSize(1);
+  for (unsigned i : {1u, 2u})
+    if (ctx.inputType(i).getShape() != ArrayRef<int64_t>{channels})
+      return ctx.error(Twine(i == 1 ? "scale" : "bias") + " must have shape [" +
+                       Twine(channels) + "]");
+  auto norm = eff::LayerNormOp::create(
+      ctx.builder, ctx.loc(), ctx.input(0), Value(), Value(),
+      ctx.builder.getI64IntegerAttr(2),
+      ctx.builder.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5)));
+  SmallVector<int64_t> perChannel(rank - 1, 1);
+  perChannel[0] = channels;
+  Value scaled = ctx.create<eff::MulOp>(norm.getOutput(),
+                                        ctx.reshape(ctx.input(1), perChannel));
+  ctx.setOutput(
+      0, ctx.create<eff::AddOp>(scaled, ctx.reshape(ctx.input(2), perChannel)));
+  return success();
+}
+
 } // namespace
 
 void effopt::onnx_import::populateNormalizationConverters(ConverterMap &map) {
@@ -91,4 +118,5 @@ void effopt::onnx_import::populateNormalizationConverters(ConverterMap &map) {
   map["LogSoftmax"] = convertSoftmax<eff::LogSoftmaxOp>;
   map["LayerNormalization"] = convertLayerNormalization;
   map["BatchNormalization"] = convertBatchNormalization;
+  map["InstanceNormalization"] = convertInstanceNormalization;
 }

@@ -427,9 +427,43 @@ LogicalResult convertRange(NodeContext &ctx) {
   return success();
 }
 
+/// Pads `value` along `axis` by `low`/`high` >= 0 copies of its edge
+/// element (edge) or of its mirror image without the edge (reflect), as
+/// slices concatenated around it.
+Value padAxisByCopies(NodeContext &ctx, Value value, int64_t axis, int64_t low,
+                      int64_t high, bool reflect) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t size = type.getDimSize(axis);
+  auto slice = [&](int64_t start, int64_t limit, int64_t stride) {
+    SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
+        strides(type.getRank(), 1);
+    starts[axis] = start;
+    limits[axis] = limit;
+    strides[axis] = stride;
+    return ctx.create<eff::SliceOp>(value, starts, limits, strides);
+  };
+  auto repeated = [&](int64_t index, int64_t count) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = count;
+    return ctx.broadcastTo(slice(index, index + 1, 1), shape);
+  };
+  SmallVector<Value> pieces;
+  if (low > 0)
+    // reflect: x[low], x[low - 1], ..., x[1]
+    pieces.push_back(reflect ? slice(low, 0, -1) : repeated(0, low));
+  pieces.push_back(value);
+  if (high > 0)
+    // reflect: x[n - 2], ..., x[n - 1 - high]
+    pieces.push_back(reflect ? slice(size - 2, size - 2 - high, -1)
+                             : repeated(size - 1, high));
+  if (pieces.size() == 1)
+    return value;
+  return ctx.create<eff::ConcatOp>(pieces, axis);
+}
+
 LogicalResult convertPad(NodeContext &ctx) {
   std::string mode = ctx.getString("mode", "constant");
-  if (mode != "constant")
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
     return ctx.unsupportedAttribute("mode", "'" + mode + "'");
   RankedTensorType type = ctx.inputType(0);
   int64_t rank = type.getRank();
@@ -458,22 +492,65 @@ LogicalResult convertPad(NodeContext &ctx) {
   for (size_t i = 0; i < axes.size(); ++i) {
     low[axes[i]] = (*pads)[i];
     high[axes[i]] = (*pads)[i + axes.size()];
-    if (low[axes[i]] < 0 || high[axes[i]] < 0)
-      return ctx.error("negative pads (cropping) are not supported");
   }
-  double value = 0.0;
+  // Negative pads crop: a slice first, then padding by the positive parts.
+  Value value = ctx.input(0);
+  SmallVector<int64_t> starts(rank, 0), limits(type.getShape()),
+      strides(rank, 1);
+  bool crops = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (low[d] < 0) {
+      starts[d] = -low[d];
+      low[d] = 0;
+      crops = true;
+    }
+    if (high[d] < 0) {
+      limits[d] += high[d];
+      high[d] = 0;
+      crops = true;
+    }
+    if (starts[d] > limits[d])
+      return ctx.error("pads crop more than dimension " + Twine(d) + " holds");
+  }
+  if (crops)
+    value = ctx.create<eff::SliceOp>(value, starts, limits, strides);
+  if (mode != "constant") {
+    auto cropped = cast<RankedTensorType>(value.getType());
+    for (int64_t d = 0; d < rank; ++d) {
+      if (low[d] == 0 && high[d] == 0)
+        continue;
+      int64_t size = cropped.getDimSize(d);
+      if (mode == "reflect" && (low[d] >= size || high[d] >= size))
+        return ctx.error("reflect padding of " +
+                         Twine(std::max(low[d], high[d])) +
+                         " needs dimension " + Twine(d) +
+                         " to be larger than " + Twine(size));
+      if (mode == "edge" && size == 0)
+        return ctx.error("edge padding of an empty dimension " + Twine(d));
+      value =
+          padAxisByCopies(ctx, value, d, low[d], high[d], mode == "reflect");
+    }
+    ctx.setOutput(0, value);
+    return success();
+  }
+  double padValue = 0.0;
   if (ctx.hasInput(2)) {
     DenseElementsAttr attr = ctx.constantInput(2);
     if (!attr)
       return ctx.error("input 'constant_value' must be a constant");
-    value = isa<FloatType>(attr.getElementType())
-                ? (*attr.getValues<APFloat>().begin()).convertToDouble()
-                : (*attr.getValues<APInt>().begin()).getSExtValue();
+    padValue = isa<FloatType>(attr.getElementType())
+                   ? (*attr.getValues<APFloat>().begin()).convertToDouble()
+                   : (*attr.getValues<APInt>().begin()).getSExtValue();
   }
-  ctx.setOutput(0, ctx.create<eff::PadOp>(
-                       ctx.input(0), ctx.builder.getDenseI64ArrayAttr(low),
-                       ctx.builder.getDenseI64ArrayAttr(high),
-                       ctx.builder.getF64FloatAttr(value)));
+  if (llvm::all_of(low, [](int64_t p) { return p == 0; }) &&
+      llvm::all_of(high, [](int64_t p) { return p == 0; })) {
+    ctx.setOutput(0, value);
+    return success();
+  }
+  ctx.setOutput(
+      0, ctx.create<eff::PadOp>(value, ctx.builder.getDenseI64ArrayAttr(low),
+                                ctx.builder.getDenseI64ArrayAttr(high),
+                                ctx.builder.getF64FloatAttr(padValue)));
   return success();
 }
 
@@ -496,4 +573,6 @@ void effopt::onnx_import::populateShapeConverters(ConverterMap &map) {
   map["ConstantOfShape"] = convertConstantOfShape;
   map["Range"] = convertRange;
   map["Pad"] = convertPad;
+  // Ops that select or place elements by index live in their own file.
+  populateIndexingConverters(map);
 }

@@ -107,6 +107,48 @@ Value NodeContext::cast(Value value, Type elementType) {
   return create<eff::CastOp>(type.clone(elementType), value);
 }
 
+Value NodeContext::broadcastTo(Value value, ArrayRef<int64_t> shape) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  if (type.getShape() == shape)
+    return value;
+  return create<eff::BroadcastToOp>(type.clone(shape), value);
+}
+
+Value NodeContext::iota(int64_t size, int64_t axis, int64_t rank,
+                        Type elementType) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = size;
+  auto type = RankedTensorType::get(shape, elementType);
+  SmallVector<Attribute> elements;
+  for (int64_t i = 0; i < size; ++i) {
+    if (auto floatType = dyn_cast<FloatType>(elementType))
+      elements.push_back(builder.getFloatAttr(floatType, i));
+    else
+      elements.push_back(builder.getIntegerAttr(elementType, i));
+  }
+  return eff::ConstantOp::create(builder, location,
+                                 DenseElementsAttr::get(type, elements));
+}
+
+Value NodeContext::compare(eff::CmpPredicate predicate, Value value,
+                           double scalar) {
+  Type elementType =
+      llvm::cast<RankedTensorType>(value.getType()).getElementType();
+  return create<eff::CmpOp>(predicate, value, splat(scalar, elementType));
+}
+
+Value NodeContext::moveAxis(Value value, int64_t from, int64_t to) {
+  if (from == to)
+    return value;
+  int64_t rank = llvm::cast<RankedTensorType>(value.getType()).getRank();
+  SmallVector<int64_t> permutation;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != from)
+      permutation.push_back(d);
+  permutation.insert(permutation.begin() + to, from);
+  return create<eff::TransposeOp>(value, permutation);
+}
+
 LogicalResult NodeContext::error(const Twine &message) {
   mlir::emitError(location) << "node '" << node.name() << "' ("
                             << node.op_type() << ", opset " << opset

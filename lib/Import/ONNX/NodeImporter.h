@@ -31,6 +31,8 @@ void populateReductionConverters(ConverterMap &converters);
 void populateContractionConverters(ConverterMap &converters);
 void populateNormalizationConverters(ConverterMap &converters);
 void populateLossConverters(ConverterMap &converters);
+void populateActivationConverters(ConverterMap &converters);
+void populateIndexingConverters(ConverterMap &converters);
 
 /// The shortest decimal reading of a float (1e-5f -> 1e-05, not
 /// 9.9999997e-06), as the user wrote it in the exporting framework.
@@ -127,6 +129,17 @@ public:
   mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape);
   /// Casts `value` to `elementType` (no-op if it already has it).
   mlir::Value cast(mlir::Value value, mlir::Type elementType);
+  /// Broadcasts `value` to `shape` (no-op if it already has it).
+  mlir::Value broadcastTo(mlir::Value value, llvm::ArrayRef<int64_t> shape);
+  /// A constant shaped like `rank` ones but `size` at `axis`, holding
+  /// 0, 1, ..., size - 1 along `axis`: positions to compare indices with.
+  mlir::Value iota(int64_t size, int64_t axis, int64_t rank,
+                   mlir::Type elementType);
+  /// `value <predicate> scalar`, the scalar of `value`'s element type.
+  mlir::Value compare(eff::CmpPredicate predicate, mlir::Value value,
+                      double scalar);
+  /// Moves dimension `from` of `value` to position `to`.
+  mlir::Value moveAxis(mlir::Value value, int64_t from, int64_t to);
 
   //===--- Errors --------------------------------------------------------===//
 
