@@ -206,7 +206,6 @@ LogicalResult whereGrad(WhereOp op, GradientContext &ctx) {
   return success();
 }
 
-bool onlyFirstOperand(unsigned index) { return index == 0; }
 bool notTheCondition(unsigned index) { return index != 0; }
 
 } // namespace

@@ -107,6 +107,10 @@ struct RuleModel
   }
 };
 
+/// Operand filters shared by the rules: only operand 0 (the data, the
+/// logits) is differentiable.
+inline bool onlyFirstOperand(unsigned index) { return index == 0; }
+
 /// Attaches `Rule` to `OpTy`; only the operands `Differentiable` accepts (all
 /// float operands if null) can receive gradients.
 template <typename OpTy, RuleFn<OpTy> Rule,

@@ -25,13 +25,11 @@ LogicalResult nllLossGrad(NllLossOp op, GradientContext &ctx) {
   return success();
 }
 
-/// Class weights are not trained (as in PyTorch's losses).
-bool onlyTheInput(unsigned index) { return index == 0; }
 
 } // namespace
 
 void effopt::eff::gradients::registerLossGradients(MLIRContext *context) {
-  attachRule<SoftmaxCrossEntropyOp, softmaxCrossEntropyGrad, onlyTheInput>(
-      context);
-  attachRule<NllLossOp, nllLossGrad, onlyTheInput>(context);
+  attachRule<SoftmaxCrossEntropyOp, softmaxCrossEntropyGrad, onlyFirstOperand>(
+      context);  // class weights are not trained
+  attachRule<NllLossOp, nllLossGrad, onlyFirstOperand>(context);
 }

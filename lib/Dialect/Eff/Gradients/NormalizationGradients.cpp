@@ -87,7 +87,8 @@ LogicalResult batchNormGrad(BatchNormOp op, GradientContext &ctx) {
   return success();
 }
 
-bool scaleAndBiasOnly(unsigned index) { return index <= 2; }
+/// Input, scale and bias; the statistics operands are not trained.
+bool inputScaleAndBias(unsigned index) { return index <= 2; }
 
 } // namespace
 
@@ -96,6 +97,6 @@ void effopt::eff::gradients::registerNormalizationGradients(
   attachRule<SoftmaxOp, softmaxGrad>(context);
   attachRule<LogSoftmaxOp, logSoftmaxGrad>(context);
   attachRule<LayerNormOp, layerNormGrad>(context);
-  attachRule<BatchNormTrainOp, batchNormTrainGrad, scaleAndBiasOnly>(context);
-  attachRule<BatchNormOp, batchNormGrad, scaleAndBiasOnly>(context);
+  attachRule<BatchNormTrainOp, batchNormTrainGrad, inputScaleAndBias>(context);
+  attachRule<BatchNormOp, batchNormGrad, inputScaleAndBias>(context);
 }

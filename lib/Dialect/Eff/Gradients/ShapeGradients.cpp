@@ -133,7 +133,6 @@ LogicalResult reduceExtremumGrad(OpTy op, GradientContext &ctx) {
   return success();
 }
 
-bool onlyFirstOperand(unsigned index) { return index == 0; }
 
 } // namespace
 
