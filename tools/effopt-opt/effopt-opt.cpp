@@ -1,19 +1,18 @@
 //===- effopt-opt.cpp - the effopt pass driver ----------------------------===//
 //
-// Runs eff passes and pipelines on `.mlir` files. Registers only what effopt
-// needs: the eff and func dialects (with eff's gradient rules), effopt's
-// training passes and the generic cleanup passes.
+// Runs eff passes and pipelines on `.mlir` files: effopt's training passes,
+// its lowering passes and registered pipelines (so every step effc takes can
+// be replayed), and the upstream MLIR passes those pipelines use.
 //
 //===----------------------------------------------------------------------===//
 
-#include "effopt/Dialect/Eff/IR/EffDialect.h"
-#include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
+#include "effopt/Conversion/Passes.h"
+#include "effopt/Conversion/Pipelines.h"
 #include "effopt/Transforms/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Transforms/Passes.h"
 
 namespace effopt::test {
 void registerTestCostInterfacePass();
@@ -21,17 +20,17 @@ void registerTestCostInterfacePass();
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<effopt::eff::EffDialect, mlir::func::FuncDialect>();
-  effopt::eff::registerGradientInterfaceModels(registry);
-  mlir::registerCanonicalizerPass();
-  mlir::registerCSEPass();
-  mlir::registerSymbolDCEPass();
+  effopt::registerCompilerDialects(registry);
+  mlir::registerAllPasses();
   effopt::registerEffoptPasses();
+  effopt::registerEffoptConversionPasses();
+  effopt::registerEffoptPipelines();
   effopt::test::registerTestCostInterfacePass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv,
       "effopt-opt: runs effopt's passes on eff-dialect .mlir files.\n\n"
       "  effopt-opt model.mlir --canonicalize\n"
-      "  effopt-opt model.mlir --eff-autodiff\n",
+      "  effopt-opt model.mlir --eff-autodiff\n"
+      "  effopt-opt step.mlir --effopt-cpu-lowering\n",
       registry));
 }

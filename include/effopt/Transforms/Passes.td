@@ -94,4 +94,53 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+
+def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
+  let summary = "Fixes the binary interface of @train_step for the runtime";
+  let description = [{
+    Expects `func.func @train_step` from `eff-optimizer`. Keeps the loss
+    (result 0) and drops the other forward outputs, so their computation is
+    dead. Every update (`eff.update = @name`) is written into its own
+    argument with `bufferization.materialize_in_destination`, so after
+    bufferization parameters, buffers and optimizer state are updated in
+    place and only the loss is returned; arguments that are never updated
+    are marked `bufferization.writable = false` so nothing writes them.
+
+    Places every argument in one of two byte regions, recorded as argument
+    attributes `eff.region` (`"state"` for `eff.parameter` arguments,
+    `"io"` for batch inputs) and `eff.offset` (64-byte aligned); the loss
+    follows the inputs in `io` (result attribute `eff.offset`). The module
+    gets `eff.state_bytes` and `eff.io_bytes`. The runtime and the `.effx`
+    manifest use exactly this layout.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
+def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
+  let summary = "Places every temporary buffer at a static offset in one arena";
+  let description = [{
+    Runs after bufferization on functions with the attribute
+    `eff.arena_arg = N` (argument N is the `memref<?xi8>` arena). Every
+    `memref.alloc` with a static shape in the function body is live from its
+    position in the schedule (the order of the body's operations) to the last
+    operation that uses it or any view of it. Buffers are placed greedily,
+    largest first, at the lowest 64-byte-aligned offset that does not
+    overlap a buffer whose lifetime intersects; each alloc becomes a
+    `memref.view` of the arena at its offset. The function gets
+    `eff.arena_bytes`, the exact size the runtime allocates once.
+
+    With `print`, the plan is printed as a table (offset, bytes, first and
+    last schedule position, type).
+  }];
+  let options = [
+    Option<"print", "print", "bool", /*default=*/"false",
+           "Print the plan as a table">
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numPlacedBuffers", "placed-buffers", "Buffers placed in the arena">
+  ];
+}
+
 #endif // EFFOPT_TRANSFORMS_PASSES_TD

@@ -48,8 +48,16 @@ static FailureOr<ParameterOp> lookupParameter(Operation *op, StringRef what,
            << what << " attribute '" << attribute.getName().getValue()
            << "' names " << symbol << ", which is not an eff.parameter";
   // A parameter without a type is reported by its own verifier.
+  // After bufferization the value is a buffer of the same shape and type.
   TypeAttr declared = parameter.getTypeAttr();
-  if (declared && declared.getValue() != type)
+  auto sameShapeAndType = [](Type a, Type b) {
+    auto sa = dyn_cast<ShapedType>(a), sb = dyn_cast<ShapedType>(b);
+    return sa && sb && sa.getShape() == sb.getShape() &&
+           sa.getElementType() == sb.getElementType();
+  };
+  if (declared && declared.getValue() != type &&
+      !(isa<BaseMemRefType>(type) &&
+        sameShapeAndType(declared.getValue(), type)))
     return op->emitOpError()
            << what << " has type " << type << " but " << symbol
            << " is declared " << declared.getValue();

@@ -1,0 +1,93 @@
+//===- Passes.td - lowering eff to executable code ---------*- tablegen -*-===//
+
+#ifndef EFFOPT_CONVERSION_PASSES_TD
+#define EFFOPT_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lowers eff ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Every `eff` op in every function becomes destination-style code on
+    tensors: elementwise ops (with numpy broadcasting folded into indexing
+    maps) and reductions become `linalg.generic`, so
+    `linalg-fuse-elementwise-ops` can fuse chains of them into one loop nest;
+    matrix products become `linalg.matmul` / `linalg.batch_matmul` (with
+    transposes as indexing maps), which `eff-linalg-to-blas` later turns into
+    BLAS calls; reshapes become `tensor.collapse_shape` / `expand_shape`
+    views. Module-level `eff.parameter` ops are left alone.
+
+    An op without a lowering is an error naming the op at its location.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::scf::SCFDialect"];
+}
+
+def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Replaces bufferized f32 matrix products by calls to the runtime's GEMM";
+  let description = [{
+    Runs after bufferization. `linalg.matmul` and `linalg.batch_matmul` on
+    f32 memrefs whose inner dimension is contiguous (transposed operands
+    included, as their indexing maps say) become calls to
+    `effrt_sgemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc)` and
+    `effrt_sgemm_batched(..., batch, strideA, strideB, strideC)`, which
+    `libeffrt` implements with the BLAS it was built with (OpenBLAS on CPU).
+    The generated code therefore never embeds a GEMM of its own, and the
+    same IR can target cuBLASLt. Products it cannot express stay as linalg
+    loops.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numGemmCalls", "gemm-calls", "Number of GEMM calls emitted">
+  ];
+}
+
+
+def EffCpuEntryPass : Pass<"eff-cpu-entry", "::mlir::ModuleOp"> {
+  let summary = "Wraps the bufferized @train_step into the C entry point effx_step";
+  let description = [{
+    Runs after bufferization. Builds
+    `func.func @effx_step(%state: memref<?xi8>, %arena: memref<?xi8>,
+    %io: memref<?xi8>)` with `llvm.emit_c_interface`: each argument of
+    `@train_step` becomes a `memref.view` of its region at the offset
+    `eff-step-abi` recorded; the loss (result 0) is copied to its place in
+    `io`, and every other result is copied into the argument its
+    `eff.updates_arg` names, a copy that folds away when bufferization
+    updated the argument in place. The call
+    is inlined and `@train_step` removed, so `eff-memory-plan` sees one
+    schedule; the function is tagged `eff.arena_arg = 1`. Strided
+    `memref.copy` ops become `linalg.copy` loops (the runtime has no
+    `memrefCopy` library function). Module-level
+    `eff.parameter` declarations are removed (their initial values travel in
+    the `.effx`, not in the code).
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+
+def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Outlines every top-level loop nest of the step into its own kernel function";
+  let description = [{
+    Runs on functions tagged `eff.arena_arg` after `convert-linalg-to-loops`:
+    each top-level `scf.for` / `scf.parallel` nest (one fused group) becomes a
+    private `func.func @<step>_kernel_N` taking the buffers it touches, marked
+    `no_inline`, and is replaced by a call. The step stays a flat schedule of
+    kernel and library calls: LLVM optimises each kernel on its own (one huge
+    function makes loop passes superlinear), and the same kernels are the
+    unit a GPU target launches or a thread pool splits.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Number of kernels outlined">
+  ];
+}
+
+#endif // EFFOPT_CONVERSION_PASSES_TD

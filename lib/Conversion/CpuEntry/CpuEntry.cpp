@@ -1,0 +1,115 @@
+//===- CpuEntry.cpp - the C entry point of a compiled training step -------===//
+
+#include "effopt/Conversion/Passes.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFCPUENTRYPASS
+#include "effopt/Conversion/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+
+namespace effopt {
+namespace {
+
+/// The symbol the runtime looks up (through the C interface wrapper).
+constexpr StringLiteral kEntryName = "effx_step";
+
+struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto step = module.lookupSymbol<func::FuncOp>(eff::kTrainStepFuncName);
+    auto lossOffset = module->getAttrOfType<IntegerAttr>("eff.loss_offset");
+    if (!step || !lossOffset) {
+      module.emitError("eff-cpu-entry needs a bufferized @train_step with the "
+                       "layout of eff-step-abi");
+      return signalPassFailure();
+    }
+    auto bytes = MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    Location loc = step.getLoc();
+    auto entry = func::FuncOp::create(
+        b, loc, kEntryName, FunctionType::get(ctx, {bytes, bytes, bytes}, {}));
+    entry->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+    entry->setAttr("eff.arena_arg", b.getI64IntegerAttr(1));
+    Block *body = entry.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    Value state = body->getArgument(0), io = body->getArgument(2);
+
+    SmallVector<Value> args;
+    for (unsigned i = 0; i < step.getNumArguments(); ++i) {
+      auto type = dyn_cast<MemRefType>(step.getArgument(i).getType());
+      if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity()) {
+        step.emitError("argument ")
+            << i << " is not a contiguous static memref after bufferization";
+        return signalPassFailure();
+      }
+      auto region = step.getArgAttrOfType<StringAttr>(i, "eff.region");
+      auto offset = step.getArgAttrOfType<IntegerAttr>(i, "eff.offset");
+      if (!region || !offset) {
+        step.emitError("argument ") << i << " has no place in the layout";
+        return signalPassFailure();
+      }
+      Value base = region.getValue() == "state" ? state : io;
+      int64_t at = offset.getInt();
+      Value off = arith::ConstantIndexOp::create(b, loc, at);
+      args.push_back(memref::ViewOp::create(b, loc, type, base, off, ValueRange{}));
+    }
+    // Result 0 is the loss; the others are updated state, equivalent to
+    // their argument when bufferized in place (the copy then folds away).
+    auto call = func::CallOp::create(b, loc, step, args);
+    for (auto [r, result] : llvm::enumerate(call.getResults())) {
+      auto type = dyn_cast<MemRefType>(result.getType());
+      if (!type) {
+        step.emitError("result ") << r << " is not a buffer after bufferization";
+        return signalPassFailure();
+      }
+      Value target;
+      if (r == 0) {
+        Value off = arith::ConstantIndexOp::create(b, loc, lossOffset.getInt());
+        target = memref::ViewOp::create(b, loc, type, io, off, ValueRange{});
+      } else {
+        auto arg = step.getResultAttrOfType<IntegerAttr>(r, "eff.updates_arg");
+        if (!arg) {
+          step.emitError("result ") << r << " updates no argument";
+          return signalPassFailure();
+        }
+        target = args[arg.getInt()];
+      }
+      memref::CopyOp::create(b, loc, result, target);
+    }
+    func::ReturnOp::create(b, loc);
+    step.setPrivate();
+    // The layout now lives in the views; the attributes that named the
+    // module-level parameters would dangle once those are removed.
+    step.setAllArgAttrs(SmallVector<DictionaryAttr>(step.getNumArguments(),
+                                                    DictionaryAttr::get(ctx)));
+
+    // Strided copies become loops (linalg.copy) like every other kernel
+    // instead of calls into MLIR's C runner library, which the runtime does
+    // not ship; contiguous ones stay memref.copy (a memcpy).
+    module.walk([&](memref::CopyOp copy) {
+      auto isContiguous = [](Value v) {
+        return cast<MemRefType>(v.getType()).getLayout().isIdentity();
+      };
+      if (isContiguous(copy.getSource()) && isContiguous(copy.getTarget()))
+        return;
+      OpBuilder cb(copy);
+      linalg::CopyOp::create(cb, copy.getLoc(), copy.getSource(),
+                             copy.getTarget());
+      copy.erase();
+    });
+
+    // The initial values travel in the .effx, not in the code.
+    for (auto parameter :
+         llvm::make_early_inc_range(module.getOps<eff::ParameterOp>()))
+      parameter.erase();
+  }
+};
+
+} // namespace
+} // namespace effopt

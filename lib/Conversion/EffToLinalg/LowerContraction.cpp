@@ -1,0 +1,156 @@
+//===- LowerContraction.cpp - eff matrix products to linalg ---------------===//
+//
+// Products become linalg.matmul / linalg.batch_matmul with transposes in the
+// indexing maps, so eff-linalg-to-blas can hand them to a GEMM with the
+// transpose flags instead of materialising transposed copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace effopt::eff;
+
+namespace effopt::lowering {
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// C += op(A) op(B) on rank-2 tensors.
+Value buildMatmul(OpBuilder &b, Location loc, Value a, Value bm, Value c,
+                  bool transposeA, bool transposeB) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  auto map = [&](AffineExpr x, AffineExpr y) {
+    return AffineMap::get(3, 0, {x, y}, ctx);
+  };
+  SmallVector<Attribute> maps{
+      AffineMapAttr::get(transposeA ? map(k, m) : map(m, k)),
+      AffineMapAttr::get(transposeB ? map(n, k) : map(k, n)),
+      AffineMapAttr::get(map(m, n))};
+  NamedAttribute attr(b.getStringAttr("indexing_maps"), b.getArrayAttr(maps));
+  return linalg::MatmulOp::create(b, loc, TypeRange{c.getType()},
+                                  ValueRange{a, bm}, ValueRange{c}, {attr})
+      .getResult(0);
+}
+
+Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
+  return buildFill(b, loc, type,
+                   scalarConstant(b, loc, type.getElementType(), 0));
+}
+
+struct LinearLowering : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    double alpha = op.getAlpha().convertToDouble();
+    double beta = op.getBeta().convertToDouble();
+    Value init;
+    if (op.getBias() && alpha == 1.0) {
+      init = buildElementwise(
+          rewriter, loc, type, {op.getBias()},
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            if (beta == 1.0)
+              return args[0];
+            return arith::MulFOp::create(
+                b, l, args[0], scalarConstant(b, l, args[0].getType(), beta));
+          });
+    } else {
+      init = zeros(rewriter, loc, type);
+    }
+    Value product = buildMatmul(rewriter, loc, op.getA(), op.getB(), init,
+                                op.getTransposeA(), op.getTransposeB());
+    if (alpha != 1.0) {
+      SmallVector<Value> operands{product};
+      if (op.getBias())
+        operands.push_back(op.getBias());
+      product = buildElementwise(
+          rewriter, loc, type, operands,
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Type t = args[0].getType();
+            Value r = arith::MulFOp::create(b, l, args[0],
+                                            scalarConstant(b, l, t, alpha));
+            if (args.size() == 2)
+              r = arith::AddFOp::create(
+                  b, l, r,
+                  arith::MulFOp::create(b, l, args[1],
+                                        scalarConstant(b, l, t, beta)));
+            return r;
+          });
+    }
+    rewriter.replaceOp(op, product);
+    return success();
+  }
+};
+
+struct MatmulLowering : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    Type elementType = type.getElementType();
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    auto lhsType = tensorType(lhs), rhsType = tensorType(rhs);
+    int64_t rank = type.getRank();
+    int64_t m = type.getDimSize(rank - 2), n = type.getDimSize(rank - 1);
+    int64_t k = lhsType.getDimSize(lhsType.getRank() - 1);
+    ArrayRef<int64_t> batch = type.getShape().drop_back(2);
+    int64_t batchSize = numElements(batch);
+
+    // A shared right operand: fold the left's batch into its rows.
+    if (rhsType.getRank() == 2) {
+      auto rowsType = RankedTensorType::get({batchSize * m, k}, elementType);
+      Value rows = reshapeTo(rewriter, loc, lhs, rowsType);
+      auto outType = RankedTensorType::get({batchSize * m, n}, elementType);
+      Value product = buildMatmul(rewriter, loc, rows, rhs,
+                                  zeros(rewriter, loc, outType), false, false);
+      rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, type));
+      return success();
+    }
+
+    // Otherwise broadcast both to the full batch and run one batched GEMM.
+    auto expand = [&](Value v, int64_t rows, int64_t cols) {
+      SmallVector<int64_t> shape(batch);
+      shape.append({rows, cols});
+      auto full = RankedTensorType::get(shape, elementType);
+      if (tensorType(v) != full)
+        v = buildElementwise(rewriter, loc, full, {v},
+                             [](OpBuilder &, Location, ValueRange args) {
+                               return args[0];
+                             });
+      return reshapeTo(rewriter, loc, v,
+                       RankedTensorType::get({batchSize, rows, cols},
+                                             elementType));
+    };
+    Value a = expand(lhs, m, k);
+    Value bm = expand(rhs, k, n);
+    auto outType = RankedTensorType::get({batchSize, m, n}, elementType);
+    Value product =
+        linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{outType},
+                                      ValueRange{a, bm},
+                                      ValueRange{zeros(rewriter, loc, outType)})
+            .getResult(0);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, type));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateContractionLowering(RewritePatternSet &patterns) {
+  patterns.add<LinearLowering, MatmulLowering>(patterns.getContext());
+}
+
+} // namespace effopt::lowering

@@ -1,0 +1,667 @@
+//===- LowerConvolution.cpp - convolution and pooling ---------------------===//
+//
+// Forward convolutions and poolings become linalg's named NCHW ops on an
+// explicitly padded input (fill + insert_slice), so later passes can match
+// them by name. Grouped convolutions view the channels as [G, C/G] and use
+// the grouped named op.
+//
+// The input-side gradients (conv2d_input_grad, avg_pool2d_grad) are the
+// transposed window ops written as stride-1 forward ones: the output
+// gradient is spread with (stride - 1) zeros between elements into a
+// zero tensor whose margins stand for the window overhang, and a stride-1
+// convolution with the flipped, channel-swapped filter (a sum pooling for
+// the average) produces exactly the unpadded input gradient. Rows and
+// columns of the input that no window reaches get zeros, as in PyTorch.
+//
+// The filter gradient is one linalg.generic reducing over the batch and the
+// output positions (the batch loop outermost, so one sample's data stays in
+// cache). max_pool2d_grad finds each window's first maximum (PyTorch's tie
+// and NaN rule; padded positions never win) into an index tensor, then
+// gathers, for every input element, the output gradients of the windows
+// that picked it, in PyTorch's accumulation order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace effopt::eff;
+
+namespace effopt::lowering {
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult {
+    return b.getIndexAttr(v);
+  });
+}
+
+Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
+  return buildFill(b, loc, type,
+                   scalarConstant(b, loc, type.getElementType(), 0));
+}
+
+Value negativeInfinity(OpBuilder &b, Location loc, Type type) {
+  auto f = cast<FloatType>(type);
+  return arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), true)));
+}
+
+/// The attributes of a named window op.
+SmallVector<NamedAttribute> windowAttrs(OpBuilder &b, ArrayRef<int64_t> strides,
+                                        ArrayRef<int64_t> dilations) {
+  return {b.getNamedAttr("strides", b.getI64TensorAttr(strides)),
+          b.getNamedAttr("dilations", b.getI64TensorAttr(dilations))};
+}
+
+/// One spatial dimension of a window op.
+struct Axis {
+  int64_t size;      // unpadded input extent
+  int64_t kernel;    // window extent in taps
+  int64_t stride, dilation;
+  int64_t padBegin, padEnd;
+  int64_t output;    // number of windows (the output extent)
+
+  /// Padding beyond `padEnd` that the last window reaches (ceil_mode).
+  int64_t overhang() const {
+    int64_t reach = (output - 1) * stride + (kernel - 1) * dilation + 1;
+    return std::max<int64_t>(0, reach - (size + padBegin + padEnd));
+  }
+};
+
+std::array<Axis, 2> axesOf(RankedTensorType input, RankedTensorType output,
+                           ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                           ArrayRef<int64_t> padding,
+                           ArrayRef<int64_t> dilations) {
+  std::array<Axis, 2> axes;
+  for (int d = 0; d < 2; ++d)
+    axes[d] = {input.getDimSize(2 + d),
+               kernel[d],
+               strides[d],
+               dilations.empty() ? 1 : dilations[d],
+               padding[d],
+               padding[d + 2],
+               output.getDimSize(2 + d)};
+  return axes;
+}
+
+LogicalResult checkPadding(PatternRewriter &rewriter, Operation *op,
+                           ArrayRef<int64_t> padding) {
+  if (llvm::any_of(padding, [](int64_t p) { return p < 0; }))
+    return rewriter.notifyMatchFailure(op, "negative padding");
+  return success();
+}
+
+/// `x` [N, C, H, W] in a tensor filled with `padValue`, placed after
+/// `padBegin` rows/columns and followed by `padEnd` plus the windows'
+/// overhang.
+Value padSpatial(OpBuilder &b, Location loc, Value x,
+                 const std::array<Axis, 2> &axes, Value padValue) {
+  auto type = tensorType(x);
+  SmallVector<int64_t> shape(type.getShape());
+  SmallVector<int64_t> offsets{0, 0};
+  bool any = false;
+  for (int d = 0; d < 2; ++d) {
+    const Axis &a = axes[d];
+    int64_t extra = a.padBegin + a.padEnd + a.overhang();
+    shape[2 + d] += extra;
+    offsets.push_back(a.padBegin);
+    any |= extra != 0;
+  }
+  if (!any)
+    return x;
+  Value filled = buildFill(b, loc, type.clone(shape), padValue);
+  return tensor::InsertSliceOp::create(b, loc, x, filled,
+                                       indexAttrs(b, offsets),
+                                       indexAttrs(b, type.getShape()),
+                                       indexAttrs(b, {1, 1, 1, 1}));
+}
+
+/// The output gradient `dy` [N, F, OH, OW] of a window op spread into a
+/// zero tensor [N, F, H + (KH-1)*DH, W + (KW-1)*DW] so that a stride-1
+/// window op with dilation D (and a flipped kernel) over it gives the
+/// gradient of the H x W input: output position `o` lands at
+/// `(K-1)*D - padBegin + o*stride`; those outside the tensor reach only
+/// padding and are dropped.
+Value spreadOutputGrad(OpBuilder &b, Location loc, Value dy,
+                       const std::array<Axis, 2> &axes) {
+  auto type = tensorType(dy);
+  SmallVector<int64_t> shape(type.getShape().take_front(2));
+  SmallVector<int64_t> first{0, 0}, count(type.getShape()), at{0, 0};
+  SmallVector<int64_t> steps{1, 1};
+  bool empty = false;
+  for (int d = 0; d < 2; ++d) {
+    const Axis &a = axes[d];
+    int64_t length = a.size + (a.kernel - 1) * a.dilation;
+    int64_t base = (a.kernel - 1) * a.dilation - a.padBegin;
+    shape.push_back(length);
+    // Outputs o in [lo, hi) have 0 <= base + o*stride < length.
+    int64_t lo = base >= 0 ? 0 : (-base + a.stride - 1) / a.stride;
+    int64_t hi = length - 1 - base < 0
+                     ? 0
+                     : std::min(a.output, (length - 1 - base) / a.stride + 1);
+    if (hi <= lo) {
+      empty = true;
+      continue;
+    }
+    first.push_back(lo);
+    count[2 + d] = hi - lo;
+    at.push_back(base + lo * a.stride);
+    steps.push_back(a.stride);
+  }
+  Value spread = zeros(b, loc, type.clone(shape));
+  if (empty)
+    return spread;
+  Value source = dy;
+  if (ArrayRef<int64_t>(count) != type.getShape())
+    source = tensor::ExtractSliceOp::create(
+        b, loc, type.clone(count), dy, indexAttrs(b, first),
+        indexAttrs(b, count), indexAttrs(b, {1, 1, 1, 1}));
+  return tensor::InsertSliceOp::create(b, loc, source, spread,
+                                       indexAttrs(b, at), indexAttrs(b, count),
+                                       indexAttrs(b, steps));
+}
+
+/// [N, G*X, ...] viewed as [N, G, X, ...] (`dim` is the split dimension).
+Value splitDim(OpBuilder &b, Location loc, Value v, int64_t dim,
+               int64_t groups) {
+  auto type = tensorType(v);
+  SmallVector<int64_t> shape(type.getShape().take_front(dim));
+  shape.push_back(groups);
+  shape.push_back(type.getDimSize(dim) / groups);
+  llvm::append_range(shape, type.getShape().drop_front(dim + 1));
+  return reshapeTo(b, loc, v, type.clone(shape));
+}
+
+/// out = init + conv(input, filter): NCHW/FCHW, or with `groups > 1` the
+/// grouped op on [N, G, C/G, H, W] / [G, F/G, C/G, KH, KW] views.
+Value buildConv(OpBuilder &b, Location loc, Value input, Value filter,
+                Value init, int64_t groups, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> dilations) {
+  auto type = tensorType(init);
+  SmallVector<NamedAttribute> attrs = windowAttrs(b, strides, dilations);
+  if (groups == 1)
+    return linalg::Conv2DNchwFchwOp::create(b, loc, TypeRange{type},
+                                            ValueRange{input, filter},
+                                            ValueRange{init}, attrs)
+        .getResult(0);
+  Value groupedInit = splitDim(b, loc, init, 1, groups);
+  Value conv =
+      linalg::Conv2DNgchwGfchwOp::create(
+          b, loc, TypeRange{groupedInit.getType()},
+          ValueRange{splitDim(b, loc, input, 1, groups),
+                     splitDim(b, loc, filter, 0, groups)},
+          ValueRange{groupedInit}, attrs)
+          .getResult(0);
+  return reshapeTo(b, loc, conv, type);
+}
+
+struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2DOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPadding(rewriter, op, op.getPadding())))
+      return failure();
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    auto filterType = tensorType(op.getFilter());
+    Type elementType = type.getElementType();
+    auto axes = axesOf(tensorType(op.getInput()), type,
+                       filterType.getShape().drop_front(2), op.getStrides(),
+                       op.getPadding(), op.getDilations());
+    Value input = padSpatial(rewriter, loc, op.getInput(), axes,
+                             scalarConstant(rewriter, loc, elementType, 0));
+    Value init;
+    if (Value bias = op.getBias()) {
+      int64_t f = type.getDimSize(1);
+      Value column = reshapeTo(rewriter, loc, bias,
+                               RankedTensorType::get({f, 1, 1}, elementType));
+      init = buildElementwise(
+          rewriter, loc, type, {column},
+          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    } else {
+      init = zeros(rewriter, loc, type);
+    }
+    rewriter.replaceOp(op, buildConv(rewriter, loc, input, op.getFilter(),
+                                     init, op.getGroups(), op.getStrides(),
+                                     op.getDilations()));
+    return success();
+  }
+};
+
+/// dx = conv(spread dy, W flipped with in/out channels swapped per group),
+/// at stride 1 and the forward dilation.
+struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2DInputGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPadding(rewriter, op, op.getPadding())))
+      return failure();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto type = tensorType(op.getResult());
+    auto filterType = tensorType(op.getFilter());
+    Type elementType = type.getElementType();
+    int64_t groups = op.getGroups();
+    int64_t f = filterType.getDimSize(0), cg = filterType.getDimSize(1);
+    int64_t kh = filterType.getDimSize(2), kw = filterType.getDimSize(3);
+    int64_t fg = f / groups;
+    auto axes = axesOf(type, tensorType(op.getOutputGrad()),
+                       filterType.getShape().drop_front(2), op.getStrides(),
+                       op.getPadding(), op.getDilations());
+    Value spread = spreadOutputGrad(rewriter, loc, op.getOutputGrad(), axes);
+
+    // flipped[g, c, f, i, j] = W[g*FG + f, c, KH-1-i, KW-1-j].
+    auto flippedType =
+        RankedTensorType::get({groups, cg, fg, kh, kw}, elementType);
+    AffineExpr g = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx),
+               fd = getAffineDimExpr(2, ctx), i = getAffineDimExpr(3, ctx),
+               j = getAffineDimExpr(4, ctx);
+    SmallVector<AffineMap> maps{
+        AffineMap::get(5, 0, {g, fd, c, (kh - 1) - i, (kw - 1) - j}, ctx),
+        AffineMap::getMultiDimIdentityMap(5, ctx)};
+    Value flipped =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{flippedType},
+            ValueRange{splitDim(rewriter, loc, op.getFilter(), 0, groups)},
+            ValueRange{tensor::EmptyOp::create(rewriter, loc,
+                                               flippedType.getShape(),
+                                               elementType)},
+            maps,
+            SmallVector<utils::IteratorType>(5, utils::IteratorType::parallel),
+            [](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(b, l, args[0]);
+            })
+            .getResult(0);
+    Value filter = reshapeTo(
+        rewriter, loc, flipped,
+        RankedTensorType::get({groups * cg, fg, kh, kw}, elementType));
+    rewriter.replaceOp(op, buildConv(rewriter, loc, spread, filter,
+                                     zeros(rewriter, loc, type), groups,
+                                     {1, 1}, op.getDilations()));
+    return success();
+  }
+};
+
+/// dW[g, f, c, i, j] = sum over n, oh, ow of
+///   dy[n, g, f, oh, ow] * xpad[n, g, c, oh*SH + i*DH, ow*SW + j*DW].
+struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(Conv2DFilterGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPadding(rewriter, op, op.getPadding())))
+      return failure();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto type = tensorType(op.getResult());
+    Type elementType = type.getElementType();
+    int64_t groups = op.getGroups();
+    auto axes = axesOf(tensorType(op.getInput()), tensorType(op.getOutputGrad()),
+                       type.getShape().drop_front(2), op.getStrides(),
+                       op.getPadding(), op.getDilations());
+    Value input = padSpatial(rewriter, loc, op.getInput(), axes,
+                             scalarConstant(rewriter, loc, elementType, 0));
+    Value x = splitDim(rewriter, loc, input, 1, groups);
+    Value dy = splitDim(rewriter, loc, op.getOutputGrad(), 1, groups);
+    Value init = splitDim(rewriter, loc, zeros(rewriter, loc, type), 0, groups);
+    // Loops (n, g, f, c, i, j, oh, ow).
+    auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+    AffineExpr n = d(0), g = d(1), f = d(2), c = d(3), i = d(4), j = d(5),
+               oh = d(6), ow = d(7);
+    ArrayRef<int64_t> s = op.getStrides(), dil = op.getDilations();
+    SmallVector<AffineMap> maps{
+        AffineMap::get(8, 0, {n, g, f, oh, ow}, ctx),
+        AffineMap::get(8, 0,
+                       {n, g, c, oh * s[0] + i * dil[0], ow * s[1] + j * dil[1]},
+                       ctx),
+        AffineMap::get(8, 0, {g, f, c, i, j}, ctx)};
+    using utils::IteratorType;
+    SmallVector<IteratorType> iterators{
+        IteratorType::reduction, IteratorType::parallel,
+        IteratorType::parallel,  IteratorType::parallel,
+        IteratorType::parallel,  IteratorType::parallel,
+        IteratorType::reduction, IteratorType::reduction};
+    Value grad =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{init.getType()}, ValueRange{dy, x},
+            ValueRange{init}, maps, iterators,
+            [](OpBuilder &b, Location l, ValueRange args) {
+              Value product = arith::MulFOp::create(b, l, args[0], args[1]);
+              linalg::YieldOp::create(
+                  b, l, ValueRange{arith::AddFOp::create(b, l, args[2],
+                                                         product)});
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, grad, type));
+    return success();
+  }
+};
+
+struct MaxPool2DLowering : OpRewritePattern<MaxPool2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPool2DOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPadding(rewriter, op, op.getPadding())))
+      return failure();
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    Type elementType = type.getElementType();
+    ArrayRef<int64_t> kernel = op.getKernelSize();
+    auto axes = axesOf(tensorType(op.getInput()), type, kernel,
+                       op.getStrides(), op.getPadding(), op.getDilations());
+    Value lowest = negativeInfinity(rewriter, loc, elementType);
+    Value input = padSpatial(rewriter, loc, op.getInput(), axes, lowest);
+    Value window =
+        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    Value init = buildFill(rewriter, loc, type, lowest);
+    rewriter.replaceOp(
+        op, linalg::PoolingNchwMaxOp::create(
+                rewriter, loc, TypeRange{type}, ValueRange{input, window},
+                ValueRange{init},
+                windowAttrs(rewriter, op.getStrides(), op.getDilations()))
+                .getResult(0));
+    return success();
+  }
+};
+
+/// PyTorch's divisor of every average window: the window clipped to the
+/// padded input (count_include_pad) or to the real input.
+SmallVector<int64_t> avgPoolDivisors(const std::array<Axis, 2> &axes,
+                                     bool countIncludePad) {
+  auto extents = [&](const Axis &a) {
+    SmallVector<int64_t> result;
+    for (int64_t o = 0; o < a.output; ++o) {
+      int64_t start = o * a.stride - a.padBegin;
+      int64_t end = std::min(start + a.kernel, a.size + a.padEnd);
+      if (!countIncludePad) {
+        start = std::max<int64_t>(start, 0);
+        end = std::min(end, a.size);
+      }
+      result.push_back(end - start);
+    }
+    return result;
+  };
+  SmallVector<int64_t> rows = extents(axes[0]), cols = extents(axes[1]);
+  SmallVector<int64_t> divisors;
+  for (int64_t r : rows)
+    for (int64_t c : cols)
+      divisors.push_back(r * c);
+  return divisors;
+}
+
+/// `value` divided elementwise by the [OH, OW] `divisors` (broadcast over the
+/// batch and channels).
+Value divideByWindow(OpBuilder &b, Location loc, Value value,
+                     ArrayRef<int64_t> divisors) {
+  auto type = tensorType(value);
+  Type elementType = type.getElementType();
+  bool uniform = llvm::all_equal(divisors);
+  SmallVector<Value> operands{value};
+  if (!uniform) {
+    auto f = cast<FloatType>(elementType);
+    SmallVector<APFloat> values;
+    for (int64_t d : divisors) {
+      APFloat v(static_cast<double>(d));
+      bool loses;
+      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
+      values.push_back(v);
+    }
+    auto divisorType = RankedTensorType::get(
+        {type.getDimSize(2), type.getDimSize(3)}, elementType);
+    operands.push_back(arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(divisorType, values)));
+  }
+  int64_t common = divisors.empty() ? 1 : divisors.front();
+  return buildElementwise(
+      b, loc, type, operands,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value divisor = uniform ? scalarConstant(nb, l, elementType, common)
+                                : args[1];
+        return arith::DivFOp::create(nb, l, args[0], divisor);
+      });
+}
+
+struct AvgPool2DLowering : OpRewritePattern<AvgPool2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPool2DOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPadding(rewriter, op, op.getPadding())))
+      return failure();
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    Type elementType = type.getElementType();
+    ArrayRef<int64_t> kernel = op.getKernelSize();
+    auto axes = axesOf(tensorType(op.getInput()), type, kernel,
+                       op.getStrides(), op.getPadding(), {});
+    Value input = padSpatial(rewriter, loc, op.getInput(), axes,
+                             scalarConstant(rewriter, loc, elementType, 0));
+    Value window =
+        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    Value sum = linalg::PoolingNchwSumOp::create(
+                    rewriter, loc, TypeRange{type}, ValueRange{input, window},
+                    ValueRange{zeros(rewriter, loc, type)},
+                    windowAttrs(rewriter, op.getStrides(), {1, 1}))
+                    .getResult(0);
+    rewriter.replaceOp(
+        op, divideByWindow(rewriter, loc, sum,
+                           avgPoolDivisors(axes, op.getCountIncludePad())));
+    return success();
+  }
+};
+
+/// dx = sum pooling (stride 1) of the spread dy / divisor.
+struct AvgPool2DGradLowering : OpRewritePattern<AvgPool2DGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPool2DGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPadding(rewriter, op, op.getPadding())))
+      return failure();
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    Type elementType = type.getElementType();
+    ArrayRef<int64_t> kernel = op.getKernelSize();
+    auto axes = axesOf(type, tensorType(op.getOutputGrad()), kernel,
+                       op.getStrides(), op.getPadding(), {});
+    Value scaled =
+        divideByWindow(rewriter, loc, op.getOutputGrad(),
+                       avgPoolDivisors(axes, op.getCountIncludePad()));
+    Value spread = spreadOutputGrad(rewriter, loc, scaled, axes);
+    Value window =
+        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    rewriter.replaceOp(
+        op, linalg::PoolingNchwSumOp::create(
+                rewriter, loc, TypeRange{type}, ValueRange{spread, window},
+                ValueRange{zeros(rewriter, loc, type)},
+                windowAttrs(rewriter, {1, 1}, {1, 1}))
+                .getResult(0));
+    return success();
+  }
+};
+
+struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPool2DGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkPadding(rewriter, op, op.getPadding())))
+      return failure();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto type = tensorType(op.getResult());
+    auto gradType = tensorType(op.getOutputGrad());
+    Type elementType = type.getElementType();
+    ArrayRef<int64_t> kernel = op.getKernelSize();
+    auto axes = axesOf(type, gradType, kernel, op.getStrides(),
+                       op.getPadding(), op.getDilations());
+    Value lowest = negativeInfinity(rewriter, loc, elementType);
+    Value input = padSpatial(rewriter, loc, op.getInput(), axes, lowest);
+    Value window =
+        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    Type i32 = rewriter.getI32Type();
+    auto indexType = RankedTensorType::get(gradType.getShape(), i32);
+    using utils::IteratorType;
+    auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+
+    // The window tap (i * KW + j) of every output's first maximum, scanning
+    // the window row by row: a real element wins if it is the first one, is
+    // greater, or is NaN (PyTorch's rule); padding never wins.
+    SmallVector<AffineMap> argmaxMaps{
+        AffineMap::get(6, 0,
+                       {d(0), d(1), d(2) * axes[0].stride + d(4) * axes[0].dilation,
+                        d(3) * axes[1].stride + d(5) * axes[1].dilation},
+                       ctx),
+        AffineMap::get(6, 0, {d(4), d(5)}, ctx),
+        AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx),
+        AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    SmallVector<IteratorType> argmaxIterators(4, IteratorType::parallel);
+    argmaxIterators.append(2, IteratorType::reduction);
+    auto argmax = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{gradType, indexType},
+        ValueRange{input, window},
+        ValueRange{buildFill(rewriter, loc, gradType, lowest),
+                   buildFill(rewriter, loc, indexType,
+                             scalarConstant(rewriter, loc, i32, -1))},
+        argmaxMaps, argmaxIterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value value = args[0], best = args[2], bestTap = args[3];
+          auto index = [&](int64_t k) {
+            return linalg::IndexOp::create(b, l, k).getResult();
+          };
+          auto cst = [&](int64_t v) {
+            return arith::ConstantIndexOp::create(b, l, v).getResult();
+          };
+          auto inRange = [&](Value v, int64_t lo, int64_t hi) {
+            Value ge = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
+                                             v, cst(lo));
+            Value lt = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
+                                             v, cst(hi));
+            return arith::AndIOp::create(b, l, ge, lt).getResult();
+          };
+          Value i = index(4), j = index(5);
+          // Padded coordinates of the tap.
+          auto coord = [&](Value out, Value tap, const Axis &a) {
+            return arith::AddIOp::create(
+                b, l, arith::MulIOp::create(b, l, out, cst(a.stride)),
+                arith::MulIOp::create(b, l, tap, cst(a.dilation)));
+          };
+          Value real = arith::AndIOp::create(
+              b, l,
+              inRange(coord(index(2), i, axes[0]), axes[0].padBegin,
+                      axes[0].padBegin + axes[0].size),
+              inRange(coord(index(3), j, axes[1]), axes[1].padBegin,
+                      axes[1].padBegin + axes[1].size));
+          Value first = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::slt, bestTap,
+              scalarConstant(b, l, i32, 0));
+          Value greater = arith::CmpFOp::create(
+              b, l, arith::CmpFPredicate::OGT, value, best);
+          Value isNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
+                                              value, value);
+          Value wins = arith::AndIOp::create(
+              b, l, real,
+              arith::OrIOp::create(
+                  b, l, first, arith::OrIOp::create(b, l, greater, isNan)));
+          Value tap = arith::IndexCastOp::create(
+              b, l, i32,
+              arith::AddIOp::create(
+                  b, l, arith::MulIOp::create(b, l, i, cst(kernel[1])), j));
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, wins, value, best),
+                         arith::SelectOp::create(b, l, wins, tap, bestTap)});
+        });
+    Value taps = argmax.getResult(1);
+    Value dy = op.getOutputGrad();
+
+    // dx[n, c, h, w] = sum over the taps (i, j) of the windows that picked
+    // (h, w) of dy at that window, visiting the windows in PyTorch's order
+    // (row-major over the outputs, i.e. the taps from the last).
+    SmallVector<AffineMap> gatherMaps{
+        AffineMap::get(6, 0, {d(4), d(5)}, ctx),
+        AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    SmallVector<IteratorType> gatherIterators(4, IteratorType::parallel);
+    gatherIterators.append(2, IteratorType::reduction);
+    Value grad =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{type}, ValueRange{window},
+            ValueRange{zeros(rewriter, loc, type)}, gatherMaps,
+            gatherIterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value acc = args[1];
+              auto index = [&](int64_t k) {
+                return linalg::IndexOp::create(b, l, k).getResult();
+              };
+              auto cst = [&](int64_t v) {
+                return arith::ConstantIndexOp::create(b, l, v).getResult();
+              };
+              // Tap t (reversed loop k) of the window that covers padded
+              // position p = x + padBegin: o = (p - t*D) / S when exact.
+              auto locate = [&](Value x, Value k, const Axis &a,
+                                Value &tapOut) -> std::pair<Value, Value> {
+                Value t = arith::SubIOp::create(b, l, cst(a.kernel - 1), k);
+                tapOut = t;
+                Value offset = arith::SubIOp::create(
+                    b, l, arith::AddIOp::create(b, l, x, cst(a.padBegin)),
+                    arith::MulIOp::create(b, l, t, cst(a.dilation)));
+                Value o = arith::DivSIOp::create(b, l, offset, cst(a.stride));
+                Value exact = arith::CmpIOp::create(
+                    b, l, arith::CmpIPredicate::eq,
+                    arith::RemSIOp::create(b, l, offset, cst(a.stride)),
+                    cst(0));
+                Value valid = arith::AndIOp::create(
+                    b, l,
+                    arith::AndIOp::create(
+                        b, l, exact,
+                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
+                                              offset, cst(0))),
+                    arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, o,
+                                          cst(a.output)));
+                return {valid,
+                        arith::SelectOp::create(b, l, valid, o, cst(0))};
+              };
+              Value ti, tj;
+              auto [validH, oh] = locate(index(2), index(4), axes[0], ti);
+              auto [validW, ow] = locate(index(3), index(5), axes[1], tj);
+              Value valid = arith::AndIOp::create(b, l, validH, validW);
+              SmallVector<Value> at{index(0), index(1), oh, ow};
+              Value picked = tensor::ExtractOp::create(b, l, taps, at);
+              Value tap = arith::IndexCastOp::create(
+                  b, l, i32,
+                  arith::AddIOp::create(
+                      b, l, arith::MulIOp::create(b, l, ti, cst(kernel[1])),
+                      tj));
+              Value hit = arith::AndIOp::create(
+                  b, l, valid,
+                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, picked,
+                                        tap));
+              Value g = tensor::ExtractOp::create(b, l, dy, at);
+              Value sum = arith::AddFOp::create(b, l, acc, g);
+              linalg::YieldOp::create(
+                  b, l, ValueRange{arith::SelectOp::create(b, l, hit, sum,
+                                                           acc)});
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, grad);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateConvolutionLowering(RewritePatternSet &patterns) {
+  patterns.add<Conv2DLowering, Conv2DInputGradLowering,
+               Conv2DFilterGradLowering, MaxPool2DLowering, AvgPool2DLowering,
+               AvgPool2DGradLowering, MaxPool2DGradLowering>(
+      patterns.getContext());
+}
+
+} // namespace effopt::lowering

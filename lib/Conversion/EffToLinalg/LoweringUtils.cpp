@@ -1,0 +1,229 @@
+//===- LoweringUtils.cpp - building blocks of the eff lowering ------------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+
+using namespace mlir;
+
+namespace effopt::lowering {
+
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+SmallVector<int64_t> normalizeAxes(ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> result;
+  for (int64_t a : axes)
+    result.push_back(a < 0 ? a + rank : a);
+  llvm::sort(result);
+  return result;
+}
+
+SmallVector<int64_t> reducedShape(ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> axes) {
+  SmallVector<int64_t> result;
+  for (auto [i, d] : llvm::enumerate(shape))
+    if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
+      result.push_back(d);
+  return result;
+}
+
+/// The map reading an operand of `shape` inside a loop nest over
+/// `iterationShape`, numpy style: trailing dimensions align, size-1
+/// dimensions of the operand broadcast.
+static AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
+                              ArrayRef<int64_t> iterationShape) {
+  int64_t rank = iterationShape.size();
+  int64_t offset = rank - static_cast<int64_t>(shape.size());
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    int64_t loop = offset + static_cast<int64_t>(i);
+    if (d == 1 && iterationShape[loop] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(loop, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+SmallVector<Value>
+buildElementwiseMulti(OpBuilder &b, Location loc,
+                      ArrayRef<RankedTensorType> resultTypes,
+                      ValueRange operands, MultiScalarFn body) {
+  ArrayRef<int64_t> shape = resultTypes.front().getShape();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value operand : operands)
+    maps.push_back(broadcastMap(
+        ctx, cast<RankedTensorType>(operand.getType()).getShape(), shape));
+  SmallVector<Value> inits;
+  SmallVector<Type> types;
+  for (RankedTensorType type : resultTypes) {
+    inits.push_back(
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()));
+    types.push_back(type);
+    maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), ctx));
+  }
+  SmallVector<utils::IteratorType> iterators(shape.size(),
+                                             utils::IteratorType::parallel);
+  unsigned numInputs = operands.size();
+  auto generic = linalg::GenericOp::create(
+      b, loc, types, operands, inits, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        SmallVector<Value> results = body(nb, nloc, args.take_front(numInputs));
+        linalg::YieldOp::create(nb, nloc, results);
+      });
+  return SmallVector<Value>(generic.getResults());
+}
+
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange operands, ScalarFn body) {
+  return buildElementwiseMulti(
+      b, loc, {resultType}, operands,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        return SmallVector<Value>{body(nb, nloc, args)};
+      })[0];
+}
+
+Value buildFill(OpBuilder &b, Location loc, RankedTensorType type,
+                Value value) {
+  Value empty =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::FillOp::create(b, loc, ValueRange{value}, ValueRange{empty})
+      .getResult(0);
+}
+
+Value buildReduction(OpBuilder &b, Location loc, Value input,
+                     ArrayRef<int64_t> axes, Value init, ScalarFn combine,
+                     ValueRange operands) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  ArrayRef<int64_t> shape = inputType.getShape();
+  MLIRContext *ctx = b.getContext();
+  auto resultType =
+      RankedTensorType::get(reducedShape(shape, axes), init.getType());
+  Value acc = buildFill(b, loc, resultType, init);
+
+  SmallVector<AffineMap> maps;
+  maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), ctx));
+  for (Value operand : operands)
+    maps.push_back(broadcastMap(
+        ctx, cast<RankedTensorType>(operand.getType()).getShape(), shape));
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t i = 0, e = shape.size(); i < e; ++i) {
+    bool reduced = llvm::is_contained(axes, i);
+    iterators.push_back(reduced ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+    if (!reduced)
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+  }
+  maps.push_back(AffineMap::get(shape.size(), 0, outExprs, ctx));
+  SmallVector<Value> inputs{input};
+  llvm::append_range(inputs, operands);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, inputs, ValueRange{acc}, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args));
+      });
+  return generic.getResult(0);
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value value,
+                RankedTensorType type) {
+  auto sourceType = cast<RankedTensorType>(value.getType());
+  if (sourceType == type)
+    return value;
+  if (sourceType.getRank() > type.getRank()) {
+    if (auto groups = getReassociationIndicesForCollapse(sourceType.getShape(),
+                                                         type.getShape()))
+      return tensor::CollapseShapeOp::create(b, loc, type, value, *groups);
+  } else if (sourceType.getRank() < type.getRank()) {
+    if (auto groups = getReassociationIndicesForCollapse(type.getShape(),
+                                                         sourceType.getShape()))
+      return tensor::ExpandShapeOp::create(b, loc, type, value, *groups);
+  }
+  // No single collapse or expand relates the shapes: go through 1-D, which is
+  // still a pair of views.
+  int64_t n = numElements(type.getShape());
+  auto flatType = RankedTensorType::get({n}, type.getElementType());
+  Value flat = value;
+  if (sourceType.getRank() != 1) {
+    SmallVector<ReassociationIndices> all(1);
+    for (int64_t i = 0; i < sourceType.getRank(); ++i)
+      all[0].push_back(i);
+    if (sourceType.getRank() == 0)
+      flat = tensor::ExpandShapeOp::create(b, loc, flatType, value,
+                                           SmallVector<ReassociationIndices>{});
+    else
+      flat = tensor::CollapseShapeOp::create(b, loc, flatType, value, all);
+  }
+  if (type.getRank() == 1)
+    return flat;
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(
+        b, loc, type, flat, SmallVector<ReassociationIndices>{});
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all[0].push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, type, flat, all);
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+/// i1 and unsigned integers extend and convert as unsigned.
+static bool isUnsignedLike(Type type) {
+  return type.isInteger(1) || type.isUnsignedInteger();
+}
+
+Value castScalar(OpBuilder &b, Location loc, Value value, Type to) {
+  Type from = value.getType();
+  if (from == to)
+    return value;
+  if (to.isInteger(1)) {
+    Value zero = scalarConstant(b, loc, from, 0);
+    if (isa<FloatType>(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
+                                   zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, value,
+                                 zero);
+  }
+  auto fromFloat = dyn_cast<FloatType>(from);
+  auto toFloat = dyn_cast<FloatType>(to);
+  if (fromFloat && toFloat) {
+    if (fromFloat.getWidth() < toFloat.getWidth())
+      return arith::ExtFOp::create(b, loc, to, value);
+    return arith::TruncFOp::create(b, loc, to, value);
+  }
+  if (fromFloat)
+    return arith::FPToSIOp::create(b, loc, to, value);
+  if (toFloat) {
+    if (isUnsignedLike(from))
+      return arith::UIToFPOp::create(b, loc, to, value);
+    return arith::SIToFPOp::create(b, loc, to, value);
+  }
+  unsigned fromWidth = from.getIntOrFloatBitWidth();
+  unsigned toWidth = to.getIntOrFloatBitWidth();
+  if (fromWidth > toWidth)
+    return arith::TruncIOp::create(b, loc, to, value);
+  if (isUnsignedLike(from))
+    return arith::ExtUIOp::create(b, loc, to, value);
+  return arith::ExtSIOp::create(b, loc, to, value);
+}
+
+} // namespace effopt::lowering

@@ -1,0 +1,90 @@
+//===- LoweringUtils.h - building blocks of the eff lowering ----*- C++ -*-===//
+//
+// The lowering of every eff op is written with these few builders, so that
+// broadcasting, reductions and reshapes are expressed one way everywhere and
+// fusion sees uniform `linalg.generic` ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFOPT_LIB_CONVERSION_EFFTOLINALG_LOWERINGUTILS_H
+#define EFFOPT_LIB_CONVERSION_EFFTOLINALG_LOWERINGUTILS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace effopt::lowering {
+
+/// Computes one result element from one element of each operand.
+using ScalarFn = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+/// Computes several result elements from one element of each operand.
+using MultiScalarFn = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+/// `body` applied to every element, the operands numpy-broadcast to
+/// `resultType` (the broadcast is an indexing map, nothing is materialised).
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             mlir::ValueRange operands, ScalarFn body);
+
+/// Several results of the same shape from one loop nest (e.g. an optimizer
+/// update producing the parameter and its moments).
+llvm::SmallVector<mlir::Value>
+buildElementwiseMulti(mlir::OpBuilder &b, mlir::Location loc,
+                      llvm::ArrayRef<mlir::RankedTensorType> resultTypes,
+                      mlir::ValueRange operands, MultiScalarFn body);
+
+/// Reduces `input` over the (normalised, sorted) `axes`: the result drops
+/// them. `combine(element, accumulator)` returns the new accumulator.
+/// Extra `operands` broadcast to the input's shape are passed to `combine`
+/// before the accumulator: `combine(element, extras..., accumulator)`.
+mlir::Value buildReduction(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value input, llvm::ArrayRef<int64_t> axes,
+                           mlir::Value init, ScalarFn combine,
+                           mlir::ValueRange operands = {});
+
+/// `shape[axes]` removed; what `buildReduction` returns.
+llvm::SmallVector<int64_t> reducedShape(llvm::ArrayRef<int64_t> shape,
+                                        llvm::ArrayRef<int64_t> axes);
+
+/// A tensor of `type` filled with the scalar `value`.
+mlir::Value buildFill(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::RankedTensorType type, mlir::Value value);
+
+/// `value` (same number of elements) viewed with `type`'s shape, as
+/// collapse/expand_shape (views, no copy after bufferization).
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value value, mlir::RankedTensorType type);
+
+/// A scalar constant of a float or integer `type`.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type type, double value);
+
+/// Converts a scalar between element types with eff.cast semantics.
+mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value value, mlir::Type to);
+
+/// `axes` made non-negative and sorted.
+llvm::SmallVector<int64_t> normalizeAxes(llvm::ArrayRef<int64_t> axes,
+                                         int64_t rank);
+
+/// An axis attribute (stored unsigned, meant signed) made non-negative.
+int64_t normalizeAxis(int64_t axis, int64_t rank);
+
+/// The number of elements of a static shape.
+int64_t numElements(llvm::ArrayRef<int64_t> shape);
+
+/// Populate functions of the op families (one file each).
+void populateElementwiseLowering(mlir::RewritePatternSet &patterns);
+void populateReductionLowering(mlir::RewritePatternSet &patterns);
+void populateShapeLowering(mlir::RewritePatternSet &patterns);
+void populateContractionLowering(mlir::RewritePatternSet &patterns);
+void populateNormalizationLowering(mlir::RewritePatternSet &patterns);
+void populateLossLowering(mlir::RewritePatternSet &patterns);
+void populateOptimizerLowering(mlir::RewritePatternSet &patterns);
+void populateConvolutionLowering(mlir::RewritePatternSet &patterns);
+
+} // namespace effopt::lowering
+
+#endif // EFFOPT_LIB_CONVERSION_EFFTOLINALG_LOWERINGUTILS_H

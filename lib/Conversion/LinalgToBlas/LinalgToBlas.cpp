@@ -1,0 +1,177 @@
+//===- LinalgToBlas.cpp - f32 matrix products to the runtime's GEMM -------===//
+//
+// After bufferization a product is a linalg.matmul / batch_matmul on memrefs.
+// When every operand has a unit inner stride, it is exactly a (strided,
+// possibly transposed, possibly batched) GEMM: it becomes a call to
+// `effrt_sgemm` / `effrt_sgemm_batched`, implemented by libeffrt with its
+// BLAS. The generated code then carries no GEMM of its own and the choice of
+// BLAS stays with the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Conversion/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFLINALGTOBLASPASS
+#include "effopt/Conversion/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+
+namespace effopt {
+namespace {
+
+constexpr StringLiteral kGemm = "effrt_sgemm";
+constexpr StringLiteral kGemmBatched = "effrt_sgemm_batched";
+
+/// Static strides of a memref, or nothing when they are not static.
+std::optional<SmallVector<int64_t>> staticStrides(Value v) {
+  auto type = cast<MemRefType>(v.getType());
+  auto [strides, offset] = type.getStridesAndOffset();
+  (void)offset;
+  if (llvm::any_of(strides, ShapedType::isDynamic))
+    return std::nullopt;
+  return strides;
+}
+
+/// The address of a memref's first element as an LLVM pointer.
+Value firstElementPointer(OpBuilder &b, Location loc, Value memref) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, metadata.getBaseBuffer());
+  unsigned bytes =
+      cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  Value offsetBytes = arith::MulIOp::create(
+      b, loc, metadata.getOffset(), arith::ConstantIndexOp::create(b, loc, bytes));
+  Value address = arith::AddIOp::create(b, loc, base, offsetBytes);
+  Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc,
+                                  LLVM::LLVMPointerType::get(b.getContext()),
+                                  asInt);
+}
+
+/// How a product's operand is laid out for a row-major GEMM.
+struct GemmOperand {
+  Value memref;
+  bool transposed;
+  int64_t leadingDim;  // row stride
+  int64_t batchStride; // 0 when not batched
+};
+
+/// Reads the operand's role from the indexing map over (…, m|n, k) loops:
+/// `rowLoop`/`colLoop` are the loop dims expected as rows and columns when
+/// not transposed. Fails when the inner dimension is not contiguous.
+std::optional<GemmOperand> classify(Value memref, AffineMap map,
+                                    unsigned rowLoop, unsigned colLoop,
+                                    bool batched) {
+  auto strides = staticStrides(memref);
+  if (!strides)
+    return std::nullopt;
+  unsigned rank = map.getNumResults();
+  auto dimAt = [&](unsigned i) -> std::optional<unsigned> {
+    if (auto d = dyn_cast<AffineDimExpr>(map.getResult(i)))
+      return d.getPosition();
+    return std::nullopt;
+  };
+  auto r = dimAt(rank - 2), c = dimAt(rank - 1);
+  if (!r || !c || (*strides)[rank - 1] != 1)
+    return std::nullopt;
+  GemmOperand op{memref, false, (*strides)[rank - 2],
+                 batched ? (*strides)[0] : 0};
+  if (*r == rowLoop && *c == colLoop)
+    op.transposed = false;
+  else if (*r == colLoop && *c == rowLoop)
+    op.transposed = true;
+  else
+    return std::nullopt;
+  // A GEMM reads rows of at least the row length.
+  return op;
+}
+
+func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(name))
+    return f;
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToStart(module.getBody());
+  auto f = func::FuncOp::create(b, module.getLoc(), name, type);
+  f.setPrivate();
+  return f;
+}
+
+struct EffLinalgToBlasPass
+    : impl::EffLinalgToBlasPassBase<EffLinalgToBlasPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::LinalgOp> products;
+    module.walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) &&
+          op.hasPureBufferSemantics())
+        products.push_back(op);
+    });
+    for (linalg::LinalgOp op : products)
+      if (succeeded(rewrite(module, op)))
+        ++numGemmCalls;
+  }
+
+  LogicalResult rewrite(ModuleOp module, linalg::LinalgOp op) {
+    bool batched = isa<linalg::BatchMatmulOp>(op);
+    Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1];
+    Value c = op.getDpsInits()[0];
+    auto cType = cast<MemRefType>(c.getType());
+    if (!cType.getElementType().isF32() ||
+        !cast<MemRefType>(a.getType()).getElementType().isF32() ||
+        !cast<MemRefType>(bm.getType()).getElementType().isF32())
+      return failure();
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    // Loops: [batch,] m, n, k.
+    unsigned base = batched ? 1 : 0;
+    unsigned m = base, n = base + 1, k = base + 2;
+    if (batched) {
+      for (AffineMap map : maps)
+        if (map.getNumResults() != 3 || map.getResult(0) != getAffineDimExpr(0, op.getContext()))
+          return failure();
+    }
+    auto ga = classify(a, maps[0], m, k, batched);
+    auto gb = classify(bm, maps[1], k, n, batched);
+    auto gc = classify(c, maps[2], m, n, batched);
+    if (!ga || !gb || !gc || gc->transposed)
+      return failure();
+
+    SmallVector<int64_t> loops = op.getStaticLoopRanges();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto i32 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, v, 32);
+    };
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, v, 64);
+    };
+    Value one = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                               APFloat(1.0f));
+    SmallVector<Value> args{i32(ga->transposed), i32(gb->transposed)};
+    if (batched)
+      args.push_back(i64(loops[0]));
+    args.append({i64(loops[m]), i64(loops[n]), i64(loops[k]), one,
+                 firstElementPointer(b, loc, a), i64(ga->leadingDim)});
+    if (batched)
+      args.push_back(i64(ga->batchStride));
+    args.append({firstElementPointer(b, loc, bm), i64(gb->leadingDim)});
+    if (batched)
+      args.push_back(i64(gb->batchStride));
+    // linalg products accumulate into C: beta = 1.
+    args.append({one, firstElementPointer(b, loc, c), i64(gc->leadingDim)});
+    if (batched)
+      args.push_back(i64(gc->batchStride));
+    auto callee = declare(module, batched ? kGemmBatched : kGemm,
+                          b.getFunctionType(ValueRange(args).getTypes(), {}));
+    func::CallOp::create(b, loc, callee, args);
+    op->erase();
+    return success();
+  }
+};
+
+} // namespace
+} // namespace effopt

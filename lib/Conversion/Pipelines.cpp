@@ -1,0 +1,58 @@
+//===- Pipelines.cpp - the registered compilation pipelines ---------------===//
+
+#include "effopt/Conversion/Pipelines.h"
+
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+namespace effopt {
+
+std::string cpuLoweringPipeline() {
+  return std::string(
+      // Expects eff-step-abi to have fixed the interface; eff-level cleanup
+      // first drops the dead forward outputs.
+      "canonicalize,cse,"
+      // eff -> linalg on tensors; fuse elementwise chains into one loop nest.
+      "convert-eff-to-linalg,canonicalize,linalg-fuse-elementwise-ops,"
+      "canonicalize,cse,"
+      // Bufferize with in-place updates of the state arguments.
+      "eliminate-empty-tensors,"
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "canonicalize,"
+      // GEMMs to the runtime's BLAS; entry point; one arena.
+      "eff-linalg-to-blas,eff-cpu-entry,inline,symbol-dce,canonicalize,"
+      "eff-memory-plan,"
+      // Loops and LLVM.
+      "convert-linalg-to-loops,eff-outline-kernels,lower-affine,convert-scf-to-cf,"
+      "expand-strided-metadata,finalize-memref-to-llvm,"
+      "math-expand-ops{ops=rsqrt},convert-math-to-libm,"
+      "convert-to-llvm,reconcile-unrealized-casts");
+}
+
+void registerEffoptPipelines() {
+  static mlir::PassPipelineRegistration<> cpu(
+      "effopt-cpu-lowering",
+      "Lower @train_step (after eff-step-abi) to the LLVM dialect with the "
+      "effx_step entry point, as effc --target cpu does",
+      [](mlir::OpPassManager &pm) {
+        if (mlir::failed(mlir::parsePassPipeline(cpuLoweringPipeline(), pm)))
+          llvm::report_fatal_error("invalid built-in pipeline");
+      });
+}
+
+void registerCompilerDialects(mlir::DialectRegistry &registry) {
+  registry.insert<eff::EffDialect>();
+  eff::registerGradientInterfaceModels(registry);
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+}
+
+} // namespace effopt

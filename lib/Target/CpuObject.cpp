@@ -1,0 +1,144 @@
+//===- CpuObject.cpp - native code for the CPU target ---------------------===//
+//
+// LLVM generates the object in process; only the final link into a shared
+// object runs a tool (ld.lld), which the issue allows for effc. The runtime
+// never compiles or links anything.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Target/CpuObject.h"
+
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/ADT/ScopeExit.h"
+
+using namespace mlir;
+
+namespace effopt {
+
+static llvm::OptimizationLevel toLevel(unsigned level) {
+  switch (level) {
+  case 0: return llvm::OptimizationLevel::O0;
+  case 1: return llvm::OptimizationLevel::O1;
+  case 2: return llvm::OptimizationLevel::O2;
+  default: return llvm::OptimizationLevel::O3;
+  }
+}
+
+FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
+                                       const CpuCodegenOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "effx_step");
+  if (!llvmModule)
+    return module.emitError("translation to LLVM IR failed");
+
+  CpuCode code;
+  code.triple = llvm::sys::getDefaultTargetTriple();
+  llvm::Triple triple(code.triple);
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return module.emitError("no LLVM target for ") << code.triple << ": " << error;
+  std::string features;
+  code.cpu = options.cpu;
+  if (options.cpu == "native") {
+    code.cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures subtarget;
+    for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+      subtarget.AddFeature(name, enabled);
+    features = subtarget.getString();
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, code.cpu, features, targetOptions, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  // The standard -O3 pipeline: vectorises the loop nests.
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopVectorization = true;
+    tuning.SLPVectorization = true;
+    llvm::PassBuilder builder(machine.get(), tuning);
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm =
+        builder.buildPerModuleDefaultPipeline(toLevel(options.optLevel));
+    mpm.run(*llvmModule, mam);
+  }
+
+  // Object file in memory, then to a temporary file for the linker.
+  llvm::SmallString<0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    if (machine->addPassesToEmitFile(pm, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return module.emitError("LLVM cannot emit an object for ") << code.cpu;
+    pm.run(*llvmModule);
+  }
+
+  llvm::SmallString<128> objectPath, libraryPath;
+  if (llvm::sys::fs::createTemporaryFile("effx-step", "o", objectPath) ||
+      llvm::sys::fs::createTemporaryFile("effx-step", "so", libraryPath))
+    return module.emitError("cannot create temporary files for linking");
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(objectPath);
+    llvm::sys::fs::remove(libraryPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (ec)
+      return module.emitError("cannot write ") << objectPath << ": " << ec.message();
+    os << object;
+  }
+  llvm::ErrorOr<std::string> lld = llvm::sys::findProgramByName("ld.lld-22");
+  if (!lld)
+    lld = llvm::sys::findProgramByName("ld.lld");
+  if (!lld)
+    return module.emitError("ld.lld not found (install lld-22)");
+  SmallVector<llvm::StringRef> args{*lld, "-shared", "--as-needed", "-O2",
+                                    "-o", libraryPath, objectPath};
+  std::string linkError;
+  int status = llvm::sys::ExecuteAndWait(*lld, args, std::nullopt, {}, 0, 0,
+                                         &linkError);
+  if (status != 0)
+    return module.emitError("linking the step failed: ")
+           << (linkError.empty() ? "ld.lld exited with " + std::to_string(status)
+                                 : linkError);
+  auto buffer = llvm::MemoryBuffer::getFile(libraryPath);
+  if (!buffer)
+    return module.emitError("cannot read the linked step: ")
+           << buffer.getError().message();
+  code.sharedObject.assign((*buffer)->getBufferStart(),
+                           (*buffer)->getBufferEnd());
+  return code;
+}
+
+} // namespace effopt

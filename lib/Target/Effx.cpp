@@ -1,0 +1,213 @@
+//===- Effx.cpp - writing the .effx compiled-model file -------------------===//
+
+#include "effopt/Target/Effx.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effrt/EffxFormat.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/Support/CRC.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace effopt {
+
+std::string dtypeName(Type t) {
+  if (t.isF32()) return "float32";
+  if (t.isF16()) return "float16";
+  if (t.isBF16()) return "bfloat16";
+  if (t.isF64()) return "float64";
+  if (t.isInteger(1)) return "bool";
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    std::string prefix = i.isUnsigned() ? "uint" : "int";
+    return prefix + std::to_string(i.getWidth());
+  }
+  return "unsupported";
+}
+
+static int64_t elementBytes(Type t) {
+  return std::max<int64_t>(1, (t.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// Copies the raw little-endian bytes of `value` (one byte per bool) to `out`.
+static LogicalResult copyInitialValue(ElementsAttr value, RankedTensorType type,
+                                      char *out, int64_t bytes, Location loc) {
+  Type element = type.getElementType();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return emitError(loc, "the initial value of a parameter was elided "
+                            "(--elide-weights); compile from the .onnx file");
+    ArrayRef<char> data = blob->getData();
+    if (static_cast<int64_t>(data.size()) != bytes)
+      return emitError(loc, "initial value has ")
+             << data.size() << " bytes, expected " << bytes;
+    std::memcpy(out, data.data(), bytes);
+    return success();
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense)
+    return emitError(loc, "unsupported initial value ") << value;
+  if (element.isInteger(1)) {
+    int64_t i = 0;
+    for (bool b : dense.getValues<bool>())
+      out[i++] = b ? 1 : 0;
+    return success();
+  }
+  ArrayRef<char> raw = dense.getRawData();
+  if (dense.isSplat()) {
+    int64_t size = elementBytes(element);
+    for (int64_t at = 0; at < bytes; at += size)
+      std::memcpy(out + at, raw.data(), size);
+    return success();
+  }
+  if (static_cast<int64_t>(raw.size()) != bytes)
+    return emitError(loc, "initial value has ")
+           << raw.size() << " bytes, expected " << bytes;
+  std::memcpy(out, raw.data(), bytes);
+  return success();
+}
+
+FailureOr<StepLayout> readStepLayout(ModuleOp module) {
+  auto func = module.lookupSymbol<func::FuncOp>(eff::kTrainStepFuncName);
+  auto stateBytes = module->getAttrOfType<IntegerAttr>("eff.state_bytes");
+  auto ioBytes = module->getAttrOfType<IntegerAttr>("eff.io_bytes");
+  auto lossOffset = module->getAttrOfType<IntegerAttr>("eff.loss_offset");
+  if (!func || !stateBytes || !ioBytes || !lossOffset)
+    return module.emitError("no @train_step with the layout of eff-step-abi");
+  StepLayout layout;
+  layout.stateBytes = stateBytes.getInt();
+  layout.ioBytes = ioBytes.getInt();
+  layout.lossOffset = lossOffset.getInt();
+  layout.lossDtype = dtypeName(
+      cast<ShapedType>(func.getResultTypes()[0]).getElementType());
+  layout.initialState.assign(layout.stateBytes, 0);
+
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+    StepTensor tensor;
+    tensor.dtype = dtypeName(type.getElementType());
+    tensor.shape.assign(type.getShape().begin(), type.getShape().end());
+    tensor.offset =
+        func.getArgAttrOfType<IntegerAttr>(i, "eff.offset").getInt();
+    tensor.bytes = type.getNumElements() * elementBytes(type.getElementType());
+    if (auto symbol =
+            func.getArgAttrOfType<FlatSymbolRefAttr>(i, eff::kParameterAttrName)) {
+      auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
+      tensor.name = parameter.getSymName().str();
+      tensor.role = eff::stringifyParamRole(parameter.getRole()).str();
+      if (auto value = parameter.getInitialValue())
+        if (failed(copyInitialValue(*value, type,
+                                    layout.initialState.data() + tensor.offset,
+                                    tensor.bytes, parameter.getLoc())))
+          return failure();
+      if (tensor.role == "optimizer_state" && tensor.name == "optimizer.step")
+        layout.stepCounter = tensor.name;
+      layout.state.push_back(std::move(tensor));
+    } else {
+      auto name = func.getArgAttrOfType<StringAttr>(i, eff::kInputAttrName);
+      tensor.name = name ? name.str() : "input" + std::to_string(i);
+      tensor.role = "input";
+      if (layout.batchSize == 0 && !tensor.shape.empty())
+        layout.batchSize = tensor.shape[0];
+      layout.inputs.push_back(std::move(tensor));
+    }
+  }
+  return layout;
+}
+
+static llvm::json::Array tensorsToJson(ArrayRef<StepTensor> tensors,
+                                       bool withRole) {
+  llvm::json::Array array;
+  for (const StepTensor &t : tensors) {
+    llvm::json::Object o{{"name", t.name},
+                         {"dtype", t.dtype},
+                         {"shape", llvm::json::Array(t.shape)},
+                         {"offset", t.offset}};
+    if (withRole)
+      o["role"] = t.role;
+    array.push_back(std::move(o));
+  }
+  return array;
+}
+
+static uint64_t alignUp(uint64_t v) {
+  return (v + effrt::kEffxAlignment - 1) / effrt::kEffxAlignment *
+         effrt::kEffxAlignment;
+}
+
+LogicalResult writeEffx(StringRef path, const StepLayout &layout,
+                        const CpuCode &code,
+                        const llvm::json::Object &description, Location loc) {
+  llvm::json::Object manifest(description);
+  manifest["format"] = "effx";
+  manifest["version"] = static_cast<int64_t>(effrt::kEffxVersion);
+  manifest["target"] = "cpu-x86_64";
+  manifest["cpu"] = code.cpu;
+  manifest["entry"] = effrt::kEffxEntrySymbol;
+  manifest["batch_size"] = layout.batchSize;
+  manifest["regions"] = llvm::json::Object{{"state", layout.stateBytes},
+                                           {"arena", layout.arenaBytes},
+                                           {"io", layout.ioBytes}};
+  manifest["loss"] = llvm::json::Object{{"offset", layout.lossOffset},
+                                        {"dtype", layout.lossDtype}};
+  manifest["inputs"] = tensorsToJson(layout.inputs, false);
+  manifest["state"] = tensorsToJson(layout.state, true);
+  manifest["step_counter"] = layout.stepCounter.empty()
+                                 ? llvm::json::Value(nullptr)
+                                 : llvm::json::Value(layout.stepCounter);
+  std::string manifestText;
+  {
+    llvm::raw_string_ostream os(manifestText);
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
+  }
+
+  effrt::EffxHeader header{};
+  std::memcpy(header.magic, effrt::kEffxMagic, sizeof(header.magic));
+  header.version = effrt::kEffxVersion;
+  header.headerSize = sizeof(effrt::EffxHeader);
+  auto section = [](uint64_t offset, ArrayRef<char> bytes) {
+    effrt::EffxSection s{};
+    s.offset = offset;
+    s.size = bytes.size();
+    s.crc32 = llvm::crc32(ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+    return s;
+  };
+  ArrayRef<char> manifestBytes(manifestText.data(), manifestText.size());
+  header.manifest = section(alignUp(sizeof(header)), manifestBytes);
+  header.code = section(alignUp(header.manifest.offset + header.manifest.size),
+                        code.sharedObject);
+  header.state = section(alignUp(header.code.offset + header.code.size),
+                         layout.initialState);
+  header.headerCrc = 0;
+  header.headerCrc = llvm::crc32(ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(&header), sizeof(header)));
+
+  llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+    uint64_t at = 0;
+    auto put = [&](uint64_t offset, ArrayRef<char> bytes) {
+      for (; at < offset; ++at)
+        os << '\0';
+      os.write(bytes.data(), bytes.size());
+      at += bytes.size();
+    };
+    put(0, ArrayRef<char>(reinterpret_cast<const char *>(&header),
+                          sizeof(header)));
+    put(header.manifest.offset, manifestBytes);
+    put(header.code.offset, code.sharedObject);
+    put(header.state.offset, layout.initialState);
+    return llvm::Error::success();
+  });
+  if (error)
+    return emitError(loc, "cannot write ")
+           << path << ": " << llvm::toString(std::move(error));
+  return success();
+}
+
+} // namespace effopt

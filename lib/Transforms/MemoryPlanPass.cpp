@@ -1,0 +1,82 @@
+//===- MemoryPlanPass.cpp - the eff-memory-plan pass ----------------------===//
+
+#include "effopt/Transforms/Passes.h"
+
+#include "effopt/Analysis/MemoryPlan.h"
+
+#include "llvm/Support/Format.h"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFMEMORYPLANPASS
+#include "effopt/Transforms/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+
+namespace effopt {
+namespace {
+
+struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp func) {
+      auto arenaArg = func->getAttrOfType<IntegerAttr>("eff.arena_arg");
+      if (!arenaArg || func.isExternal())
+        return;
+      if (failed(plan(func, arenaArg.getInt())))
+        signalPassFailure();
+    });
+  }
+
+  LogicalResult plan(func::FuncOp func, int64_t arenaIndex) {
+    if (arenaIndex < 0 || arenaIndex >= func.getNumArguments())
+      return func.emitError("eff.arena_arg ")
+             << arenaIndex << " is not an argument";
+    Value arena = func.getArgument(arenaIndex);
+    auto arenaType = dyn_cast<MemRefType>(arena.getType());
+    if (!arenaType || arenaType.getRank() != 1 ||
+        !arenaType.getElementType().isInteger(8))
+      return func.emitError("the arena argument must be memref<?xi8>, got ")
+             << arena.getType();
+
+    Block &body = func.getBody().front();
+    MemoryPlan memoryPlan = MemoryPlan::compute(body);
+    if (print) {
+      auto [where, peak] = memoryPlan.peak();
+      llvm::outs() << "memory plan of @" << func.getName() << ": "
+                   << memoryPlan.buffers().size() << " buffers, arena "
+                   << memoryPlan.arenaBytes() << " bytes, peak " << peak
+                   << " bytes at op " << where << "\n";
+      llvm::outs() << "    offset      bytes  first   last  type\n";
+      for (PlannedBuffer b : memoryPlan.buffers())
+        llvm::outs() << llvm::format("%10lld %10lld %6lld %6lld  ",
+                                     (long long)b.offset, (long long)b.bytes,
+                                     (long long)b.first, (long long)b.last)
+                     << b.alloc.getType() << "\n";
+    }
+    for (PlannedBuffer b : memoryPlan.buffers()) {
+      OpBuilder builder(b.alloc);
+      Value offset =
+          arith::ConstantIndexOp::create(builder, b.alloc.getLoc(), b.offset);
+      Value view = memref::ViewOp::create(builder, b.alloc.getLoc(),
+                                          b.alloc.getType(), arena, offset,
+                                          ValueRange{});
+      b.alloc.getResult().replaceAllUsesWith(view);
+      b.alloc.erase();
+      ++numPlacedBuffers;
+    }
+    // Deallocations of planned buffers are meaningless now.
+    func.walk([&](memref::DeallocOp dealloc) {
+      if (dealloc.getMemref().getDefiningOp<memref::ViewOp>())
+        dealloc.erase();
+    });
+    func->setAttr("eff.arena_bytes",
+                  IntegerAttr::get(IntegerType::get(func.getContext(), 64),
+                                   memoryPlan.arenaBytes()));
+    return success();
+  }
+};
+
+} // namespace
+} // namespace effopt

@@ -1,0 +1,118 @@
+//===- StepAbi.cpp - the binary interface of the training step ------------===//
+
+#include "effopt/Transforms/Passes.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFSTEPABIPASS
+#include "effopt/Transforms/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+
+namespace effopt {
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t alignTo(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
+
+int64_t byteSize(RankedTensorType type) {
+  int64_t bits = type.getElementTypeBitWidth();
+  int64_t n = 1;
+  for (int64_t d : type.getShape())
+    n *= d;
+  return n * std::max<int64_t>(1, bits / 8);
+}
+
+struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>(eff::kTrainStepFuncName);
+    if (!func) {
+      module.emitError("eff-step-abi needs func.func @train_step (run "
+                       "eff-autodiff and eff-optimizer first)");
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+
+    // Which argument each update result writes.
+    DenseMap<Attribute, unsigned> argOfParameter;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (Attribute p = func.getArgAttr(i, eff::kParameterAttrName))
+        argOfParameter[p] = i;
+
+    OpBuilder b(ret);
+    SmallVector<bool> updated(func.getNumArguments(), false);
+    SmallVector<unsigned> writtenArg; // per update result
+    SmallVector<Value> results{ret.getOperand(0)};
+    for (unsigned r = 1; r < ret.getNumOperands(); ++r) {
+      Attribute target = func.getResultAttr(r, eff::kUpdateAttrName);
+      if (!target)
+        continue; // another forward output: dropped
+      auto it = argOfParameter.find(target);
+      if (it == argOfParameter.end()) {
+        func.emitError("update of ") << target << " has no argument to write";
+        return signalPassFailure();
+      }
+      Value arg = func.getArgument(it->second);
+      results.push_back(bufferization::MaterializeInDestinationOp::create(
+                            b, ret.getLoc(), arg.getType(), ret.getOperand(r),
+                            arg)
+                            .getResult());
+      updated[it->second] = true;
+      writtenArg.push_back(it->second);
+    }
+    // Returned materializations are equivalent to their arguments after
+    // bufferization (each result says which argument it updates, in
+    // `eff.updates_arg`); the entry point copies only what is not in place.
+    SmallVector<Type> resultTypes = llvm::to_vector(ValueRange(results).getTypes());
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    DictionaryAttr lossAttrs = func.getResultAttrDict(0);
+    func.setType(FunctionType::get(ctx, func.getArgumentTypes(), resultTypes));
+    SmallVector<DictionaryAttr> resultAttrs(resultTypes.size(),
+                                            DictionaryAttr::get(ctx));
+    if (lossAttrs)
+      resultAttrs[0] = lossAttrs;
+    for (auto [r, arg] : llvm::enumerate(writtenArg))
+      resultAttrs[r + 1] = DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, "eff.updates_arg"),
+                               IntegerAttr::get(IntegerType::get(ctx, 64), arg))});
+    func.setAllResultAttrs(resultAttrs);
+    Type lossType = resultTypes[0];
+
+    // Layout: state (persistent tensors) and io (batch inputs, then loss).
+    int64_t stateBytes = 0, ioBytes = 0;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+      if (!type) {
+        func.emitError("argument ") << i << " is not a ranked tensor";
+        return signalPassFailure();
+      }
+      bool isState = static_cast<bool>(func.getArgAttr(i, eff::kParameterAttrName));
+      int64_t &cursor = isState ? stateBytes : ioBytes;
+      func.setArgAttr(i, "eff.region",
+                      StringAttr::get(ctx, isState ? "state" : "io"));
+      func.setArgAttr(i, "eff.offset",
+                      IntegerAttr::get(IntegerType::get(ctx, 64), cursor));
+      func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                      BoolAttr::get(ctx, updated[i]));
+      cursor = alignTo(cursor + byteSize(type));
+    }
+    func.setResultAttr(0, "eff.offset",
+                       IntegerAttr::get(IntegerType::get(ctx, 64), ioBytes));
+    ioBytes = alignTo(ioBytes + byteSize(cast<RankedTensorType>(lossType)));
+    module->setAttr("eff.state_bytes",
+                    IntegerAttr::get(IntegerType::get(ctx, 64), stateBytes));
+    module->setAttr("eff.loss_offset",
+                    func.getResultAttr(0, "eff.offset"));
+    module->setAttr("eff.io_bytes",
+                    IntegerAttr::get(IntegerType::get(ctx, 64), ioBytes));
+  }
+};
+
+} // namespace
+} // namespace effopt

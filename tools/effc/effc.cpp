@@ -1,0 +1,284 @@
+//===- effc.cpp - the effopt compiler driver ------------------------------===//
+//
+// effc MODEL.onnx -o OUT.effx [options]
+//
+// Imports the ONNX training graph, builds the training step (eff-autodiff,
+// eff-optimizer, eff-step-abi), lowers it with the registered CPU pipeline
+// (replayable with effopt-opt --effopt-cpu-lowering), generates native code
+// and writes one self-contained .effx. Errors are one line and exit 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Conversion/Passes.h"
+#include "effopt/Conversion/Pipelines.h"
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Import/ONNX/ONNXImporter.h"
+#include "effopt/Support/ToolDiagnostics.h"
+#include "effopt/Target/CpuObject.h"
+#include "effopt/Target/Effx.h"
+#include "effopt/Transforms/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Timer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace llvm;
+
+static cl::OptionCategory category("effc options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
+                                      cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output .effx file"),
+                                       cl::value_desc("file"), cl::cat(category));
+static cl::list<std::string>
+    shapes("shape", cl::desc("Bind an input's symbolic dimensions"),
+           cl::value_desc("name=d0,d1,..."), cl::cat(category));
+static cl::opt<std::string>
+    freeze("freeze", cl::desc("Freeze parameters whose name matches"),
+           cl::value_desc("regex"), cl::cat(category));
+
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("sgd, adam or adamw"),
+                                      cl::init("adamw"), cl::cat(category));
+static cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(1e-3),
+                          cl::cat(category));
+static cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("Weight decay (default 0.01 for adamw, 0 otherwise)"),
+    cl::init(-1.0), cl::cat(category));
+static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
+                                cl::init(0.0), cl::cat(category));
+static cl::opt<double> dampening("dampening", cl::desc("SGD dampening"),
+                                 cl::init(0.0), cl::cat(category));
+static cl::opt<bool> nesterov("nesterov", cl::desc("SGD Nesterov momentum"),
+                              cl::cat(category));
+static cl::opt<double> beta1("beta1", cl::init(0.9), cl::cat(category),
+                             cl::desc("Adam beta1"));
+static cl::opt<double> beta2("beta2", cl::init(0.999), cl::cat(category),
+                             cl::desc("Adam beta2"));
+static cl::opt<double> eps("eps", cl::init(1e-8), cl::cat(category),
+                           cl::desc("Adam epsilon"));
+static cl::opt<bool> amsgrad("amsgrad", cl::desc("Adam AMSGrad"),
+                             cl::cat(category));
+static cl::opt<std::string>
+    schedule("schedule", cl::desc("constant, linear_warmup or cosine"),
+             cl::init("constant"), cl::cat(category));
+static cl::opt<int64_t> warmupSteps("warmup-steps", cl::init(0),
+                                    cl::desc("Linear warmup steps"),
+                                    cl::cat(category));
+static cl::opt<int64_t> totalSteps("total-steps", cl::init(0),
+                                   cl::desc("Steps of the cosine schedule"),
+                                   cl::cat(category));
+static cl::opt<double> minLr("min-lr", cl::init(0.0),
+                             cl::desc("Final learning rate of cosine"),
+                             cl::cat(category));
+static cl::opt<double> clipGradNorm("clip-grad-norm", cl::init(0.0),
+                                    cl::desc("Clip the global gradient norm"),
+                                    cl::cat(category));
+static cl::opt<std::string>
+    noWeightDecay("no-weight-decay",
+                  cl::desc("Regex of parameters without weight decay"),
+                  cl::init(""), cl::cat(category));
+
+static cl::opt<std::string> targetName("target", cl::desc("cpu (cuda later)"),
+                                       cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> cpuName(
+    "cpu", cl::desc("CPU to generate code for (default: this machine's)"),
+    cl::init("native"), cl::cat(category));
+static cl::opt<std::string> precision("precision", cl::desc("fp32|bf16|fp16"),
+                                      cl::init("fp32"), cl::cat(category));
+static cl::opt<std::string> remat("remat", cl::desc("Rematerialization policy"),
+                                  cl::init("none"), cl::cat(category));
+static cl::opt<int64_t> accum("accum", cl::desc("Gradient accumulation steps"),
+                              cl::init(1), cl::cat(category));
+static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage"), cl::init(0),
+                             cl::cat(category));
+static cl::opt<std::string> emit(
+    "emit",
+    cl::desc("Stop early and print IR: train-step (eff, after eff-step-abi) "
+             "or llvm (LLVM dialect)"),
+    cl::init(""), cl::cat(category));
+static cl::opt<bool> printPipeline(
+    "print-pipeline", cl::desc("Print the pass pipelines effc runs and exit"),
+    cl::cat(category));
+static cl::opt<bool> timing("time", cl::desc("Print the compile time per phase"),
+                            cl::cat(category));
+
+namespace {
+
+[[noreturn]] void die(const Twine &message) {
+  errs() << "effc: error: " << message << "\n";
+  exit(1);
+}
+
+std::string trainingPipeline() {
+  double decay = weightDecay >= 0 ? weightDecay.getValue()
+                                  : (optimizer == "adamw" ? 0.01 : 0.0);
+  std::string options;
+  raw_string_ostream os(options);
+  os << "optimizer=" << optimizer << " lr=" << lr << " momentum=" << momentum
+     << " dampening=" << dampening << " nesterov=" << (nesterov ? 1 : 0)
+     << " weight-decay=" << decay << " beta1=" << beta1 << " beta2=" << beta2
+     << " eps=" << eps << " amsgrad=" << (amsgrad ? 1 : 0)
+     << " schedule=" << schedule << " warmup-steps=" << warmupSteps
+     << " total-steps=" << totalSteps << " min-lr=" << minLr
+     << " clip-grad-norm=" << clipGradNorm;
+  if (!noWeightDecay.empty())
+    os << " no-weight-decay=" << noWeightDecay;
+  return "eff-autodiff,eff-optimizer{" + options +
+         "},canonicalize,cse,eff-step-abi";
+}
+
+void checkSupportedOptions() {
+  if (targetName != "cpu")
+    die("--target " + targetName + " is not available yet (only cpu)");
+  if (precision != "fp32")
+    die("--precision " + precision + " is not implemented yet (only fp32)");
+  if (remat != "none")
+    die("--remat " + remat + " is not implemented yet (only none)");
+  if (accum != 1)
+    die("--accum is not implemented yet");
+  if (zero != 0)
+    die("--zero is not implemented yet");
+  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
+    die("--optimizer must be sgd, adam or adamw, got '" + optimizer + "'");
+}
+
+bool parseShape(StringRef spec, effopt::ONNXImportOptions &options) {
+  auto [name, dims] = spec.split('=');
+  if (name.empty() || dims.empty())
+    die("--shape expects name=d0,d1,..., got '" + spec + "'");
+  SmallVector<int64_t> shape;
+  SmallVector<StringRef> parts;
+  dims.split(parts, ',');
+  for (StringRef part : parts) {
+    int64_t dim;
+    if (part.trim().getAsInteger(10, dim) || dim <= 0)
+      die("--shape " + name + ": '" + part + "' is not a positive integer");
+    shape.push_back(dim);
+  }
+  options.inputShapes[name] = shape;
+  return true;
+}
+
+LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
+  PassManager pm(module.getContext());
+  if (failed(parsePassPipeline(pipeline, pm)))
+    return failure();
+  return pm.run(module);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "effc: compiles an ONNX training graph into a .effx training step\n\n"
+      "  effc model.onnx -o model.effx --optimizer adamw --lr 3e-4\n"
+      "  effrun model.effx --data data.npz --steps 100\n");
+
+  if (printPipeline) {
+    outs() << "training: builtin.module(" << trainingPipeline() << ")\n"
+           << "lowering: builtin.module(" << effopt::cpuLoweringPipeline()
+           << ")\n";
+    return 0;
+  }
+  if (inputFile.empty())
+    die("no input model (usage: effc MODEL.onnx -o OUT.effx)");
+  if (outputFile.empty() && emit.empty())
+    die("no output file (-o OUT.effx)");
+  checkSupportedOptions();
+
+  DialectRegistry registry;
+  effopt::registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::registerAllPasses();
+  effopt::registerEffoptPasses();
+  effopt::registerEffoptConversionPasses();
+  effopt::OneLineDiagnosticHandler diagnostics(&context);
+
+  effopt::ONNXImportOptions importOptions;
+  for (const std::string &shape : shapes)
+    parseShape(shape, importOptions);
+  importOptions.freezeRegex = freeze;
+
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  OwningOpRef<ModuleOp> module =
+      effopt::importONNXFile(inputFile, &context, importOptions);
+  if (!module)
+    return 1;
+  auto t1 = Clock::now();
+  std::string training = trainingPipeline();
+  if (failed(runPipeline(*module, training)))
+    return 1;
+  if (emit == "train-step") {
+    module->print(outs());
+    return 0;
+  }
+  FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
+  if (failed(layout))
+    return 1;
+  auto t2 = Clock::now();
+  if (failed(runPipeline(*module, effopt::cpuLoweringPipeline())))
+    return 1;
+  module->walk([&](LLVM::LLVMFuncOp func) {
+    if (auto bytes = func->getAttrOfType<IntegerAttr>("eff.arena_bytes"))
+      layout->arenaBytes = std::max(layout->arenaBytes, bytes.getInt());
+  });
+  // Discardable eff.* attributes mean nothing to LLVM.
+  for (NamedAttribute attr : llvm::to_vector((*module)->getDiscardableAttrs()))
+    if (attr.getName().getValue().starts_with("eff."))
+      (*module)->removeDiscardableAttr(attr.getName());
+  if (emit == "llvm") {
+    module->print(outs());
+    return 0;
+  }
+  auto t3 = Clock::now();
+  effopt::CpuCodegenOptions codegen;
+  codegen.cpu = cpuName;
+  FailureOr<effopt::CpuCode> code =
+      effopt::emitCpuSharedObject(*module, codegen);
+  if (failed(code))
+    return 1;
+  auto t4 = Clock::now();
+
+  json::Object description{
+      {"model", sys::path::stem(inputFile).str()},
+      {"source", inputFile.getValue()},
+      {"compiler", "effc 0.1 (LLVM/MLIR 22)"},
+      {"training",
+       json::Object{{"optimizer", optimizer.getValue()},
+                    {"lr", lr.getValue()},
+                    {"schedule", schedule.getValue()},
+                    {"precision", precision.getValue()},
+                    {"remat", remat.getValue()}}},
+      {"pipeline", "builtin.module(" + training + ")," +
+                       "builtin.module(" + effopt::cpuLoweringPipeline() + ")"}};
+  if (failed(effopt::writeEffx(outputFile, *layout, *code, description,
+                               UnknownLoc::get(&context))))
+    return 1;
+  auto seconds = [](auto a, auto b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  if (timing)
+    errs() << formatv("effc: import {0:f2} s, training step {1:f2} s, "
+                      "lowering {2:f2} s, codegen {3:f2} s, total {4:f2} s\n",
+                      seconds(t0, t1), seconds(t1, t2), seconds(t2, t3),
+                      seconds(t3, t4), seconds(t0, Clock::now()));
+  return 0;
+}
