@@ -48,6 +48,12 @@ FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
 
+  // Kernels (eff-outline-kernels) stay separate functions: inlining them
+  // back into one huge step makes LLVM's loop passes superlinear.
+  for (llvm::Function &f : *llvmModule)
+    if (!f.isDeclaration() && f.getName().contains("_kernel_"))
+      f.addFnAttr(llvm::Attribute::NoInline);
+
   CpuCode code;
   code.triple = llvm::sys::getDefaultTargetTriple();
   llvm::Triple triple(code.triple);

@@ -44,13 +44,13 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
     MemoryPlan memoryPlan = MemoryPlan::compute(body);
     if (print) {
       auto [where, peak] = memoryPlan.peak();
-      llvm::outs() << "memory plan of @" << func.getName() << ": "
+      llvm::errs() << "memory plan of @" << func.getName() << ": "
                    << memoryPlan.buffers().size() << " buffers, arena "
                    << memoryPlan.arenaBytes() << " bytes, peak " << peak
                    << " bytes at op " << where << "\n";
-      llvm::outs() << "    offset      bytes  first   last  type\n";
+      llvm::errs() << "    offset      bytes  first   last  type\n";
       for (PlannedBuffer b : memoryPlan.buffers())
-        llvm::outs() << llvm::format("%10lld %10lld %6lld %6lld  ",
+        llvm::errs() << llvm::format("%10lld %10lld %6lld %6lld  ",
                                      (long long)b.offset, (long long)b.bytes,
                                      (long long)b.first, (long long)b.last)
                      << b.alloc.getType() << "\n";

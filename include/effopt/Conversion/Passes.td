@@ -77,8 +77,8 @@ def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
   let description = [{
     Runs on functions tagged `eff.arena_arg` after `convert-linalg-to-loops`:
     each top-level `scf.for` / `scf.parallel` nest (one fused group) becomes a
-    private `func.func @<step>_kernel_N` taking the buffers it touches, marked
-    `no_inline`, and is replaced by a call. The step stays a flat schedule of
+    private `func.func @<step>_kernel_N` taking the buffers it touches and is
+    replaced by a call (the CPU code generator keeps kernels out of line). The step stays a flat schedule of
     kernel and library calls: LLVM optimises each kernel on its own (one huge
     function makes loop passes superlinear), and the same kernels are the
     unit a GPU target launches or a thread pool splits.

@@ -129,7 +129,7 @@ def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
     `memref.view` of the arena at its offset. The function gets
     `eff.arena_bytes`, the exact size the runtime allocates once.
 
-    With `print`, the plan is printed as a table (offset, bytes, first and
+    With `print`, the plan is printed to stderr as a table (offset, bytes, first and
     last schedule position, type).
   }];
   let options = [

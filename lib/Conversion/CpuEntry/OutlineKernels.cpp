@@ -56,7 +56,6 @@ struct EffOutlineKernelsPass
           moduleBuilder, nest->getLoc(), name,
           FunctionType::get(ctx, ValueRange(args).getTypes(), {}));
       kernel.setPrivate();
-      kernel->setAttr("no_inline", UnitAttr::get(ctx));
       Block *body = kernel.addEntryBlock();
       OpBuilder b = OpBuilder::atBlockBegin(body);
       IRMapping mapping;

@@ -225,9 +225,6 @@ struct PadLowering : OpRewritePattern<PadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PadOp op,
                                 PatternRewriter &rewriter) const override {
-    if (llvm::any_of(op.getLow(), [](int64_t p) { return p < 0; }) ||
-        llvm::any_of(op.getHigh(), [](int64_t p) { return p < 0; }))
-      return op.emitOpError("with negative padding is not lowered yet");
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
     auto inputType = tensorType(op.getInput());

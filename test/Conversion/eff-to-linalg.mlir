@@ -1,0 +1,97 @@
+// RUN: effopt-opt %s --convert-eff-to-linalg --canonicalize --split-input-file | FileCheck %s
+
+// Broadcasting is an indexing map, not a materialised copy.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @elementwise
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK:   arith.addf
+// CHECK: linalg.generic
+// CHECK:   arith.maximumf
+// CHECK-NOT: eff.
+func.func @elementwise(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = eff.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %1 = eff.relu %0 : tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// nn.Linear: the bias initialises the accumulator and the transposed weight
+// is an indexing map of linalg.matmul (a GEMM with transB later).
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @linear
+// CHECK: %[[INIT:.*]] = linalg.generic
+// CHECK: linalg.matmul indexing_maps = [#[[A]], #[[BT]], #[[C]]] ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<16x8xf32>) outs(%[[INIT]] : tensor<4x16xf32>)
+func.func @linear(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = eff.linear %x, %w, %b {transpose_b = true} : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Batch dimensions collapse into one batched GEMM, views on both sides.
+// CHECK-LABEL: func.func @batched
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x5xf32> into tensor<6x4x5xf32>
+// CHECK: linalg.batch_matmul ins({{.*}} : tensor<6x4x5xf32>, tensor<6x5x4xf32>) outs({{.*}} : tensor<6x4x4xf32>)
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x3x4x4xf32>
+func.func @batched(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x5x4xf32>) -> tensor<2x3x4x4xf32> {
+  %0 = eff.matmul %q, %k : (tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32>) -> tensor<2x3x4x4xf32>
+  return %0 : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// A shared 2-D right operand folds the left's batch into rows: one GEMM.
+// CHECK-LABEL: func.func @shared_weight
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+// CHECK: linalg.matmul {{.*}} outs({{.*}} : tensor<6x5xf32>)
+func.func @shared_weight(%x: tensor<2x3x8xf32>, %w: tensor<8x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = eff.matmul %x, %w : (tensor<2x3x8xf32>, tensor<8x5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @reduce_mean
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:   arith.addf
+// CHECK: arith.divf
+// CHECK: tensor.expand_shape {{.*}} into tensor<4x1xf32>
+func.func @reduce_mean(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %0 = eff.reduce_mean %x {axes = array<i64: 1>, keep_dims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+// Cross-entropy: ignored labels never index the logits (the index is
+// clamped before tensor.extract), the log-sum-exp is stable (max first).
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: arith.cmpi ne, %{{.*}}, %c-100_i64
+// CHECK: arith.select
+// CHECK: tensor.extract %arg0
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: arith.divf
+func.func @cross_entropy(%x: tensor<4x10xf32>, %y: tensor<4xi64>) -> tensor<f32> {
+  %0 = eff.softmax_cross_entropy mean, %x, %y {ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// One fused loop updates the parameter and its momentum buffer; the step
+// counter picks the first-step rule (buffer = gradient).
+// CHECK-LABEL: func.func @sgd
+// CHECK: %{{.*}}:2 = linalg.generic
+// CHECK:   arith.cmpi eq
+// CHECK:   arith.select
+// CHECK:   linalg.yield %{{.*}}, %{{.*}} : f32, f32
+func.func @sgd(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, %step: tensor<i64>, %buf: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0, %1 = eff.sgd_update %p, %g, %lr, %step momentum_buffer %buf {momentum = 0.9 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
+  return %0, %1 : tensor<8xf32>, tensor<8xf32>
+}

@@ -1,0 +1,39 @@
+// RUN: effopt-opt %s --eff-linalg-to-blas --canonicalize | FileCheck %s
+
+// nn.Linear's product: B is read transposed (transB = 1, ldb = K).
+// CHECK: func.func private @effrt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
+// CHECK-LABEL: func.func @linear
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[M:.*]] = arith.constant 4 : i64
+// CHECK-DAG: %[[N:.*]] = arith.constant 16 : i64
+// CHECK-DAG: %[[K:.*]] = arith.constant 8 : i64
+// CHECK: call @effrt_sgemm(%[[ZERO]], %[[ONE]], %[[M]], %[[N]], %[[K]], %{{.*}}, %{{.*}}, %[[K]], %{{.*}}, %[[K]], %{{.*}}, %{{.*}}, %[[N]])
+// CHECK-NOT: linalg.matmul
+func.func @linear(%x: memref<4x8xf32>, %w: memref<16x8xf32>, %y: memref<4x16xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%x, %w : memref<4x8xf32>, memref<16x8xf32>) outs(%y : memref<4x16xf32>)
+  return
+}
+
+// A strided view (a column slice of a wider buffer) keeps its row stride as
+// the leading dimension; the batch stride comes from the layout too.
+// CHECK-LABEL: func.func @batched_strided
+// CHECK-DAG: %[[LDA:.*]] = arith.constant 24 : i64
+// CHECK-DAG: %[[SA:.*]] = arith.constant 96 : i64
+// CHECK: call @effrt_sgemm_batched({{.*}}, %[[LDA]], %[[SA]], {{.*}})
+func.func @batched_strided(%qkv: memref<2x4x24xf32>, %k: memref<2x8x4xf32>, %out: memref<2x4x4xf32>) {
+  %q = memref.subview %qkv[0, 0, 0] [2, 4, 8] [1, 1, 1] : memref<2x4x24xf32> to memref<2x4x8xf32, strided<[96, 24, 1]>>
+  linalg.batch_matmul ins(%q, %k : memref<2x4x8xf32, strided<[96, 24, 1]>>, memref<2x8x4xf32>) outs(%out : memref<2x4x4xf32>)
+  return
+}
+
+// Products the GEMM cannot express (f64 here) stay loops.
+// CHECK-LABEL: func.func @f64
+// CHECK: linalg.matmul
+func.func @f64(%a: memref<2x2xf64>, %b: memref<2x2xf64>, %c: memref<2x2xf64>) {
+  linalg.matmul ins(%a, %b : memref<2x2xf64>, memref<2x2xf64>) outs(%c : memref<2x2xf64>)
+  return
+}
