@@ -33,7 +33,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.effopt_tools_dir, append_path=True)
 
 tools = ["effopt-opt", "effopt-translate"]
-for optional in ["effrt-inspect", "effrt-unit-tests", "effopt-import-fuzzer"]:
+for optional in ["effrt-inspect", "effrt-unit-tests", "effopt-import-fuzzer",
+                 "effrun", "effrt-make-test-model", "effrt-capi-test", "effc"]:
     if os.path.exists(os.path.join(config.effopt_tools_dir, optional)):
         tools.append(optional)
         config.available_features.add(optional)

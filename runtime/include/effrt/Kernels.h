@@ -1,0 +1,52 @@
+/*===- Kernels.h - Library calls made by compiled code -----------*- C -*-===//
+ *
+ * Compiled CPU code (.effx, target cpu-x86_64) imports these symbols; the
+ * process that loads it provides them: effrun exports them from its
+ * executable, libeffrt.so from the library (load it with RTLD_GLOBAL).
+ * All matrices are row-major float32; leading dimensions and batch strides
+ * count elements.
+ *
+ *   effrt_sgemm:          C = alpha * op(A) op(B) + beta * C,
+ *                         op(A) is M x K, op(B) is K x N, C is M x N;
+ *                         op(X) = X, or X transposed when transX != 0.
+ *   effrt_sgemm_batched:  the same for `batch` matrices at A + b*strideA,
+ *                         B + b*strideB, C + b*strideC.
+ *
+ * As in BLAS, C is not read when beta == 0.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef EFFRT_KERNELS_H
+#define EFFRT_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void effrt_sgemm(int32_t transA, int32_t transB, int64_t M, int64_t N,
+                 int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C,
+                 int64_t ldc);
+
+void effrt_sgemm_batched(int32_t transA, int32_t transB, int64_t batch,
+                         int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, int64_t strideA,
+                         const float *B, int64_t ldb, int64_t strideB,
+                         float beta, float *C, int64_t ldc, int64_t strideC);
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+namespace effrt {
+/// Sets the number of BLAS threads (OpenBLAS); values < 1 mean one.
+void setBlasThreads(int threads);
+/// The number of BLAS threads in use.
+int blasThreads();
+/// The BLAS in use, e.g. "OpenBLAS 0.3.21 ..." or "reference".
+const char *blasName();
+} // namespace effrt
+#endif
+
+#endif /* EFFRT_KERNELS_H */

@@ -1,0 +1,121 @@
+//===- Session.h - Training with a compiled .effx ---------------*- C++ -*-===//
+//
+// A Session owns the three memory regions of a compiled training step —
+// state (parameters, buffers, optimizer state, step counter), arena (every
+// temporary of the step, at offsets planned by the compiler) and io (the
+// batch and the loss) — allocated once, 64-byte aligned, with exactly the
+// sizes the manifest gives. Each step():
+//
+//   setInput("x", rows); setInput("y", labels);   // copy one batch into io
+//   float loss = session.step();                  // forward, backward, update
+//
+// save() and load() write and read the state as a safetensors checkpoint
+// (see docs/Effx.md): every state entry under its manifest name, plus
+// metadata identifying the model and its state layout.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFRT_SESSION_H
+#define EFFRT_SESSION_H
+
+#include "effrt/Effx.h"
+#include "effrt/SafeTensors.h"
+#include "effrt/Tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace effrt {
+
+struct SessionOptions {
+  /// Load the code section (false: a session that can set inputs, save and
+  /// load, but not step — for tools and tests on machines of another target).
+  bool loadCode = true;
+};
+
+/// Bytes the session allocated for each region.
+struct AllocatedBytes {
+  uint64_t state = 0, arena = 0, io = 0;
+  uint64_t total() const { return state + arena + io; }
+};
+
+class Session {
+public:
+  /// Allocates the regions, copies the initial state and (by default) loads
+  /// the code. Throws Error naming the file.
+  explicit Session(EffxFile file, SessionOptions options = {});
+  static Session open(const std::string &effxPath, SessionOptions options = {});
+  ~Session();
+  Session(Session &&) noexcept;
+  Session &operator=(Session &&) noexcept;
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  const EffxFile &file() const;
+  const EffxManifest &manifest() const;
+
+  /// Copies one batch into input `name`. `rows` must have exactly the
+  /// input's dtype and shape; otherwise the error names `source` (the data
+  /// file; the .effx when empty), the input, and both shapes and dtypes.
+  void setInput(const std::string &name, const Tensor &rows,
+                std::string_view source = {});
+  /// The same from raw bytes, which must be exactly the input's size.
+  void setInputBytes(const std::string &name, const void *data, size_t nbytes);
+
+  /// Runs one training step on the inputs set and returns its loss (the
+  /// forward pass's, before the update). Every input must have been set at
+  /// least once.
+  float step();
+
+  /// Steps taken since the initial state, including those before a
+  /// checkpoint this session loaded.
+  int64_t globalStep() const;
+  /// The optimizer's step counter (state entry "step_counter"), if the
+  /// model has one.
+  std::optional<int64_t> optimizerStep() const;
+
+  /// Read-only views of the state entries (valid until the next step or
+  /// load) in manifest order.
+  NamedTensors stateTensors() const;
+  /// A copy of state entry `name`.
+  Tensor readState(const std::string &name) const;
+  /// Overwrites state entry `name` (dtype and shape must match).
+  void writeState(const std::string &name, const Tensor &value);
+  /// The loss of the last step.
+  float lastLoss() const;
+
+  /// Writes a checkpoint atomically (temp file + fsync + rename).
+  void save(const std::string &path) const;
+  /// Restores a checkpoint written by save() for the same model. Everything
+  /// is checked before anything is copied: on error the state is unchanged.
+  void load(const std::string &path);
+  /// The checkpoint metadata save() writes.
+  Metadata checkpointMetadata() const;
+
+  /// Bytes allocated per region (equal to the manifest's "regions").
+  AllocatedBytes allocated() const;
+
+  /// The raw regions (for tests and bindings).
+  std::byte *stateRegion();
+  std::byte *arenaRegion();
+  std::byte *ioRegion();
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The layout identifier of a model's state: CRC-32, as 8 lowercase hex
+/// digits, of the lines "NAME DTYPE SHAPE\n" of every state entry sorted by
+/// name (e.g. "net.0.bias float32 [128]\n"). A checkpoint fits a model iff
+/// the identifiers are equal.
+std::string stateLayoutId(const EffxManifest &manifest);
+
+} // namespace effrt
+
+#endif // EFFRT_SESSION_H

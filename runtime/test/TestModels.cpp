@@ -1,0 +1,155 @@
+//===- TestModels.cpp - .effx files for the runtime's tests ---------------===//
+
+#include "TestModels.h"
+
+#include "effrt/EffxFormat.h"
+#include "effrt/Error.h"
+#include "effrt/File.h"
+#include "effrt/Npz.h"
+#include "effrt/Tensor.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+using namespace effrt;
+using json = nlohmann::json;
+
+#ifndef EFFRT_TEST_MODEL_SO
+#error "EFFRT_TEST_MODEL_SO must name the test model's shared object"
+#endif
+
+static uint64_t alignUp(uint64_t n) {
+  return (n + kEffxAlignment - 1) / kEffxAlignment * kEffxAlignment;
+}
+
+std::vector<std::byte> effrt::test::packEffx(const std::string &manifest,
+                                             const std::vector<std::byte> &code,
+                                             const std::vector<std::byte> &state) {
+  EffxHeader h{};
+  std::memcpy(h.magic, kEffxMagic, 8);
+  h.version = kEffxVersion;
+  h.headerSize = sizeof(EffxHeader);
+  uint64_t offset = alignUp(sizeof(EffxHeader));
+  auto place = [&](EffxSection &s, const void *data, uint64_t size) {
+    s.offset = offset;
+    s.size = size;
+    s.crc32 = crc32(data, size);
+    offset = alignUp(offset + size);
+  };
+  place(h.manifest, manifest.data(), manifest.size());
+  place(h.code, code.data(), code.size());
+  place(h.state, state.data(), state.size());
+  h.headerCrc = crc32(&h, sizeof h);
+  std::vector<std::byte> out(h.state.offset + h.state.size);
+  std::memcpy(out.data(), &h, sizeof h);
+  std::memcpy(out.data() + h.manifest.offset, manifest.data(), manifest.size());
+  if (!code.empty())
+    std::memcpy(out.data() + h.code.offset, code.data(), code.size());
+  if (!state.empty())
+    std::memcpy(out.data() + h.state.offset, state.data(), state.size());
+  return out;
+}
+
+std::vector<std::byte> effrt::test::packEffx(const EffxParts &parts) {
+  return packEffx(parts.manifest.dump(), parts.code, parts.state);
+}
+
+std::vector<std::byte> effrt::test::testModelCode() {
+  std::ifstream in(EFFRT_TEST_MODEL_SO, std::ios::binary);
+  if (!in)
+    fail(EFFRT_TEST_MODEL_SO, ": cannot read the test model");
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(chars.size());
+  std::memcpy(bytes.data(), chars.data(), chars.size());
+  return bytes;
+}
+
+static json entry(const char *name, const char *dtype, json shape,
+                  uint64_t offset, const char *role = nullptr) {
+  json e = {{"name", name}, {"dtype", dtype}, {"shape", shape},
+            {"offset", offset}};
+  if (role)
+    e["role"] = role;
+  return e;
+}
+
+static json baseManifest(const char *model, const char *entryPoint) {
+  return {{"format", "effx"},
+          {"version", 1},
+          {"model", model},
+          {"source", std::string("test/") + model + ".onnx"},
+          {"target", "cpu-x86_64"},
+          {"compiler", "hand-written test model"},
+          {"entry", entryPoint},
+          {"training", {{"optimizer", "sgd"}}},
+          {"pipeline", "none"}};
+}
+
+static std::vector<std::byte> junkCode() {
+  std::vector<std::byte> code(64);
+  for (size_t i = 0; i < code.size(); ++i)
+    code[i] = std::byte(i * 7 + 1);
+  return code;
+}
+
+effrt::test::EffxParts effrt::test::linearModel(bool code) {
+  EffxParts p;
+  p.manifest = baseManifest("linear", "_mlir_ciface_effx_step");
+  p.manifest["batch_size"] = 4;
+  p.manifest["regions"] = {{"state", 320}, {"arena", 256}, {"io", 192}};
+  p.manifest["loss"] = {{"offset", 128}, {"dtype", "float32"}};
+  p.manifest["inputs"] = {entry("x", "float32", {4, 3}, 0),
+                          entry("y", "float32", {4, 2}, 64)};
+  p.manifest["state"] = {
+      entry("w", "float32", {3, 2}, 0, "trainable"),
+      entry("b", "float32", {2}, 64, "trainable"),
+      entry("optimizer.w.momentum_buffer", "float32", {3, 2}, 128,
+            "optimizer_state"),
+      entry("optimizer.b.momentum_buffer", "float32", {2}, 192,
+            "optimizer_state"),
+      entry("optimizer.step", "int64", json::array(), 256, "optimizer_state")};
+  p.manifest["step_counter"] = "optimizer.step";
+  p.state.assign(320, std::byte{0});
+  const float w[6] = {0.5f, -0.25f, 0.125f, 0.75f, -0.5f, 0.25f};
+  std::memcpy(p.state.data(), w, sizeof w);
+  p.code = code ? testModelCode() : junkCode();
+  return p;
+}
+
+effrt::test::EffxParts effrt::test::bigramModel(bool code) {
+  EffxParts p;
+  p.manifest = baseManifest("bigram", "effx_bigram_step");
+  p.manifest["batch_size"] = 2;
+  p.manifest["regions"] = {{"state", 1088}, {"arena", 1088}, {"io", 192}};
+  p.manifest["loss"] = {{"offset", 128}, {"dtype", "float32"}};
+  p.manifest["inputs"] = {entry("tokens", "int64", {2, 4}, 0),
+                          entry("targets", "int64", {2, 4}, 64)};
+  p.manifest["state"] = {
+      entry("table", "float32", {16, 16}, 0, "trainable"),
+      entry("optimizer.step", "int64", json::array(), 1024, "optimizer_state")};
+  p.manifest["step_counter"] = "optimizer.step";
+  p.state.assign(1088, std::byte{0});
+  p.code = code ? testModelCode() : junkCode();
+  return p;
+}
+
+void effrt::test::writeLinearData(const std::string &path, int64_t rows) {
+  Tensor x = Tensor::zeros(DType::F32, {rows, 3});
+  Tensor y = Tensor::zeros(DType::F32, {rows, 2});
+  auto *xs = reinterpret_cast<float *>(x.mutableData());
+  auto *ys = reinterpret_cast<float *>(y.mutableData());
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f - 0.5f;
+  };
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int k = 0; k < 3; ++k)
+      xs[i * 3 + k] = 2 * next();
+    ys[i * 2 + 0] = 1.5f * xs[i * 3] - 2.0f * xs[i * 3 + 1] + 0.5f + 0.01f * next();
+    ys[i * 2 + 1] = -xs[i * 3 + 2] + 0.25f * xs[i * 3] - 1.0f + 0.01f * next();
+  }
+  writeNpz(path, {{"x", x}, {"y", y}});
+}
