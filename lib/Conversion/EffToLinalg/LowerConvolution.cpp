@@ -41,9 +41,8 @@ RankedTensorType tensorType(Value v) {
 }
 
 SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
-  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult {
-    return b.getIndexAttr(v);
-  });
+  return llvm::map_to_vector(
+      values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
 }
 
 Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
@@ -66,11 +65,11 @@ SmallVector<NamedAttribute> windowAttrs(OpBuilder &b, ArrayRef<int64_t> strides,
 
 /// One spatial dimension of a window op.
 struct Axis {
-  int64_t size;      // unpadded input extent
-  int64_t kernel;    // window extent in taps
+  int64_t size;   // unpadded input extent
+  int64_t kernel; // window extent in taps
   int64_t stride, dilation;
   int64_t padBegin, padEnd;
-  int64_t output;    // number of windows (the output extent)
+  int64_t output; // number of windows (the output extent)
 
   /// Padding beyond `padEnd` that the last window reaches (ceil_mode).
   int64_t overhang() const {
@@ -95,10 +94,11 @@ std::array<Axis, 2> axesOf(RankedTensorType input, RankedTensorType output,
   return axes;
 }
 
-LogicalResult checkPadding(PatternRewriter &rewriter, Operation *op,
-                           ArrayRef<int64_t> padding) {
+/// Negative padding (cropping) is the importer's business; the ops' type
+/// rules reject it on the forward ops but not on the gradients.
+LogicalResult checkPadding(Operation *op, ArrayRef<int64_t> padding) {
   if (llvm::any_of(padding, [](int64_t p) { return p < 0; }))
-    return rewriter.notifyMatchFailure(op, "negative padding");
+    return op->emitOpError("with negative padding is not lowered");
   return success();
 }
 
@@ -121,10 +121,9 @@ Value padSpatial(OpBuilder &b, Location loc, Value x,
   if (!any)
     return x;
   Value filled = buildFill(b, loc, type.clone(shape), padValue);
-  return tensor::InsertSliceOp::create(b, loc, x, filled,
-                                       indexAttrs(b, offsets),
-                                       indexAttrs(b, type.getShape()),
-                                       indexAttrs(b, {1, 1, 1, 1}));
+  return tensor::InsertSliceOp::create(
+      b, loc, x, filled, indexAttrs(b, offsets), indexAttrs(b, type.getShape()),
+      indexAttrs(b, {1, 1, 1, 1}));
 }
 
 /// The output gradient `dy` [N, F, OH, OW] of a window op spread into a
@@ -196,13 +195,12 @@ Value buildConv(OpBuilder &b, Location loc, Value input, Value filter,
                                             ValueRange{init}, attrs)
         .getResult(0);
   Value groupedInit = splitDim(b, loc, init, 1, groups);
-  Value conv =
-      linalg::Conv2DNgchwGfchwOp::create(
-          b, loc, TypeRange{groupedInit.getType()},
-          ValueRange{splitDim(b, loc, input, 1, groups),
-                     splitDim(b, loc, filter, 0, groups)},
-          ValueRange{groupedInit}, attrs)
-          .getResult(0);
+  Value conv = linalg::Conv2DNgchwGfchwOp::create(
+                   b, loc, TypeRange{groupedInit.getType()},
+                   ValueRange{splitDim(b, loc, input, 1, groups),
+                              splitDim(b, loc, filter, 0, groups)},
+                   ValueRange{groupedInit}, attrs)
+                   .getResult(0);
   return reshapeTo(b, loc, conv, type);
 }
 
@@ -210,7 +208,7 @@ struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2DOp op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(checkPadding(rewriter, op, op.getPadding())))
+    if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
@@ -232,8 +230,8 @@ struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
     } else {
       init = zeros(rewriter, loc, type);
     }
-    rewriter.replaceOp(op, buildConv(rewriter, loc, input, op.getFilter(),
-                                     init, op.getGroups(), op.getStrides(),
+    rewriter.replaceOp(op, buildConv(rewriter, loc, input, op.getFilter(), init,
+                                     op.getGroups(), op.getStrides(),
                                      op.getDilations()));
     return success();
   }
@@ -245,7 +243,7 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2DInputGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(checkPadding(rewriter, op, op.getPadding())))
+    if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
@@ -274,9 +272,8 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{flippedType},
             ValueRange{splitDim(rewriter, loc, op.getFilter(), 0, groups)},
-            ValueRange{tensor::EmptyOp::create(rewriter, loc,
-                                               flippedType.getShape(),
-                                               elementType)},
+            ValueRange{tensor::EmptyOp::create(
+                rewriter, loc, flippedType.getShape(), elementType)},
             maps,
             SmallVector<utils::IteratorType>(5, utils::IteratorType::parallel),
             [](OpBuilder &b, Location l, ValueRange args) {
@@ -287,8 +284,8 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
         rewriter, loc, flipped,
         RankedTensorType::get({groups * cg, fg, kh, kw}, elementType));
     rewriter.replaceOp(op, buildConv(rewriter, loc, spread, filter,
-                                     zeros(rewriter, loc, type), groups,
-                                     {1, 1}, op.getDilations()));
+                                     zeros(rewriter, loc, type), groups, {1, 1},
+                                     op.getDilations()));
     return success();
   }
 };
@@ -299,16 +296,17 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2DFilterGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(checkPadding(rewriter, op, op.getPadding())))
+    if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto type = tensorType(op.getResult());
     Type elementType = type.getElementType();
     int64_t groups = op.getGroups();
-    auto axes = axesOf(tensorType(op.getInput()), tensorType(op.getOutputGrad()),
-                       type.getShape().drop_front(2), op.getStrides(),
-                       op.getPadding(), op.getDilations());
+    auto axes =
+        axesOf(tensorType(op.getInput()), tensorType(op.getOutputGrad()),
+               type.getShape().drop_front(2), op.getStrides(), op.getPadding(),
+               op.getDilations());
     Value input = padSpatial(rewriter, loc, op.getInput(), axes,
                              scalarConstant(rewriter, loc, elementType, 0));
     Value x = splitDim(rewriter, loc, input, 1, groups);
@@ -319,17 +317,16 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
     AffineExpr n = d(0), g = d(1), f = d(2), c = d(3), i = d(4), j = d(5),
                oh = d(6), ow = d(7);
     ArrayRef<int64_t> s = op.getStrides(), dil = op.getDilations();
-    SmallVector<AffineMap> maps{
-        AffineMap::get(8, 0, {n, g, f, oh, ow}, ctx),
-        AffineMap::get(8, 0,
-                       {n, g, c, oh * s[0] + i * dil[0], ow * s[1] + j * dil[1]},
-                       ctx),
-        AffineMap::get(8, 0, {g, f, c, i, j}, ctx)};
+    SmallVector<AffineMap> maps{AffineMap::get(8, 0, {n, g, f, oh, ow}, ctx),
+                                AffineMap::get(8, 0,
+                                               {n, g, c, oh * s[0] + i * dil[0],
+                                                ow * s[1] + j * dil[1]},
+                                               ctx),
+                                AffineMap::get(8, 0, {g, f, c, i, j}, ctx)};
     using utils::IteratorType;
     SmallVector<IteratorType> iterators{
-        IteratorType::reduction, IteratorType::parallel,
-        IteratorType::parallel,  IteratorType::parallel,
-        IteratorType::parallel,  IteratorType::parallel,
+        IteratorType::reduction, IteratorType::parallel, IteratorType::parallel,
+        IteratorType::parallel,  IteratorType::parallel, IteratorType::parallel,
         IteratorType::reduction, IteratorType::reduction};
     Value grad =
         linalg::GenericOp::create(
@@ -338,8 +335,8 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
             [](OpBuilder &b, Location l, ValueRange args) {
               Value product = arith::MulFOp::create(b, l, args[0], args[1]);
               linalg::YieldOp::create(
-                  b, l, ValueRange{arith::AddFOp::create(b, l, args[2],
-                                                         product)});
+                  b, l,
+                  ValueRange{arith::AddFOp::create(b, l, args[2], product)});
             })
             .getResult(0);
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, grad, type));
@@ -351,18 +348,17 @@ struct MaxPool2DLowering : OpRewritePattern<MaxPool2DOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MaxPool2DOp op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(checkPadding(rewriter, op, op.getPadding())))
+    if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
     Type elementType = type.getElementType();
     ArrayRef<int64_t> kernel = op.getKernelSize();
-    auto axes = axesOf(tensorType(op.getInput()), type, kernel,
-                       op.getStrides(), op.getPadding(), op.getDilations());
+    auto axes = axesOf(tensorType(op.getInput()), type, kernel, op.getStrides(),
+                       op.getPadding(), op.getDilations());
     Value lowest = negativeInfinity(rewriter, loc, elementType);
     Value input = padSpatial(rewriter, loc, op.getInput(), axes, lowest);
-    Value window =
-        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
     Value init = buildFill(rewriter, loc, type, lowest);
     rewriter.replaceOp(
         op, linalg::PoolingNchwMaxOp::create(
@@ -425,8 +421,8 @@ Value divideByWindow(OpBuilder &b, Location loc, Value value,
   return buildElementwise(
       b, loc, type, operands,
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value divisor = uniform ? scalarConstant(nb, l, elementType, common)
-                                : args[1];
+        Value divisor =
+            uniform ? scalarConstant(nb, l, elementType, common) : args[1];
         return arith::DivFOp::create(nb, l, args[0], divisor);
       });
 }
@@ -435,18 +431,17 @@ struct AvgPool2DLowering : OpRewritePattern<AvgPool2DOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AvgPool2DOp op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(checkPadding(rewriter, op, op.getPadding())))
+    if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
     Type elementType = type.getElementType();
     ArrayRef<int64_t> kernel = op.getKernelSize();
-    auto axes = axesOf(tensorType(op.getInput()), type, kernel,
-                       op.getStrides(), op.getPadding(), {});
+    auto axes = axesOf(tensorType(op.getInput()), type, kernel, op.getStrides(),
+                       op.getPadding(), {});
     Value input = padSpatial(rewriter, loc, op.getInput(), axes,
                              scalarConstant(rewriter, loc, elementType, 0));
-    Value window =
-        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
     Value sum = linalg::PoolingNchwSumOp::create(
                     rewriter, loc, TypeRange{type}, ValueRange{input, window},
                     ValueRange{zeros(rewriter, loc, type)},
@@ -464,7 +459,7 @@ struct AvgPool2DGradLowering : OpRewritePattern<AvgPool2DGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AvgPool2DGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(checkPadding(rewriter, op, op.getPadding())))
+    if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
@@ -476,14 +471,13 @@ struct AvgPool2DGradLowering : OpRewritePattern<AvgPool2DGradOp> {
         divideByWindow(rewriter, loc, op.getOutputGrad(),
                        avgPoolDivisors(axes, op.getCountIncludePad()));
     Value spread = spreadOutputGrad(rewriter, loc, scaled, axes);
-    Value window =
-        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
-    rewriter.replaceOp(
-        op, linalg::PoolingNchwSumOp::create(
-                rewriter, loc, TypeRange{type}, ValueRange{spread, window},
-                ValueRange{zeros(rewriter, loc, type)},
-                windowAttrs(rewriter, {1, 1}, {1, 1}))
-                .getResult(0));
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    rewriter.replaceOp(op, linalg::PoolingNchwSumOp::create(
+                               rewriter, loc, TypeRange{type},
+                               ValueRange{spread, window},
+                               ValueRange{zeros(rewriter, loc, type)},
+                               windowAttrs(rewriter, {1, 1}, {1, 1}))
+                               .getResult(0));
     return success();
   }
 };
@@ -492,7 +486,7 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MaxPool2DGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(checkPadding(rewriter, op, op.getPadding())))
+    if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
@@ -500,12 +494,11 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
     auto gradType = tensorType(op.getOutputGrad());
     Type elementType = type.getElementType();
     ArrayRef<int64_t> kernel = op.getKernelSize();
-    auto axes = axesOf(type, gradType, kernel, op.getStrides(),
-                       op.getPadding(), op.getDilations());
+    auto axes = axesOf(type, gradType, kernel, op.getStrides(), op.getPadding(),
+                       op.getDilations());
     Value lowest = negativeInfinity(rewriter, loc, elementType);
     Value input = padSpatial(rewriter, loc, op.getInput(), axes, lowest);
-    Value window =
-        tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
     Type i32 = rewriter.getI32Type();
     auto indexType = RankedTensorType::get(gradType.getShape(), i32);
     using utils::IteratorType;
@@ -516,7 +509,8 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
     // greater, or is NaN (PyTorch's rule); padding never wins.
     SmallVector<AffineMap> argmaxMaps{
         AffineMap::get(6, 0,
-                       {d(0), d(1), d(2) * axes[0].stride + d(4) * axes[0].dilation,
+                       {d(0), d(1),
+                        d(2) * axes[0].stride + d(4) * axes[0].dilation,
                         d(3) * axes[1].stride + d(5) * axes[1].dilation},
                        ctx),
         AffineMap::get(6, 0, {d(4), d(5)}, ctx),
@@ -540,10 +534,10 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
             return arith::ConstantIndexOp::create(b, l, v).getResult();
           };
           auto inRange = [&](Value v, int64_t lo, int64_t hi) {
-            Value ge = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
-                                             v, cst(lo));
-            Value lt = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
-                                             v, cst(hi));
+            Value ge = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v,
+                                             cst(lo));
+            Value lt = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v,
+                                             cst(hi));
             return arith::AndIOp::create(b, l, ge, lt).getResult();
           };
           Value i = index(4), j = index(5);
@@ -559,17 +553,17 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
                       axes[0].padBegin + axes[0].size),
               inRange(coord(index(3), j, axes[1]), axes[1].padBegin,
                       axes[1].padBegin + axes[1].size));
-          Value first = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::slt, bestTap,
-              scalarConstant(b, l, i32, 0));
-          Value greater = arith::CmpFOp::create(
-              b, l, arith::CmpFPredicate::OGT, value, best);
+          Value first =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, bestTap,
+                                    scalarConstant(b, l, i32, 0));
+          Value greater = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                                value, best);
           Value isNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
                                               value, value);
           Value wins = arith::AndIOp::create(
               b, l, real,
-              arith::OrIOp::create(
-                  b, l, first, arith::OrIOp::create(b, l, greater, isNan)));
+              arith::OrIOp::create(b, l, first,
+                                   arith::OrIOp::create(b, l, greater, isNan)));
           Value tap = arith::IndexCastOp::create(
               b, l, i32,
               arith::AddIOp::create(
@@ -593,8 +587,7 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
     Value grad =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{type}, ValueRange{window},
-            ValueRange{zeros(rewriter, loc, type)}, gatherMaps,
-            gatherIterators,
+            ValueRange{zeros(rewriter, loc, type)}, gatherMaps, gatherIterators,
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value acc = args[1];
               auto index = [&](int64_t k) {
@@ -625,8 +618,7 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
                                               offset, cst(0))),
                     arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, o,
                                           cst(a.output)));
-                return {valid,
-                        arith::SelectOp::create(b, l, valid, o, cst(0))};
+                return {valid, arith::SelectOp::create(b, l, valid, o, cst(0))};
               };
               Value ti, tj;
               auto [validH, oh] = locate(index(2), index(4), axes[0], ti);
@@ -646,8 +638,8 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
               Value g = tensor::ExtractOp::create(b, l, dy, at);
               Value sum = arith::AddFOp::create(b, l, acc, g);
               linalg::YieldOp::create(
-                  b, l, ValueRange{arith::SelectOp::create(b, l, hit, sum,
-                                                           acc)});
+                  b, l,
+                  ValueRange{arith::SelectOp::create(b, l, hit, sum, acc)});
             })
             .getResult(0);
     rewriter.replaceOp(op, grad);

@@ -1,0 +1,121 @@
+// RUN: effopt-opt %s --convert-eff-to-linalg --canonicalize --split-input-file | FileCheck %s
+
+// nn.Conv2d: the input is padded once (fill + insert_slice), the bias
+// initialises the accumulator, and the named op carries strides/dilations.
+// CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+// CHECK-LABEL: func.func @conv_bias_padding
+// CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1] : tensor<2x3x8x8xf32> into tensor<2x3x9x9xf32>
+// CHECK: %[[INIT:.*]] = linalg.generic {indexing_maps = [#[[BIAS]], {{.*}}]}
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%[[PADDED]], %arg1 : tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>) outs(%[[INIT]] : tensor<2x4x4x4xf32>)
+// CHECK-NOT: eff.
+func.func @conv_bias_padding(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x4x4xf32> {
+  %0 = eff.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>
+  return %0 : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// Groups: [N, G, C/G, H, W] and [G, F/G, C/G, KH, KW] views and the grouped
+// named op; no padding, so no copy of the input.
+// CHECK-LABEL: func.func @conv_groups
+// CHECK-NOT: tensor.insert_slice
+// CHECK-DAG: %[[X:.*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2], [3], [4]] output_shape [2, 2, 2, 8, 8]
+// CHECK-DAG: %[[W:.*]] = tensor.expand_shape %arg1 {{\[\[}}0, 1], [2], [3], [4]] output_shape [2, 3, 2, 3, 3]
+// CHECK: %[[Y:.*]] = linalg.conv_2d_ngchw_gfchw {dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[X]], %[[W]] : tensor<2x2x2x8x8xf32>, tensor<2x3x2x3x3xf32>) outs(%{{.*}} : tensor<2x2x3x4x4xf32>)
+// CHECK: tensor.collapse_shape %[[Y]] {{\[\[}}0], [1, 2], [3], [4]] : tensor<2x2x3x4x4xf32> into tensor<2x6x4x4xf32>
+func.func @conv_groups(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tensor<2x6x4x4xf32> {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>, groups = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<6x2x3x3xf32>) -> tensor<2x6x4x4xf32>
+  return %0 : tensor<2x6x4x4xf32>
+}
+
+// -----
+
+// The input gradient: dy spread with (stride - 1) zeros between elements (the
+// strided insert_slice), then a stride-1 convolution with the flipped,
+// channel-swapped filter gives the unpadded gradient directly.
+// CHECK-DAG: #[[FLIP:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, -d3 + 2, -d4 + 2)>
+// CHECK-LABEL: func.func @conv_input_grad
+// CHECK: %[[SPREAD:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf32> into tensor<2x4x10x10xf32>
+// CHECK: %[[FLIPPED:.*]] = linalg.generic {indexing_maps = [#[[FLIP]], {{.*}}]}
+// CHECK: %[[FILTER:.*]] = tensor.collapse_shape %[[FLIPPED]] {{.*}} : tensor<1x3x4x3x3xf32> into tensor<3x4x3x3xf32>
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[SPREAD]], %[[FILTER]] : tensor<2x4x10x10xf32>, tensor<3x4x3x3xf32>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
+func.func @conv_input_grad(%dy: tensor<2x4x4x4xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32> {
+  %0 = eff.conv2d_input_grad %dy, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  return %0 : tensor<2x3x8x8xf32>
+}
+
+// -----
+
+// The filter gradient: one generic, the batch loop outermost, strided
+// reads of the padded input.
+// CHECK-DAG: #[[DY:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d6, d7)>
+// CHECK-DAG: #[[XP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d3, d6 * 2 + d4, d7 * 2 + d5)>
+// CHECK-DAG: #[[DW:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d3, d4, d5)>
+// CHECK-LABEL: func.func @conv_filter_grad
+// CHECK: tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [2, 4, 8, 8] [1, 1, 1, 1] : tensor<2x4x8x8xf32> into tensor<2x4x9x9xf32>
+// CHECK: %[[DWG:.*]] = linalg.generic {indexing_maps = [#[[DY]], #[[XP]], #[[DW]]], iterator_types = ["reduction", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
+// CHECK: tensor.collapse_shape %[[DWG]] {{\[\[}}0, 1], [2], [3], [4]] : tensor<2x3x2x3x3xf32> into tensor<6x2x3x3xf32>
+func.func @conv_filter_grad(%x: tensor<2x4x8x8xf32>, %dy: tensor<2x6x4x4xf32>) -> tensor<6x2x3x3xf32> {
+  %0 = eff.conv2d_filter_grad %x, %dy {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32>) -> tensor<6x2x3x3xf32>
+  return %0 : tensor<6x2x3x3xf32>
+}
+
+// -----
+
+// Max pooling pads with -inf, which never wins.
+// CHECK-LABEL: func.func @max_pool
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NEGINF]] : f32) outs(%{{.*}} : tensor<2x3x11x11xf32>)
+// CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0
+// CHECK: linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%[[PADDED]], %{{.*}} : tensor<2x3x11x11xf32>, tensor<3x3xf32>)
+func.func @max_pool(%x: tensor<2x3x9x9xf32>) -> tensor<2x3x5x5xf32> {
+  %0 = eff.max_pool2d %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<2x3x9x9xf32> -> tensor<2x3x5x5xf32>
+  return %0 : tensor<2x3x5x5xf32>
+}
+
+// -----
+
+// Average pooling: a sum pooling divided by one divisor, or by PyTorch's
+// per-window divisors when windows overlap the padding and it does not
+// count (count_include_pad = false).
+// CHECK-LABEL: func.func @avg_pool
+// CHECK-DAG: %[[DIVISORS:.*]] = arith.constant dense<{{\[\[}}4.000000e+00, 6.000000e+00, 6.000000e+00, 6.000000e+00], [6.000000e+00, 9.000000e+00
+// CHECK-DAG: %[[FOUR:.*]] = arith.constant 4.000000e+00 : f32
+// CHECK: %[[SUM:.*]] = linalg.pooling_nchw_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%arg0, %{{.*}} : tensor<2x3x8x8xf32>, tensor<2x2xf32>)
+// CHECK: linalg.generic
+// CHECK:   arith.divf %{{.*}}, %[[FOUR]] : f32
+// CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0
+// CHECK: %[[SUM2:.*]] = linalg.pooling_nchw_sum {{.*}} ins(%[[PADDED]], %{{.*}} : tensor<2x3x10x10xf32>, tensor<3x3xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[SUM2]], %[[DIVISORS]] : tensor<2x3x4x4xf32>, tensor<4x4xf32>)
+// CHECK:   arith.divf
+func.func @avg_pool(%x: tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
+  %0 = eff.avg_pool2d %x {kernel_size = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>} : tensor<2x3x8x8xf32> -> tensor<2x3x4x4xf32>
+  %1 = eff.avg_pool2d %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, count_include_pad = false} : tensor<2x3x8x8xf32> -> tensor<2x3x4x4xf32>
+  return %0, %1 : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// max_pool2d_grad: the first maximum's tap per window (an i32 tensor), then
+// a gather over the input positions; avg_pool2d_grad: dy / divisor spread
+// with stride zeros, summed by a stride-1 sum pooling.
+// CHECK-LABEL: func.func @pool_grads
+// CHECK: %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<2x3x5x5xf32>, tensor<2x3x5x5xi32>)
+// CHECK:   arith.cmpf ogt
+// CHECK:   arith.cmpf uno
+// CHECK: %[[DX:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x3x9x9xf32>)
+// CHECK:   tensor.extract %[[ARGMAX]]#1
+// CHECK:   tensor.extract %arg1
+// CHECK: %[[SCALED:.*]] = linalg.generic
+// CHECK:   arith.divf
+// CHECK: %[[SPREAD:.*]] = tensor.insert_slice %[[SCALED]] into %{{.*}}[0, 0, 1, 1] [2, 3, 5, 5] [1, 1, 2, 2] : tensor<2x3x5x5xf32> into tensor<2x3x11x11xf32>
+// CHECK: %[[DA:.*]] = linalg.pooling_nchw_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[SPREAD]], %{{.*}} : tensor<2x3x11x11xf32>, tensor<3x3xf32>) outs(%{{.*}} : tensor<2x3x9x9xf32>)
+// CHECK: return %[[DX]], %[[DA]]
+func.func @pool_grads(%x: tensor<2x3x9x9xf32>, %dy: tensor<2x3x5x5xf32>) -> (tensor<2x3x9x9xf32>, tensor<2x3x9x9xf32>) {
+  %0 = eff.max_pool2d_grad %x, %dy {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x3x9x9xf32>, tensor<2x3x5x5xf32>) -> tensor<2x3x9x9xf32>
+  %1 = eff.avg_pool2d_grad %dy {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<2x3x5x5xf32>) -> tensor<2x3x9x9xf32>
+  return %0, %1 : tensor<2x3x9x9xf32>, tensor<2x3x9x9xf32>
+}
