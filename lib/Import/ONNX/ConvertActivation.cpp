@@ -26,6 +26,8 @@ Type elementTypeOf(Value value) {
 }
 
 Value scalarLike(NodeContext &ctx, double value, Value like) {
+  if (!like)
+    return {};
   return ctx.splat(value, elementTypeOf(like));
 }
 

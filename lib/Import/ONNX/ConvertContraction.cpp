@@ -18,11 +18,15 @@ namespace {
 LogicalResult convertMatMul(NodeContext &ctx) {
   Value lhs = ctx.input(0), rhs = ctx.input(1);
   RankedTensorType lhsType = ctx.inputType(0), rhsType = ctx.inputType(1);
+  if (lhsType.getRank() == 0 || rhsType.getRank() == 0)
+    return ctx.error("operands must not be scalars");
   bool lhsVector = lhsType.getRank() == 1, rhsVector = rhsType.getRank() == 1;
   if (lhsVector)
     lhs = ctx.reshape(lhs, {1, lhsType.getDimSize(0)});
   if (rhsVector)
     rhs = ctx.reshape(rhs, {rhsType.getDimSize(0), 1});
+  if (!lhs || !rhs)
+    return failure();
   RankedTensorType l = cast<RankedTensorType>(lhs.getType());
   RankedTensorType r = cast<RankedTensorType>(rhs.getType());
   if (l.getShape().back() != r.getShape()[r.getRank() - 2])
@@ -33,6 +37,8 @@ LogicalResult convertMatMul(NodeContext &ctx) {
                      eff::formatShape(lhsType.getShape()) + " and " +
                      eff::formatShape(rhsType.getShape()) + " do not broadcast");
   Value result = ctx.create<eff::MatmulOp>(lhs, rhs);
+  if (!result)
+    return failure();
   if (lhsVector || rhsVector) {
     SmallVector<int64_t> shape(
         cast<RankedTensorType>(result.getType()).getShape());
@@ -56,9 +62,9 @@ LogicalResult convertGemm(NodeContext &ctx) {
     return ctx.error("inner dimensions differ: " + Twine(ka) + " vs " +
                      Twine(kb));
   Value bias = ctx.hasInput(2) ? ctx.input(2) : Value();
-  auto linear = eff::LinearOp::create(
-      ctx.builder, ctx.loc(), ctx.input(0), ctx.input(1), bias,
-      ctx.builder.getBoolAttr(transA), ctx.builder.getBoolAttr(transB),
+  Value linear = ctx.create<eff::LinearOp>(
+      ctx.input(0), ctx.input(1), bias, ctx.builder.getBoolAttr(transA),
+      ctx.builder.getBoolAttr(transB),
       ctx.builder.getF64FloatAttr(ctx.getFloat("alpha", 1.0)),
       ctx.builder.getF64FloatAttr(ctx.getFloat("beta", 1.0)));
   ctx.setOutput(0, linear);
@@ -75,6 +81,10 @@ struct Window {
 FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
                              ArrayRef<int64_t> kernel) {
   size_t spatial = kernel.size();
+  if (spatial + 2 != inputShape.size())
+    return static_cast<LogicalResult>(
+        ctx.error("kernel_shape " + eff::formatShape(kernel) + " does not " +
+                  "match an input of rank " + Twine(inputShape.size())));
   Window w;
   w.kernel.assign(kernel.begin(), kernel.end());
   w.strides = ctx.getInts("strides");
@@ -122,6 +132,8 @@ FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
 
 /// NCL -> NC1L for 1-D convolution and pooling.
 Value to2D(NodeContext &ctx, Value value) {
+  if (!value)
+    return {};
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getRank() != 3)
     return value;
@@ -130,7 +142,7 @@ Value to2D(NodeContext &ctx, Value value) {
 }
 
 Value from2D(NodeContext &ctx, Value value, int64_t rank) {
-  if (rank != 3)
+  if (!value || rank != 3)
     return value;
   auto type = cast<RankedTensorType>(value.getType());
   return ctx.reshape(value, {type.getDimSize(0), type.getDimSize(1),
@@ -149,6 +161,8 @@ LogicalResult convertConv(NodeContext &ctx) {
   int64_t rank = inputType.getRank();
   if (failed(checkSpatialRank(ctx, rank)))
     return failure();
+  if (filterType.getRank() != rank)
+    return ctx.error("the filter must have the input's rank");
   SmallVector<int64_t> kernel = ctx.getInts("kernel_shape");
   if (kernel.empty())
     kernel.assign(filterType.getShape().begin() + 2, filterType.getShape().end());
@@ -163,9 +177,9 @@ LogicalResult convertConv(NodeContext &ctx) {
                      Twine(channels) + " input channels and a filter of shape " +
                      eff::formatShape(filterType.getShape()));
   Value bias = ctx.hasInput(2) ? ctx.input(2) : Value();
-  auto conv = eff::Conv2DOp::create(ctx.builder, ctx.loc(), to2D(ctx, ctx.input(0)),
-                                    to2D(ctx, ctx.input(1)), bias, w->strides,
-                                    w->padding, w->dilations, groups);
+  Value conv = ctx.create<eff::Conv2DOp>(
+      to2D(ctx, ctx.input(0)), to2D(ctx, ctx.input(1)), bias, w->strides,
+      w->padding, w->dilations, groups);
   ctx.setOutput(0, from2D(ctx, conv, rank));
   return success();
 }
@@ -183,9 +197,9 @@ LogicalResult convertMaxPool(NodeContext &ctx) {
       readWindow(ctx, inputType.getShape(), ctx.getInts("kernel_shape"));
   if (failed(w))
     return failure();
-  auto pool = eff::MaxPool2DOp::create(
-      ctx.builder, ctx.loc(), to2D(ctx, ctx.input(0)), w->kernel, w->strides,
-      w->padding, w->dilations, ctx.getInt("ceil_mode", 0) != 0);
+  Value pool = ctx.create<eff::MaxPool2DOp>(
+      to2D(ctx, ctx.input(0)), w->kernel, w->strides, w->padding, w->dilations,
+      ctx.getInt("ceil_mode", 0) != 0);
   ctx.setOutput(0, from2D(ctx, pool, rank));
   return success();
 }
@@ -201,10 +215,9 @@ LogicalResult convertAveragePool(NodeContext &ctx) {
     return failure();
   if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
     return ctx.unsupportedAttribute("dilations", "other than 1");
-  auto pool = eff::AvgPool2DOp::create(
-      ctx.builder, ctx.loc(), to2D(ctx, ctx.input(0)), w->kernel, w->strides,
-      w->padding, ctx.getInt("ceil_mode", 0) != 0,
-      ctx.getInt("count_include_pad", 0) != 0);
+  Value pool = ctx.create<eff::AvgPool2DOp>(
+      to2D(ctx, ctx.input(0)), w->kernel, w->strides, w->padding,
+      ctx.getInt("ceil_mode", 0) != 0, ctx.getInt("count_include_pad", 0) != 0);
   ctx.setOutput(0, from2D(ctx, pool, rank));
   return success();
 }
@@ -294,6 +307,8 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
     pads = {0, pads[0], 0, pads[1]};
   }
   Value x = to2D(ctx, ctx.input(0));
+  if (!x)
+    return failure();
   if (strides[0] > 1 || strides[1] > 1) {
     // [N, C, H, W] -> [N, C, H, 1, W, 1] -> zeros to [N, C, H, sh, W, sw]
     // -> [N, C, H sh, W sw] -> drop the trailing s - 1 zeros.
@@ -322,6 +337,8 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
     (after >= 0 ? high[2 + d] : cropEnd[2 + d]) = std::abs(after);
     crops |= before < 0 || after < 0;
   }
+  if (!x)
+    return failure();
   if (crops) {
     auto type = cast<RankedTensorType>(x.getType());
     SmallVector<int64_t> starts(cropStart), limits(type.getShape()),
@@ -347,8 +364,8 @@ LogicalResult convertConvTranspose(NodeContext &ctx) {
       ArrayRef<int64_t>{outChannels, inPerGroup, -1, -1},
       ArrayRef<int64_t>{1, 1, -1, -1});
   Value bias = ctx.hasInput(2) ? ctx.input(2) : Value();
-  auto conv = eff::Conv2DOp::create(
-      ctx.builder, ctx.loc(), x, filter, bias, SmallVector<int64_t>{1, 1},
+  Value conv = ctx.create<eff::Conv2DOp>(
+      x, filter, bias, SmallVector<int64_t>{1, 1},
       SmallVector<int64_t>{low[2], low[3], high[2], high[3]}, dilations,
       groups);
   ctx.setOutput(0, from2D(ctx, conv, rank));
@@ -425,6 +442,8 @@ EinsumTerm contractPair(NodeContext &ctx, EinsumTerm a, EinsumTerm b,
   bKeep.insert(a.labels.begin(), a.labels.end());
   a = sumOutLabels(ctx, a, aKeep);
   b = sumOutLabels(ctx, b, bKeep);
+  if (!a.value || !b.value)
+    return {}; // The node's error has been reported.
   SmallVector<int> batch, freeA, contracted, freeB;
   for (int label : a.labels) {
     bool inB = llvm::is_contained(b.labels, label);

@@ -90,16 +90,17 @@ LogicalResult convertDropout(NodeContext &ctx) {
   double ratio = 0.5;
   if (ctx.hasInput(1)) {
     DenseElementsAttr attr = ctx.constantInput(1);
-    if (!attr || !isa<FloatType>(attr.getElementType()))
-      return ctx.error("input 'ratio' must be a constant");
+    if (!attr || !isa<FloatType>(attr.getElementType()) ||
+        attr.getNumElements() != 1)
+      return ctx.error("input 'ratio' must be a constant scalar");
     ratio = decimalValue(*attr.getValues<APFloat>().begin());
   }
   bool training = false;
   if (ctx.hasInput(2)) {
-    DenseElementsAttr attr = ctx.constantInput(2);
-    if (!attr)
-      return ctx.error("input 'training_mode' must be a constant");
-    training = !(*attr.getValues<APInt>().begin()).isZero();
+    std::optional<double> mode = ctx.constantScalar(2);
+    if (!mode)
+      return ctx.error("input 'training_mode' must be a constant scalar");
+    training = *mode != 0;
   }
   Value input = ctx.input(0);
   if (!training || ratio == 0.0) {
@@ -117,9 +118,11 @@ LogicalResult convertDropout(NodeContext &ctx) {
                      ? ctx.getInt("seed", 0)
                      : static_cast<int64_t>(llvm::xxh3_64bits(ctx.node.name()) &
                                             std::numeric_limits<int32_t>::max());
-  auto dropout = eff::DropoutOp::create(ctx.builder, ctx.loc(), input,
-                                        ctx.builder.getF64FloatAttr(ratio),
-                                        ctx.builder.getI64IntegerAttr(seed));
+  auto dropout =
+      ctx.build<eff::DropoutOp>(input, ctx.builder.getF64FloatAttr(ratio),
+                                ctx.builder.getI64IntegerAttr(seed));
+  if (!dropout)
+    return failure();
   ctx.setOutput(0, dropout.getOutput());
   ctx.setOutput(1, dropout.getMask());
   return success();
@@ -247,9 +250,7 @@ LogicalResult convertMod(NodeContext &ctx) {
     if (!shape)
       return ctx.error("the operands' shapes do not broadcast");
     auto resultType = RankedTensorType::get(*shape, type);
-    ctx.setOutput(
-        0, eff::ConstantOp::create(ctx.builder, ctx.loc(),
-                                   DenseElementsAttr::get(resultType, result)));
+    ctx.setOutput(0, ctx.constant(DenseElementsAttr::get(resultType, result)));
     return success();
   }
   Value quotient = ctx.create<eff::DivOp>(a, b);
@@ -297,6 +298,9 @@ LogicalResult convertConstantMath(NodeContext &ctx) {
   auto floatType = dyn_cast<FloatType>(input.getElementType());
   if (!floatType)
     return ctx.error("input must be a floating-point tensor");
+  if (failed(ctx.checkComputedSize(input.getType().getShape(),
+                                   "the folded input")))
+    return failure();
   SmallVector<APFloat> results;
   for (const APFloat &value : input.getValues<APFloat>()) {
     APFloat result(fn(value.convertToDouble()));
@@ -305,9 +309,8 @@ LogicalResult convertConstantMath(NodeContext &ctx) {
                    &lost);
     results.push_back(result);
   }
-  ctx.setOutput(0, eff::ConstantOp::create(
-                       ctx.builder, ctx.loc(),
-                       DenseElementsAttr::get(input.getType(), results)));
+  ctx.setOutput(0,
+                ctx.constant(DenseElementsAttr::get(input.getType(), results)));
   return success();
 }
 
@@ -363,6 +366,4 @@ void effopt::onnx_import::populateElementwiseConverters(ConverterMap &map) {
   map["Asinh"] = convertConstantMath<asinhOf>;
   map["Acosh"] = convertConstantMath<acoshOf>;
   map["Atanh"] = convertConstantMath<atanhOf>;
-  // Activations eff has no single op for live in their own file.
-  populateActivationConverters(map);
 }

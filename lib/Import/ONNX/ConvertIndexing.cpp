@@ -32,6 +32,8 @@ RankedTensorType typeOf(Value value) {
 
 /// Inserts a size-1 dimension at `axis`.
 Value unsqueeze(NodeContext &ctx, Value value, int64_t axis) {
+  if (!value)
+    return {};
   SmallVector<int64_t> shape(typeOf(value).getShape());
   shape.insert(shape.begin() + axis, 1);
   return ctx.reshape(value, shape);
@@ -50,6 +52,8 @@ Value normalizeIndices(NodeContext &ctx, Value indices, int64_t size) {
 /// A static slice of `value` along `axis`.
 Value sliceAxis(NodeContext &ctx, Value value, int64_t axis, int64_t start,
                 int64_t limit, int64_t stride = 1) {
+  if (!value)
+    return {};
   RankedTensorType type = typeOf(value);
   SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
       strides(type.getRank(), 1);
@@ -81,6 +85,8 @@ LogicalResult convertTrilu(NodeContext &ctx) {
   bool upper = ctx.getInt("upper", 1) != 0;
   int64_t rows = type.getDimSize(type.getRank() - 2);
   int64_t columns = type.getDimSize(type.getRank() - 1);
+  if (failed(ctx.checkComputedSize({rows, columns}, "the triangle mask")))
+    return failure();
   SmallVector<bool> keep;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < columns; ++j)
@@ -88,6 +94,8 @@ LogicalResult convertTrilu(NodeContext &ctx) {
   // A constant input (torch.triu of a full -inf matrix, the causal mask of
   // nn.Transformer.generate_square_subsequent_mask) folds to the mask.
   if (DenseElementsAttr input = ctx.constantInput(0)) {
+    if (failed(ctx.checkComputedSize(type.getShape(), "the folded input")))
+      return failure();
     Attribute zero =
         isa<FloatType>(type.getElementType())
             ? Attribute(FloatAttr::get(type.getElementType(), 0.0))
@@ -96,15 +104,12 @@ LogicalResult convertTrilu(NodeContext &ctx) {
     int64_t matrix = rows * columns;
     for (auto [i, element] : llvm::enumerate(input.getValues<Attribute>()))
       elements.push_back(keep[i % matrix] ? element : zero);
-    ctx.setOutput(
-        0, eff::ConstantOp::create(ctx.builder, ctx.loc(),
-                                   DenseElementsAttr::get(type, elements)));
+    ctx.setOutput(0, ctx.constant(DenseElementsAttr::get(type, elements)));
     return success();
   }
   auto maskType =
       RankedTensorType::get({rows, columns}, ctx.builder.getI1Type());
-  Value mask = eff::ConstantOp::create(ctx.builder, ctx.loc(),
-                                       DenseElementsAttr::get(maskType, keep));
+  Value mask = ctx.constant(DenseElementsAttr::get(maskType, keep));
   Value zero = ctx.splat(0, type.getElementType());
   ctx.setOutput(0, ctx.create<eff::WhereOp>(mask, ctx.input(0), zero));
   return success();
@@ -121,11 +126,16 @@ LogicalResult convertOneHot(NodeContext &ctx) {
   DenseElementsAttr depthAttr = ctx.constantInput(1);
   if (!depthAttr || depthAttr.getNumElements() != 1)
     return ctx.error("input 'depth' must be a constant scalar");
-  int64_t depth =
-      isa<FloatType>(depthAttr.getElementType())
-          ? static_cast<int64_t>(
-                (*depthAttr.getValues<APFloat>().begin()).convertToDouble())
-          : (*depthAttr.getValues<APInt>().begin()).getSExtValue();
+  int64_t depth;
+  if (isa<FloatType>(depthAttr.getElementType())) {
+    double value = (*depthAttr.getValues<APFloat>().begin()).convertToDouble();
+    if (!(value >= 1 && value <= kMaxComputedElements))
+      return ctx.error("depth " + std::to_string(value) +
+                       " is not a positive count of classes");
+    depth = static_cast<int64_t>(value);
+  } else {
+    depth = (*depthAttr.getValues<APInt>().begin()).getSExtValue();
+  }
   if (depth <= 0)
     return ctx.error("depth " + Twine(depth) + " is not positive");
   RankedTensorType valuesType = ctx.inputType(2);
@@ -241,6 +251,8 @@ LogicalResult convertScatterND(NodeContext &ctx) {
   std::string reduction = ctx.getString("reduction", "none");
   if (reduction != "none" && reduction != "add")
     return ctx.unsupportedAttribute("reduction", "'" + reduction + "'");
+  if (indicesType.getRank() == 0)
+    return ctx.error("indices must not be a scalar");
   int64_t depth = indicesType.getShape().back();
   int64_t rank = dataType.getRank();
   if (depth < 1 || depth > rank)
@@ -255,6 +267,8 @@ LogicalResult convertScatterND(NodeContext &ctx) {
     return ctx.error("updates have shape " +
                      eff::formatShape(ctx.inputType(2).getShape()) +
                      ", expected " + eff::formatShape(updatesShape));
+  if (failed(ctx.checkComputedSize(indexed, "the scatter positions")))
+    return failure();
   int64_t positions = 1;
   for (int64_t size : indexed)
     positions *= size;
@@ -283,17 +297,13 @@ LogicalResult convertScatterND(NodeContext &ctx) {
   SmallVector<int64_t> flatUpdatesShape{updatesCount};
   flatUpdatesShape.append(tail.begin(), tail.end());
   Value updates = ctx.reshape(ctx.input(2), flatUpdatesShape);
-  Value sourceIndices = eff::ConstantOp::create(
-      ctx.builder, ctx.loc(),
-      DenseElementsAttr::get(RankedTensorType::get(indexed, i64),
-                             ArrayRef<int64_t>(source)));
+  Value sourceIndices = ctx.constant(DenseElementsAttr::get(
+      RankedTensorType::get(indexed, i64), ArrayRef<int64_t>(source)));
   Value laidOut = ctx.create<eff::GatherOp>(updates, sourceIndices, 0);
   SmallVector<int64_t> maskShape(indexed);
   maskShape.append(tail.size(), 1);
-  Value mask = eff::ConstantOp::create(
-      ctx.builder, ctx.loc(),
-      DenseElementsAttr::get(
-          RankedTensorType::get(maskShape, ctx.builder.getI1Type()), written));
+  Value mask = ctx.constant(DenseElementsAttr::get(
+      RankedTensorType::get(maskShape, ctx.builder.getI1Type()), written));
   if (reduction == "add") {
     Value zero = ctx.splat(0, dataType.getElementType());
     ctx.setOutput(
@@ -322,6 +332,8 @@ LogicalResult convertCumSum(NodeContext &ctx) {
   bool exclusive = ctx.getInt("exclusive", 0) != 0;
   bool reverse = ctx.getInt("reverse", 0) != 0;
   int64_t n = type.getDimSize(*axis);
+  if (failed(ctx.checkComputedSize({n, n}, "the triangle mask")))
+    return failure();
   // triangle[i][j]: does x[i] count towards out[j]? Laid out at dims
   // (axis, axis + 1) of a rank + 1 shape.
   SmallVector<bool> triangle;
@@ -332,10 +344,8 @@ LogicalResult convertCumSum(NodeContext &ctx) {
   SmallVector<int64_t> maskShape(rank + 1, 1);
   maskShape[*axis] = n;
   maskShape[*axis + 1] = n;
-  Value mask = eff::ConstantOp::create(
-      ctx.builder, ctx.loc(),
-      DenseElementsAttr::get(
-          RankedTensorType::get(maskShape, ctx.builder.getI1Type()), triangle));
+  Value mask = ctx.constant(DenseElementsAttr::get(
+      RankedTensorType::get(maskShape, ctx.builder.getI1Type()), triangle));
   Value terms =
       ctx.create<eff::WhereOp>(mask, unsqueeze(ctx, ctx.input(0), *axis + 1),
                                ctx.splat(0, type.getElementType()));
@@ -459,8 +469,12 @@ std::array<double, 4> cubicWeights(double t, double a) {
 /// Resizes dimension `axis` of `value` to `out` elements.
 FailureOr<Value> resizeAxis(NodeContext &ctx, Value value, int64_t axis,
                             int64_t out, double scale) {
+  if (!value)
+    return failure();
   RankedTensorType type = typeOf(value);
   int64_t in = type.getDimSize(axis);
+  if (failed(ctx.checkComputedSize({out}, "the resized positions")))
+    return failure();
   std::string mode = ctx.getString("mode", "nearest");
   std::string coordinates =
       ctx.getString("coordinate_transformation_mode", "half_pixel");
@@ -496,11 +510,9 @@ FailureOr<Value> resizeAxis(NodeContext &ctx, Value value, int64_t axis,
             ctx.unsupportedAttribute("nearest_mode", "'" + rounding + "'"));
       indices.push_back(clampIndex(static_cast<int64_t>(index)));
     }
-    Value positions = eff::ConstantOp::create(
-        ctx.builder, ctx.loc(),
-        DenseElementsAttr::get(
-            RankedTensorType::get({out}, ctx.builder.getI64Type()),
-            ArrayRef<int64_t>(indices)));
+    Value positions = ctx.constant(DenseElementsAttr::get(
+        RankedTensorType::get({out}, ctx.builder.getI64Type()),
+        ArrayRef<int64_t>(indices)));
     return ctx.create<eff::GatherOp>(value, positions, axis);
   }
 
@@ -509,6 +521,8 @@ FailureOr<Value> resizeAxis(NodeContext &ctx, Value value, int64_t axis,
   if (!isa<FloatType>(type.getElementType()))
     return static_cast<LogicalResult>(
         ctx.error("mode '" + mode + "' needs a floating-point input"));
+  if (failed(ctx.checkComputedSize({in, out}, "the interpolation weights")))
+    return failure();
   SmallVector<double> weights(in * out, 0.0);
   for (auto [x, source] : llvm::enumerate(sources)) {
     double base = std::floor(source), t = source - base;
@@ -539,10 +553,8 @@ FailureOr<Value> resizeAxis(NodeContext &ctx, Value value, int64_t axis,
   SmallVector<Attribute> elements;
   for (double w : weights)
     elements.push_back(FloatAttr::get(elementType, w));
-  Value matrix = eff::ConstantOp::create(
-      ctx.builder, ctx.loc(),
-      DenseElementsAttr::get(RankedTensorType::get({in, out}, elementType),
-                             elements));
+  Value matrix = ctx.constant(DenseElementsAttr::get(
+      RankedTensorType::get({in, out}, elementType), elements));
   int64_t last = type.getRank() - 1;
   Value moved = ctx.moveAxis(value, axis, last);
   if (type.getRank() == 1)
@@ -550,7 +562,10 @@ FailureOr<Value> resizeAxis(NodeContext &ctx, Value value, int64_t axis,
   Value resized = ctx.create<eff::MatmulOp>(moved, matrix);
   if (type.getRank() == 1)
     resized = ctx.reshape(resized, {out});
-  return ctx.moveAxis(resized, last, axis);
+  Value result = ctx.moveAxis(resized, last, axis);
+  if (!result)
+    return failure();
+  return result;
 }
 
 /// Resize(X, roi, scales, sizes) with constant scales or sizes, one
@@ -600,7 +615,12 @@ LogicalResult convertResize(NodeContext &ctx) {
       scale = scales[d];
       if (!(scale > 0))
         return ctx.error("scale " + std::to_string(scale) + " is not positive");
-      out = static_cast<int64_t>(std::floor(in * scale));
+      double size = std::floor(in * scale);
+      if (!(size <= kMaxComputedElements))
+        return ctx.error("scale " + std::to_string(scale) +
+                         " resizes dimension " + Twine(d) + " beyond " +
+                         Twine(kMaxComputedElements) + " elements");
+      out = static_cast<int64_t>(size);
     }
     if (out == in && scale == 1.0)
       continue;

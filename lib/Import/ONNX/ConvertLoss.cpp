@@ -29,8 +29,8 @@ LogicalResult convertClassificationLoss(NodeContext &ctx) {
   if (ctx.hasAttribute("ignore_index"))
     ignoreIndex = ctx.builder.getI64IntegerAttr(ctx.getInt("ignore_index", 0));
   Value weight = ctx.hasInput(2) ? ctx.input(2) : Value();
-  Value loss = OpTy::create(ctx.builder, ctx.loc(), ctx.input(0), ctx.input(1),
-                            weight, *reduction, ignoreIndex);
+  Value loss = ctx.create<OpTy>(ctx.input(0), ctx.input(1), weight, *reduction,
+                                ignoreIndex);
   ctx.setOutput(0, loss);
   if constexpr (std::is_same_v<OpTy, eff::SoftmaxCrossEntropyOp>) {
     // The optional log_prob output is the log-softmax over the class axis.

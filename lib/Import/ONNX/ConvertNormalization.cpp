@@ -39,10 +39,11 @@ LogicalResult convertLayerNormalization(NodeContext &ctx) {
     return value;
   };
   Value scale = toNormalized(1), bias = toNormalized(2);
-  auto norm = eff::LayerNormOp::create(
-      ctx.builder, ctx.loc(), ctx.input(0), scale, bias,
-      ctx.builder.getI64IntegerAttr(*axis),
+  auto norm = ctx.build<eff::LayerNormOp>(
+      ctx.input(0), scale, bias, ctx.builder.getI64IntegerAttr(*axis),
       ctx.builder.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5)));
+  if (!norm)
+    return failure();
   ctx.setOutput(0, norm.getOutput());
   ctx.setOutput(1, norm.getMean());
   ctx.setOutput(2, norm.getRstd());
@@ -68,10 +69,12 @@ LogicalResult convertBatchNormalization(NodeContext &ctx) {
   // Computed in float, as the exporter wrote it: 1 - 0.9 reads back as 0.1.
   double momentum = decimalValue(
       APFloat(static_cast<float>(1.0 - ctx.getFloat("momentum", 0.9))));
-  auto norm = eff::BatchNormTrainOp::create(
-      ctx.builder, ctx.loc(), ctx.input(0), ctx.input(1), ctx.input(2),
-      ctx.input(3), ctx.input(4), ctx.builder.getF64FloatAttr(epsilon),
+  auto norm = ctx.build<eff::BatchNormTrainOp>(
+      ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4),
+      ctx.builder.getF64FloatAttr(epsilon),
       ctx.builder.getF64FloatAttr(momentum));
+  if (!norm)
+    return failure();
   ctx.setOutput(0, norm.getOutput());
   ctx.setOutput(1, norm.getNewRunningMean());
   ctx.setOutput(2, norm.getNewRunningVar());
@@ -98,10 +101,11 @@ LogicalResult convertInstanceNormalization(NodeContext &ctx) {
     if (ctx.inputType(i).getShape() != ArrayRef<int64_t>{channels})
       return ctx.error(Twine(i == 1 ? "scale" : "bias") + " must have shape [" +
                        Twine(channels) + "]");
-  auto norm = eff::LayerNormOp::create(
-      ctx.builder, ctx.loc(), ctx.input(0), Value(), Value(),
-      ctx.builder.getI64IntegerAttr(2),
+  auto norm = ctx.build<eff::LayerNormOp>(
+      ctx.input(0), Value(), Value(), ctx.builder.getI64IntegerAttr(2),
       ctx.builder.getF64FloatAttr(ctx.getFloat("epsilon", 1e-5)));
+  if (!norm)
+    return failure();
   SmallVector<int64_t> perChannel(rank - 1, 1);
   perChannel[0] = channels;
   Value scaled = ctx.create<eff::MulOp>(norm.getOutput(),

@@ -154,6 +154,8 @@ LogicalResult convertReduceProd(NodeContext &ctx) {
     return ctx.error("ReduceProd is supported on constant inputs only (eff "
                      "has no product reduction)");
   RankedTensorType type = ctx.inputType(0);
+  if (failed(ctx.checkComputedSize(type.getShape(), "the folded input")))
+    return failure();
   const SmallVector<int64_t> &axes = **axesOrNoop;
   bool keep = keepDims(ctx);
   SmallVector<int64_t> keptShape, resultShape;
@@ -199,7 +201,7 @@ LogicalResult convertReduceProd(NodeContext &ctx) {
       products[target(i)] *= value;
     folded = DenseElementsAttr::get(resultType, products);
   }
-  ctx.setOutput(0, eff::ConstantOp::create(ctx.builder, ctx.loc(), folded));
+  ctx.setOutput(0, ctx.constant(folded));
   return success();
 }
 

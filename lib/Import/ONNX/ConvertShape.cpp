@@ -190,6 +190,10 @@ LogicalResult convertConcat(NodeContext &ctx) {
     if (ctx.hasInput(i))
       inputs.push_back(ctx.input(i));
   int64_t rank = ctx.inputType(0).getRank();
+  if (llvm::any_of(inputs, [&](Value input) {
+        return cast<RankedTensorType>(input.getType()).getRank() != rank;
+      }))
+    return ctx.error("inputs must have the same rank");
   FailureOr<int64_t> axis = ctx.normalizedAxis(ctx.getInt("axis", 0), rank);
   if (failed(axis))
     return failure();
@@ -304,8 +308,9 @@ LogicalResult convertSplit(NodeContext &ctx) {
     shape[*axis] = size;
     resultTypes.push_back(type.clone(shape));
   }
-  auto split = eff::SplitOp::create(ctx.builder, ctx.loc(), resultTypes,
-                                    ctx.input(0), *axis);
+  auto split = ctx.build<eff::SplitOp>(resultTypes, ctx.input(0), *axis);
+  if (!split)
+    return failure();
   for (int64_t i = 0; i < pieces; ++i)
     ctx.setOutput(i, split.getResult(i));
   return success();
@@ -337,9 +342,12 @@ LogicalResult convertConstant(NodeContext &ctx) {
                                       "of type " + dataTypeName(tensor.data_type()));
     if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
       return ctx.error("constants with external data are not supported");
-    auto type = RankedTensorType::get(
-        SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
-        elementType);
+    SmallVector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
+    if (!boundedElementCount(dims))
+      return ctx.error("value of shape " + eff::formatShape(dims) +
+                       " has a negative dimension or more than " +
+                       Twine(kMaxTensorElements) + " elements");
+    auto type = RankedTensorType::get(dims, elementType);
     ArrayRef<char> raw(tensor.raw_data().data(), tensor.raw_data().size());
     FailureOr<DenseElementsAttr> dense = tensorToDenseAttr(
         tensor, type, raw, "constant value", [&] { return emitError(ctx.loc()); });
@@ -367,7 +375,7 @@ LogicalResult convertConstant(NodeContext &ctx) {
   } else {
     return ctx.unsupportedAttribute(name, "(only numeric constants)");
   }
-  ctx.setOutput(0, eff::ConstantOp::create(b, ctx.loc(), value));
+  ctx.setOutput(0, ctx.constant(value));
   return success();
 }
 
@@ -375,6 +383,10 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
   FailureOr<SmallVector<int64_t>> shape = ctx.constantInts(0, "input");
   if (failed(shape))
     return failure();
+  if (!boundedElementCount(*shape))
+    return ctx.error("shape " + eff::formatShape(*shape) +
+                     " has a negative dimension or more than " +
+                     Twine(kMaxTensorElements) + " elements");
   Attribute element = FloatAttr::get(ctx.builder.getF32Type(), 0.0);
   if (const onnx::AttributeProto *attr = ctx.attribute("value")) {
     const onnx::TensorProto &tensor = attr->t();
@@ -392,27 +404,28 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
   }
   auto type =
       RankedTensorType::get(*shape, cast<TypedAttr>(element).getType());
-  ctx.setOutput(0, eff::ConstantOp::create(ctx.builder, ctx.loc(),
-                                           DenseElementsAttr::get(type, element)));
+  ctx.setOutput(0, ctx.constant(DenseElementsAttr::get(type, element)));
   return success();
 }
 
 /// Range with constant operands (positions in transformers) folds here.
 LogicalResult convertRange(NodeContext &ctx) {
-  DenseElementsAttr start = ctx.constantInput(0), limit = ctx.constantInput(1),
-                    delta = ctx.constantInput(2);
+  std::optional<double> start = ctx.constantScalar(0),
+                        limit = ctx.constantScalar(1),
+                        delta = ctx.constantScalar(2);
   if (!start || !limit || !delta)
-    return ctx.error("start, limit and delta must be constants");
-  Type elementType = start.getElementType();
-  auto scalar = [](DenseElementsAttr attr) {
-    if (isa<FloatType>(attr.getElementType()))
-      return (*attr.getValues<APFloat>().begin()).convertToDouble();
-    return static_cast<double>((*attr.getValues<APInt>().begin()).getSExtValue());
-  };
-  double s = scalar(start), l = scalar(limit), d = scalar(delta);
+    return ctx.error("start, limit and delta must be constant scalars");
+  Type elementType = ctx.inputType(0).getElementType();
+  double s = *start, l = *limit, d = *delta;
   if (d == 0)
     return ctx.error("delta is 0");
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  double steps = std::ceil((l - s) / d);
+  if (!(steps <= kMaxComputedElements))
+    return ctx.error("the range from " + std::to_string(s) + " to " +
+                     std::to_string(l) + " by " + std::to_string(d) +
+                     " has more than " + Twine(kMaxComputedElements) +
+                     " elements");
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   auto type = RankedTensorType::get({count}, elementType);
   SmallVector<Attribute> elements;
   for (int64_t i = 0; i < count; ++i) {
@@ -422,8 +435,7 @@ LogicalResult convertRange(NodeContext &ctx) {
     else
       elements.push_back(IntegerAttr::get(elementType, static_cast<int64_t>(v)));
   }
-  ctx.setOutput(0, eff::ConstantOp::create(ctx.builder, ctx.loc(),
-                                           DenseElementsAttr::get(type, elements)));
+  ctx.setOutput(0, ctx.constant(DenseElementsAttr::get(type, elements)));
   return success();
 }
 
@@ -432,6 +444,8 @@ LogicalResult convertRange(NodeContext &ctx) {
 /// slices concatenated around it.
 Value padAxisByCopies(NodeContext &ctx, Value value, int64_t axis, int64_t low,
                       int64_t high, bool reflect) {
+  if (!value)
+    return {};
   auto type = cast<RankedTensorType>(value.getType());
   int64_t size = type.getDimSize(axis);
   auto slice = [&](int64_t start, int64_t limit, int64_t stride) {
@@ -514,6 +528,8 @@ LogicalResult convertPad(NodeContext &ctx) {
   }
   if (crops)
     value = ctx.create<eff::SliceOp>(value, starts, limits, strides);
+  if (!value)
+    return failure();
   if (mode != "constant") {
     auto cropped = cast<RankedTensorType>(value.getType());
     for (int64_t d = 0; d < rank; ++d) {
@@ -535,12 +551,10 @@ LogicalResult convertPad(NodeContext &ctx) {
   }
   double padValue = 0.0;
   if (ctx.hasInput(2)) {
-    DenseElementsAttr attr = ctx.constantInput(2);
-    if (!attr)
-      return ctx.error("input 'constant_value' must be a constant");
-    padValue = isa<FloatType>(attr.getElementType())
-                   ? (*attr.getValues<APFloat>().begin()).convertToDouble()
-                   : (*attr.getValues<APInt>().begin()).getSExtValue();
+    std::optional<double> value = ctx.constantScalar(2);
+    if (!value)
+      return ctx.error("input 'constant_value' must be a constant scalar");
+    padValue = *value;
   }
   if (llvm::all_of(low, [](int64_t p) { return p == 0; }) &&
       llvm::all_of(high, [](int64_t p) { return p == 0; })) {
@@ -573,6 +587,4 @@ void effopt::onnx_import::populateShapeConverters(ConverterMap &map) {
   map["ConstantOfShape"] = convertConstantOfShape;
   map["Range"] = convertRange;
   map["Pad"] = convertPad;
-  // Ops that select or place elements by index live in their own file.
-  populateIndexingConverters(map);
 }

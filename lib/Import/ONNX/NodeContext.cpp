@@ -5,6 +5,8 @@
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace effopt;
@@ -66,6 +68,18 @@ DenseElementsAttr NodeContext::constantInput(unsigned i) const {
   return {};
 }
 
+std::optional<double> NodeContext::constantScalar(unsigned i) const {
+  DenseElementsAttr attr = constantInput(i);
+  if (!attr || attr.getNumElements() != 1)
+    return std::nullopt;
+  if (isa<FloatType>(attr.getElementType()))
+    return (*attr.getValues<APFloat>().begin()).convertToDouble();
+  APInt value = *attr.getValues<APInt>().begin();
+  if (attr.getElementType().isUnsignedInteger() || value.getBitWidth() == 1)
+    return static_cast<double>(value.getZExtValue());
+  return static_cast<double>(value.getSExtValue());
+}
+
 FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
                                                           StringRef what) {
   DenseElementsAttr attr = constantInput(i);
@@ -89,11 +103,35 @@ Value NodeContext::splat(double value, Type elementType,
     element = builder.getFloatAttr(floatType, value);
   else
     element = builder.getIntegerAttr(elementType, static_cast<int64_t>(value));
-  return eff::ConstantOp::create(builder, location,
-                                 DenseElementsAttr::get(type, element));
+  return constant(DenseElementsAttr::get(type, element));
+}
+
+std::optional<int64_t>
+effopt::onnx_import::boundedElementCount(ArrayRef<int64_t> shape,
+                                         int64_t limit) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    if (dim < 0 || llvm::MulOverflow(count, dim, count) || count > limit)
+      return std::nullopt;
+  return count;
+}
+
+LogicalResult NodeContext::checkComputedSize(ArrayRef<int64_t> shape,
+                                             const Twine &what) {
+  if (boundedElementCount(shape, kMaxComputedElements))
+    return success();
+  return error(what + " of shape " + eff::formatShape(shape) +
+               " would have more than " + Twine(kMaxComputedElements) +
+               " elements");
+}
+
+Value NodeContext::constant(DenseElementsAttr value) {
+  return create<eff::ConstantOp>(value);
 }
 
 Value NodeContext::reshape(Value value, ArrayRef<int64_t> shape) {
+  if (!value)
+    return {};
   auto type = llvm::cast<RankedTensorType>(value.getType());
   if (type.getShape() == shape)
     return value;
@@ -101,6 +139,8 @@ Value NodeContext::reshape(Value value, ArrayRef<int64_t> shape) {
 }
 
 Value NodeContext::cast(Value value, Type elementType) {
+  if (!value)
+    return {};
   auto type = llvm::cast<RankedTensorType>(value.getType());
   if (type.getElementType() == elementType)
     return value;
@@ -108,6 +148,8 @@ Value NodeContext::cast(Value value, Type elementType) {
 }
 
 Value NodeContext::broadcastTo(Value value, ArrayRef<int64_t> shape) {
+  if (!value)
+    return {};
   auto type = llvm::cast<RankedTensorType>(value.getType());
   if (type.getShape() == shape)
     return value;
@@ -118,6 +160,8 @@ Value NodeContext::iota(int64_t size, int64_t axis, int64_t rank,
                         Type elementType) {
   SmallVector<int64_t> shape(rank, 1);
   shape[axis] = size;
+  if (failed(checkComputedSize(shape, "the positions constant")))
+    return {};
   auto type = RankedTensorType::get(shape, elementType);
   SmallVector<Attribute> elements;
   for (int64_t i = 0; i < size; ++i) {
@@ -126,19 +170,20 @@ Value NodeContext::iota(int64_t size, int64_t axis, int64_t rank,
     else
       elements.push_back(builder.getIntegerAttr(elementType, i));
   }
-  return eff::ConstantOp::create(builder, location,
-                                 DenseElementsAttr::get(type, elements));
+  return constant(DenseElementsAttr::get(type, elements));
 }
 
 Value NodeContext::compare(eff::CmpPredicate predicate, Value value,
                            double scalar) {
+  if (!value)
+    return {};
   Type elementType =
       llvm::cast<RankedTensorType>(value.getType()).getElementType();
   return create<eff::CmpOp>(predicate, value, splat(scalar, elementType));
 }
 
 Value NodeContext::moveAxis(Value value, int64_t from, int64_t to) {
-  if (from == to)
+  if (!value || from == to)
     return value;
   int64_t rank = llvm::cast<RankedTensorType>(value.getType()).getRank();
   SmallVector<int64_t> permutation;
@@ -150,6 +195,7 @@ Value NodeContext::moveAxis(Value value, int64_t from, int64_t to) {
 }
 
 LogicalResult NodeContext::error(const Twine &message) {
+  errorReported = true;
   mlir::emitError(location) << "node '" << node.name() << "' ("
                             << node.op_type() << ", opset " << opset
                             << "): " << message;
@@ -170,4 +216,98 @@ FailureOr<int64_t> NodeContext::normalizedAxis(int64_t axis, int64_t rank,
     return failure();
   }
   return *normalized;
+}
+
+//===----------------------------------------------------------------------===//
+// Building ops without aborting
+//===----------------------------------------------------------------------===//
+
+/// A diagnostic as one line, without the "'eff.sub' op " prefix verifiers
+/// put before their message.
+static std::string oneLine(const Diagnostic &diag, StringRef opName) {
+  std::string message = diag.str();
+  std::string prefix = ("'" + opName + "' op ").str();
+  if (StringRef(message).starts_with(prefix))
+    message.erase(0, prefix.size());
+  for (char &c : message)
+    if (c == '\n')
+      c = ' ';
+  return message;
+}
+
+Operation *onnx_import::detail::createVerified(
+    OpBuilder &builder, OperationState &state,
+    InferReturnTypesFn inferReturnTypes,
+    function_ref<void(const Twine &)> reportError) {
+  MLIRContext *context = builder.getContext();
+  StringRef opName = state.name.getStringRef();
+  if (llvm::any_of(state.operands, [](Value v) { return !v; })) {
+    reportError("cannot create '" + opName + "': an operand is missing");
+    return nullptr;
+  }
+  // Inference and verification report problems as diagnostics: keep the
+  // first for the one-line error instead of printing them.
+  std::string reason;
+  Operation *op = nullptr;
+  {
+    ScopedDiagnosticHandler capture(context, [&](Diagnostic &diag) {
+      if (reason.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+        reason = oneLine(diag, opName);
+      return success();
+    });
+    bool typed = true;
+    if (inferReturnTypes) {
+      SmallVector<Type> types;
+      typed = succeeded(
+          inferReturnTypes(context, state.location, state.operands,
+                           state.attributes.getDictionary(context),
+                           state.getRawProperties(), state.regions, types));
+      state.addTypes(types);
+    }
+    for (Type type : state.types) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (typed && tensor && tensor.hasStaticShape() &&
+          !boundedElementCount(tensor.getShape())) {
+        reason = "its result shape " + eff::formatShape(tensor.getShape()) +
+                 " has a negative dimension or more than " +
+                 std::to_string(kMaxTensorElements) + " elements";
+        typed = false;
+      }
+    }
+    if (typed) {
+      // Verified in place (ops may require their parent), and announced to
+      // the builder's listener only once verified, as createOrFold does.
+      op = Operation::create(state);
+      if (Block *block = builder.getInsertionBlock())
+        block->getOperations().insert(builder.getInsertionPoint(), op);
+      if (failed(mlir::verify(op))) {
+        op->erase();
+        op = nullptr;
+      }
+    }
+  }
+  if (!op) {
+    if (reason.empty()) {
+      std::string operandTypes;
+      llvm::raw_string_ostream os(operandTypes);
+      llvm::interleaveComma(state.operands, os,
+                            [&](Value v) { os << v.getType(); });
+      reason = "it does not accept operands of types " + operandTypes;
+    }
+    reportError("cannot create '" + opName + "': " + reason);
+    return nullptr;
+  }
+  if (op->getBlock())
+    if (OpBuilder::Listener *listener = builder.getListener())
+      listener->notifyOperationInserted(op, /*previous=*/{});
+  return op;
+}
+
+Value NodeContext::foldOrKeep(Operation *op) {
+  SmallVector<Value, 1> results;
+  if (succeeded(builder.tryFold(op, results)) && !results.empty()) {
+    op->erase();
+    return results.front();
+  }
+  return op->getResult(0);
 }

@@ -1,9 +1,16 @@
-//===- NodeImporter.h - per-node conversion context and registry -*- C++ -*-===//
+//===- NodeImporter.h - per-node conversion context and registry -*- C++
+//-*-===//
 //
 // Each ONNX op family has a file of converters (`Convert*.cpp`) that turn one
 // `NodeProto` into eff ops through a `NodeContext`. Converters fold as they
 // build (`createOrFold`), so the shape arithmetic exporters emit becomes
 // constants as soon as it is imported.
+//
+// A model can pass ONNX's checker and still give an op operands it does not
+// accept (a Sub of shapes that do not broadcast). eff's builders would abort
+// on such operands, so the importer never calls them directly: every op is
+// made by `buildVerified`, which infers the result types itself, verifies
+// the op, and turns a failure into the node's one-line error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,8 +21,12 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
+
+#include <type_traits>
 
 #include <onnx/onnx_pb.h>
 
@@ -34,6 +45,19 @@ void populateLossConverters(ConverterMap &converters);
 void populateActivationConverters(ConverterMap &converters);
 void populateIndexingConverters(ConverterMap &converters);
 
+/// The most elements a tensor may have: a larger shape (or one with a
+/// negative dimension) is taken to be malformed, and would overflow the
+/// element and byte counts computed from it.
+inline constexpr int64_t kMaxTensorElements = int64_t(1) << 40;
+/// The most elements of a constant the importer computes element by element
+/// (masks, positions, interpolation weights, folds of constant inputs).
+inline constexpr int64_t kMaxComputedElements = int64_t(1) << 24;
+
+/// The number of elements of `shape`, or nullopt if a dimension is negative
+/// or the count exceeds `limit`.
+std::optional<int64_t> boundedElementCount(llvm::ArrayRef<int64_t> shape,
+                                           int64_t limit = kMaxTensorElements);
+
 /// The shortest decimal reading of a float (1e-5f -> 1e-05, not
 /// 9.9999997e-06), as the user wrote it in the exporting framework.
 double decimalValue(const llvm::APFloat &value);
@@ -50,6 +74,86 @@ mlir::FailureOr<mlir::DenseElementsAttr>
 tensorToDenseAttr(const onnx::TensorProto &tensor, mlir::RankedTensorType type,
                   llvm::ArrayRef<char> rawBytes, llvm::StringRef what,
                   llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
+//===----------------------------------------------------------------------===//
+// Building ops without aborting
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// The number of results of an op with a fixed number of them, -1 if it has
+/// variadic results.
+template <typename OpTy, unsigned N = 2> constexpr int fixedResultCount() {
+  if constexpr (OpTy::template hasTrait<mlir::OpTrait::ZeroResults>())
+    return 0;
+  else if constexpr (OpTy::template hasTrait<mlir::OpTrait::OneResult>())
+    return 1;
+  else if constexpr (N > 8)
+    return -1;
+  else if constexpr (OpTy::template hasTrait<
+                         mlir::OpTrait::NResults<N>::template Impl>())
+    return N;
+  else
+    return fixedResultCount<OpTy, N + 1>();
+}
+
+/// Whether builder arguments start with the result type(s).
+template <typename... Args> inline constexpr bool startsWithResultTypes = false;
+template <typename First, typename... Rest>
+inline constexpr bool startsWithResultTypes<First, Rest...> =
+    std::is_convertible_v<std::decay_t<First>, mlir::Type> ||
+    std::is_convertible_v<std::decay_t<First>, llvm::ArrayRef<mlir::Type>> ||
+    std::is_same_v<std::decay_t<First>, mlir::TypeRange>;
+
+using InferReturnTypesFn = llvm::LogicalResult (*)(
+    mlir::MLIRContext *, std::optional<mlir::Location>, mlir::ValueRange,
+    mlir::DictionaryAttr, mlir::OpaqueProperties, mlir::RegionRange,
+    llvm::SmallVectorImpl<mlir::Type> &);
+
+/// Completes `state` with the result types `inferReturnTypes` gives (when
+/// not null), creates the op at the builder's insertion point and verifies
+/// it. If the types cannot be inferred, a result shape is out of bounds
+/// (kMaxTensorElements) or the op does not verify, nothing is inserted,
+/// `reportError` receives one line saying why ("cannot create 'eff.sub':
+/// operand shapes [2, 3] and [4] do not broadcast") and the result is null.
+mlir::Operation *
+createVerified(mlir::OpBuilder &builder, mlir::OperationState &state,
+               InferReturnTypesFn inferReturnTypes,
+               llvm::function_ref<void(const llvm::Twine &)> reportError);
+
+} // namespace detail
+
+/// Builds an `OpTy` from the arguments of one of its ODS builders, never
+/// aborting: where that builder would infer the result types (and abort if
+/// it cannot), the types are inferred here first; the op is verified before
+/// it is inserted. On failure, `reportError` gets a one-line reason and the
+/// result is null.
+template <typename OpTy, typename... Args>
+OpTy buildVerified(mlir::OpBuilder &builder, mlir::Location loc,
+                   llvm::function_ref<void(const llvm::Twine &)> reportError,
+                   Args &&...args) {
+  mlir::OperationState state(loc, OpTy::getOperationName());
+  detail::InferReturnTypesFn infer = nullptr;
+  if constexpr (OpTy::template hasTrait<mlir::InferTypeOpInterface::Trait>() &&
+                !detail::startsWithResultTypes<Args...>) {
+    // The builder that takes result types fills in the operands, attributes
+    // and properties without inferring; placeholders stand in for the types
+    // until the inference below.
+    constexpr int numResults = detail::fixedResultCount<OpTy>();
+    static_assert(numResults >= 0,
+                  "ops with variadic results need explicit result types");
+    llvm::SmallVector<mlir::Type, 4> placeholders(
+        numResults, mlir::NoneType::get(builder.getContext()));
+    OpTy::build(builder, state, mlir::TypeRange(placeholders),
+                std::forward<Args>(args)...);
+    state.types.clear();
+    infer = &OpTy::inferReturnTypes;
+  } else {
+    OpTy::build(builder, state, std::forward<Args>(args)...);
+  }
+  return llvm::cast_or_null<OpTy>(
+      detail::createVerified(builder, state, infer, reportError));
+}
 
 /// The state a converter sees while importing one node.
 class NodeContext {
@@ -112,19 +216,48 @@ public:
 
   /// The value of input `i` if it folded to a constant.
   mlir::DenseElementsAttr constantInput(unsigned i) const;
+  /// The number input `i` holds if it folded to a constant of one element.
+  std::optional<double> constantScalar(unsigned i) const;
   /// Input `i` as integers; an error naming `what` if it is not constant.
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   constantInts(unsigned i, llvm::StringRef what);
   /// A scalar or splat constant of `elementType` shaped `shape`.
   mlir::Value splat(double value, mlir::Type elementType,
                     llvm::ArrayRef<int64_t> shape = {});
+  /// An error naming `what` unless a constant shaped `shape` is small
+  /// enough to compute element by element (kMaxComputedElements).
+  mlir::LogicalResult checkComputedSize(llvm::ArrayRef<int64_t> shape,
+                                        const llvm::Twine &what);
 
   //===--- Building ------------------------------------------------------===//
 
+  // Every op of a node is built with `buildVerified`: operands an eff op
+  // does not accept give the node's error ("node 'N' (Sub, opset 17):
+  // cannot create 'eff.sub': ..."), never an abort. After the first error,
+  // `build`, `create`, `splat` and the helpers below return null without
+  // building (the helpers also return null for a null `value`), so a chain
+  // of them needs no check of its own. Converters check for null where they
+  // read the type of a value they built; the importer fails the node when
+  // it `hasErrors()`, whatever the converter returns.
+
+  /// Builds an `OpTy` at the node's location; null after an error.
+  template <typename OpTy, typename... Args> OpTy build(Args &&...args) {
+    if (errorReported)
+      return {};
+    auto report = [&](const llvm::Twine &message) { (void)error(message); };
+    return buildVerified<OpTy>(builder, location, report,
+                               std::forward<Args>(args)...);
+  }
+  /// Builds a single-result `OpTy` and folds it; null after an error.
   template <typename OpTy, typename... Args>
   mlir::Value create(Args &&...args) {
-    return builder.createOrFold<OpTy>(location, std::forward<Args>(args)...);
+    static_assert(OpTy::template hasTrait<mlir::OpTrait::OneResult>(),
+                  "create<OpTy> returns the one result; use build<OpTy>");
+    OpTy op = build<OpTy>(std::forward<Args>(args)...);
+    return op ? foldOrKeep(op) : mlir::Value();
   }
+  /// A constant holding `value` (a DenseElementsAttr); null after an error.
+  mlir::Value constant(mlir::DenseElementsAttr value);
   /// Reshapes `value` to `shape` (no-op if it already has it).
   mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape);
   /// Casts `value` to `elementType` (no-op if it already has it).
@@ -133,6 +266,7 @@ public:
   mlir::Value broadcastTo(mlir::Value value, llvm::ArrayRef<int64_t> shape);
   /// A constant shaped like `rank` ones but `size` at `axis`, holding
   /// 0, 1, ..., size - 1 along `axis`: positions to compare indices with.
+  /// Null (after an error) if `size` is beyond kMaxComputedElements.
   mlir::Value iota(int64_t size, int64_t axis, int64_t rank,
                    mlir::Type elementType);
   /// `value <predicate> scalar`, the scalar of `value`'s element type.
@@ -145,6 +279,8 @@ public:
 
   /// Emits "node 'NAME' (TYPE, opset N): MESSAGE" and returns failure.
   mlir::LogicalResult error(const llvm::Twine &message);
+  /// True once an error has been emitted for this node.
+  bool hasErrors() const { return errorReported; }
   /// Checks an attribute against the values the converter supports.
   mlir::LogicalResult unsupportedAttribute(llvm::StringRef name,
                                            const llvm::Twine &value);
@@ -154,7 +290,11 @@ public:
                                           llvm::StringRef what = "axis");
 
 private:
+  /// The folded value of single-result `op` (erasing `op`), or its result.
+  mlir::Value foldOrKeep(mlir::Operation *op);
+
   mlir::Location location;
+  bool errorReported = false;
   llvm::StringMap<mlir::Value> &values;
   const llvm::StringMap<unsigned> &useCounts;
 };

@@ -1,17 +1,28 @@
 //===- ONNXImporter.cpp - ONNX model to eff dialect -----------------------===//
 //
 // Loads a ModelProto (ONNX's protobuf classes), validates it with ONNX's
-// checker, converts old opsets with ONNX's version converter, runs ONNX's
-// shape inference to cross-check eff's own type inference, and builds:
+// checker, converts old opsets with ONNX's version converter, and builds
+// (then runs ONNX's shape inference to cross-check eff's own types):
 //
 //   eff.parameter <role> @<initializer name> : <type> = dense_resource<...>
 //   func.func @forward(<parameters>..., <graph inputs>...) -> (<outputs>...,
-//                                                              <buffer updates>...)
+//                                                              <buffer
+//                                                              updates>...)
 //
 // Float initializers become parameters (weights stay in the loaded protobuf
 // or the memory-mapped external data file, referenced by resource blobs, not
-// copied); other initializers become constants. libonnx reports errors with
-// exceptions, so every call into it is wrapped and turned into a diagnostic.
+// copied); other initializers become constants. A float initializer is a
+// `trainable` parameter only if a gradient can reach it from the loss, as
+// eff-autodiff will ask (the ops' GradientOpInterface): one read only through
+// comparisons, `where` conditions, shape queries or integer ops (the causal
+// mask buffer of a GPT) is a `buffer`.
+//
+// Bad input gets one error and never a crash: libonnx reports errors with
+// exceptions, so every call into it is wrapped and turned into a diagnostic;
+// what would crash libonnx itself is checked before it sees the model (or,
+// for shape inference, by importing first); every eff op is built with
+// `buildVerified` (NodeImporter.h), so operands an op does not accept are the
+// node's error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +31,7 @@
 #include "NodeImporter.h"
 #include "RecognizeComposites.h"
 
+#include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
 
@@ -38,6 +50,7 @@
 #include "llvm/Support/Regex.h"
 
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
@@ -62,7 +75,9 @@ const ConverterMap &getConverters() {
   static const ConverterMap converters = [] {
     ConverterMap map;
     populateElementwiseConverters(map);
+    populateActivationConverters(map);
     populateShapeConverters(map);
+    populateIndexingConverters(map);
     populateReductionConverters(map);
     populateContractionConverters(map);
     populateNormalizationConverters(map);
@@ -90,6 +105,7 @@ private:
   }
 
   LogicalResult prepareModel();
+  LogicalResult checkLibOnnxAssumptions();
   LogicalResult loadExternalData();
   FailureOr<RankedTensorType> convertValueType(const onnx::ValueInfoProto &info,
                                                StringRef kind);
@@ -98,8 +114,11 @@ private:
   FailureOr<Value> materializeConstant(const onnx::TensorProto &tensor);
   LogicalResult buildForward();
   LogicalResult importNode(const onnx::NodeProto &node, unsigned index);
-  LogicalResult checkAgainstOnnxShapes(const onnx::NodeProto &node);
+  LogicalResult crossCheckShapes();
+  LogicalResult checkAgainstOnnxShapes(const onnx::NodeProto &node,
+                                       StringRef nodeName);
   LogicalResult cleanup(func::FuncOp func);
+  void classifyBuffers(func::FuncOp func);
 
   MLIRContext *context;
   OpBuilder builder;
@@ -190,6 +209,11 @@ LogicalResult ModelImporter::prepareModel() {
       return error("ONNX checker rejected the model: " + *problem);
   }
 
+  // libonnx's version converter and shape inference assume what its checker
+  // does not check, and crash where it does not hold.
+  if (failed(checkLibOnnxAssumptions()))
+    return failure();
+
   if (opset < kMinSupportedOpset) {
     // ONNX's version converter copies the model; acceptable for old opsets.
     std::optional<std::string> problem = catchOnnxErrors([&] {
@@ -208,22 +232,121 @@ LogicalResult ModelImporter::prepareModel() {
       return failure();
   }
 
-  if (options.checkShapes) {
-    // ONNX's own shape inference, used to cross-check eff's inferred types.
-    std::optional<std::string> problem = catchOnnxErrors([&] {
-      onnx::ShapeInferenceOptions inferenceOptions(/*check_type_val=*/false,
-                                                   /*strict_mode_val=*/0,
-                                                   /*data_prop_val=*/true);
-      onnx::shape_inference::InferShapes(storage->model,
-                                         onnx::OpSchemaRegistry::Instance(),
-                                         inferenceOptions);
-    });
-    if (problem)
-      return error("ONNX shape inference failed: " + *problem);
-    for (const onnx::ValueInfoProto &info :
-         storage->model.graph().value_info())
-      onnxTypes[info.name()] = &info.type();
+  return success();
+}
+
+/// A node's name, or "TYPE_INDEX" for an unnamed node.
+static std::string nodeDisplayName(const onnx::NodeProto &node,
+                                   unsigned index) {
+  return node.name().empty() ? node.op_type() + "_" + std::to_string(index)
+                             : node.name();
+}
+
+/// Checks what libonnx's IR (version converter, shape inference) relies on
+/// but its checker does not check, in `graph` and its subgraphs: every
+/// graph output is defined (by a graph input, an initializer, a node or, in
+/// a subgraph, the enclosing graphs); `strides` and `dilations` are positive
+/// (convolution and pooling shape inference divides by them); a Conv or
+/// ConvTranspose weight of declared rank has the input's rank (their shape
+/// inference reads its dimensions 0 and 1 unchecked). `rankBefore(value,
+/// index)`, if given, finds the rank of a value no declaration gives, as
+/// inference over the nodes before `index` would. Shape inference for the
+/// cross-check runs after import, which checks far more; this guards the
+/// version converter of old opsets, which needs shapes first.
+using RankFn = function_ref<std::optional<int64_t>(StringRef, unsigned)>;
+static std::optional<std::string>
+findOnnxInferenceHazard(const onnx::GraphProto &graph, int64_t opset,
+                        const llvm::StringSet<> &outerValues,
+                        std::optional<RankFn> rankBefore = std::nullopt) {
+  llvm::StringSet<> defined = outerValues;
+  llvm::StringMap<int64_t> declaredRanks;
+  auto declare = [&](const onnx::ValueInfoProto &info) {
+    if (info.type().has_tensor_type() && info.type().tensor_type().has_shape())
+      declaredRanks[info.name()] = info.type().tensor_type().shape().dim_size();
+  };
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    defined.insert(input.name());
+    declare(input);
   }
+  for (const onnx::ValueInfoProto &info : graph.value_info())
+    declare(info);
+  for (const onnx::TensorProto &tensor : graph.initializer()) {
+    defined.insert(tensor.name());
+    declaredRanks[tensor.name()] = tensor.dims_size();
+  }
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    auto hazard = [&](const Twine &message) {
+      return ("node '" + nodeDisplayName(node, index) + "' (" + node.op_type() +
+              ", opset " + Twine(opset) + "): " + message)
+          .str();
+    };
+    if ((node.op_type() == "Conv" || node.op_type() == "ConvTranspose") &&
+        node.input_size() >= 2) {
+      auto rankOf = [&](const std::string &value) -> std::optional<int64_t> {
+        auto declared = declaredRanks.find(value);
+        if (declared != declaredRanks.end())
+          return declared->second;
+        return rankBefore ? (*rankBefore)(value, index) : std::nullopt;
+      };
+      std::optional<int64_t> weight = rankOf(node.input(1));
+      std::optional<int64_t> input = rankOf(node.input(0));
+      if (weight && input && *weight != *input)
+        return hazard("the weight '" + node.input(1) + "' has rank " +
+                      Twine(*weight) + ", not the input's (" + Twine(*input) +
+                      ")");
+      if (weight && *weight < 3)
+        return hazard("the weight '" + node.input(1) + "' has rank " +
+                      Twine(*weight) + ", less than 3");
+    }
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if ((attr.name() == "strides" || attr.name() == "dilations") &&
+          llvm::any_of(attr.ints(), [](int64_t v) { return v <= 0; }))
+        return hazard(attr.name() + " " +
+                      eff::formatShape(SmallVector<int64_t>(
+                          attr.ints().begin(), attr.ints().end())) +
+                      " must be positive");
+      SmallVector<const onnx::GraphProto *> subgraphs;
+      if (attr.has_g())
+        subgraphs.push_back(&attr.g());
+      for (const onnx::GraphProto &g : attr.graphs())
+        subgraphs.push_back(&g);
+      for (const onnx::GraphProto *subgraph : subgraphs)
+        if (std::optional<std::string> hazard =
+                findOnnxInferenceHazard(*subgraph, opset, defined))
+          return hazard;
+    }
+    for (const std::string &output : node.output())
+      defined.insert(output);
+  }
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (!defined.contains(output.name()))
+      return "graph output '" + output.name() + "' is not produced by any node";
+  return std::nullopt;
+}
+
+LogicalResult ModelImporter::checkLibOnnxAssumptions() {
+  // Before the version converter, shape inference sees the model before
+  // import has checked it: find the ranks of computed weights by inferring
+  // shapes up to their node (rare: weights are initializers).
+  auto rankBefore = [&](StringRef value,
+                        unsigned end) -> std::optional<int64_t> {
+    onnx::ModelProto prefix = storage->model;
+    auto *nodes = prefix.mutable_graph()->mutable_node();
+    nodes->DeleteSubrange(end, nodes->size() - end);
+    if (catchOnnxErrors([&] { onnx::shape_inference::InferShapes(prefix); }))
+      return std::nullopt;
+    for (const onnx::ValueInfoProto &info : prefix.graph().value_info())
+      if (info.name() == value && info.type().has_tensor_type() &&
+          info.type().tensor_type().has_shape())
+        return info.type().tensor_type().shape().dim_size();
+    return std::nullopt;
+  };
+  std::optional<RankFn> ranks;
+  if (opset < kMinSupportedOpset)
+    ranks = rankBefore;
+  if (std::optional<std::string> hazard =
+          findOnnxInferenceHazard(storage->model.graph(), opset, {}, ranks))
+    return error(*hazard);
   return success();
 }
 
@@ -299,6 +422,9 @@ ModelImporter::convertValueType(const onnx::ValueInfoProto &info,
         return error("--shape " + name + " sets dimension " + Twine(i) +
                      " to " + Twine(bound->second[i]) + " but the model fixes it to " +
                      Twine(dims[i].dim_value()));
+    if (!boundedElementCount(bound->second))
+      return error("--shape " + name + " gives more than " +
+                   Twine(kMaxTensorElements) + " elements");
     return RankedTensorType::get(bound->second, elementType);
   }
   SmallVector<int64_t> shape;
@@ -312,6 +438,10 @@ ModelImporter::convertValueType(const onnx::ValueInfoProto &info,
     }
     shape.push_back(dims[i].dim_value());
   }
+  if (!boundedElementCount(shape))
+    return error(kind + " '" + name + "' has shape " + eff::formatShape(shape) +
+                 ", with a negative dimension or more than " +
+                 Twine(kMaxTensorElements) + " elements");
   return RankedTensorType::get(shape, elementType);
 }
 
@@ -323,9 +453,11 @@ ModelImporter::convertTensorType(const onnx::TensorProto &tensor) {
                  "' has unsupported data type " +
                  dataTypeName(tensor.data_type()));
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
-  for (int64_t dim : shape)
-    if (dim < 0)
-      return error("initializer '" + tensor.name() + "' has a negative dimension");
+  if (!boundedElementCount(shape))
+    return error("initializer '" + tensor.name() + "' has shape " +
+                 eff::formatShape(shape) +
+                 ", with a negative dimension or more than " +
+                 Twine(kMaxTensorElements) + " elements");
   return RankedTensorType::get(shape, elementType);
 }
 
@@ -347,7 +479,15 @@ ModelImporter::materializeConstant(const onnx::TensorProto &tensor) {
       [&] { return emitError(fileLoc); });
   if (failed(attr))
     return failure();
-  return eff::ConstantOp::create(builder, fileLoc, *attr).getResult();
+  auto constant = buildVerified<eff::ConstantOp>(
+      builder, fileLoc,
+      [&](const Twine &message) {
+        (void)error("initializer '" + tensor.name() + "': " + message);
+      },
+      *attr);
+  if (!constant)
+    return failure();
+  return constant.getResult();
 }
 
 /// A resource key from an initializer name: MLIR's bare identifiers.
@@ -460,8 +600,14 @@ LogicalResult ModelImporter::buildForward() {
         freeze->match(tensor.name()))
       role = eff::ParamRole::Frozen;
     parameterRoles[tensor.name()] = role;
-    eff::ParameterOp::create(builder, fileLoc, tensor.name(), role, *type,
-                             initialValue);
+    auto parameter = buildVerified<eff::ParameterOp>(
+        builder, fileLoc,
+        [&](const Twine &message) {
+          (void)error("initializer '" + tensor.name() + "': " + message);
+        },
+        tensor.name(), role, *type, initialValue);
+    if (!parameter)
+      return failure();
     argumentTypes.push_back(*type);
     argumentNames.push_back(tensor.name());
     argumentTags.push_back(builder.getNamedAttr(
@@ -514,6 +660,8 @@ LogicalResult ModelImporter::buildForward() {
   for (const onnx::NodeProto &node : graph.node())
     if (failed(importNode(node, index++)))
       return failure();
+  if (failed(crossCheckShapes()))
+    return failure();
 
   // Results: graph outputs in order (the first is the loss), then the new
   // values of buffers.
@@ -556,14 +704,15 @@ LogicalResult ModelImporter::buildForward() {
   for (unsigned i = 0; i < resultTags.size(); ++i)
     func.setResultAttrs(i, resultTags[i]);
 
-  return cleanup(func);
+  if (failed(cleanup(func)))
+    return failure();
+  classifyBuffers(func);
+  return success();
 }
 
 LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
                                         unsigned index) {
-  std::string nodeName =
-      node.name().empty() ? node.op_type() + "_" + std::to_string(index)
-                          : node.name();
+  std::string nodeName = nodeDisplayName(node, index);
   Location loc = NameLoc::get(builder.getStringAttr(nodeName), fileLoc);
 
   // Initializers and bound inputs become constants where first read.
@@ -598,7 +747,24 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
   named.set_name(nodeName);
   NodeContext nodeContext(named, opset, builder, loc, values, useCounts);
   nodeContext.stateUpdates = &stateUpdates;
-  if (failed(converter->second(nodeContext)))
+  // Only optional inputs may be omitted (""); ONNX's checker lets a
+  // variadic one be empty too.
+  if (const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+          node.op_type(), static_cast<int>(opset))) {
+    const auto &formals = schema->inputs();
+    for (int i = 0; i < node.input_size() && !formals.empty(); ++i) {
+      const onnx::OpSchema::FormalParameter &formal =
+          formals[std::min<size_t>(i, formals.size() - 1)];
+      if (node.input(i).empty() &&
+          formal.GetOption() != onnx::OpSchema::Optional)
+        return nodeContext.error("input " + Twine(i) + " ('" +
+                                 formal.GetName() +
+                                 "') is empty, but it is not optional");
+    }
+  }
+  // A converter that built an op its operands do not fit has reported the
+  // node's error, whatever it returned.
+  if (failed(converter->second(nodeContext)) || nodeContext.hasErrors())
     return failure();
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty())
@@ -607,11 +773,37 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
       return nodeContext.error("output " + Twine(i) + " ('" + node.output(i) +
                                "') is used but not supported by effopt");
   }
-  return checkAgainstOnnxShapes(named);
+  return success();
 }
 
-LogicalResult
-ModelImporter::checkAgainstOnnxShapes(const onnx::NodeProto &node) {
+/// Runs ONNX's shape inference (with data propagation) and checks that eff
+/// inferred the same type for every node output. It runs after the nodes
+/// are imported: eff's converters and verifiers have then accepted every
+/// node, as ONNX's inference functions assume (some read dimensions that a
+/// malformed node's operands lack, and crash).
+LogicalResult ModelImporter::crossCheckShapes() {
+  if (!options.checkShapes)
+    return success();
+  std::optional<std::string> problem = catchOnnxErrors([&] {
+    onnx::ShapeInferenceOptions inferenceOptions(/*check_type_val=*/false,
+                                                 /*strict_mode_val=*/0,
+                                                 /*data_prop_val=*/true);
+    onnx::shape_inference::InferShapes(
+        storage->model, onnx::OpSchemaRegistry::Instance(), inferenceOptions);
+  });
+  if (problem)
+    return error("ONNX shape inference failed: " + *problem);
+  for (const onnx::ValueInfoProto &info : storage->model.graph().value_info())
+    onnxTypes[info.name()] = &info.type();
+  unsigned index = 0;
+  for (const onnx::NodeProto &node : storage->model.graph().node())
+    if (failed(checkAgainstOnnxShapes(node, nodeDisplayName(node, index++))))
+      return failure();
+  return success();
+}
+
+LogicalResult ModelImporter::checkAgainstOnnxShapes(const onnx::NodeProto &node,
+                                                    StringRef nodeName) {
   for (const std::string &output : node.output()) {
     const onnx::TypeProto *onnxType = onnxTypes.lookup(output);
     Value value = values.lookup(output);
@@ -633,7 +825,7 @@ ModelImporter::checkAgainstOnnxShapes(const onnx::NodeProto &node) {
     if (type.getShape() != ArrayRef<int64_t>(shape) ||
         (elementType && elementType != type.getElementType())) {
       emitError(value.getLoc())
-          << "node '" << node.name() << "' (" << node.op_type()
+          << "node '" << nodeName << "' (" << node.op_type()
           << "): effopt infers " << type << " for output '" << output
           << "' but ONNX shape inference says "
           << RankedTensorType::get(shape, elementType ? elementType
@@ -659,6 +851,47 @@ LogicalResult ModelImporter::cleanup(func::FuncOp func) {
   return success();
 }
 
+/// Whether operand `index` of `op` can carry a gradient: eff-autodiff's rule.
+static bool isDifferentiableOperand(Operation *op, unsigned index) {
+  if (auto gradient = dyn_cast<eff::GradientOpInterface>(op))
+    return gradient.isDifferentiableOperand(index);
+  return eff::detail::isFloatTensor(op->getOperand(index).getType());
+}
+
+/// Turns the trainable (or `--freeze`-frozen) parameters that no gradient
+/// reaches from the loss (result 0) into buffers: they are model state, not
+/// parameters. The values the loss depends on differentiably are found
+/// backwards from it, as eff-autodiff finds them, after cleanup has folded
+/// shape queries and removed dead code.
+void ModelImporter::classifyBuffers(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  auto returnOp = cast<func::ReturnOp>(body.getTerminator());
+  llvm::DenseSet<Value> reached;
+  if (returnOp.getNumOperands() > 0 &&
+      eff::detail::isFloatTensor(returnOp.getOperand(0).getType()))
+    reached.insert(returnOp.getOperand(0));
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (llvm::none_of(op.getResults(),
+                      [&](Value result) { return reached.contains(result); }))
+      continue;
+    for (OpOperand &operand : op.getOpOperands())
+      if (isDifferentiableOperand(&op, operand.getOperandNumber()))
+        reached.insert(operand.get());
+  }
+  for (BlockArgument argument : body.getArguments()) {
+    auto symbol = func.getArgAttrOfType<FlatSymbolRefAttr>(
+        argument.getArgNumber(), eff::kParameterAttrName);
+    auto parameter =
+        symbol ? module->lookupSymbol<eff::ParameterOp>(symbol) : nullptr;
+    if (parameter && !reached.contains(argument) &&
+        (parameter.getRole() == eff::ParamRole::Trainable ||
+         parameter.getRole() == eff::ParamRole::Frozen)) {
+      parameter.setRole(eff::ParamRole::Buffer);
+      parameterRoles[parameter.getSymName()] = eff::ParamRole::Buffer;
+    }
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
@@ -676,6 +909,10 @@ static OwningOpRef<ModuleOp> importLoaded(std::shared_ptr<ModelStorage> storage,
                                           StringRef baseDirectory,
                                           MLIRContext *context,
                                           const ONNXImportOptions &options) {
+  // Gradient rules say which operands a gradient reaches (classifyBuffers).
+  DialectRegistry registry;
+  eff::registerGradientInterfaceModels(registry);
+  context->appendDialectRegistry(registry);
   context->loadDialect<eff::EffDialect, func::FuncDialect>();
   ModelImporter importer(context, displayName, baseDirectory, options);
   return importer.run(std::move(storage));

@@ -20,6 +20,15 @@
 using namespace mlir;
 using namespace effopt;
 
+/// Ops are built with `buildVerified`, as the converters build them: a
+/// match whose op would not verify is no match (and no abort).
+template <typename OpTy, typename... Args>
+static OpTy buildIfValid(PatternRewriter &rewriter, Location loc,
+                         Args &&...args) {
+  return onnx_import::buildVerified<OpTy>(
+      rewriter, loc, [](const Twine &) {}, std::forward<Args>(args)...);
+}
+
 /// True if `value` is a splat constant within 1e-6 (relative) of `expected`.
 static bool isSplatNear(Value value, double expected) {
   DenseElementsAttr attr;
@@ -99,8 +108,11 @@ struct RecognizeErfGelu : OpRewritePattern<eff::MulOp> {
       return rewriter.notifyMatchFailure(op, "not the erf form of GELU");
     if (x.getType() != op.getType())
       return rewriter.notifyMatchFailure(op, "broadcasts beyond its input");
-    rewriter.replaceOpWithNewOp<eff::GeluOp>(op, x,
-                                             eff::GeluApproximation::None);
+    auto gelu = buildIfValid<eff::GeluOp>(rewriter, op.getLoc(), x,
+                                          eff::GeluApproximation::None);
+    if (!gelu)
+      return rewriter.notifyMatchFailure(op, "the gelu would not verify");
+    rewriter.replaceOp(op, gelu.getOperation());
     return success();
   }
 };
@@ -248,8 +260,11 @@ struct RecognizeTanhGelu : OpRewritePattern<eff::MulOp> {
       return rewriter.notifyMatchFailure(op, "not the tanh form of GELU");
     if (x.getType() != op.getType())
       return rewriter.notifyMatchFailure(op, "broadcasts beyond its input");
-    rewriter.replaceOpWithNewOp<eff::GeluOp>(op, x,
-                                             eff::GeluApproximation::Tanh);
+    auto gelu = buildIfValid<eff::GeluOp>(rewriter, op.getLoc(), x,
+                                          eff::GeluApproximation::Tanh);
+    if (!gelu)
+      return rewriter.notifyMatchFailure(op, "the gelu would not verify");
+    rewriter.replaceOp(op, gelu.getOperation());
     return success();
   }
 };
@@ -333,13 +348,17 @@ static std::optional<LayerNormParts> matchLayerNorm(Value centered,
   return LayerNormParts{x, axis, onnx_import::decimalValue(eps)};
 }
 
-static void replaceWithLayerNorm(Operation *op, const LayerNormParts &parts,
-                                 PatternRewriter &rewriter) {
-  auto norm =
-      eff::LayerNormOp::create(rewriter, op->getLoc(), parts.input, Value(),
-                               Value(), rewriter.getI64IntegerAttr(parts.axis),
-                               rewriter.getF64FloatAttr(parts.epsilon));
+static LogicalResult replaceWithLayerNorm(Operation *op,
+                                          const LayerNormParts &parts,
+                                          PatternRewriter &rewriter) {
+  auto norm = buildIfValid<eff::LayerNormOp>(
+      rewriter, op->getLoc(), parts.input, Value(), Value(),
+      rewriter.getI64IntegerAttr(parts.axis),
+      rewriter.getF64FloatAttr(parts.epsilon));
+  if (!norm)
+    return rewriter.notifyMatchFailure(op, "the layer norm would not verify");
   rewriter.replaceOp(op, norm.getOutput());
+  return success();
 }
 
 namespace {
@@ -353,8 +372,7 @@ struct RecognizeLayerNormDiv : OpRewritePattern<eff::DivOp> {
         sqrt ? matchLayerNorm(op.getLhs(), sqrt.getInput()) : std::nullopt;
     if (!parts || op.getType() != parts->input.getType())
       return rewriter.notifyMatchFailure(op, "not a decomposed layer norm");
-    replaceWithLayerNorm(op, *parts, rewriter);
-    return success();
+    return replaceWithLayerNorm(op, *parts, rewriter);
   }
 };
 
@@ -375,10 +393,8 @@ struct RecognizeLayerNormMul : OpRewritePattern<eff::MulOp> {
         continue;
       std::optional<LayerNormParts> parts =
           matchLayerNorm(centered, varianceEps);
-      if (parts && op.getType() == parts->input.getType()) {
-        replaceWithLayerNorm(op, *parts, rewriter);
-        return success();
-      }
+      if (parts && op.getType() == parts->input.getType())
+        return replaceWithLayerNorm(op, *parts, rewriter);
     }
     return rewriter.notifyMatchFailure(op, "not a decomposed layer norm");
   }
@@ -400,8 +416,8 @@ Value asNormalizedOperand(Value value, ArrayRef<int64_t> normalizedShape,
     return {};
   if (type.getShape() == normalizedShape)
     return value;
-  return eff::ReshapeOp::create(rewriter, loc, type.clone(normalizedShape),
-                                value);
+  return buildIfValid<eff::ReshapeOp>(rewriter, loc,
+                                      type.clone(normalizedShape), value);
 }
 
 /// layer_norm(x) * w -> layer_norm(x) scale w, and then + b -> bias b, for
@@ -433,9 +449,14 @@ template <typename OpTy> struct FoldLayerNormAffine : OpRewritePattern<OpTy> {
         continue;
       Value scale = isScale ? reshaped : norm.getScale();
       Value bias = isScale ? Value() : reshaped;
-      auto fused = eff::LayerNormOp::create(
+      auto fused = buildIfValid<eff::LayerNormOp>(
           rewriter, op.getLoc(), norm.getInput(), scale, bias,
           norm.getAxisAttr(), norm.getEpsilonAttr());
+      if (!fused) {
+        if (reshaped != operand)
+          rewriter.eraseOp(reshaped.getDefiningOp());
+        continue;
+      }
       rewriter.replaceOp(op, fused.getOutput());
       rewriter.eraseOp(norm);
       return success();
