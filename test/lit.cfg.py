@@ -32,13 +32,17 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.effopt_tools_dir, append_path=True)
 
-tools = ["effopt-opt", "effopt-translate"]
+tools = ["effopt-opt", "effopt-translate", "effc"]
+config.available_features.add("effc")
 for optional in ["effrt-inspect", "effrt-unit-tests", "effopt-import-fuzzer",
-                 "effrun", "effrt-make-test-model", "effrt-capi-test", "effc"]:
+                 "effrun", "effrt-make-test-model", "effrt-capi-test"]:
     if os.path.exists(os.path.join(config.effopt_tools_dir, optional)):
         tools.append(optional)
         config.available_features.add(optional)
 llvm_config.add_tool_substitutions(tools, [config.effopt_tools_dir])
+
+# Where effc and effrun live, for scripts that run them.
+config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))
 
 # The ONNX backend node tests ship in Debian's libonnx-testdata.
 config.substitutions.append(("%onnx_node_tests",

@@ -19,7 +19,7 @@ std::string cpuLoweringPipeline() {
       // first drops the dead forward outputs.
       "canonicalize,cse,"
       // eff -> linalg on tensors; fuse elementwise chains into one loop nest.
-      "convert-eff-to-linalg,canonicalize,linalg-fuse-elementwise-ops,"
+      "convert-eff-to-linalg,canonicalize,eff-fuse-elementwise,"
       "canonicalize,cse,"
       // Bufferize with in-place updates of the state arguments.
       "eliminate-empty-tensors,"

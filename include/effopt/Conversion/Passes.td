@@ -90,4 +90,21 @@ def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
   ];
 }
 
+
+def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuses producer/consumer chains of elementwise linalg.generic ops";
+  let description = [{
+    Runs on linalg on tensors after `convert-eff-to-linalg`. A
+    `linalg.generic` whose result feeds only one other `linalg.generic` is
+    fused into it, so a chain of elementwise ops (and an elementwise producer
+    of a reduction) becomes one loop nest with no intermediate tensor.
+    Unlike upstream `linalg-fuse-elementwise-ops` it never propagates reshapes
+    through contractions: a `linalg.matmul` behind a collapse stays a named
+    product that `eff-linalg-to-blas` can hand to the GEMM, and a producer with
+    several uses is not recomputed.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // EFFOPT_CONVERSION_PASSES_TD
