@@ -20,9 +20,6 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
 /// C += op(A) op(B) on rank-2 tensors.
 Value buildMatmul(OpBuilder &b, Location loc, Value a, Value bm, Value c,
@@ -43,10 +40,6 @@ Value buildMatmul(OpBuilder &b, Location loc, Value a, Value bm, Value c,
       .getResult(0);
 }
 
-Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
-  return buildFill(b, loc, type,
-                   scalarConstant(b, loc, type.getElementType(), 0));
-}
 
 struct LinearLowering : OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -36,25 +36,9 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
-SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
-  return llvm::map_to_vector(
-      values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
-}
 
-Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
-  return buildFill(b, loc, type,
-                   scalarConstant(b, loc, type.getElementType(), 0));
-}
 
-Value negativeInfinity(OpBuilder &b, Location loc, Type type) {
-  auto f = cast<FloatType>(type);
-  return arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), true)));
-}
 
 /// The attributes of a named window op.
 SmallVector<NamedAttribute> windowAttrs(OpBuilder &b, ArrayRef<int64_t> strides,

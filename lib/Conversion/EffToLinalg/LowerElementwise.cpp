@@ -23,9 +23,6 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
 /// Runs `fn` in f32 when `x` is a narrower float, converting back after.
 Value inF32(OpBuilder &b, Location loc, Value x,

@@ -23,9 +23,6 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
 /// The loss input as rows `[R, C]` and labels as `[R]`.
 struct Rows {
@@ -65,9 +62,7 @@ Value column(OpBuilder &b, Location loc, Value v) {
 /// Stable log-sum-exp of every row: max + log(sum(exp(x - max))).
 Value rowLogSumExp(OpBuilder &b, Location loc, const Rows &r) {
   Type t = tensorType(r.input).getElementType();
-  auto f = cast<FloatType>(t);
-  Value negInf = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), true)));
+  Value negInf = negativeInfinity(b, loc, t);
   Value max = buildReduction(b, loc, r.input, {1}, negInf,
                              [](OpBuilder &nb, Location l, ValueRange args) {
                                return arith::MaximumFOp::create(nb, l, args[0],

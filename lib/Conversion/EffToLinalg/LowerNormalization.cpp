@@ -20,9 +20,6 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
 /// Reductions over `axes` of `input`'s shape, returned with the axes kept as
 /// size-1 dimensions so they broadcast against the input.
@@ -67,10 +64,7 @@ struct Statistics {
         operands.drop_front()));
   }
   Value max(Value input) const {
-    auto f = cast<FloatType>(elementType());
-    Value negInf = arith::ConstantOp::create(
-        b, loc,
-        b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), true)));
+    Value negInf = negativeInfinity(b, loc, elementType());
     return keep(buildReduction(b, loc, input, axes, negInf,
                                [](OpBuilder &nb, Location l, ValueRange a) {
                                  return arith::MaximumFOp::create(nb, l, a[0],

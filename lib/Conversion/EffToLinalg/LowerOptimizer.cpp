@@ -23,9 +23,6 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
 
 struct LrScheduleLowering : OpRewritePattern<LrScheduleOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -179,6 +179,22 @@ Value reshapeTo(OpBuilder &b, Location loc, Value value,
   return tensor::ExpandShapeOp::create(b, loc, type, flat, all);
 }
 
+Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
+  return buildFill(b, loc, type,
+                   scalarConstant(b, loc, type.getElementType(), 0));
+}
+
+SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(
+      values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
+}
+
+Value negativeInfinity(OpBuilder &b, Location loc, Type type) {
+  auto f = cast<FloatType>(type);
+  return arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(f, APFloat::getInf(f.getFloatSemantics(), true)));
+}
+
 Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (auto floatType = dyn_cast<FloatType>(type))
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, value));

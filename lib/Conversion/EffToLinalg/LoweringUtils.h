@@ -57,6 +57,23 @@ mlir::Value buildFill(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value value, mlir::RankedTensorType type);
 
+/// The ranked tensor type of a value the lowering knows is one.
+inline mlir::RankedTensorType tensorType(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
+/// A zero-filled tensor of `type`.
+mlir::Value zeros(mlir::OpBuilder &b, mlir::Location loc,
+                  mlir::RankedTensorType type);
+
+/// Static offsets/sizes/strides for slice ops.
+llvm::SmallVector<mlir::OpFoldResult> indexAttrs(mlir::OpBuilder &b,
+                                                 llvm::ArrayRef<int64_t> values);
+
+/// -inf of a float `type`, the identity of max.
+mlir::Value negativeInfinity(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Type type);
+
 /// A scalar constant of a float or integer `type`.
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type type, double value);

@@ -87,7 +87,6 @@ std::optional<GemmOperand> classify(Value memref, AffineMap map,
     op.transposed = true;
   else
     return std::nullopt;
-  // A GEMM reads rows of at least the row length.
   return op;
 }
 

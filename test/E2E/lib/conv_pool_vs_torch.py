@@ -16,21 +16,20 @@ Prints one line per case and `N passed, M failed`; exits 1 on any mismatch
 (rtol 1e-3, atol 1e-5 by default).
 """
 import argparse
-import io
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
-import warnings
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_vs_torch import read_safetensors  # noqa: E402
+from train_vs_torch import export as export_graph  # noqa: E402
 
 
 class Net(nn.Module):
@@ -101,24 +100,6 @@ CASES = {
 }
 
 
-def export(model, batch, names, path):
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    f = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, batch, f,
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=17,
-                          input_names=names, output_names=["loss"])
-    model.load_state_dict(state)
-    m = onnx.load_from_string(f.getvalue())
-    for t in m.graph.initializer:
-        if t.name in state:
-            t.CopyFrom(numpy_helper.from_array(
-                np.ascontiguousarray(state[t.name].numpy()), t.name))
-    onnx.save_model(m, path)
-
-
 def train_torch(model, data, B, steps, lr):
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
@@ -132,23 +113,6 @@ def train_torch(model, data, B, steps, lr):
         losses.append(float(loss))
     return losses, {k: v.detach().numpy().copy()
                     for k, v in model.state_dict().items()}
-
-
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    base = 8 + n
-    dtypes = {"F32": np.float32, "I64": np.int64, "BOOL": np.bool_,
-              "F16": np.float16, "I32": np.int32}
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = e["data_offsets"]
-        out[name] = np.frombuffer(raw[base + a:base + b],
-                                  dtype=dtypes[e["dtype"]]).reshape(e["shape"])
-    return out
 
 
 def run(cmd):
@@ -199,8 +163,9 @@ def check_case(args, name, shape, layers):
     os.makedirs(work, exist_ok=True)
     onnx_path = os.path.join(work, "model.onnx")
     npz_path = os.path.join(work, "data.npz")
-    export(model, (torch.from_numpy(data["x"][:B]),
-                   torch.from_numpy(data["y"][:B])), ["x", "y"], onnx_path)
+    export_graph(model, (torch.from_numpy(data["x"][:B]),
+                         torch.from_numpy(data["y"][:B])), ["x", "y"],
+                 onnx_path, output_names=["loss"])
     np.savez(npz_path, **data)
 
     problems = []

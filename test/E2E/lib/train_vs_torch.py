@@ -63,7 +63,7 @@ def make(name, steps, seed):
     raise SystemExit("unknown model " + name)
 
 
-def export(model, batch, names, path):
+def export(model, batch, names, path, output_names=("loss", "logits")):
     """ONNX export in training mode; puts back the state the export's trace
     mutated (BatchNorm running statistics)."""
     state = {k: v.clone() for k, v in model.state_dict().items()}
@@ -73,7 +73,7 @@ def export(model, batch, names, path):
         torch.onnx.export(model, batch, f,
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=17,
-                          input_names=names, output_names=["loss", "logits"])
+                          input_names=names, output_names=list(output_names))
     model.load_state_dict(state)
     m = onnx.load_from_string(f.getvalue())
     for t in m.graph.initializer:
