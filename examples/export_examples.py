@@ -65,13 +65,14 @@ def epoch_rows(n_avail, n_rows, seed):
     return np.concatenate(idx)[:n_rows]
 
 
-def text_bytes():
-    """A real text as bytes: the KJV bible (Debian bible-kjv) or the GPL-3."""
+def text_bytes(verses="Gen1:1-Exo40:38"):
+    """A real text as bytes: `verses` of the KJV bible (Debian bible-kjv),
+    or the GPL-3 where bible-kjv is missing."""
     bible = "/usr/bin/bible"
     if os.path.exists(bible) and os.path.exists("/usr/lib/bible.data"):
         try:
             out = subprocess.run(
-                [bible, "-f", "Gen1:1-Exo40:38"], stdin=subprocess.DEVNULL,
+                [bible, "-f", verses], stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 timeout=30, check=True).stdout
             # drop the "Ge1:1 " verse references
@@ -79,7 +80,8 @@ def text_bytes():
                      for l in out.splitlines() if l.strip()]
             data = b"\n".join(lines) + b"\n"
             if len(data) > 100000:
-                return data, "King James Bible, Genesis-Exodus (Debian bible-kjv, /usr/bin/bible)"
+                return data, ("King James Bible %s (Debian bible-kjv, /usr/bin/bible)"
+                             % verses)
         except (OSError, subprocess.SubprocessError):
             pass
     for p in ("/usr/share/common-licenses/GPL-3",):
