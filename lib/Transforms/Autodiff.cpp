@@ -14,6 +14,7 @@
 
 #include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Provenance.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -138,7 +139,7 @@ LogicalResult EffAutodiffPass::differentiate(func::FuncOp forward) {
     it->second = sum;
   };
   auto seed = ConstantOp::create(
-      builder, loss.getLoc(),
+      builder, eff::withProvenance(loss.getLoc(), eff::Provenance::Backward),
       DenseElementsAttr::get(lossType,
                              builder.getFloatAttr(lossType.getElementType(), 1.0)));
   Operation *firstBackwardOp = seed;
@@ -194,7 +195,12 @@ LogicalResult EffAutodiffPass::differentiate(func::FuncOp forward) {
   }
   builder.setInsertionPoint(firstBackwardOp);
   for (auto &[value, uses] : savedUses) {
-    auto save = SaveOp::create(builder, value.getLoc(), value);
+    // The producer's location records the decision, for the memory report
+    // (and for eff-remat, which may change it to recomputed).
+    Operation *producer = value.getDefiningOp();
+    producer->setLoc(
+        eff::withProvenance(producer->getLoc(), eff::Provenance::Saved));
+    auto save = SaveOp::create(builder, producer->getLoc(), value);
     for (OpOperand *use : uses)
       use->set(save);
     ++numSavedValues;
@@ -206,6 +212,7 @@ LogicalResult EffAutodiffPass::differentiate(func::FuncOp forward) {
   SmallVector<DictionaryAttr> resultAttrs;
   for (unsigned i = 0; i < forward.getNumResults(); ++i)
     resultAttrs.push_back(forward.getResultAttrDict(i));
+  llvm::DenseSet<Value> gradientValues;
   for (auto &[arg, param] : trainable) {
     Value grad = gradients.lookup(arg);
     if (!grad) {
@@ -213,8 +220,19 @@ LogicalResult EffAutodiffPass::differentiate(func::FuncOp forward) {
       continue;
     }
     results.push_back(grad);
+    gradientValues.insert(grad);
     resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
         kGradientAttrName, FlatSymbolRefAttr::get(param.getSymNameAttr()))));
+  }
+  // Ops whose every result is a parameter's gradient produce gradient
+  // memory (a multi-result rule like layer_norm_grad also yields dx).
+  for (Value grad : gradientValues) {
+    Operation *producer = grad.getDefiningOp();
+    if (producer && llvm::all_of(producer->getResults(), [&](Value r) {
+          return gradientValues.contains(r);
+        }))
+      producer->setLoc(
+          eff::withProvenance(producer->getLoc(), eff::Provenance::Gradient));
   }
   builder.setInsertionPoint(returnOp);
   func::ReturnOp::create(builder, returnOp.getLoc(), results);

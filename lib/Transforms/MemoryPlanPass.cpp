@@ -3,6 +3,7 @@
 #include "effopt/Transforms/Passes.h"
 
 #include "effopt/Analysis/MemoryPlan.h"
+#include "effopt/Analysis/MemoryReport.h"
 
 #include "llvm/Support/Format.h"
 
@@ -54,6 +55,20 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
                                      (long long)b.offset, (long long)b.bytes,
                                      (long long)b.first, (long long)b.last)
                      << b.alloc.getType() << "\n";
+    }
+    if (report || attachReport) {
+      // Before the allocs become views: the report reads their locations
+      // and readers.
+      MemoryReport memoryReport = MemoryReport::fromPlan(memoryPlan, body);
+      if (report)
+        memoryReport.printTable(llvm::errs());
+      if (attachReport) {
+        std::string json;
+        llvm::raw_string_ostream os(json);
+        os << memoryReport.toJSON();
+        getOperation()->setAttr(kMemoryReportAttrName,
+                                StringAttr::get(func.getContext(), json));
+      }
     }
     for (PlannedBuffer b : memoryPlan.buffers()) {
       OpBuilder builder(b.alloc);

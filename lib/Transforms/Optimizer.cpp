@@ -11,6 +11,7 @@
 #include "effopt/Transforms/Passes.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Provenance.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -153,6 +154,8 @@ void EffOptimizerPass::runOnOperation() {
     return signalPassFailure();
 
   builder.setInsertionPoint(returnOp);
+  // Everything built from here to the return is optimizer math.
+  Operation *lastBackwardOp = returnOp->getPrevNode();
   Location loc = step.getLoc();
   auto f32Scalar = RankedTensorType::get({}, builder.getF32Type());
   Value learningRate = LrScheduleOp::create(
@@ -269,8 +272,13 @@ void EffOptimizerPass::runOnOperation() {
     resultAttrs.push_back(
         builder.getDictionaryAttr(builder.getNamedAttr(kUpdateAttrName, symbol)));
   }
-  func::ReturnOp::create(builder, returnOp.getLoc(), results);
+  Operation *newReturn =
+      func::ReturnOp::create(builder, returnOp.getLoc(), results);
   returnOp.erase();
+  for (Operation *op = lastBackwardOp ? lastBackwardOp->getNextNode()
+                                      : &body.front();
+       op != newReturn; op = op->getNextNode())
+    op->setLoc(eff::withProvenance(op->getLoc(), eff::Provenance::Optimizer));
   step.setType(builder.getFunctionType(step.getArgumentTypes(),
                                        ValueRange(results).getTypes()));
   for (auto [i, attrs] : llvm::enumerate(resultAttrs))

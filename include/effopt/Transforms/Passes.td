@@ -39,6 +39,49 @@ def EffAutodiffPass : Pass<"eff-autodiff", "::mlir::ModuleOp"> {
   ];
 }
 
+def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
+  let summary = "Rematerialization: recompute saved activations in the backward";
+  let description = [{
+    Runs after `eff-autodiff` (before or after `eff-optimizer`). Every forward
+    value the backward reads is an `eff.save`; by `policy` each is kept or
+    recomputed. A recomputed value's producer chain is cloned right before
+    its first backward reader, from kept values (which get an `eff.save` if
+    they had none), parameters, batch inputs and constants; clones are tagged
+    `eff.recomputed` in their location, newly kept producers `eff.saved`.
+    The clones are the same ops on the same inputs (dropout masks depend only
+    on seed, step and index), so training is bit-identical to `none`.
+
+    Policies:
+    - `none`: keep everything.
+    - `selective`: recompute every saved value not produced by a GEMM or a
+      convolution (elementwise ops, softmax, dropout, normalisation, ...);
+      keep `matmul`/`linear`/`conv2d` outputs (Korthikanti et al. 2022).
+    - `full`: keep only values that cross a block boundary and recompute the
+      rest of each block in its backward. Blocks are the repeated scopes of
+      the ONNX node names (`/blocks.3/...`, `/layers/2/...`), or with
+      `boundary=REGEX` segments of the forward that start at each op whose
+      node name matches.
+    - `sqrt`: the forward cut into ceil(sqrt(n)) segments of equal op count
+      (Chen et al. 2016), then as `full`.
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none, selective, full or sqrt">,
+    Option<"boundary", "boundary", "std::string", /*default=*/"\"\"",
+           "full: a block starts at each forward op whose ONNX node name "
+           "matches this regex">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numRecomputedValues", "recomputed-values",
+              "Saved values recomputed in the backward">,
+    Statistic<"numNewlySavedValues", "newly-saved-values",
+              "Values saved because a recomputation reads them">,
+    Statistic<"numRecomputedOps", "recomputed-ops",
+              "Forward ops cloned into the backward">
+  ];
+}
+
 def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
   let summary = "Turns the joint forward/backward into a training step";
   let description = [{
@@ -130,11 +173,21 @@ def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
     `eff.arena_bytes`, the exact size the runtime allocates once.
 
     With `print`, the plan is printed to stderr as a table (offset, bytes, first and
-    last schedule position, type).
+    last schedule position, type). With `report`, the memory report of the
+    arena is printed instead: bytes by category (activations saved for the
+    backward, gradients, temporaries) at the peak of live bytes, where the
+    peak falls, and the buffers live there with the ONNX node that produced
+    each, its provenance (see docs/MemoryReport.md) and its last reader.
   }];
   let options = [
     Option<"print", "print", "bool", /*default=*/"false",
-           "Print the plan as a table">
+           "Print the plan as a table">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print the memory report of the arena (categories, the peak, the "
+           "buffers live there with their ONNX nodes and provenance)">,
+    Option<"attachReport", "attach-report", "bool", /*default=*/"false",
+           "Attach the memory report as JSON to the module "
+           "(`eff.memory_report`), for effc --report">
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];

@@ -12,6 +12,7 @@
 
 #include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Provenance.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -23,7 +24,9 @@ public:
                   llvm::ArrayRef<mlir::Value> resultGradients,
                   llvm::ArrayRef<bool> needed,
                   llvm::SmallVectorImpl<mlir::Value> &operandGradients)
-      : op(op), b(builder), loc(op->getLoc()), resultGradients(resultGradients),
+      : op(op), b(builder),
+        loc(withProvenance(op->getLoc(), Provenance::Backward)),
+        resultGradients(resultGradients),
         needed(needed), operandGradients(operandGradients) {}
 
   mlir::Operation *op;

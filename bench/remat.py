@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Rematerialization benchmark: a 12-layer GPT trained with effc/effrun under
+every --remat policy, and with PyTorch 1.13 eager without and with
+torch.utils.checkpoint per block, in one run on this machine.
+
+Per policy: the planned peak (state + arena + io, from effc --report-json),
+the activation bytes at the peak, the measured peak RSS of effrun, the median
+step time, and time relative to `none`. For PyTorch: median step time and
+peak RSS (ru_maxrss of the child, which includes the interpreter and torch),
+without checkpointing and with checkpoint per block.
+
+usage: /usr/bin/python3 bench/remat.py [--bin build/bin] [--layers 12]
+       [--width 256] [--seq 128] [--batch 8] [--steps 8] [--threads N]
+       [--policies none,selective,full,sqrt]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(SRC, "test", "E2E", "lib"))
+
+TORCH_CHILD = r'''
+import json, sys, time, statistics
+import numpy as np, torch
+import torch.utils.checkpoint as cp
+sys.path.insert(0, sys.argv[1])
+import train_vs_torch as t
+spec = json.loads(sys.argv[2])
+torch.set_num_threads(spec["threads"])
+model = torch.load(spec["model"])
+if spec["checkpoint"]:
+    for blk in model.blocks:
+        blk.forward = (lambda f: (lambda x: cp.checkpoint(f, x, use_reentrant=False)))(blk.forward)
+data = np.load(spec["data"])
+B = spec["batch"]
+opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+model.train()
+times = []
+for i in range(spec["steps"]):
+    idx = torch.from_numpy(data["idx"][i * B:(i + 1) * B])
+    tgt = torch.from_numpy(data["targets"][i * B:(i + 1) * B])
+    t0 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    loss = model(idx, tgt)[0]
+    loss.backward()
+    opt.step()
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"median_ms": 1000 * statistics.median(times[2:])}))
+'''
+
+
+def timed(cmd):
+    r = subprocess.run(["/usr/bin/time", "-f", "MAXRSS %M"] + cmd,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("FAILED: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+    rss = [int(l.split()[1]) for l in r.stderr.splitlines() if l.startswith("MAXRSS")]
+    return r.stdout, rss[-1] * 1024
+
+
+def mib(b):
+    return "%.1f" % (b / 2 ** 20)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default=os.path.join(SRC, "build", "bin"))
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--width", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--policies", default="none,selective,full,sqrt")
+    args = ap.parse_args()
+
+    import numpy as np
+    import torch
+    import train_vs_torch as t
+
+    torch.manual_seed(0)
+    rng = np.random.RandomState(0)
+    text, _ = t.ex.text_bytes()
+    B, T = args.batch, args.seq
+    starts = rng.randint(0, len(text) - T - 1, size=args.steps * B)
+    win = np.stack([np.frombuffer(text[s:s + T + 1], dtype=np.uint8)
+                    for s in starts]).astype(np.int64)
+    data = {"idx": win[:, :-1].copy(), "targets": win[:, 1:].copy()}
+    model = t.ex.GPT(vocab=256, block_size=T, n_layer=args.layers,
+                     d_model=args.width, n_head=args.heads, dropout=0.0)
+    work = tempfile.mkdtemp(prefix="effopt-remat-")
+    onnx_path = os.path.join(work, "gpt.onnx")
+    npz = os.path.join(work, "data.npz")
+    t.export(model, (torch.from_numpy(data["idx"][:B]),
+                     torch.from_numpy(data["targets"][:B])),
+             ["idx", "targets"], onnx_path)
+    np.savez(npz, **data)
+    model_path = os.path.join(work, "gpt.pt")
+    torch.save(model, model_path)
+    print("GPT %d layers, d_model %d, seq %d, batch %d; %d steps (median of "
+          "the last %d), %d threads" % (args.layers, args.width, T, B,
+                                        args.steps, args.steps - 2, args.threads))
+
+    rows = []
+    for policy in args.policies.split(","):
+        stem = os.path.join(work, policy.replace(":", "_"))
+        t0 = time.perf_counter()
+        subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
+                        stem + ".effx", "--optimizer", "adamw", "--lr", "3e-4",
+                        "--remat", policy, "--report-json", stem + ".json"],
+                       check=True)
+        compile_s = time.perf_counter() - t0
+        report = json.load(open(stem + ".json"))
+        _, rss = timed([os.path.join(args.bin, "effrun"), stem + ".effx",
+                        "--data", npz, "--steps", str(args.steps), "--log",
+                        stem + ".jsonl", "--threads", str(args.threads),
+                        "--quiet"])
+        log = [json.loads(l) for l in open(stem + ".jsonl")]
+        ms = statistics.median(s["time_ms"] for s in log[2:])
+        rows.append((policy, report["total_bytes"],
+                     report["peak"]["by_category"]["activations"], rss, ms,
+                     compile_s))
+
+    print()
+    print("%-12s %12s %14s %12s %10s %8s %9s %8s" %
+          ("policy", "planned MiB", "activ. MiB", "RSS MiB", "ms/step",
+           "time", "activ.", "compile"))
+    base_ms, base_act = rows[0][4], rows[0][2]
+    for policy, planned, act, rss, ms, cs in rows:
+        print("%-12s %12s %14s %12s %10.1f %7.2fx %8.2fx %7.1fs" %
+              (policy, mib(planned), mib(act), mib(rss), ms, ms / base_ms,
+               base_act / max(act, 1), cs))
+
+    print()
+    torch_rows = []
+    for ckpt in (False, True):
+        spec = {"model": model_path, "data": npz, "batch": B,
+                "steps": args.steps, "threads": args.threads,
+                "checkpoint": ckpt}
+        out, rss = timed([sys.executable, "-c", TORCH_CHILD,
+                          os.path.join(SRC, "test", "E2E", "lib"),
+                          json.dumps(spec)])
+        torch_rows.append((ckpt, json.loads(out.strip().splitlines()[-1])["median_ms"], rss))
+    print("%-28s %10s %12s" % ("PyTorch 1.13 eager", "ms/step", "RSS MiB"))
+    for ckpt, ms, rss in torch_rows:
+        print("%-28s %10.1f %12s" % ("checkpoint per block" if ckpt else "no checkpointing",
+                                     ms, mib(rss)))
+    print("torch checkpoint time ratio: %.2fx" % (torch_rows[1][1] / torch_rows[0][1]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+//===- MemoryReport.h - where the bytes of a training step go ---*- C++ -*-===//
+//
+// The exact memory of a compiled step, explained: every byte the runtime
+// allocates (persistent state, the arena of temporaries, the batch) by
+// category, the peak of the arena's live bytes and where in the schedule it
+// falls, which buffers are live there, the ONNX node that produced each, its
+// lifetime and the decision that made it live (saved for the backward,
+// recomputed, cast, ...). The arena part comes from the memory plan and the
+// provenance tags in buffer locations (effopt/Dialect/Eff/IR/Provenance.h);
+// the persistent part from the step's layout.
+//
+// Rendered as a terminal table, JSON, or an SVG of memory over the schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFOPT_ANALYSIS_MEMORYREPORT_H
+#define EFFOPT_ANALYSIS_MEMORYREPORT_H
+
+#include "effopt/Analysis/MemoryPlan.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace effopt {
+
+/// Module attribute holding the report as JSON (eff-memory-plan{attach-report}).
+inline constexpr llvm::StringLiteral kMemoryReportAttrName = "eff.memory_report";
+
+/// What a byte is for. Persistent categories live for the whole run; the
+/// others are arena buffers with a lifetime.
+enum class MemoryCategory {
+  Parameters,
+  Buffers,
+  OptimizerState,
+  Gradients,
+  Activations, // forward values kept for the backward
+  Temporaries,
+  Workspace,
+  Batch, // the io region: inputs and the loss
+};
+constexpr int kNumMemoryCategories = 8;
+llvm::StringRef categoryName(MemoryCategory category);
+
+/// One arena buffer.
+struct ReportBuffer {
+  std::string node;       // ONNX node that produced it ("" if unknown)
+  std::string provenance; // forward, saved, backward, gradient, ...
+  MemoryCategory category = MemoryCategory::Temporaries;
+  std::string type;
+  int64_t bytes = 0, offset = 0;
+  int64_t first = 0, last = 0; // schedule positions
+  std::string lastUser;        // "node (provenance)" of the last reader
+};
+
+/// One tensor of the state or io region.
+struct ReportTensor {
+  std::string name;
+  MemoryCategory category = MemoryCategory::Parameters;
+  int64_t bytes = 0, offset = 0;
+};
+
+class MemoryReport {
+public:
+  /// The arena part: classifies every buffer of `plan` over `schedule`.
+  static MemoryReport fromPlan(const MemoryPlan &plan, mlir::Block &schedule);
+  /// Reads what toJSON wrote.
+  static llvm::Expected<MemoryReport> fromJSON(llvm::StringRef text);
+
+  /// Adds the persistent part (state and io regions).
+  void setRegions(int64_t stateBytes, int64_t ioBytes,
+                  std::vector<ReportTensor> tensors);
+  void setTitle(std::string text) { title = std::move(text); }
+
+  int64_t arenaBytes() const { return arena; }
+  int64_t totalBytes() const { return state + arena + io; }
+  int64_t peakPosition() const { return peakAt; }
+  /// Live arena bytes at the peak.
+  int64_t peakLiveBytes() const;
+  /// Bytes per category at the peak (persistent ones count fully).
+  std::vector<int64_t> bytesAtPeak() const;
+
+  llvm::json::Value toJSON() const;
+  void printTable(llvm::raw_ostream &os, size_t maxRows = 25) const;
+  void writeSvg(llvm::raw_ostream &os) const;
+
+private:
+  std::vector<ReportBuffer> buffers;
+  std::vector<ReportTensor> tensors;
+  std::string title;
+  std::string peakOp; // "node (provenance)" at the peak position
+  int64_t scheduleLength = 0, peakAt = 0;
+  int64_t state = 0, arena = 0, io = 0;
+};
+
+} // namespace effopt
+
+#endif // EFFOPT_ANALYSIS_MEMORYREPORT_H

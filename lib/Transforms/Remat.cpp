@@ -1,0 +1,306 @@
+//===- Remat.cpp - eff-remat: recompute saved activations -----------------===//
+//
+// eff-autodiff routes every forward value the backward reads through one
+// eff.save. This pass decides, per policy, which of them to keep and which
+// to recompute in the backward: a recomputed value's producer chain is
+// cloned right before the value's first backward reader, from values that
+// stay kept (saved), parameters, batch inputs and constants. The clones are
+// the same ops on the same inputs (dropout masks are a function of seed,
+// step and index), so training is bit-identical to keeping everything.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Transforms/Passes.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Provenance.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Regex.h"
+
+#include <cmath>
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFREMATPASS
+#include "effopt/Transforms/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+using namespace effopt::eff;
+
+namespace effopt {
+namespace {
+
+constexpr llvm::StringLiteral kRecomputedAttrName = "eff.recomputed";
+
+/// Ops whose outputs selective recomputation keeps: recomputing them costs
+/// as much as the forward itself (Korthikanti et al. 2022 keep GEMM outputs
+/// and recompute what sits between them).
+bool isExpensive(Operation *op) {
+  return isa<MatmulOp, LinearOp, Conv2DOp>(op);
+}
+
+/// The repeated-structure scope of an ONNX node name: the path up to the
+/// first component that ends in an index ("/blocks.3/attn/MatMul" ->
+/// "/blocks.3", "/layers/2/fc/Gemm" -> "/layers/2"), or "" outside any.
+std::string repeatedScopeOf(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '/');
+  std::string scope;
+  for (StringRef part : parts) {
+    if (part.empty())
+      continue;
+    scope += "/" + part.str();
+    StringRef index = part.rsplit('.').second;
+    if (index.empty())
+      index = part;
+    if (llvm::all_of(index, llvm::isDigit))
+      return scope;
+  }
+  return "";
+}
+
+class Rematerializer {
+public:
+  Rematerializer(func::FuncOp func, StringRef policy, StringRef boundary)
+      : func(func), policy(policy), boundary(boundary) {}
+
+  LogicalResult run(int64_t &numRecomputed, int64_t &numKept,
+                    int64_t &numClonedOps) {
+    Block &body = func.getBody().front();
+    for (Operation &op : body)
+      if (auto save = dyn_cast<SaveOp>(op))
+        saves.push_back(save);
+    if (saves.empty() || policy == "none")
+      return success();
+    // The forward: every op before the first save (eff-autodiff places the
+    // saves between the forward and the backward).
+    for (Operation &op : body) {
+      if (isa<SaveOp>(op))
+        break;
+      forwardIndex[&op] = static_cast<int64_t>(forwardOps.size());
+      forwardOps.push_back(&op);
+    }
+    for (SaveOp save : saves)
+      savedBy[save.getInput()] = save;
+    if (failed(assignSegments()))
+      return failure();
+
+    // 1. Decide: which saved values to recompute.
+    for (SaveOp save : saves)
+      if (shouldRecompute(save.getInput()))
+        recompute.insert(save.getInput());
+    // Their chains need inputs: kept values become (or stay) saved.
+    for (Value v : llvm::make_early_inc_range(recompute))
+      collectInputs(v);
+
+    // 2. New saves for kept values that were not saved before, next to the
+    // others.
+    OpBuilder builder(saves.front());
+    for (Value v : keep) {
+      if (savedBy.count(v))
+        continue;
+      Operation *producer = v.getDefiningOp();
+      producer->setLoc(withProvenance(producer->getLoc(), Provenance::Saved));
+      savedBy[v] = SaveOp::create(builder, producer->getLoc(), v);
+      ++numKept;
+    }
+
+    // 3. Recompute: each recomputed save's chain goes right before its
+    // first reader; later saves reuse clones that already exist.
+    SmallVector<SaveOp> recomputedSaves;
+    for (SaveOp save : saves)
+      if (recompute.contains(save.getInput()))
+        recomputedSaves.push_back(save);
+    for (SaveOp save : recomputedSaves) {
+      Operation *firstReader = nullptr;
+      for (Operation *user : save->getUsers())
+        if (!firstReader || user->isBeforeInBlock(firstReader))
+          firstReader = user;
+      if (!firstReader) {
+        save.erase();
+        continue;
+      }
+      builder.setInsertionPoint(firstReader);
+      Value value = materialize(save.getInput(), builder, numClonedOps);
+      save.getResult().replaceAllUsesWith(value);
+      save.erase();
+      ++numRecomputed;
+    }
+    // Forward producers no longer saved lose their saved tag.
+    for (Value v : recompute) {
+      Operation *producer = v.getDefiningOp();
+      if (!keep.contains(v))
+        producer->setLoc(
+            withProvenance(producer->getLoc(), Provenance::Forward));
+    }
+    return success();
+  }
+
+private:
+  /// The segment of every forward op for full, sqrt and boundary policies
+  /// (-1: outside every segment, never recomputed).
+  LogicalResult assignSegments() {
+    if (policy == "selective")
+      return success();
+    if (!boundary.empty()) {
+      llvm::Regex regex(boundary);
+      std::string error;
+      if (!regex.isValid(error))
+        return func.emitError("eff-remat: invalid boundary regex '")
+               << boundary << "': " << error;
+      int64_t segment = -1;
+      for (Operation *op : forwardOps) {
+        if (regex.match(nodeNameOf(op->getLoc())))
+          ++segment;
+        segmentOf[op] = segment;
+      }
+      return success();
+    }
+    if (policy == "sqrt") {
+      // Chen et al. 2016: sqrt(n) segments of the forward.
+      int64_t n = static_cast<int64_t>(forwardOps.size());
+      int64_t size = std::max<int64_t>(
+          1, static_cast<int64_t>(std::ceil(n / std::ceil(std::sqrt(n)))));
+      for (Operation *op : forwardOps)
+        segmentOf[op] = forwardIndex[op] / size;
+      return success();
+    }
+    // full: repeated-structure scopes of the ONNX node names.
+    llvm::StringMap<int64_t> ids;
+    for (Operation *op : forwardOps) {
+      std::string scope = repeatedScopeOf(nodeNameOf(op->getLoc()));
+      segmentOf[op] =
+          scope.empty() ? -1 : ids.try_emplace(scope, ids.size()).first->second;
+    }
+    if (ids.empty())
+      return func.emitError(
+          "eff-remat: policy full found no repeated blocks in the ONNX node "
+          "names (like /layers.3/...); give boundary=REGEX");
+    return success();
+  }
+
+  int64_t segment(Operation *op) const {
+    auto it = segmentOf.find(op);
+    return it == segmentOf.end() ? -1 : it->second;
+  }
+
+  bool isForwardValue(Value v) const {
+    Operation *producer = v.getDefiningOp();
+    return producer && forwardIndex.count(producer) &&
+           !isa<ConstantOp>(producer);
+  }
+
+  bool shouldRecompute(Value v) const {
+    Operation *producer = v.getDefiningOp();
+    if (!isForwardValue(v))
+      return false;
+    if (policy == "selective")
+      return !isExpensive(producer);
+    // full / sqrt / boundary: keep only values that leave their segment.
+    int64_t s = segment(producer);
+    if (s < 0)
+      return false;
+    for (Operation *user : v.getUsers())
+      if (forwardIndex.count(user) && segment(user) != s)
+        return false;
+    return true;
+  }
+
+  /// Marks what the recomputation of `v` reads: recomputed producers
+  /// recursively, kept values otherwise.
+  void collectInputs(Value v) {
+    SmallVector<Value> worklist{v};
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      Operation *producer = value.getDefiningOp();
+      for (Value operand : producer->getOperands()) {
+        if (!isForwardValue(operand) || keep.contains(operand) ||
+            chain.contains(operand))
+          continue;
+        Operation *inner = operand.getDefiningOp();
+        bool recomputeOperand =
+            policy == "selective"
+                ? !isExpensive(inner)
+                : segment(inner) >= 0 && segment(inner) == segment(producer);
+        if (recomputeOperand) {
+          chain.insert(operand);
+          worklist.push_back(operand);
+        } else {
+          keep.insert(operand);
+        }
+      }
+    }
+  }
+
+  /// `v` available at the builder's insertion point in the backward.
+  Value materialize(Value v, OpBuilder &builder, int64_t &numClonedOps) {
+    if (!isForwardValue(v))
+      return v; // arguments and constants
+    if (keep.contains(v) || (!recompute.contains(v) && !chain.contains(v)))
+      return savedBy.count(v) ? savedBy[v].getResult() : v;
+    if (Value cloned = clones.lookup(v))
+      return cloned;
+    Operation *producer = v.getDefiningOp();
+    IRMapping mapping;
+    for (Value operand : producer->getOperands())
+      mapping.map(operand, materialize(operand, builder, numClonedOps));
+    Operation *clone = builder.clone(*producer, mapping);
+    clone->setLoc(withProvenance(producer->getLoc(), Provenance::Recomputed));
+    // CSE must not merge the clone back into the forward op when both read
+    // the same arguments: the attribute makes them different ops.
+    clone->setAttr(kRecomputedAttrName, builder.getUnitAttr());
+    ++numClonedOps;
+    for (auto [original, copy] :
+         llvm::zip(producer->getResults(), clone->getResults()))
+      clones[original] = copy;
+    return clones[v];
+  }
+
+  func::FuncOp func;
+  StringRef policy, boundary;
+  SmallVector<SaveOp> saves;
+  std::vector<Operation *> forwardOps;
+  DenseMap<Operation *, int64_t> forwardIndex, segmentOf;
+  llvm::MapVector<Value, SaveOp> savedBy;
+  llvm::SetVector<Value> recompute, keep, chain;
+  DenseMap<Value, Value> clones;
+};
+
+struct EffRematPass : impl::EffRematPassBase<EffRematPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (policy != "none" && policy != "selective" && policy != "full" &&
+        policy != "sqrt") {
+      getOperation().emitError("eff-remat: unknown policy '")
+          << policy << "' (none, selective, full or sqrt)";
+      return signalPassFailure();
+    }
+    if (!boundary.empty() && policy != "full") {
+      getOperation().emitError(
+          "eff-remat: boundary applies to policy full only");
+      return signalPassFailure();
+    }
+    int64_t recomputed = 0, kept = 0, cloned = 0;
+    WalkResult result = getOperation().walk([&](func::FuncOp func) {
+      if (func.isExternal())
+        return WalkResult::advance();
+      Rematerializer remat(func, policy, boundary);
+      if (failed(remat.run(recomputed, kept, cloned)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return signalPassFailure();
+    numRecomputedValues += recomputed;
+    numNewlySavedValues += kept;
+    numRecomputedOps += cloned;
+  }
+};
+
+} // namespace
+} // namespace effopt

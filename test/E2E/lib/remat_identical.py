@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Rematerialization must not change numerics: every --remat policy trains
+bit-identically to --remat none (fp32, dropout included), while planning
+less activation memory. Also checks that the memory report's total equals
+what effrun allocates, to the byte.
+
+For each policy: effc --remat P --report-json, effrun N steps with --log and
+--save; the per-step losses (float32 bits) and every checkpoint tensor must
+equal those of `none` exactly; the report's activation bytes at the peak must
+be smaller than none's for every policy but none.
+
+usage: remat_identical.py --model gpt|cnn --bin DIR --work DIR
+                          [--policies none,selective,full,sqrt] [--steps 6]
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train_vs_torch as t  # noqa: E402
+
+ex = t.ex
+
+
+def model_and_data(name, steps):
+    """The example models as examples/export_examples.py builds them: the
+    GPT with dropout 0.1 (masks must be recomputed identically)."""
+    if name == "gpt":
+        spec = ex.make_gpt(steps)
+        return spec["model"], spec["batch"], spec["data"], spec["output_names"]
+    if name == "cnn":
+        model, B, data = t.make("cnn", steps, 0)
+        return model, B, data, ("loss", "logits")
+    raise SystemExit("unknown model " + name)
+
+
+def losses_bits(path):
+    out = []
+    for line in open(path):
+        loss = json.loads(line)["loss"]
+        out.append(struct.unpack("<I", struct.pack("<f", loss))[0])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--policies", default="none,selective,full,sqrt")
+    ap.add_argument("--boundary", default="")
+    ap.add_argument("--steps", type=int, default=6)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+
+    model, B, data, outputs = model_and_data(args.model, args.steps)
+    names = list(data)
+    onnx_path = os.path.join(args.work, args.model + ".onnx")
+    import torch
+    first = tuple(torch.from_numpy(data[k][:B]) for k in names)
+    t.export(model, first, names, onnx_path, output_names=outputs)
+    npz = os.path.join(args.work, "data.npz")
+    np.savez(npz, **data)
+
+    results = {}
+    for policy in args.policies.split(","):
+        stem = os.path.join(args.work, policy)
+        flags = ["--remat", policy]
+        if policy == "full" and args.boundary:
+            flags += ["--remat-boundary", args.boundary]
+        t.run([os.path.join(args.bin, "effc"), onnx_path, "-o", stem + ".effx",
+               "--optimizer", "adamw", "--lr", "3e-3",
+               "--report-json", stem + ".json"] + flags)
+        t.run([os.path.join(args.bin, "effrun"), stem + ".effx", "--data", npz,
+               "--steps", str(args.steps), "--log", stem + ".jsonl",
+               "--save", stem + ".safetensors", "--quiet", "--threads", "1"])
+        report = json.load(open(stem + ".json"))
+        log = [json.loads(l) for l in open(stem + ".jsonl")]
+        allocated = log[0]["allocated_bytes"]
+        if report["total_bytes"] != allocated:
+            print("MISMATCH %s: report total %d != effrun allocated %d"
+                  % (policy, report["total_bytes"], allocated))
+        results[policy] = dict(
+            losses=losses_bits(stem + ".jsonl"),
+            params=t.read_safetensors(stem + ".safetensors"),
+            arena=report["regions"]["arena"],
+            activations=report["peak"]["by_category"]["activations"],
+            peak=report["peak"]["bytes"], total=report["total_bytes"])
+
+    base = results["none"]
+    print("%-10s %14s %14s %14s  %s" % ("policy", "activations", "arena",
+                                        "allocated", "training vs none"))
+    for policy, r in results.items():
+        same = r["losses"] == base["losses"]
+        diff = [k for k in base["params"]
+                if k not in r["params"] or
+                not np.array_equal(base["params"][k], r["params"][k])]
+        verdict = "bit-identical" if same and not diff else "DIFFERENT"
+        print("%-10s %14d %14d %14d  %s" % (policy, r["activations"], r["arena"],
+                                            r["total"], verdict))
+        if not same:
+            print("MISMATCH %s: losses differ from none" % policy)
+        if diff:
+            print("MISMATCH %s: %d tensors differ from none, e.g. %s"
+                  % (policy, len(diff), diff[0]))
+        if policy != "none" and not r["activations"] < base["activations"]:
+            print("MISMATCH %s: activations %d not below none's %d"
+                  % (policy, r["activations"], base["activations"]))
+    print("%s: remat done" % args.model)
+
+
+if __name__ == "__main__":
+    main()
