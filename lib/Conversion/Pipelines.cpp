@@ -19,8 +19,11 @@ std::string cpuLoweringPipeline() {
       // first drops the dead forward outputs.
       "canonicalize,cse,"
       // eff -> linalg on tensors; fuse elementwise chains into one loop nest.
+      // No CSE from here on: eff.save lowers to nothing, so a value that
+      // eff-remat recomputes in the backward would be merged back into its
+      // forward twin and kept alive (CSE ran on eff, where saves differ).
       "convert-eff-to-linalg,canonicalize,eff-fuse-elementwise,"
-      "canonicalize,cse,"
+      "canonicalize,"
       // Bufferize with in-place updates of the state arguments.
       "eliminate-empty-tensors,"
       "one-shot-bufferize{bufferize-function-boundaries "

@@ -18,6 +18,9 @@
 #include "effopt/Target/Effx.h"
 #include "effopt/Transforms/Passes.h"
 
+#include "ReportOutput.h"
+#include "TrainConfig.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllPasses.h"
@@ -98,8 +101,34 @@ static cl::opt<std::string> cpuName(
     cl::init("native"), cl::cat(category));
 static cl::opt<std::string> precision("precision", cl::desc("fp32|bf16|fp16"),
                                       cl::init("fp32"), cl::cat(category));
-static cl::opt<std::string> remat("remat", cl::desc("Rematerialization policy"),
-                                  cl::init("none"), cl::cat(category));
+static cl::opt<std::string>
+    remat("remat",
+          cl::desc("Rematerialization: none, selective (recompute all but "
+                   "GEMM/conv outputs), full (keep block inputs), sqrt"),
+          cl::init("none"), cl::cat(category));
+static cl::opt<std::string> rematBoundary(
+    "remat-boundary",
+    cl::desc("--remat full: a block starts at each op whose ONNX node name "
+             "matches this regex (default: /layers.N/-style scopes)"),
+    cl::value_desc("regex"), cl::init(""), cl::cat(category));
+static cl::opt<bool> report(
+    "report",
+    cl::desc("Print the memory report: bytes by category, the peak, what "
+             "is live there and why (docs/MemoryReport.md)"),
+    cl::cat(category));
+static cl::opt<std::string> reportJson("report-json",
+                                       cl::desc("Write the memory report as JSON"),
+                                       cl::value_desc("file"), cl::init(""),
+                                       cl::cat(category));
+static cl::opt<std::string> reportSvg(
+    "report-svg",
+    cl::desc("Write memory over the schedule, by category, as SVG"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
+static cl::opt<std::string> configFile(
+    "config",
+    cl::desc("Training config (TOML) whose keys are these flags; the "
+             "command line wins"),
+    cl::value_desc("train.toml"), cl::init(""), cl::cat(category));
 static cl::opt<int64_t> accum("accum", cl::desc("Gradient accumulation steps"),
                               cl::init(1), cl::cat(category));
 static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage"), cl::init(0),
@@ -136,7 +165,14 @@ std::string trainingPipeline() {
      << " clip-grad-norm=" << clipGradNorm;
   if (!noWeightDecay.empty())
     os << " no-weight-decay=" << noWeightDecay;
-  return "eff-autodiff,eff-optimizer{" + options +
+  std::string rematPass;
+  if (remat != "none") {
+    rematPass = "eff-remat{policy=" + remat.getValue();
+    if (!rematBoundary.empty())
+      rematPass += " boundary='" + rematBoundary.getValue() + "'";
+    rematPass += "},";
+  }
+  return "eff-autodiff," + rematPass + "eff-optimizer{" + options +
          "},canonicalize,cse,eff-step-abi";
 }
 
@@ -145,8 +181,16 @@ void checkSupportedOptions() {
     die("--target " + targetName + " is not available yet (only cpu)");
   if (precision != "fp32")
     die("--precision " + precision + " is not implemented yet (only fp32)");
-  if (remat != "none")
-    die("--remat " + remat + " is not implemented yet (only none)");
+  if (StringRef(remat).starts_with("budget:"))
+    die("--remat " + remat + " is not implemented yet (none, selective, "
+        "full, sqrt)");
+  if (remat != "none" && remat != "selective" && remat != "full" &&
+      remat != "sqrt")
+    die("--remat must be none, selective, full or sqrt, got '" + remat + "'");
+  if (!rematBoundary.empty() && remat != "full")
+    die("--remat-boundary applies to --remat full only");
+  if (rematBoundary.getValue().find('\'') != std::string::npos)
+    die("--remat-boundary must not contain a single quote");
   if (accum != 1)
     die("--accum is not implemented yet");
   if (zero != 0)
@@ -189,6 +233,10 @@ int main(int argc, char **argv) {
       "effc: compiles an ONNX training graph into a .effx training step\n\n"
       "  effc model.onnx -o model.effx --optimizer adamw --lr 3e-4\n"
       "  effrun model.effx --data data.npz --steps 100\n");
+
+  if (!configFile.empty())
+    if (Error error = effc::applyTrainConfig(configFile, category, inputFile))
+      die(toString(std::move(error)));
 
   if (printPipeline) {
     outs() << "training: builtin.module(" << trainingPipeline() << ")\n"
@@ -234,7 +282,22 @@ int main(int argc, char **argv) {
   if (failed(layout))
     return 1;
   auto t2 = Clock::now();
-  if (failed(runPipeline(*module, effopt::cpuLoweringPipeline())))
+  effc::ReportRequest reportRequest{report, reportJson, reportSvg,
+                                    sys::path::filename(inputFile).str() +
+                                        " (train_step, " + precision +
+                                        ", remat " + remat + ")"};
+  std::string lowering = effopt::cpuLoweringPipeline();
+  if (reportRequest.any()) {
+    size_t at = lowering.find("eff-memory-plan");
+    if (at == std::string::npos)
+      die("internal: the lowering pipeline has no eff-memory-plan");
+    lowering.replace(at, strlen("eff-memory-plan"),
+                     "eff-memory-plan{attach-report=true}");
+  }
+  if (failed(runPipeline(*module, lowering)))
+    return 1;
+  if (reportRequest.any() &&
+      failed(effc::emitMemoryReport(*module, *layout, reportRequest)))
     return 1;
   module->walk([&](LLVM::LLVMFuncOp func) {
     if (auto bytes = func->getAttrOfType<IntegerAttr>("eff.arena_bytes"))

@@ -70,7 +70,16 @@ Location withProvenance(Location loc, Provenance provenance) {
 }
 
 Provenance provenanceOf(Location loc) {
-  return tagOf(loc).value_or(Provenance::Forward);
+  if (std::optional<Provenance> tag = tagOf(loc))
+    return *tag;
+  // Inlining wraps locations in call sites; folding fuses several.
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return provenanceOf(callSite.getCallee());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (Provenance p = provenanceOf(inner); p != Provenance::Forward)
+        return p;
+  return Provenance::Forward;
 }
 
 std::string nodeNameOf(Location loc) {
