@@ -18,6 +18,7 @@
 #include "effopt/Target/Effx.h"
 #include "effopt/Transforms/Passes.h"
 
+#include "MemoryBudget.h"
 #include "ReportOutput.h"
 #include "TrainConfig.h"
 
@@ -124,6 +125,12 @@ static cl::opt<std::string> reportSvg(
     "report-svg",
     cl::desc("Write memory over the schedule, by category, as SVG"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Fit the step into BYTES (suffixes K, M, G = KiB, MiB, GiB): "
+             "choose the remat policy with the least recomputation whose "
+             "planned memory fits, or fail saying by how much it cannot"),
+    cl::value_desc("bytes"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> configFile(
     "config",
     cl::desc("Training config (TOML) whose keys are these flags; the "
@@ -151,7 +158,7 @@ namespace {
   exit(1);
 }
 
-std::string trainingPipeline() {
+std::string trainingPipeline(StringRef rematPolicy) {
   double decay = weightDecay >= 0 ? weightDecay.getValue()
                                   : (optimizer == "adamw" ? 0.01 : 0.0);
   std::string options;
@@ -166,8 +173,8 @@ std::string trainingPipeline() {
   if (!noWeightDecay.empty())
     os << " no-weight-decay=" << noWeightDecay;
   std::string rematPass;
-  if (remat != "none") {
-    rematPass = "eff-remat{policy=" + remat.getValue();
+  if (rematPolicy != "none") {
+    rematPass = "eff-remat{policy=" + rematPolicy.str();
     if (!rematBoundary.empty())
       rematPass += " boundary='" + rematBoundary.getValue() + "'";
     rematPass += "},";
@@ -183,7 +190,7 @@ void checkSupportedOptions() {
     die("--precision " + precision + " is not implemented yet (only fp32)");
   if (StringRef(remat).starts_with("budget:"))
     die("--remat " + remat + " is not implemented yet (none, selective, "
-        "full, sqrt)");
+        "full, sqrt); --memory-budget BYTES picks the policy that fits");
   if (remat != "none" && remat != "selective" && remat != "full" &&
       remat != "sqrt")
     die("--remat must be none, selective, full or sqrt, got '" + remat + "'");
@@ -239,7 +246,7 @@ int main(int argc, char **argv) {
       die(toString(std::move(error)));
 
   if (printPipeline) {
-    outs() << "training: builtin.module(" << trainingPipeline() << ")\n"
+    outs() << "training: builtin.module(" << trainingPipeline(remat) << ")\n"
            << "lowering: builtin.module(" << effopt::cpuLoweringPipeline()
            << ")\n";
     return 0;
@@ -270,8 +277,27 @@ int main(int argc, char **argv) {
       effopt::importONNXFile(inputFile, &context, importOptions);
   if (!module)
     return 1;
+  if (!memoryBudget.empty()) {
+    if (remat.getNumOccurrences())
+      die("--memory-budget chooses --remat itself; give only one of them");
+    std::optional<int64_t> budget = effc::parseBytes(memoryBudget);
+    if (!budget)
+      die("--memory-budget: '" + memoryBudget +
+          "' is not a byte count (like 3000000, 512K, 1.5M, 2G)");
+    std::string lowering = effopt::cpuLoweringPipeline();
+    size_t plan = lowering.find("eff-memory-plan");
+    if (plan == std::string::npos)
+      die("internal: the lowering pipeline has no eff-memory-plan");
+    std::optional<effc::BudgetChoice> choice = effc::fitMemoryBudget(
+        *module, *budget,
+        [](StringRef policy) { return trainingPipeline(policy); },
+        StringRef(lowering).substr(0, lowering.find(',', plan)), errs());
+    if (!choice)
+      return 1;
+    remat.setValue(choice->policy);
+  }
   auto t1 = Clock::now();
-  std::string training = trainingPipeline();
+  std::string training = trainingPipeline(remat);
   if (failed(runPipeline(*module, training)))
     return 1;
   if (emit == "train-step") {

@@ -1,0 +1,151 @@
+//===- MemoryBudget.cpp - effc --memory-budget ----------------------------===//
+
+#include "MemoryBudget.h"
+
+#include "effopt/Dialect/Eff/IR/EffInterfaces.h"
+#include "effopt/Target/Effx.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace effc {
+
+std::optional<int64_t> parseBytes(llvm::StringRef text) {
+  text = text.trim();
+  double scale = 1;
+  if (!text.empty()) {
+    switch (text.back() & ~0x20) {
+    case 'K':
+      scale = 1024.0;
+      break;
+    case 'M':
+      scale = 1024.0 * 1024;
+      break;
+    case 'G':
+      scale = 1024.0 * 1024 * 1024;
+      break;
+    }
+    if (scale != 1)
+      text = text.drop_back();
+  }
+  double value;
+  if (text.empty() || text.getAsDouble(value) || !(value > 0) ||
+      !std::isfinite(value))
+    return std::nullopt;
+  return static_cast<int64_t>(value * scale);
+}
+
+static std::string human(int64_t bytes) {
+  if (bytes >= (int64_t(1) << 30))
+    return llvm::formatv("{0:f2} GiB", bytes / double(1 << 30));
+  if (bytes >= (1 << 20))
+    return llvm::formatv("{0:f2} MiB", bytes / double(1 << 20));
+  return llvm::formatv("{0:f1} KiB", bytes / 1024.0);
+}
+
+namespace {
+struct Plan {
+  std::string policy;
+  int64_t bytes = 0;
+  int64_t stepFlops = 0, recomputedFlops = 0;
+  std::string error; // why the policy does not apply to this model
+};
+} // namespace
+
+static LogicalResult runPipeline(ModuleOp module, llvm::StringRef pipeline) {
+  PassManager pm(module.getContext());
+  if (failed(parsePassPipeline(pipeline, pm)))
+    return failure();
+  return pm.run(module);
+}
+
+static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
+                       const std::function<std::string(llvm::StringRef)> &training,
+                       llvm::StringRef lowering) {
+  Plan plan;
+  plan.policy = policy.str();
+  OwningOpRef<ModuleOp> module(cast<ModuleOp>(imported->clone()));
+  // A policy may not apply (full without repeated blocks): keep its
+  // message for the table instead of printing it as an error.
+  std::string firstError;
+  ScopedDiagnosticHandler capture(imported.getContext(), [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+      firstError = d.str();
+    return success();
+  });
+  if (failed(runPipeline(*module, training(policy)))) {
+    plan.error = firstError.empty() ? "cannot be built" : firstError;
+    return plan;
+  }
+  module->walk([&](effopt::eff::CostOpInterface op) {
+    plan.stepFlops += op.getFlops();
+    if (op->hasAttr("eff.recomputed"))
+      plan.recomputedFlops += op.getFlops();
+  });
+  FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
+  if (failed(layout) || failed(runPipeline(*module, lowering))) {
+    plan.error = firstError.empty() ? "cannot be lowered" : firstError;
+    return plan;
+  }
+  int64_t arena = 0;
+  module->walk([&](func::FuncOp func) {
+    if (auto bytes = func->getAttrOfType<IntegerAttr>("eff.arena_bytes"))
+      arena = std::max(arena, bytes.getInt());
+  });
+  plan.bytes = layout->stateBytes + arena + layout->ioBytes;
+  return plan;
+}
+
+std::optional<BudgetChoice>
+fitMemoryBudget(ModuleOp imported, int64_t budget,
+                const std::function<std::string(llvm::StringRef)> &training,
+                llvm::StringRef lowering, llvm::raw_ostream &log) {
+  log << "effc: memory budget " << human(budget) << " (" << budget
+      << " bytes); planned memory per remat policy:\n";
+  std::optional<Plan> best, smallest;
+  for (llvm::StringRef policy : {"none", "selective", "sqrt", "full"}) {
+    Plan plan = planPolicy(imported, policy, training, lowering);
+    if (!plan.error.empty()) {
+      log << llvm::formatv("  {0,-10} does not apply: {1}\n", policy,
+                           plan.error);
+      continue;
+    }
+    bool fits = plan.bytes <= budget;
+    double extra = plan.stepFlops ? 100.0 * plan.recomputedFlops /
+                                        (plan.stepFlops - plan.recomputedFlops)
+                                  : 0.0;
+    log << llvm::formatv("  {0,-10} {1,12} bytes ({2,10})  recomputes "
+                         "{3:f1}% of the step's FLOPs  {4}\n",
+                         policy, plan.bytes, human(plan.bytes), extra,
+                         fits ? "fits" : "too large");
+    if (!smallest || plan.bytes < smallest->bytes)
+      smallest = plan;
+    if (fits && (!best || plan.recomputedFlops < best->recomputedFlops))
+      best = plan;
+  }
+  if (!best) {
+    if (smallest)
+      log << llvm::formatv(
+          "effc: error: cannot fit {0} bytes: the smallest planned memory is "
+          "{1} bytes ({2}) with --remat {3}, {4} bytes over\n",
+          budget, smallest->bytes, human(smallest->bytes), smallest->policy,
+          smallest->bytes - budget);
+    else
+      log << "effc: error: cannot fit the budget: no remat policy applies\n";
+    return std::nullopt;
+  }
+  log << llvm::formatv("effc: chose --remat {0}: the least recomputation "
+                       "that fits ({1} bytes planned, {2} to spare)\n",
+                       best->policy, best->bytes, human(budget - best->bytes));
+  return BudgetChoice{best->policy, best->bytes};
+}
+
+} // namespace effc
