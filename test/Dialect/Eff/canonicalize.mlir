@@ -847,3 +847,34 @@ func.func @dense_resource_not_folded() -> (tensor<2x2xf32>, tensor<2x2xf32>, ten
     }
   }
 #-}
+
+// -----
+
+// Casts that cancel: a round trip through a type that holds every value of
+// the source folds away; one through a narrower or inexact type does not
+// (f32 -> bf16 rounds, f16 -> bf16 loses mantissa bits, i32 -> i8 wraps).
+// CHECK-LABEL: func.func @cast_round_trips
+// CHECK-SAME: (%[[F:.*]]: tensor<4xf32>, %[[H:.*]]: tensor<4xf16>, %[[I:.*]]: tensor<4xi32>)
+// CHECK-NEXT: %[[BF:.*]] = eff.cast %[[F]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK-NEXT: %[[BACK:.*]] = eff.cast %[[BF]] : tensor<4xbf16> to tensor<4xf32>
+// CHECK-NEXT: %[[HB:.*]] = eff.cast %[[H]] : tensor<4xf16> to tensor<4xbf16>
+// CHECK-NEXT: %[[HBACK:.*]] = eff.cast %[[HB]] : tensor<4xbf16> to tensor<4xf16>
+// CHECK-NEXT: %[[I8:.*]] = eff.cast %[[I]] : tensor<4xi32> to tensor<4xi8>
+// CHECK-NEXT: %[[IBACK:.*]] = eff.cast %[[I8]] : tensor<4xi8> to tensor<4xi32>
+// CHECK-NEXT: return %[[F]], %[[H]], %[[I]], %[[BACK]], %[[HBACK]], %[[IBACK]]
+func.func @cast_round_trips(%f: tensor<4xf32>, %h: tensor<4xf16>, %i: tensor<4xi32>)
+    -> (tensor<4xf32>, tensor<4xf16>, tensor<4xi32>, tensor<4xf32>, tensor<4xf16>, tensor<4xi32>) {
+  %0 = eff.cast %f : tensor<4xf32> to tensor<4xf64>
+  %1 = eff.cast %0 : tensor<4xf64> to tensor<4xf32>
+  %2 = eff.cast %h : tensor<4xf16> to tensor<4xf32>
+  %3 = eff.cast %2 : tensor<4xf32> to tensor<4xf16>
+  %4 = eff.cast %i : tensor<4xi32> to tensor<4xi64>
+  %5 = eff.cast %4 : tensor<4xi64> to tensor<4xi32>
+  %6 = eff.cast %f : tensor<4xf32> to tensor<4xbf16>
+  %7 = eff.cast %6 : tensor<4xbf16> to tensor<4xf32>
+  %8 = eff.cast %h : tensor<4xf16> to tensor<4xbf16>
+  %9 = eff.cast %8 : tensor<4xbf16> to tensor<4xf16>
+  %10 = eff.cast %i : tensor<4xi32> to tensor<4xi8>
+  %11 = eff.cast %10 : tensor<4xi8> to tensor<4xi32>
+  return %1, %3, %5, %7, %9, %11 : tensor<4xf32>, tensor<4xf16>, tensor<4xi32>, tensor<4xf32>, tensor<4xf16>, tensor<4xi32>
+}

@@ -453,9 +453,30 @@ static std::optional<APInt> castElement(Attribute element, Type from, Type to) {
   return APInt(result);
 }
 
+/// Whether every value of `from` survives a cast to `through` and back:
+/// widening float casts whose format holds the source's exactly (f16 ->
+/// f32, bf16 -> f64, not f16 -> bf16), and integer casts to at least as
+/// many bits (the way back truncates what the way there extended).
+static bool isExactRoundTrip(Type from, Type through) {
+  if (auto f = dyn_cast<FloatType>(from))
+    if (auto t = dyn_cast<FloatType>(through))
+      return llvm::APFloatBase::isRepresentableBy(f.getFloatSemantics(),
+                                                  t.getFloatSemantics());
+  if (auto f = dyn_cast<IntegerType>(from))
+    if (auto t = dyn_cast<IntegerType>(through))
+      return f.getWidth() > 1 && t.getWidth() >= f.getWidth();
+  return false;
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // cast(cast(x, wider), type(x)) -> x: casts that cancel.
+  if (auto inner = getInput().getDefiningOp<CastOp>())
+    if (inner.getInput().getType() == getType() &&
+        isExactRoundTrip(getType().getElementType(),
+                         inner.getType().getElementType()))
+      return inner.getInput();
   DenseElementsAttr input = getFoldable(adaptor.getInput());
   if (!input)
     return {};
