@@ -19,9 +19,11 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Regex.h"
 
 #include <cmath>
+#include <limits>
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFREMATPASS
@@ -65,8 +67,9 @@ std::string repeatedScopeOf(StringRef name) {
 
 class Rematerializer {
 public:
-  Rematerializer(func::FuncOp func, StringRef policy, StringRef boundary)
-      : func(func), policy(policy), boundary(boundary) {}
+  Rematerializer(func::FuncOp func, StringRef policy, StringRef boundary,
+                 int64_t freeBytes)
+      : func(func), policy(policy), boundary(boundary), freeBytes(freeBytes) {}
 
   LogicalResult run(int64_t &numRecomputed, int64_t &numKept,
                     int64_t &numClonedOps) {
@@ -90,9 +93,12 @@ public:
       return failure();
 
     // 1. Decide: which saved values to recompute.
-    for (SaveOp save : saves)
-      if (shouldRecompute(save.getInput()))
-        recompute.insert(save.getInput());
+    if (policy == "budget")
+      chooseForBudget();
+    else
+      for (SaveOp save : saves)
+        if (shouldRecompute(save.getInput()))
+          recompute.insert(save.getInput());
     // Their chains need inputs: kept values become (or stay) saved.
     for (Value v : llvm::make_early_inc_range(recompute))
       collectInputs(v);
@@ -144,7 +150,7 @@ private:
   /// The segment of every forward op for full, sqrt and boundary policies
   /// (-1: outside every segment, never recomputed).
   LogicalResult assignSegments() {
-    if (policy == "selective")
+    if (policy == "selective" || policy == "budget")
       return success();
     if (!boundary.empty()) {
       llvm::Regex regex(boundary);
@@ -181,6 +187,79 @@ private:
           "eff-remat: policy full found no repeated blocks in the ONNX node "
           "names (like /layers.3/...); give boundary=REGEX");
     return success();
+  }
+
+  /// budget: the cheapest set of saved values to recompute that frees at
+  /// least `freeBytes`, by dynamic programming (0/1 knapsack, minimising the
+  /// recomputed FLOPs from the cost interface). The memory planner, run by
+  /// the caller (effc), verifies the result and asks for more if needed.
+  void chooseForBudget() {
+    struct Candidate {
+      Value value;
+      int64_t bytes, flops;
+    };
+    auto bytesOf = [](Value v) -> int64_t {
+      auto type = cast<RankedTensorType>(v.getType());
+      int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+      return type.getNumElements() * std::max<int64_t>(1, bits / 8);
+    };
+    // A candidate is recomputed through its chain of unsaved forward
+    // producers back to saved values, arguments and constants: it frees its
+    // own bytes and costs the chain's FLOPs.
+    std::vector<Candidate> candidates;
+    for (SaveOp save : saves) {
+      Value v = save.getInput();
+      if (!isForwardValue(v))
+        continue;
+      int64_t flops = 0;
+      llvm::SmallPtrSet<Operation *, 16> chain;
+      SmallVector<Operation *> worklist{v.getDefiningOp()};
+      while (!worklist.empty()) {
+        Operation *op = worklist.pop_back_val();
+        if (!chain.insert(op).second)
+          continue;
+        if (auto cost = dyn_cast<CostOpInterface>(op))
+          flops += cost.getFlops();
+        for (Value operand : op->getOperands())
+          if (isForwardValue(operand) && !savedBy.count(operand))
+            worklist.push_back(operand.getDefiningOp());
+      }
+      candidates.push_back({v, bytesOf(v), flops});
+    }
+    if (freeBytes <= 0 || candidates.empty())
+      return;
+    // Bytes in units so the table stays small; the need is rounded up.
+    int64_t unit = std::max<int64_t>(1, freeBytes / 4096);
+    int64_t need = (freeBytes + unit - 1) / unit;
+    constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
+    // best[i][j]: least FLOPs freeing at least j units with the first i.
+    size_t n = candidates.size();
+    std::vector<std::vector<int64_t>> best(n + 1,
+                                           std::vector<int64_t>(need + 1, kInf));
+    best[0][0] = 0;
+    for (size_t i = 0; i < n; ++i) {
+      int64_t units = candidates[i].bytes / unit;
+      for (int64_t j = 0; j <= need; ++j) {
+        best[i + 1][j] = best[i][j];
+        int64_t from = std::max<int64_t>(0, j - units);
+        if (best[i][from] < kInf)
+          best[i + 1][j] =
+              std::min(best[i + 1][j], best[i][from] + candidates[i].flops);
+      }
+    }
+    if (best[n][need] >= kInf) {
+      // The budget cannot be met: recompute every candidate (the most this
+      // policy can free), and let the planner report what that achieves.
+      for (const Candidate &c : candidates)
+        recompute.insert(c.value);
+      return;
+    }
+    for (int64_t i = n, j = need; i > 0; --i) {
+      if (best[i][j] == best[i - 1][j])
+        continue;
+      recompute.insert(candidates[i - 1].value);
+      j = std::max<int64_t>(0, j - candidates[i - 1].bytes / unit);
+    }
   }
 
   int64_t segment(Operation *op) const {
@@ -223,7 +302,9 @@ private:
           continue;
         Operation *inner = operand.getDefiningOp();
         bool recomputeOperand =
-            policy == "selective"
+            policy == "budget"
+                ? recompute.contains(operand) || !savedBy.count(operand)
+            : policy == "selective"
                 ? !isExpensive(inner)
                 : segment(inner) >= 0 && segment(inner) == segment(producer);
         if (recomputeOperand) {
@@ -262,6 +343,7 @@ private:
 
   func::FuncOp func;
   StringRef policy, boundary;
+  int64_t freeBytes;
   SmallVector<SaveOp> saves;
   std::vector<Operation *> forwardOps;
   DenseMap<Operation *, int64_t> forwardIndex, segmentOf;
@@ -275,9 +357,9 @@ struct EffRematPass : impl::EffRematPassBase<EffRematPass> {
 
   void runOnOperation() override {
     if (policy != "none" && policy != "selective" && policy != "full" &&
-        policy != "sqrt") {
+        policy != "sqrt" && policy != "budget") {
       getOperation().emitError("eff-remat: unknown policy '")
-          << policy << "' (none, selective, full or sqrt)";
+          << policy << "' (none, selective, full, sqrt or budget)";
       return signalPassFailure();
     }
     if (!boundary.empty() && policy != "full") {
@@ -289,7 +371,7 @@ struct EffRematPass : impl::EffRematPassBase<EffRematPass> {
     WalkResult result = getOperation().walk([&](func::FuncOp func) {
       if (func.isExternal())
         return WalkResult::advance();
-      Rematerializer remat(func, policy, boundary);
+      Rematerializer remat(func, policy, boundary, freeBytes);
       if (failed(remat.run(recomputed, kept, cloned)))
         return WalkResult::interrupt();
       return WalkResult::advance();

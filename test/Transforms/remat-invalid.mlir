@@ -8,7 +8,7 @@
 // REGEX: eff-remat: invalid boundary regex '('
 // NOBLOCKS: eff-remat: policy full found no repeated blocks in the ONNX node names (like /layers.3/...); give boundary=REGEX
 // SELBOUND: eff-remat: boundary applies to policy full only
-// expected-error@below {{eff-remat: unknown policy 'fastest' (none, selective, full or sqrt)}}
+// expected-error@below {{eff-remat: unknown policy 'fastest' (none, selective, full, sqrt or budget)}}
 module {
   eff.parameter trainable @w : tensor<5x8xf32>
   func.func @forward(%w: tensor<5x8xf32> {eff.parameter = @w},

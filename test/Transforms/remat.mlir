@@ -3,6 +3,8 @@
 // RUN: effopt-opt %s --eff-autodiff --eff-remat=policy=full | FileCheck %s --check-prefix=FULL
 // RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=full boundary=Gemm$" | FileCheck %s --check-prefix=BOUND
 // RUN: effopt-opt %s --eff-autodiff --eff-remat=policy=sqrt | FileCheck %s --check-prefix=SQRT
+// RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=100" | FileCheck %s --check-prefix=BUDGET1
+// RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=300" | FileCheck %s --check-prefix=BUDGET3
 
 // Two residual blocks (linear -> gelu -> add) and a head. Without remat the
 // backward keeps h0, y0, h1, y1 (linear inputs and gelu inputs) and z.
@@ -52,6 +54,24 @@
 // sqrt: 8 forward ops in 3 segments of 3.
 // SQRT-LABEL: func.func @forward_backward
 // SQRT: eff.recomputed
+
+// budget: each saved value is a candidate recomputed through its unsaved
+// producers: y0 and y1 (128 B each) through gelu + add, cheap; h0, h1 (128 B)
+// and z (80 B) through a linear. 100 B: one residual sum; 300 B: both sums
+// and the cheapest linear, z (320 FLOPs against 512 for h0 or h1).
+// BUDGET1-LABEL: func.func @forward_backward
+// BUDGET1-COUNT-4: eff.save
+// BUDGET1-NOT: eff.save
+// BUDGET1: eff.gelu {{.*}} {eff.recomputed}
+// BUDGET1-NEXT: eff.add {{.*}} {eff.recomputed}
+// BUDGET1-NOT: {eff.recomputed
+// BUDGET3-LABEL: func.func @forward_backward
+// BUDGET3-COUNT-2: eff.save
+// BUDGET3-NOT: eff.save
+// BUDGET3-COUNT-2: eff.gelu {{.*}} {eff.recomputed}
+// BUDGET3-COUNT-2: eff.add {{.*}} {eff.recomputed}
+// BUDGET3-NEXT: eff.linear {{.*}}, %arg2 {eff.recomputed
+// BUDGET3-NOT: {eff.recomputed
 
 module {
   eff.parameter trainable @w0 : tensor<8x8xf32>

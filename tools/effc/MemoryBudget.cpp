@@ -12,6 +12,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 #include <cstdlib>
 
 using namespace mlir;
@@ -68,8 +69,8 @@ static LogicalResult runPipeline(ModuleOp module, llvm::StringRef pipeline) {
 }
 
 static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
-                       const std::function<std::string(llvm::StringRef)> &training,
-                       llvm::StringRef lowering) {
+                       const TrainingPipeline &training,
+                       llvm::StringRef lowering, int64_t freeBytes = 0) {
   Plan plan;
   plan.policy = policy.str();
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(imported->clone()));
@@ -81,7 +82,7 @@ static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
       firstError = d.str();
     return success();
   });
-  if (failed(runPipeline(*module, training(policy)))) {
+  if (failed(runPipeline(*module, training(policy, freeBytes)))) {
     plan.error = firstError.empty() ? "cannot be built" : firstError;
     return plan;
   }
@@ -104,10 +105,15 @@ static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
   return plan;
 }
 
-std::optional<BudgetChoice>
-fitMemoryBudget(ModuleOp imported, int64_t budget,
-                const std::function<std::string(llvm::StringRef)> &training,
-                llvm::StringRef lowering, llvm::raw_ostream &log) {
+static double recomputedPercent(const Plan &plan) {
+  int64_t base = plan.stepFlops - plan.recomputedFlops;
+  return base > 0 ? 100.0 * plan.recomputedFlops / base : 0.0;
+}
+
+std::optional<BudgetChoice> fitMemoryBudget(ModuleOp imported, int64_t budget,
+                                            const TrainingPipeline &training,
+                                            llvm::StringRef lowering,
+                                            llvm::raw_ostream &log) {
   log << "effc: memory budget " << human(budget) << " (" << budget
       << " bytes); planned memory per remat policy:\n";
   std::optional<Plan> best, smallest;
@@ -119,9 +125,7 @@ fitMemoryBudget(ModuleOp imported, int64_t budget,
       continue;
     }
     bool fits = plan.bytes <= budget;
-    double extra = plan.stepFlops ? 100.0 * plan.recomputedFlops /
-                                        (plan.stepFlops - plan.recomputedFlops)
-                                  : 0.0;
+    double extra = recomputedPercent(plan);
     log << llvm::formatv("  {0,-10} {1,12} bytes ({2,10})  recomputes "
                          "{3:f1}% of the step's FLOPs  {4}\n",
                          policy, plan.bytes, human(plan.bytes), extra,
@@ -146,6 +150,56 @@ fitMemoryBudget(ModuleOp imported, int64_t budget,
                        "that fits ({1} bytes planned, {2} to spare)\n",
                        best->policy, best->bytes, human(budget - best->bytes));
   return BudgetChoice{best->policy, best->bytes};
+}
+
+std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
+                                      const TrainingPipeline &training,
+                                      llvm::StringRef lowering,
+                                      llvm::raw_ostream &log) {
+  Plan none = planPolicy(imported, "none", training, lowering);
+  if (!none.error.empty()) {
+    log << "effc: error: " << none.error << "\n";
+    return std::nullopt;
+  }
+  log << llvm::formatv("effc: --remat budget:{0}: without remat {1} bytes "
+                       "({2})\n",
+                       budget, none.bytes, human(none.bytes));
+  if (none.bytes <= budget)
+    return 0;
+  // The planned bytes do not fall one for one with the freed saved bytes
+  // (recomputed chains need backward temporaries, placement has gaps):
+  // ask for what is still missing, and for more each time that gained
+  // nothing.
+  int64_t freeBytes = none.bytes - budget;
+  int64_t smallest = none.bytes, step = std::max<int64_t>(1, freeBytes / 64);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    Plan plan = planPolicy(imported, "budget", training, lowering, freeBytes);
+    if (!plan.error.empty()) {
+      log << "effc: error: " << plan.error << "\n";
+      return std::nullopt;
+    }
+    log << llvm::formatv("  free {0,12} saved bytes: planned {1,12} bytes "
+                         "({2,10}), recomputes {3:f1}% of the step's FLOPs\n",
+                         freeBytes, plan.bytes, human(plan.bytes),
+                         recomputedPercent(plan));
+    if (plan.bytes <= budget)
+      return freeBytes;
+    if (plan.bytes < smallest)
+      smallest = plan.bytes;
+    else
+      step *= 2;
+    freeBytes += std::max(plan.bytes - budget, step);
+  }
+  // The floor of this policy: recompute every candidate.
+  Plan all = planPolicy(imported, "budget", training, lowering,
+                        std::numeric_limits<int64_t>::max() / 16);
+  if (all.error.empty())
+    smallest = std::min(smallest, all.bytes);
+  log << llvm::formatv("effc: error: cannot fit {0} bytes: the smallest "
+                       "planned memory with --remat budget is {1} bytes ({2}), "
+                       "{3} bytes over\n",
+                       budget, smallest, human(smallest), smallest - budget);
+  return std::nullopt;
 }
 
 } // namespace effc

@@ -32,10 +32,24 @@ struct BudgetChoice {
 /// policy to `log`, and returns the fastest that fits in `budget`; on
 /// failure prints one line saying the smallest achievable and returns
 /// nullopt.
-std::optional<BudgetChoice>
-fitMemoryBudget(mlir::ModuleOp imported, int64_t budget,
-                const std::function<std::string(llvm::StringRef)> &trainingPipeline,
-                llvm::StringRef lowering, llvm::raw_ostream &log);
+using TrainingPipeline =
+    std::function<std::string(llvm::StringRef policy, int64_t freeBytes)>;
+
+std::optional<BudgetChoice> fitMemoryBudget(mlir::ModuleOp imported,
+                                            int64_t budget,
+                                            const TrainingPipeline &training,
+                                            llvm::StringRef lowering,
+                                            llvm::raw_ostream &log);
+
+/// --remat budget:BYTES: eff-remat{policy=budget free-bytes=N} with N from
+/// the memory plan: start with what `none` exceeds the budget by, plan,
+/// add what is still missing, until the planned bytes fit. Returns N (0:
+/// nothing needs recomputing); on failure prints one line with the
+/// smallest achievable memory.
+std::optional<int64_t> fitRematBudget(mlir::ModuleOp imported, int64_t budget,
+                                      const TrainingPipeline &training,
+                                      llvm::StringRef lowering,
+                                      llvm::raw_ostream &log);
 
 } // namespace effc
 

@@ -158,7 +158,7 @@ namespace {
   exit(1);
 }
 
-std::string trainingPipeline(StringRef rematPolicy) {
+std::string trainingPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
   double decay = weightDecay >= 0 ? weightDecay.getValue()
                                   : (optimizer == "adamw" ? 0.01 : 0.0);
   std::string options;
@@ -175,6 +175,8 @@ std::string trainingPipeline(StringRef rematPolicy) {
   std::string rematPass;
   if (rematPolicy != "none") {
     rematPass = "eff-remat{policy=" + rematPolicy.str();
+    if (freeBytes > 0)
+      rematPass += " free-bytes=" + std::to_string(freeBytes);
     if (!rematBoundary.empty())
       rematPass += " boundary='" + rematBoundary.getValue() + "'";
     rematPass += "},";
@@ -188,12 +190,15 @@ void checkSupportedOptions() {
     die("--target " + targetName + " is not available yet (only cpu)");
   if (precision != "fp32")
     die("--precision " + precision + " is not implemented yet (only fp32)");
-  if (StringRef(remat).starts_with("budget:"))
-    die("--remat " + remat + " is not implemented yet (none, selective, "
-        "full, sqrt); --memory-budget BYTES picks the policy that fits");
-  if (remat != "none" && remat != "selective" && remat != "full" &&
-      remat != "sqrt")
-    die("--remat must be none, selective, full or sqrt, got '" + remat + "'");
+  if (StringRef(remat).starts_with("budget:")) {
+    if (!effc::parseBytes(StringRef(remat).drop_front(strlen("budget:"))))
+      die("--remat " + remat + ": the budget is not a byte count (like "
+          "budget:3000000, budget:1.5M)");
+  } else if (remat != "none" && remat != "selective" && remat != "full" &&
+             remat != "sqrt") {
+    die("--remat must be none, selective, full, sqrt or budget:BYTES, got '" +
+        remat + "'");
+  }
   if (!rematBoundary.empty() && remat != "full")
     die("--remat-boundary applies to --remat full only");
   if (rematBoundary.getValue().find('\'') != std::string::npos)
@@ -290,14 +295,34 @@ int main(int argc, char **argv) {
       die("internal: the lowering pipeline has no eff-memory-plan");
     std::optional<effc::BudgetChoice> choice = effc::fitMemoryBudget(
         *module, *budget,
-        [](StringRef policy) { return trainingPipeline(policy); },
+        [](StringRef policy, int64_t freeBytes) {
+          return trainingPipeline(policy, freeBytes);
+        },
         StringRef(lowering).substr(0, lowering.find(',', plan)), errs());
     if (!choice)
       return 1;
     remat.setValue(choice->policy);
   }
+  int64_t rematFreeBytes = 0;
+  std::string rematPolicy = remat;
+  if (StringRef(remat).starts_with("budget:")) {
+    int64_t budget =
+        *effc::parseBytes(StringRef(remat).drop_front(strlen("budget:")));
+    std::string lowering = effopt::cpuLoweringPipeline();
+    size_t plan = lowering.find("eff-memory-plan");
+    std::optional<int64_t> freeBytes = effc::fitRematBudget(
+        *module, budget,
+        [](StringRef policy, int64_t bytes) {
+          return trainingPipeline(policy, bytes);
+        },
+        StringRef(lowering).substr(0, lowering.find(',', plan)), errs());
+    if (!freeBytes)
+      return 1;
+    rematFreeBytes = *freeBytes;
+    rematPolicy = rematFreeBytes ? "budget" : "none";
+  }
   auto t1 = Clock::now();
-  std::string training = trainingPipeline(remat);
+  std::string training = trainingPipeline(rematPolicy, rematFreeBytes);
   if (failed(runPipeline(*module, training)))
     return 1;
   if (emit == "train-step") {

@@ -63,10 +63,19 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
       node name matches.
     - `sqrt`: the forward cut into ceil(sqrt(n)) segments of equal op count
       (Chen et al. 2016), then as `full`.
+    - `budget`: the set of saved values whose recomputation frees at least
+      `free-bytes` with the fewest recomputed FLOPs (cost interface), by
+      dynamic programming over the saved values (0/1 knapsack; a value is
+      recomputed through its chain of unsaved producers back to saved values,
+      arguments and constants, and costs the chain's FLOPs). `effc --remat
+      budget:BYTES` runs it with what the memory plan says is missing until
+      the planned peak fits.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
            "none, selective, full or sqrt">,
+    Option<"freeBytes", "free-bytes", "int64_t", /*default=*/"0",
+           "budget: saved bytes to free">,
     Option<"boundary", "boundary", "std::string", /*default=*/"\"\"",
            "full: a block starts at each forward op whose ONNX node name "
            "matches this regex">

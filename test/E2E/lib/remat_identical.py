@@ -10,7 +10,10 @@ equal those of `none` exactly; the report's activation bytes at the peak must
 be smaller than none's for every policy but none.
 
 usage: remat_identical.py --model gpt|cnn --bin DIR --work DIR
-                          [--policies none,selective,full,sqrt] [--steps 6]
+                          [--policies none,selective,full,sqrt,budget]
+                          [--steps 6]
+(budget: --remat budget:B with B halfway between none and the smallest plan
+of the policies before it)
 """
 import argparse
 import json
@@ -71,6 +74,11 @@ def main():
     for policy in args.policies.split(","):
         stem = os.path.join(args.work, policy)
         flags = ["--remat", policy]
+        if policy == "budget":
+            # Halfway between no remat and the smallest plan so far.
+            low = min(r["total"] for r in results.values())
+            budget = (results["none"]["total"] + low) // 2
+            flags = ["--remat", "budget:%d" % budget]
         if policy == "full" and args.boundary:
             flags += ["--remat-boundary", args.boundary]
         t.run([os.path.join(args.bin, "effc"), onnx_path, "-o", stem + ".effx",
@@ -108,6 +116,9 @@ def main():
         if diff:
             print("MISMATCH %s: %d tensors differ from none, e.g. %s"
                   % (policy, len(diff), diff[0]))
+        if policy == "budget" and not r["total"] <= (base["total"] + min(
+                x["total"] for x in results.values())) // 2 + 1:
+            print("MISMATCH budget: planned %d above its budget" % r["total"])
         if policy != "none" and not r["activations"] < base["activations"]:
             print("MISMATCH %s: activations %d not below none's %d"
                   % (policy, r["activations"], base["activations"]))
