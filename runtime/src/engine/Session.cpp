@@ -229,7 +229,7 @@ float Session::step() {
   if (m.kind != EffxKind::TrainStep)
     fail(s.path(), ": this is a forward (inference) function compiled with "
                    "effc --mode forward, not a training step: run it with "
-                   "forward()");
+                   "effrt_session_forward (Session::forward)");
   callEntry(s, "step");
   s.lastLoss = readLoss(s.io.data() + m.lossOffset, m.lossDType);
   ++s.globalStep;
