@@ -74,19 +74,34 @@ static LogicalResult copyInitialValue(ElementsAttr value, RankedTensorType type,
 }
 
 FailureOr<StepLayout> readStepLayout(ModuleOp module) {
-  auto func = module.lookupSymbol<func::FuncOp>(eff::kTrainStepFuncName);
+  auto kind = module->getAttrOfType<StringAttr>("eff.step_kind");
+  bool forward = kind && kind.getValue() == "forward";
+  auto func = module.lookupSymbol<func::FuncOp>(
+      forward ? eff::kForwardFuncName : eff::kTrainStepFuncName);
   auto stateBytes = module->getAttrOfType<IntegerAttr>("eff.state_bytes");
   auto ioBytes = module->getAttrOfType<IntegerAttr>("eff.io_bytes");
   auto lossOffset = module->getAttrOfType<IntegerAttr>("eff.loss_offset");
-  if (!func || !stateBytes || !ioBytes || !lossOffset)
-    return module.emitError("no @train_step with the layout of eff-step-abi");
+  if (!func || !stateBytes || !ioBytes || (!forward && !lossOffset))
+    return module.emitError("no ")
+           << (forward ? "@forward" : "@train_step")
+           << " with the layout of eff-step-abi";
   StepLayout layout;
+  layout.kind = forward ? "forward" : "train_step";
   layout.stateBytes = stateBytes.getInt();
   layout.ioBytes = ioBytes.getInt();
-  layout.lossOffset = lossOffset.getInt();
-  layout.lossDtype = dtypeName(
-      cast<ShapedType>(func.getResultTypes()[0]).getElementType());
+  if (!forward) {
+    layout.lossOffset = lossOffset.getInt();
+    layout.lossDtype = dtypeName(
+        cast<ShapedType>(func.getResultTypes()[0]).getElementType());
+  }
   layout.initialState.assign(layout.stateBytes, 0);
+  auto checkDtype = [&](const StepTensor &t, StringRef what) -> LogicalResult {
+    if (t.dtype != "unsupported")
+      return success();
+    return func.emitError() << what << " '" << t.name
+                            << "' has an element type the runtime does not "
+                               "support";
+  };
 
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     auto type = cast<RankedTensorType>(func.getArgument(i).getType());
@@ -108,6 +123,8 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module) {
           return failure();
       if (tensor.role == "optimizer_state" && tensor.name == "optimizer.step")
         layout.stepCounter = tensor.name;
+      if (failed(checkDtype(tensor, "state entry")))
+        return failure();
       layout.state.push_back(std::move(tensor));
     } else {
       auto name = func.getArgAttrOfType<StringAttr>(i, eff::kInputAttrName);
@@ -115,7 +132,33 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module) {
       tensor.role = "input";
       if (layout.batchSize == 0 && !tensor.shape.empty())
         layout.batchSize = tensor.shape[0];
+      if (failed(checkDtype(tensor, "input")))
+        return failure();
       layout.inputs.push_back(std::move(tensor));
+    }
+  }
+  // A forward function may have no input with a leading dimension (or a
+  // leading dimension of 0): its batch is one call.
+  if (layout.batchSize <= 0)
+    layout.batchSize = 1;
+  if (forward) {
+    for (unsigned r = 0; r < func.getNumResults(); ++r) {
+      auto type = cast<RankedTensorType>(func.getResultTypes()[r]);
+      StepTensor tensor;
+      auto name = func.getResultAttrOfType<StringAttr>(r, eff::kOutputAttrName);
+      tensor.name = name ? name.str() : "output" + std::to_string(r);
+      tensor.role = "output";
+      tensor.dtype = dtypeName(type.getElementType());
+      tensor.shape.assign(type.getShape().begin(), type.getShape().end());
+      tensor.offset = func.getResultAttrOfType<IntegerAttr>(r, "eff.offset").getInt();
+      tensor.bytes = type.getNumElements() * elementBytes(type.getElementType());
+      if (failed(checkDtype(tensor, "output")))
+        return failure();
+      for (const StepTensor &other : layout.outputs)
+        if (other.name == tensor.name)
+          return func.emitError() << "two graph outputs are named '"
+                                  << tensor.name << "'";
+      layout.outputs.push_back(std::move(tensor));
     }
   }
   return layout;
@@ -154,8 +197,13 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
   manifest["regions"] = llvm::json::Object{{"state", layout.stateBytes},
                                            {"arena", layout.arenaBytes},
                                            {"io", layout.ioBytes}};
-  manifest["loss"] = llvm::json::Object{{"offset", layout.lossOffset},
-                                        {"dtype", layout.lossDtype}};
+  manifest["minor_version"] = static_cast<int64_t>(effrt::kEffxMinorVersion);
+  manifest["kind"] = layout.kind;
+  if (layout.kind == "forward")
+    manifest["outputs"] = tensorsToJson(layout.outputs, false);
+  else
+    manifest["loss"] = llvm::json::Object{{"offset", layout.lossOffset},
+                                          {"dtype", layout.lossDtype}};
   manifest["inputs"] = tensorsToJson(layout.inputs, false);
   manifest["state"] = tensorsToJson(layout.state, true);
   manifest["step_counter"] = layout.stepCounter.empty()

@@ -26,8 +26,77 @@ int64_t byteSize(RankedTensorType type) {
   return n * std::max<int64_t>(1, bits / 8);
 }
 
+/// Places every argument of `func` in "state" (eff.parameter arguments) or
+/// "io" (graph inputs), 64-byte aligned; only `updated` arguments are
+/// writable. Returns false (after an error) on a non-tensor argument.
+bool layoutArguments(func::FuncOp func, ArrayRef<bool> updated,
+                     int64_t &stateBytes, int64_t &ioBytes) {
+  MLIRContext *ctx = func.getContext();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (!type || !type.hasStaticShape()) {
+      func.emitError("argument ") << i << " is not a statically shaped tensor";
+      return false;
+    }
+    bool isState = static_cast<bool>(func.getArgAttr(i, eff::kParameterAttrName));
+    int64_t &cursor = isState ? stateBytes : ioBytes;
+    func.setArgAttr(i, "eff.region",
+                    StringAttr::get(ctx, isState ? "state" : "io"));
+    func.setArgAttr(i, "eff.offset",
+                    IntegerAttr::get(IntegerType::get(ctx, 64), cursor));
+    func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                    BoolAttr::get(ctx, updated[i]));
+    cursor = alignTo(cursor + byteSize(type));
+  }
+  return true;
+}
+
 struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
+  using EffStepAbiPassBase::EffStepAbiPassBase;
+
   void runOnOperation() override {
+    if (mode == "train")
+      return runOnTrainStep();
+    if (mode == "forward")
+      return runOnForward();
+    getOperation().emitError("eff-step-abi: mode must be train or forward, "
+                             "got '")
+        << mode << "'";
+    signalPassFailure();
+  }
+
+  /// Inference: @forward as imported; state is read-only and every result
+  /// is written to io after the inputs.
+  void runOnForward() {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>(eff::kForwardFuncName);
+    if (!func || func.isExternal()) {
+      module.emitError("eff-step-abi{mode=forward} needs func.func @forward "
+                       "(as the ONNX importer builds it)");
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    auto i64 = IntegerType::get(ctx, 64);
+    int64_t stateBytes = 0, ioBytes = 0;
+    SmallVector<bool> updated(func.getNumArguments(), false);
+    if (!layoutArguments(func, updated, stateBytes, ioBytes))
+      return signalPassFailure();
+    for (unsigned r = 0; r < func.getNumResults(); ++r) {
+      auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[r]);
+      if (!type || !type.hasStaticShape()) {
+        func.emitError("result ") << r << " is not a statically shaped tensor";
+        return signalPassFailure();
+      }
+      func.setResultAttr(r, "eff.region", StringAttr::get(ctx, "io"));
+      func.setResultAttr(r, "eff.offset", IntegerAttr::get(i64, ioBytes));
+      ioBytes = alignTo(ioBytes + byteSize(type));
+    }
+    module->setAttr("eff.step_kind", StringAttr::get(ctx, "forward"));
+    module->setAttr("eff.state_bytes", IntegerAttr::get(i64, stateBytes));
+    module->setAttr("eff.io_bytes", IntegerAttr::get(i64, ioBytes));
+  }
+
+  void runOnTrainStep() {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>(eff::kTrainStepFuncName);
     if (!func) {
@@ -86,22 +155,8 @@ struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
 
     // Layout: state (persistent tensors) and io (batch inputs, then loss).
     int64_t stateBytes = 0, ioBytes = 0;
-    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-      auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-      if (!type) {
-        func.emitError("argument ") << i << " is not a ranked tensor";
-        return signalPassFailure();
-      }
-      bool isState = static_cast<bool>(func.getArgAttr(i, eff::kParameterAttrName));
-      int64_t &cursor = isState ? stateBytes : ioBytes;
-      func.setArgAttr(i, "eff.region",
-                      StringAttr::get(ctx, isState ? "state" : "io"));
-      func.setArgAttr(i, "eff.offset",
-                      IntegerAttr::get(IntegerType::get(ctx, 64), cursor));
-      func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
-                      BoolAttr::get(ctx, updated[i]));
-      cursor = alignTo(cursor + byteSize(type));
-    }
+    if (!layoutArguments(func, updated, stateBytes, ioBytes))
+      return signalPassFailure();
     func.setResultAttr(0, "eff.offset",
                        IntegerAttr::get(IntegerType::get(ctx, 64), ioBytes));
     ioBytes = alignTo(ioBytes + byteSize(cast<RankedTensorType>(lossType)));

@@ -1,8 +1,10 @@
 /*===- CApiTest.c - The C interface, from C, through libeffrt.so ---------===//
  *
- *   effrt-capi-test LINEAR.effx
+ *   effrt-capi-test LINEAR.effx [FORWARD.effx]
  *
  * LINEAR.effx is the linear test model (effrt-make-test-model linear).
+ * FORWARD.effx is test/Runtime/Inputs/make_forward_model.py's model compiled
+ * with `effc --mode forward`: y = x + c, g = x > c, n = argmax(x, 1).
  * Prints "N passed, M failed"; exit status 1 on any failure.
  *
  *===----------------------------------------------------------------------===*/
@@ -28,9 +30,68 @@ static int passed, failed;
     }                                                                          \
   } while (0)
 
+/* The forward function: outputs of every dtype, state read-only, and the
+ * errors of mixing up forward functions and training steps. */
+static void testForward(const char *path, const char *linearPath) {
+  effrt_session *f = effrt_session_open(path);
+  EXPECT(f != NULL);
+  if (!f)
+    return;
+  EXPECT(strstr(effrt_session_manifest(f), "\"kind\": \"forward\"") != NULL);
+  float x[6] = {1.0f, -2.0f, 3.0f, 0.25f, 0.5f, -7.0f};
+  const float c[3] = {0.5f, -1.0f, 2.0f};
+  float y[6];
+  uint8_t g[6];
+  int64_t n[2];
+  EXPECT(effrt_session_forward(f) != 0);
+  EXPECT(strstr(effrt_last_error(), "was not set before the forward run") != NULL);
+  EXPECT(effrt_session_set_input(f, "x", x, sizeof x) == 0);
+  EXPECT(effrt_session_get_output(f, "y", y, sizeof y) != 0);
+  EXPECT(strstr(effrt_last_error(), "before the first forward run") != NULL);
+  EXPECT(effrt_session_step(f, NULL) != 0);
+  EXPECT(strstr(effrt_last_error(), "not a training step") != NULL);
+  EXPECT(effrt_session_forward(f) == 0);
+  EXPECT(effrt_session_get_output(f, "y", y, sizeof y) == 0);
+  EXPECT(effrt_session_get_output(f, "g", g, sizeof g) == 0);
+  EXPECT(effrt_session_get_output(f, "n", n, sizeof n) == 0);
+  int yOk = 1, gOk = 1;
+  for (int i = 0; i < 6; ++i) {
+    yOk &= y[i] == x[i] + c[i % 3];
+    gOk &= g[i] == (x[i] > c[i % 3] ? 1 : 0);
+  }
+  EXPECT(yOk);
+  EXPECT(gOk);
+  EXPECT(n[0] == 2 && n[1] == 1);
+  EXPECT(effrt_session_get_output(f, "n", n, 8) != 0);
+  EXPECT(strstr(effrt_last_error(), "output 'n' has 16 bytes (int64 [2])") != NULL);
+  EXPECT(effrt_session_get_output(f, "nope", n, sizeof n) != 0);
+  EXPECT(strstr(effrt_last_error(), "has no output 'nope'") != NULL);
+  EXPECT(effrt_session_get_output(f, NULL, n, sizeof n) != 0);
+  EXPECT(effrt_session_get_output(NULL, "n", n, sizeof n) != 0);
+  /* Another batch; the state is only read. */
+  x[0] = -5.0f;
+  EXPECT(effrt_session_set_input(f, "x", x, sizeof x) == 0);
+  EXPECT(effrt_session_forward(f) == 0);
+  EXPECT(effrt_session_get_output(f, "y", y, sizeof y) == 0);
+  EXPECT(y[0] == -4.5f);
+  float c2[3];
+  EXPECT(effrt_session_read_state(f, "c", c2, sizeof c2) == 0);
+  EXPECT(memcmp(c, c2, sizeof c) == 0);
+  EXPECT(effrt_session_step_counter(f) == 0);
+  effrt_session_close(f);
+
+  effrt_session *t = effrt_session_open(linearPath);
+  EXPECT(t != NULL);
+  EXPECT(effrt_session_forward(t) != 0);
+  EXPECT(strstr(effrt_last_error(), "is a training step") != NULL);
+  EXPECT(effrt_session_get_output(t, "loss", y, 4) != 0);
+  effrt_session_close(t);
+  EXPECT(effrt_session_forward(NULL) != 0);
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: effrt-capi-test LINEAR.effx\n");
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: effrt-capi-test LINEAR.effx [FORWARD.effx]\n");
     return 2;
   }
   const char *path = argv[1];
@@ -106,6 +167,8 @@ int main(int argc, char **argv) {
   effrt_session_close(s);
   effrt_session_close(NULL);
   remove(ckpt);
+  if (argc == 3)
+    testForward(argv[2], path);
 
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -216,6 +216,48 @@ TEST(effxManifestChecks) {
   for (const Case &c : cases)
     CHECK_ERROR(openParts(editedManifest(c.edit)), c.message);
 
+  // Minor version 1: the kind, and a forward function's outputs.
+  auto forward = [](json &m) {
+    m["minor_version"] = 1;
+    m["kind"] = "forward";
+    m.erase("loss");
+    m["step_counter"] = nullptr;
+    m["outputs"] = json::array(
+        {{{"name", "p"}, {"dtype", "float32"}, {"shape", {4, 2}}, {"offset", 128}},
+         {{"name", "k"}, {"dtype", "bool"}, {"shape", {4}}, {"offset", 160}}});
+  };
+  const Case forwardCases[] = {
+      {[](json &m) { m["kind"] = "predict"; },
+       "manifest: unknown 'kind' 'predict' (expected train_step or forward)"},
+      {[](json &m) { m["minor_version"] = "1"; },
+       "'minor_version' must be a non-negative integer"},
+      {[](json &m) { m.erase("outputs"); }, "manifest: 'outputs' is missing"},
+      {[](json &m) { m["outputs"][0]["offset"] = 64; },
+       "(bytes 64..96) overlaps '"},
+      {[](json &m) { m["outputs"][1]["name"] = "p"; },
+       "two outputs are named 'p'"},
+      {[](json &m) { m["outputs"][1]["offset"] = 190; },
+       "output 'k': bytes 190..194 (bool [4]) lie outside the io region"},
+  };
+  for (const Case &c : forwardCases)
+    CHECK_ERROR(openParts(editedManifest([&](json &m) {
+                  forward(m);
+                  c.edit(m);
+                })),
+                c.message);
+  {
+    EffxFile file = openParts(editedManifest(forward));
+    const EffxManifest &m = file.manifest();
+    CHECK(m.kind == EffxKind::Forward);
+    CHECK_EQ(m.minorVersion, 1u);
+    CHECK_EQ(m.outputs.size(), 2u);
+    CHECK(m.findOutput("k") && m.findOutput("k")->byteSize == 4);
+    CHECK(!m.findOutput("x"));
+    // A training step's manifest without "kind" (minor version 0) is one.
+    CHECK(openParts(linearModel(false)).manifest().kind == EffxKind::TrainStep);
+    CHECK_EQ(openParts(linearModel(false)).manifest().minorVersion, 0u);
+  }
+
   // Absent or null step counter: no optimizer.
   EffxParts parts = editedManifest([](json &m) { m["step_counter"] = nullptr; });
   CHECK(!openParts(parts).manifest().stepCounter);

@@ -7,6 +7,11 @@
 // (replayable with effopt-opt --effopt-cpu-lowering), generates native code
 // and writes one self-contained .effx. Errors are one line and exit 1.
 //
+// --mode forward compiles the imported forward function instead (no
+// autodiff, no optimizer: eff-step-abi{mode=forward}): initializers are
+// read-only state, and every graph output is written to io, for inference
+// and for checking ops against ONNX's backend node tests.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Conversion/Passes.h"
@@ -30,6 +35,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Timer.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -48,6 +54,17 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output .effx file"),
 static cl::list<std::string>
     shapes("shape", cl::desc("Bind an input's symbolic dimensions"),
            cl::value_desc("name=d0,d1,..."), cl::cat(category));
+static cl::opt<std::string> mode(
+    "mode",
+    cl::desc("train: one training step (the default); forward: the forward "
+             "function only (inference: no autodiff or optimizer, every graph "
+             "output written to io, run with effrt_session_forward)"),
+    cl::value_desc("train|forward"), cl::init("train"), cl::cat(category));
+static cl::list<std::string> constantInputs(
+    "constant-input",
+    cl::desc("Replace a graph input by the TensorProto in a file (shape "
+             "operands of ONNX node tests)"),
+    cl::value_desc("name=file.pb"), cl::cat(category));
 static cl::opt<std::string>
     freeze("freeze", cl::desc("Freeze parameters whose name matches"),
            cl::value_desc("regex"), cl::cat(category));
@@ -140,10 +157,22 @@ static cl::opt<int64_t> accum("accum", cl::desc("Gradient accumulation steps"),
                               cl::init(1), cl::cat(category));
 static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage"), cl::init(0),
                              cl::cat(category));
+static cl::opt<std::string> batch(
+    "batch",
+    cl::desc("Compile many models in one process: each line of the file is "
+             "'MODEL.onnx OUT.effx [NAME=FILE.pb]...' (constant inputs); "
+             "prints 'ok OUT' or 'error OUT: MESSAGE' per model"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<unsigned> optLevel(
+    "opt-level",
+    cl::desc("LLVM optimization level of the generated code, 0-3 (default 3; "
+             "lower compiles faster)"),
+    cl::init(3), cl::cat(category));
 static cl::opt<std::string> emit(
     "emit",
-    cl::desc("Stop early and print IR: train-step (eff, after eff-step-abi) "
-             "or llvm (LLVM dialect)"),
+    cl::desc("Stop early and print IR: train-step (eff, after eff-step-abi; "
+             "with --mode forward the laid-out @forward) or llvm (LLVM "
+             "dialect)"),
     cl::init(""), cl::cat(category));
 static cl::opt<bool> printPipeline(
     "print-pipeline", cl::desc("Print the pass pipelines effc runs and exit"),
@@ -158,7 +187,12 @@ namespace {
   exit(1);
 }
 
-std::string trainingPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
+/// The eff-level pipeline before lowering: the training step (with the
+/// remat policy and, for budget, the saved bytes to free), or with --mode
+/// forward only the layout of @forward.
+std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
+  if (mode == "forward")
+    return "canonicalize,cse,eff-step-abi{mode=forward}";
   double decay = weightDecay >= 0 ? weightDecay.getValue()
                                   : (optimizer == "adamw" ? 0.01 : 0.0);
   std::string options;
@@ -186,6 +220,23 @@ std::string trainingPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
 }
 
 void checkSupportedOptions() {
+  if (mode != "train" && mode != "forward")
+    die("--mode must be train or forward, got '" + mode + "'");
+  if (optLevel > 3)
+    die("--opt-level must be 0, 1, 2 or 3");
+  if (mode == "forward") {
+    // Options that shape a training step mean nothing for a forward
+    // function; silently ignoring them would hide a mistake.
+    for (cl::Option *option :
+         std::initializer_list<cl::Option *>{
+             &optimizer, &lr, &weightDecay, &momentum, &dampening, &nesterov,
+             &beta1, &beta2, &eps, &amsgrad, &schedule, &warmupSteps,
+             &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze,
+             &remat, &rematBoundary, &memoryBudget, &accum, &zero})
+      if (option->getNumOccurrences())
+        die("--" + option->ArgStr + " applies to training steps only, not to "
+            "--mode forward");
+  }
   if (targetName != "cpu")
     die("--target " + targetName + " is not available yet (only cpu)");
   if (precision != "fp32")
@@ -235,53 +286,27 @@ LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
   return pm.run(module);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "effc: compiles an ONNX training graph into a .effx training step\n\n"
-      "  effc model.onnx -o model.effx --optimizer adamw --lr 3e-4\n"
-      "  effrun model.effx --data data.npz --steps 100\n");
-
-  if (!configFile.empty())
-    if (Error error = effc::applyTrainConfig(configFile, category, inputFile))
-      die(toString(std::move(error)));
-
-  if (printPipeline) {
-    outs() << "training: builtin.module(" << trainingPipeline(remat) << ")\n"
-           << "lowering: builtin.module(" << effopt::cpuLoweringPipeline()
-           << ")\n";
-    return 0;
-  }
-  if (inputFile.empty())
-    die("no input model (usage: effc MODEL.onnx -o OUT.effx)");
-  if (outputFile.empty() && emit.empty())
-    die("no output file (-o OUT.effx)");
-  checkSupportedOptions();
-
-  DialectRegistry registry;
-  effopt::registerCompilerDialects(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-  mlir::registerAllPasses();
-  effopt::registerEffoptPasses();
-  effopt::registerEffoptConversionPasses();
-  effopt::OneLineDiagnosticHandler diagnostics(&context);
-
+/// Imports, builds the step (or forward function), lowers, generates code
+/// and writes `output`; errors go to the context's diagnostic handler.
+LogicalResult compileModel(MLIRContext &context, StringRef input,
+                           StringRef output, ArrayRef<std::string> constants) {
   effopt::ONNXImportOptions importOptions;
   for (const std::string &shape : shapes)
     parseShape(shape, importOptions);
+  for (const std::string &binding : constants) {
+    auto [name, file] = StringRef(binding).split('=');
+    if (name.empty() || file.empty())
+      die("--constant-input expects name=file.pb, got '" + binding + "'");
+    importOptions.constantInputs[name] = file.str();
+  }
   importOptions.freezeRegex = freeze;
 
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   OwningOpRef<ModuleOp> module =
-      effopt::importONNXFile(inputFile, &context, importOptions);
+      effopt::importONNXFile(input, &context, importOptions);
   if (!module)
-    return 1;
+    return failure();
   if (!memoryBudget.empty()) {
     if (remat.getNumOccurrences())
       die("--memory-budget chooses --remat itself; give only one of them");
@@ -296,11 +321,11 @@ int main(int argc, char **argv) {
     std::optional<effc::BudgetChoice> choice = effc::fitMemoryBudget(
         *module, *budget,
         [](StringRef policy, int64_t freeBytes) {
-          return trainingPipeline(policy, freeBytes);
+          return stepPipeline(policy, freeBytes);
         },
         StringRef(lowering).substr(0, lowering.find(',', plan)), errs());
     if (!choice)
-      return 1;
+      return failure();
     remat.setValue(choice->policy);
   }
   int64_t rematFreeBytes = 0;
@@ -313,30 +338,32 @@ int main(int argc, char **argv) {
     std::optional<int64_t> freeBytes = effc::fitRematBudget(
         *module, budget,
         [](StringRef policy, int64_t bytes) {
-          return trainingPipeline(policy, bytes);
+          return stepPipeline(policy, bytes);
         },
         StringRef(lowering).substr(0, lowering.find(',', plan)), errs());
     if (!freeBytes)
-      return 1;
+      return failure();
     rematFreeBytes = *freeBytes;
     rematPolicy = rematFreeBytes ? "budget" : "none";
   }
   auto t1 = Clock::now();
-  std::string training = trainingPipeline(rematPolicy, rematFreeBytes);
+  std::string training = stepPipeline(rematPolicy, rematFreeBytes);
   if (failed(runPipeline(*module, training)))
-    return 1;
+    return failure();
   if (emit == "train-step") {
     module->print(outs());
-    return 0;
+    return success();
   }
   FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
   if (failed(layout))
-    return 1;
+    return failure();
   auto t2 = Clock::now();
   effc::ReportRequest reportRequest{report, reportJson, reportSvg,
-                                    sys::path::filename(inputFile).str() +
-                                        " (train_step, " + precision +
-                                        ", remat " + remat + ")"};
+                                    sys::path::filename(input).str() +
+                                        (mode == "forward"
+                                             ? std::string(" (forward)")
+                                             : " (train_step, " + precision +
+                                                   ", remat " + remat + ")")};
   std::string lowering = effopt::cpuLoweringPipeline();
   if (reportRequest.any()) {
     size_t at = lowering.find("eff-memory-plan");
@@ -346,10 +373,10 @@ int main(int argc, char **argv) {
                      "eff-memory-plan{attach-report=true}");
   }
   if (failed(runPipeline(*module, lowering)))
-    return 1;
+    return failure();
   if (reportRequest.any() &&
       failed(effc::emitMemoryReport(*module, *layout, reportRequest)))
-    return 1;
+    return failure();
   module->walk([&](LLVM::LLVMFuncOp func) {
     if (auto bytes = func->getAttrOfType<IntegerAttr>("eff.arena_bytes"))
       layout->arenaBytes = std::max(layout->arenaBytes, bytes.getInt());
@@ -360,39 +387,141 @@ int main(int argc, char **argv) {
       (*module)->removeDiscardableAttr(attr.getName());
   if (emit == "llvm") {
     module->print(outs());
-    return 0;
+    return success();
   }
   auto t3 = Clock::now();
   effopt::CpuCodegenOptions codegen;
   codegen.cpu = cpuName;
+  codegen.optLevel = optLevel;
   FailureOr<effopt::CpuCode> code =
       effopt::emitCpuSharedObject(*module, codegen);
   if (failed(code))
-    return 1;
+    return failure();
   auto t4 = Clock::now();
 
   json::Object description{
-      {"model", sys::path::stem(inputFile).str()},
-      {"source", inputFile.getValue()},
+      {"model", sys::path::stem(input).str()},
+      {"source", input.str()},
       {"compiler", "effc 0.1 (LLVM/MLIR 22)"},
-      {"training",
-       json::Object{{"optimizer", optimizer.getValue()},
-                    {"lr", lr.getValue()},
-                    {"schedule", schedule.getValue()},
-                    {"precision", precision.getValue()},
-                    {"remat", remat.getValue()}}},
+      {"opt_level", static_cast<int64_t>(optLevel)},
       {"pipeline", "builtin.module(" + training + ")," +
                        "builtin.module(" + effopt::cpuLoweringPipeline() + ")"}};
-  if (failed(effopt::writeEffx(outputFile, *layout, *code, description,
+  if (mode == "train")
+    description["training"] =
+        json::Object{{"optimizer", optimizer.getValue()},
+                     {"lr", lr.getValue()},
+                     {"schedule", schedule.getValue()},
+                     {"precision", precision.getValue()},
+                     {"remat", remat.getValue()}};
+  if (failed(effopt::writeEffx(output, *layout, *code, description,
                                UnknownLoc::get(&context))))
-    return 1;
+    return failure();
   auto seconds = [](auto a, auto b) {
     return std::chrono::duration<double>(b - a).count();
   };
   if (timing)
-    errs() << formatv("effc: import {0:f2} s, training step {1:f2} s, "
+    errs() << formatv("effc: import {0:f2} s, step {1:f2} s, "
                       "lowering {2:f2} s, codegen {3:f2} s, total {4:f2} s\n",
                       seconds(t0, t1), seconds(t1, t2), seconds(t2, t3),
                       seconds(t3, t4), seconds(t0, Clock::now()));
-  return 0;
+  return success();
+}
+
+/// --batch FILE: one model per line, `MODEL.onnx OUT.effx [NAME=FILE.pb]...`
+/// (the extra words are --constant-input bindings), compiled in this one
+/// process with the other options of the command line. Prints `ok OUT` or
+/// `error OUT: MESSAGE` per line; the exit status is 1 if any failed.
+int compileBatch(MLIRContext &context, StringRef listPath) {
+  auto list = MemoryBuffer::getFile(listPath);
+  if (!list)
+    die(listPath + ": cannot read: " + list.getError().message());
+  SmallVector<StringRef> lines;
+  (*list)->getBuffer().split(lines, '\n', -1, false);
+  int status = 0;
+  for (StringRef line : lines) {
+    SmallVector<StringRef> words;
+    line.trim().split(words, ' ', -1, false);
+    if (words.empty())
+      continue;
+    if (words.size() < 2)
+      die(listPath + ": expected 'MODEL.onnx OUT.effx [NAME=FILE.pb]...', "
+          "got '" + line.trim() + "'");
+    std::vector<std::string> constants;
+    for (StringRef word : ArrayRef(words).drop_front(2))
+      constants.push_back(word.str());
+    std::string errors;
+    raw_string_ostream os(errors);
+    LogicalResult result = failure();
+    {
+      effopt::OneLineDiagnosticHandler diagnostics(&context, os);
+      result = compileModel(context, words[0], words[1], constants);
+    }
+    if (succeeded(result)) {
+      outs() << "ok " << words[1] << "\n";
+    } else {
+      StringRef first = StringRef(errors).split('\n').first;
+      outs() << "error " << words[1] << ": "
+             << (first.empty() ? StringRef("compilation failed") : first)
+             << "\n";
+      status = 1;
+    }
+    outs().flush();
+  }
+  return status;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "effc: compiles an ONNX training graph into a .effx training step\n\n"
+      "  effc model.onnx -o model.effx --optimizer adamw --lr 3e-4\n"
+      "  effrun model.effx --data data.npz --steps 100\n\n"
+      "  effc model.onnx -o model.effx --mode forward   (inference: every\n"
+      "  graph output in the manifest's \"outputs\"; run it with\n"
+      "  effrt_session_forward / effrt_session_get_output)\n");
+
+  if (!configFile.empty())
+    if (Error error = effc::applyTrainConfig(configFile, category, inputFile))
+      die(toString(std::move(error)));
+
+  if (printPipeline) {
+    outs() << (mode == "forward" ? "forward" : "training")
+           << ": builtin.module("
+           << stepPipeline(StringRef(remat).starts_with("budget:") ? StringRef("budget")
+                                                                   : StringRef(remat))
+           << ")\n"
+           << "lowering: builtin.module(" << effopt::cpuLoweringPipeline()
+           << ")\n";
+    return 0;
+  }
+  if (!batch.empty()) {
+    if (!inputFile.empty() || !outputFile.empty() || !emit.empty() ||
+        constantInputs.getNumOccurrences())
+      die("--batch takes the models, outputs and --constant-input bindings "
+          "from its file only");
+  } else {
+    if (inputFile.empty())
+      die("no input model (usage: effc MODEL.onnx -o OUT.effx)");
+    if (outputFile.empty() && emit.empty())
+      die("no output file (-o OUT.effx)");
+  }
+  checkSupportedOptions();
+
+  DialectRegistry registry;
+  effopt::registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::registerAllPasses();
+  effopt::registerEffoptPasses();
+  effopt::registerEffoptConversionPasses();
+  if (!batch.empty())
+    return compileBatch(context, batch);
+  effopt::OneLineDiagnosticHandler diagnostics(&context);
+  return failed(compileModel(context, inputFile, outputFile, constantInputs))
+             ? 1
+             : 0;
 }

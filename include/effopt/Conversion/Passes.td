@@ -65,6 +65,10 @@ def EffCpuEntryPass : Pass<"eff-cpu-entry", "::mlir::ModuleOp"> {
     `memrefCopy` library function). Module-level
     `eff.parameter` declarations are removed (their initial values travel in
     the `.effx`, not in the code).
+
+    On a module tagged `eff.step_kind = "forward"` (`eff-step-abi
+    {mode=forward}`) it wraps `@forward` instead: every result is copied to
+    the place in `io` its `eff.offset` result attribute gives.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",

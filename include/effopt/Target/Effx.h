@@ -31,18 +31,24 @@ struct StepTensor {
 };
 
 struct StepLayout {
+  /// "train_step" (one training step, the loss in io) or "forward" (the
+  /// imported @forward: every graph output in io, state read-only).
+  std::string kind = "train_step";
   std::vector<StepTensor> state;
   std::vector<StepTensor> inputs;
+  /// Graph outputs in ONNX order, in io ("forward" only).
+  std::vector<StepTensor> outputs;
   int64_t stateBytes = 0, ioBytes = 0, arenaBytes = 0;
   int64_t lossOffset = 0;
-  std::string lossDtype;
+  std::string lossDtype; // "train_step" only
   std::string stepCounter; // empty without an optimizer step counter
   int64_t batchSize = 0;
   std::vector<char> initialState; // stateBytes bytes
 };
 
-/// Reads the layout eff-step-abi recorded on @train_step and copies every
-/// persistent tensor's initial value into `initialState`.
+/// Reads the layout eff-step-abi recorded on @train_step (or on @forward
+/// with eff-step-abi{mode=forward}) and copies every persistent tensor's
+/// initial value into `initialState`.
 mlir::FailureOr<StepLayout> readStepLayout(mlir::ModuleOp module);
 
 /// The dtype name the runtime uses for an element type ("float32", "bool").

@@ -164,7 +164,20 @@ def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
     follows the inputs in `io` (result attribute `eff.offset`). The module
     gets `eff.state_bytes` and `eff.io_bytes`. The runtime and the `.effx`
     manifest use exactly this layout.
+
+    With `mode=forward` it lays out the imported `func.func @forward`
+    instead (inference, `effc --mode forward`): no autodiff, no optimizer.
+    `eff.parameter` arguments go to `state` and are read-only (`writable =
+    false`), graph inputs to `io`, and then EVERY result (any count, shape
+    and dtype) gets its own 64-byte aligned place in `io` after the inputs
+    (result attributes `eff.region = "io"` and `eff.offset`). The module is
+    tagged `eff.step_kind = "forward"`; it has no `eff.loss_offset`.
   }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"train\"",
+           "train (lay out @train_step) or forward (lay out @forward, "
+           "every result written to io)">
+  ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 

@@ -21,11 +21,17 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    auto step = module.lookupSymbol<func::FuncOp>(eff::kTrainStepFuncName);
+    // eff-step-abi laid out either the training step or, with
+    // mode=forward, the imported @forward (every result goes to io).
+    auto kind = module->getAttrOfType<StringAttr>("eff.step_kind");
+    bool forward = kind && kind.getValue() == "forward";
+    auto step = module.lookupSymbol<func::FuncOp>(
+        forward ? eff::kForwardFuncName : eff::kTrainStepFuncName);
     auto lossOffset = module->getAttrOfType<IntegerAttr>("eff.loss_offset");
-    if (!step || !lossOffset) {
-      module.emitError("eff-cpu-entry needs a bufferized @train_step with the "
-                       "layout of eff-step-abi");
+    if (!step || (!forward && !lossOffset)) {
+      module.emitError("eff-cpu-entry needs a bufferized ")
+          << (forward ? "@forward" : "@train_step")
+          << " with the layout of eff-step-abi";
       return signalPassFailure();
     }
     auto bytes = MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
@@ -59,8 +65,10 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
       Value off = arith::ConstantIndexOp::create(b, loc, at);
       args.push_back(memref::ViewOp::create(b, loc, type, base, off, ValueRange{}));
     }
-    // Result 0 is the loss; the others are updated state, equivalent to
-    // their argument when bufferized in place (the copy then folds away).
+    // Results with an `eff.offset` (the loss of a training step, every
+    // result of a forward function) are copied to their place in io; the
+    // others are updated state, equivalent to their argument when bufferized
+    // in place (the copy then folds away).
     auto call = func::CallOp::create(b, loc, step, args);
     for (auto [r, result] : llvm::enumerate(call.getResults())) {
       auto type = dyn_cast<MemRefType>(result.getType());
@@ -69,9 +77,14 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
         return signalPassFailure();
       }
       Value target;
-      if (r == 0) {
-        Value off = arith::ConstantIndexOp::create(b, loc, lossOffset.getInt());
-        target = memref::ViewOp::create(b, loc, type, io, off, ValueRange{});
+      auto ioOffset = step.getResultAttrOfType<IntegerAttr>(r, "eff.offset");
+      if (!ioOffset && r == 0 && !forward)
+        ioOffset = lossOffset;
+      if (ioOffset) {
+        // The io place is contiguous; the result may not be (a view).
+        auto placeType = MemRefType::get(type.getShape(), type.getElementType());
+        Value off = arith::ConstantIndexOp::create(b, loc, ioOffset.getInt());
+        target = memref::ViewOp::create(b, loc, placeType, io, off, ValueRange{});
       } else {
         auto arg = step.getResultAttrOfType<IntegerAttr>(r, "eff.updates_arg");
         if (!arg) {

@@ -171,6 +171,46 @@ Value divScalar(OpBuilder &b, Location loc, Value x, Value y) {
   return arith::DivSIOp::create(b, loc, x, y);
 }
 
+/// x^y for signless integers, in straight-line code: square-and-multiply
+/// over every bit of y (no library call: math.ipowi has no lowering to LLVM
+/// in this pipeline). A negative y gives what integer division would
+/// (1 / x^-y): 1 for x = 1, +-1 for x = -1, 0 otherwise.
+Value integerPow(OpBuilder &b, Location loc, Value x, Value y) {
+  Type type = x.getType();
+  unsigned width = type.getIntOrFloatBitWidth();
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, IntegerAttr::get(type, v));
+  };
+  Value zero = constant(0), one = constant(1);
+  Value result = one, base = x, exponent = y;
+  for (unsigned bit = 0; bit < width; ++bit) {
+    Value odd = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, exponent, one), zero);
+    result = arith::SelectOp::create(
+        b, loc, odd, arith::MulIOp::create(b, loc, result, base), result);
+    if (bit + 1 == width)
+      break;
+    base = arith::MulIOp::create(b, loc, base, base);
+    exponent = arith::ShRUIOp::create(b, loc, exponent, one);
+  }
+  if (width == 1)
+    return result;
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
+  Value minusOne = constant(-1);
+  Value yOdd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                     arith::AndIOp::create(b, loc, y, one), zero);
+  Value inverse = arith::SelectOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, one),
+      one,
+      arith::SelectOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, minusOne),
+          arith::SelectOp::create(b, loc, yOdd, minusOne, one), zero));
+  return arith::SelectOp::create(b, loc, negative, inverse, result);
+}
+
 Value powScalar(OpBuilder &b, Location loc, Value x, Value y) {
   if (isFloat(x))
     return inF32(b, loc, x, [&](Value wide) -> Value {
@@ -179,7 +219,7 @@ Value powScalar(OpBuilder &b, Location loc, Value x, Value y) {
         exponent = arith::ExtFOp::create(b, loc, wide.getType(), y);
       return math::PowFOp::create(b, loc, wide, exponent);
     });
-  return math::IPowIOp::create(b, loc, x, y);
+  return integerPow(b, loc, x, y);
 }
 
 Value maxScalar(OpBuilder &b, Location loc, Value x, Value y) {

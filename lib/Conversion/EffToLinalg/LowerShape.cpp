@@ -103,6 +103,9 @@ struct ConcatLowering : OpRewritePattern<ConcatOp> {
     int64_t offset = 0;
     for (Value input : op.getInputs()) {
       auto inputType = tensorType(input);
+      // An empty input adds nothing (and its offset may be the end).
+      if (inputType.getNumElements() == 0)
+        continue;
       SmallVector<int64_t> offsets(type.getRank(), 0);
       offsets[axis] = offset;
       SmallVector<int64_t> strides(type.getRank(), 1);
@@ -128,6 +131,13 @@ struct SplitLowering : OpRewritePattern<SplitOp> {
     int64_t offset = 0;
     for (Value result : op.getResults()) {
       auto type = tensorType(result);
+      // An empty piece (a split of size 0, at the end) is a new empty
+      // tensor: extract_slice rejects offsets at the end.
+      if (type.getNumElements() == 0) {
+        results.push_back(tensor::EmptyOp::create(
+            rewriter, loc, type.getShape(), type.getElementType()));
+        continue;
+      }
       SmallVector<int64_t> offsets(type.getRank(), 0);
       offsets[axis] = offset;
       SmallVector<int64_t> strides(type.getRank(), 1);
@@ -176,6 +186,13 @@ struct SliceLowering : OpRewritePattern<SliceOp> {
   LogicalResult matchAndRewrite(SliceOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = tensorType(op.getResult());
+    // An empty slice (ONNX clamps out-of-range starts to the end) reads
+    // nothing; extract_slice rejects offsets at the end.
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOpWithNewOp<tensor::EmptyOp>(op, type.getShape(),
+                                                   type.getElementType());
+      return success();
+    }
     if (llvm::any_of(op.getStrides(), [](int64_t s) { return s < 0; })) {
       rewriter.replaceOp(op, gatherStrided(rewriter, op.getLoc(),
                                            op.getInput(), type, op.getStarts(),

@@ -50,17 +50,29 @@ struct EffxStateEntry : EffxTensor {
   StateRole role = StateRole::Trainable;
 };
 
+/// What the code computes: one training step, or a forward (inference)
+/// function (effc --mode forward).
+enum class EffxKind { TrainStep, Forward };
+
+/// "train_step", "forward".
+std::string_view effxKindName(EffxKind kind);
+
 /// The manifest, parsed and checked. Informative fields the runtime does not
 /// interpret ("training", "pipeline") stay in `json`.
 struct EffxManifest {
   std::string model, source, target, compiler, entry;
+  /// "minor_version" (0 when absent).
+  uint64_t minorVersion = 0;
+  EffxKind kind = EffxKind::TrainStep;
   int64_t batchSize = 0;
   uint64_t stateBytes = 0, arenaBytes = 0, ioBytes = 0;
-  /// The loss scalar in the io region.
+  /// The loss scalar in the io region (TrainStep only).
   uint64_t lossOffset = 0;
   DType lossDType = DType::F32;
   /// Graph inputs in ONNX order, in the io region.
   std::vector<EffxTensor> inputs;
+  /// Graph outputs in ONNX order, in the io region (Forward only).
+  std::vector<EffxTensor> outputs;
   /// State entries in manifest order, in the state region.
   std::vector<EffxStateEntry> state;
   /// Index into `state` of the int64 optimizer step counter, if any.
@@ -68,8 +80,9 @@ struct EffxManifest {
   /// The manifest text as stored.
   std::string json;
 
-  /// The input or state entry named `name`, or null.
+  /// The input, output or state entry named `name`, or null.
   const EffxTensor *findInput(const std::string &name) const;
+  const EffxTensor *findOutput(const std::string &name) const;
   const EffxStateEntry *findState(const std::string &name) const;
 };
 

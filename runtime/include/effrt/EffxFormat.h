@@ -11,6 +11,9 @@
 //
 // - manifest: what the runtime needs to drive the step without knowing
 //   anything about the model (see docs/Effx.md for every field).
+//   Since minor version 1 a file is either a training step ("kind":
+//   "train_step") or a forward (inference) function ("kind": "forward")
+//   whose entry has the same signature and writes every graph output to io.
 // - code: for target "cpu-x86_64", an ELF shared object exporting the entry
 //   `_mlir_ciface_effx_step(MemRef1D *state, MemRef1D *arena, MemRef1D *io)`
 //   and importing `effrt_sgemm` / `effrt_sgemm_batched` and libm, which the
@@ -29,6 +32,11 @@ namespace effrt {
 
 inline constexpr char kEffxMagic[8] = {'E', 'F', 'F', 'X', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint32_t kEffxVersion = 1;
+/// The manifest's "minor_version" (0 when absent): minor versions only add
+/// fields, so every file of an older minor version reads as before. 1 added
+/// "kind" ("train_step", the default, or "forward": an inference function,
+/// effc --mode forward) and, for "forward", "outputs" in place of "loss".
+inline constexpr uint32_t kEffxMinorVersion = 1;
 inline constexpr uint64_t kEffxAlignment = 64;
 
 struct EffxSection {

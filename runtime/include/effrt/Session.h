@@ -3,11 +3,14 @@
 // A Session owns the three memory regions of a compiled training step —
 // state (parameters, buffers, optimizer state, step counter), arena (every
 // temporary of the step, at offsets planned by the compiler) and io (the
-// batch and the loss) — allocated once, 64-byte aligned, with exactly the
+// batch and the loss, or a forward function's outputs) — allocated once, 64-byte aligned, with exactly the
 // sizes the manifest gives. Each step():
 //
 //   setInput("x", rows); setInput("y", labels);   // copy one batch into io
 //   float loss = session.step();                  // forward, backward, update
+//
+// An .effx compiled with `effc --mode forward` is an inference function
+// instead: forward() runs it and readOutput("y") copies a graph output.
 //
 // save() and load() write and read the state as a safetensors checkpoint
 // (see docs/Effx.md): every state entry under its manifest name, plus
@@ -70,6 +73,15 @@ public:
   /// forward pass's, before the update). Every input must have been set at
   /// least once.
   float step();
+
+  /// Runs a forward (inference) function — an .effx compiled with
+  /// `effc --mode forward` — on the inputs set: every graph output is then
+  /// in io (readOutput). The state is not changed and no step is counted.
+  /// Every input must have been set at least once.
+  void forward();
+  /// A copy of graph output `name` after forward() (dtype and shape as in
+  /// the manifest's "outputs").
+  Tensor readOutput(const std::string &name) const;
 
   /// Steps taken since the initial state, including those before a
   /// checkpoint this session loaded.

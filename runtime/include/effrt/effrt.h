@@ -15,6 +15,10 @@
  *   effrt_session_save(s, "ckpt.safetensors");
  *   effrt_session_close(s);
  *
+ * A forward function (effc --mode forward) runs with effrt_session_forward
+ * instead of effrt_session_step; effrt_session_get_output then copies each
+ * graph output listed in the manifest's "outputs".
+ *
  * A session is not thread-safe: use one from one thread at a time.
  *
  *===----------------------------------------------------------------------===*/
@@ -32,7 +36,7 @@ extern "C" {
 #endif
 
 /* The C ABI's version; grows when functions are added. */
-#define EFFRT_C_API_VERSION 1
+#define EFFRT_C_API_VERSION 2
 int effrt_api_version(void);
 
 typedef struct effrt_session effrt_session;
@@ -49,6 +53,18 @@ int effrt_session_set_input(effrt_session *session, const char *name,
 /* Runs one training step; stores its loss in *loss (may be NULL). 0 on
  * success. */
 int effrt_session_step(effrt_session *session, float *loss);
+
+/* Since version 2. Runs a forward (inference) function — an .effx compiled
+ * with `effc --mode forward`, manifest "kind": "forward" — on the inputs
+ * set; the state is not changed and no step is counted. 0 on success; a
+ * training step fails (use effrt_session_step), as does step() on a forward
+ * function. */
+int effrt_session_forward(effrt_session *session);
+/* Since version 2. Copies graph output `name` of the last forward run:
+ * exactly the output's bytes (dtype and shape as in the manifest's
+ * "outputs", C order; bool is one byte per element). 0 on success. */
+int effrt_session_get_output(const effrt_session *session, const char *name,
+                             void *data, size_t nbytes);
 
 /* Writes / restores a safetensors checkpoint (atomic write; a load checks
  * everything before it changes anything). 0 on success. */

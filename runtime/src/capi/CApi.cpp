@@ -80,6 +80,31 @@ int effrt_session_step(effrt_session *session, float *loss) {
   });
 }
 
+int effrt_session_forward(effrt_session *session) {
+  return guarded([&] {
+    requireSession(session);
+    session->session.forward();
+  });
+}
+
+int effrt_session_get_output(const effrt_session *session, const char *name,
+                             void *data, size_t nbytes) {
+  return guarded([&] {
+    requireSession(session);
+    std::string n = requireName(name, "output name");
+    const EffxTensor *out = session->session.manifest().findOutput(n);
+    if (out && nbytes != out->byteSize)
+      fail(session->session.file().path(), ": output ", quoteName(n), " has ",
+           out->byteSize, " bytes (", dtypeName(out->dtype), " ",
+           formatShape(out->shape), "), the buffer ", nbytes);
+    Tensor t = session->session.readOutput(n);
+    if (nbytes && !data)
+      fail("effrt: buffer is NULL");
+    if (nbytes)
+      std::memcpy(data, t.data(), nbytes);
+  });
+}
+
 int effrt_session_save(effrt_session *session, const char *path) {
   return guarded([&] {
     requireSession(session);

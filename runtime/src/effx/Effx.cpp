@@ -69,6 +69,17 @@ const EffxTensor *EffxManifest::findInput(const std::string &name) const {
   return nullptr;
 }
 
+const EffxTensor *EffxManifest::findOutput(const std::string &name) const {
+  for (const EffxTensor &output : outputs)
+    if (output.name == name)
+      return &output;
+  return nullptr;
+}
+
+std::string_view effrt::effxKindName(EffxKind kind) {
+  return kind == EffxKind::Forward ? "forward" : "train_step";
+}
+
 const EffxStateEntry *EffxManifest::findState(const std::string &name) const {
   for (const EffxStateEntry &entry : state)
     if (entry.name == name)
@@ -312,6 +323,19 @@ EffxManifest ManifestParser::parse(std::string text,
   const json &version = field(root, "version", "");
   if (!version.is_number_unsigned() || version.get<uint64_t>() != kEffxVersion)
     error("'version' is ", version.dump(), ", expected ", kEffxVersion);
+  if (auto minor = root.find("minor_version"); minor != root.end()) {
+    if (!minor->is_number_unsigned())
+      error("'minor_version' must be a non-negative integer");
+    m.minorVersion = minor->get<uint64_t>();
+  }
+  std::string kind = string(root, "kind", "", false);
+  if (kind.empty() || kind == "train_step")
+    m.kind = EffxKind::TrainStep;
+  else if (kind == "forward")
+    m.kind = EffxKind::Forward;
+  else
+    error("unknown 'kind' ", quoteName(kind),
+          " (expected train_step or forward)");
   m.model = string(root, "model", "");
   m.target = string(root, "target", "");
   m.entry = string(root, "entry", "");
@@ -342,50 +366,65 @@ EffxManifest ManifestParser::parse(std::string text,
     error("the state region is ", m.stateBytes,
           " bytes but the initial state section holds ", stateSectionSize);
 
-  const json &loss = field(root, "loss", "");
-  if (!loss.is_object())
-    error("'loss' is not a JSON object");
-  m.lossDType = dtype(loss, "loss: ");
-  if (!isFloatingPoint(m.lossDType))
-    error("loss: dtype ", dtypeName(m.lossDType), " is not a floating-point type");
-  m.lossOffset = unsignedField(loss, "offset", "loss: ");
-  if (m.lossOffset % dtypeSize(m.lossDType) ||
-      m.lossOffset > m.ioBytes ||
-      m.ioBytes - m.lossOffset < dtypeSize(m.lossDType))
-    error("loss: offset ", m.lossOffset, " is misaligned or outside the io region of ",
-          m.ioBytes, " bytes");
-
-  const json &inputs = field(root, "inputs", "");
-  if (!inputs.is_array())
-    error("'inputs' is not an array");
-  std::set<std::string> names;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string what = "input " + std::to_string(i);
-    if (inputs[i].is_object() && inputs[i].contains("name") &&
-        inputs[i]["name"].is_string())
-      what = "input " + quoteName(inputs[i]["name"].get<std::string>());
-    EffxTensor t = tensor(inputs[i], what, m.ioBytes, "io");
-    t.name = string(inputs[i], "name", what + ": ");
-    if (t.name.empty())
-      error(what, ": 'name' is empty");
-    if (!names.insert(t.name).second)
-      error("two inputs are named ", quoteName(t.name));
-    m.inputs.push_back(std::move(t));
-  }
   EffxTensor lossTensor;
-  lossTensor.name = "loss";
-  lossTensor.dtype = m.lossDType;
-  lossTensor.offset = m.lossOffset;
-  lossTensor.byteSize = dtypeSize(m.lossDType);
-  std::vector<const EffxTensor *> io{&lossTensor};
+  if (m.kind == EffxKind::TrainStep) {
+    const json &loss = field(root, "loss", "");
+    if (!loss.is_object())
+      error("'loss' is not a JSON object");
+    m.lossDType = dtype(loss, "loss: ");
+    if (!isFloatingPoint(m.lossDType))
+      error("loss: dtype ", dtypeName(m.lossDType),
+            " is not a floating-point type");
+    m.lossOffset = unsignedField(loss, "offset", "loss: ");
+    if (m.lossOffset % dtypeSize(m.lossDType) || m.lossOffset > m.ioBytes ||
+        m.ioBytes - m.lossOffset < dtypeSize(m.lossDType))
+      error("loss: offset ", m.lossOffset,
+            " is misaligned or outside the io region of ", m.ioBytes,
+            " bytes");
+    lossTensor.name = "loss";
+    lossTensor.dtype = m.lossDType;
+    lossTensor.offset = m.lossOffset;
+    lossTensor.byteSize = dtypeSize(m.lossDType);
+  }
+
+  // Named io tensors: "inputs" (every kind) and "outputs" (forward).
+  auto ioTensors = [&](const char *key, const char *singular,
+                       std::vector<EffxTensor> &out) {
+    const json &array = field(root, key, "");
+    if (!array.is_array())
+      error("'", key, "' is not an array");
+    std::set<std::string> names;
+    for (size_t i = 0; i < array.size(); ++i) {
+      std::string what = std::string(singular) + " " + std::to_string(i);
+      if (array[i].is_object() && array[i].contains("name") &&
+          array[i]["name"].is_string())
+        what = std::string(singular) + " " +
+               quoteName(array[i]["name"].get<std::string>());
+      EffxTensor t = tensor(array[i], what, m.ioBytes, "io");
+      t.name = string(array[i], "name", what + ": ");
+      if (t.name.empty())
+        error(what, ": 'name' is empty");
+      if (!names.insert(t.name).second)
+        error("two ", key, " are named ", quoteName(t.name));
+      out.push_back(std::move(t));
+    }
+  };
+  ioTensors("inputs", "input", m.inputs);
+  if (m.kind == EffxKind::Forward)
+    ioTensors("outputs", "output", m.outputs);
+  std::vector<const EffxTensor *> io;
+  if (m.kind == EffxKind::TrainStep)
+    io.push_back(&lossTensor);
   for (const EffxTensor &t : m.inputs)
+    io.push_back(&t);
+  for (const EffxTensor &t : m.outputs)
     io.push_back(&t);
   checkDisjoint(prefix_, "io entry", io);
 
   const json &state = field(root, "state", "");
   if (!state.is_array())
     error("'state' is not an array");
-  names.clear();
+  std::set<std::string> names;
   for (size_t i = 0; i < state.size(); ++i) {
     std::string what = "state entry " + std::to_string(i);
     if (state[i].is_object() && state[i].contains("name") &&

@@ -83,6 +83,7 @@ struct Session::Impl {
   std::vector<bool> inputSet;
   int64_t globalStep = 0;
   float lastLoss = 0;
+  bool forwardRun = false; // forward() ran at least once
 
   explicit Impl(EffxFile f) : file(std::move(f)) {}
   const std::string &path() const { return file.path(); }
@@ -206,21 +207,55 @@ static float readLoss(const std::byte *p, DType dtype) {
   }
 }
 
-float Session::step() {
-  Impl &s = *impl_;
+/// Calls the entry point once on the session's regions, after checking
+/// that the code is loaded and every input was set.
+static void callEntry(Session::Impl &s, const char *what) {
   const EffxManifest &m = s.manifest();
   if (!s.code)
-    fail(s.path(), ": this session was opened without its code; it cannot step");
+    fail(s.path(), ": this session was opened without its code; it cannot ",
+         what);
   for (size_t i = 0; i < m.inputs.size(); ++i)
     if (!s.inputSet[i])
       fail(s.path(), ": input ", quoteName(m.inputs[i].name),
-           " was not set before the step");
+           " was not set before the ", what);
   MemRef1D state = s.state.memref(), arena = s.arena.memref(),
            io = s.io.memref();
   s.code->entry()(&state, &arena, &io);
+}
+
+float Session::step() {
+  Impl &s = *impl_;
+  const EffxManifest &m = s.manifest();
+  if (m.kind != EffxKind::TrainStep)
+    fail(s.path(), ": this is a forward (inference) function compiled with "
+                   "effc --mode forward, not a training step: run it with "
+                   "effrt_session_forward (Session::forward)");
+  callEntry(s, "step");
   s.lastLoss = readLoss(s.io.data() + m.lossOffset, m.lossDType);
   ++s.globalStep;
   return s.lastLoss;
+}
+
+void Session::forward() {
+  Impl &s = *impl_;
+  if (s.manifest().kind != EffxKind::Forward)
+    fail(s.path(), ": this is a training step; forward() runs only a forward "
+                   "function (effc --mode forward)");
+  callEntry(s, "forward run");
+  s.forwardRun = true;
+}
+
+Tensor Session::readOutput(const std::string &name) const {
+  const Impl &s = *impl_;
+  const EffxTensor *out = s.manifest().findOutput(name);
+  if (!out)
+    fail(s.path(), ": the model has no output ", quoteName(name));
+  if (!s.forwardRun)
+    fail(s.path(), ": output ", quoteName(name),
+         " is read before the first forward run");
+  return Tensor::view(out->dtype, out->shape, s.io.data() + out->offset,
+                      nullptr)
+      .clone();
 }
 
 int64_t Session::globalStep() const { return impl_->globalStep; }
