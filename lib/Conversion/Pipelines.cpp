@@ -32,8 +32,11 @@ std::string cpuLoweringPipeline() {
       // GEMMs to the runtime's BLAS; entry point; one arena.
       "eff-linalg-to-blas,eff-cpu-entry,inline,symbol-dce,canonicalize,"
       "eff-memory-plan,"
-      // Loops and LLVM.
-      "convert-linalg-to-loops,eff-outline-kernels,lower-affine,convert-scf-to-cf,"
+      // Loops: the outermost parallel loop of each large nest runs on
+      // OpenMP threads, everything else is sequential; one kernel function
+      // per nest. Then LLVM.
+      "convert-linalg-to-parallel-loops,eff-parallel-loops,eff-outline-kernels,"
+      "convert-scf-to-openmp,canonicalize,lower-affine,convert-scf-to-cf,"
       "expand-strided-metadata,finalize-memref-to-llvm,"
       "math-expand-ops{ops=rsqrt},convert-math-to-libm,"
       "convert-to-llvm,reconcile-unrealized-casts");

@@ -23,6 +23,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Config/llvm-config.h"
 
 using namespace mlir;
 
@@ -47,6 +48,10 @@ FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
       translateModuleToLLVMIR(module, context, "effx_step");
   if (!llvmModule)
     return module.emitError("translation to LLVM IR failed");
+
+  bool usesOpenMP = llvm::any_of(*llvmModule, [](llvm::Function &f) {
+    return f.isDeclaration() && f.getName().starts_with("__kmpc_");
+  });
 
   // Kernels (eff-outline-kernels) stay separate functions: inlining them
   // back into one huge step makes LLVM's loop passes superlinear.
@@ -131,6 +136,26 @@ FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
     return module.emitError("ld.lld not found (install lld-22)");
   SmallVector<llvm::StringRef> args{*lld, "-shared", "--as-needed", "-O2",
                                     "-o", libraryPath, objectPath};
+  // Threaded loop nests (convert-scf-to-openmp) call LLVM's OpenMP runtime:
+  // the step needs libomp.so.5, which the loader finds like any library.
+  std::string libomp;
+  if (usesOpenMP) {
+    for (std::string candidate :
+         {std::string("/usr/lib/llvm-") + std::to_string(LLVM_VERSION_MAJOR) +
+              "/lib/libomp.so",
+          std::string("/usr/lib/") + triple.getArchName().str() +
+              "-linux-gnu/libomp.so.5",
+          std::string("/usr/lib/libomp.so.5")})
+      if (llvm::sys::fs::exists(candidate)) {
+        libomp = candidate;
+        break;
+      }
+    if (libomp.empty())
+      return module.emitError(
+          "the step uses OpenMP threads but libomp was not found (install "
+          "libomp-22-dev)");
+    args.push_back(libomp);
+  }
   std::string linkError;
   int status = llvm::sys::ExecuteAndWait(*lld, args, std::nullopt, {}, 0, 0,
                                          &linkError);

@@ -1,12 +1,23 @@
 // RUN: effopt-opt %s --convert-eff-to-linalg --canonicalize --split-input-file | FileCheck %s
 
 // nn.Conv2d: the input is padded once (fill + insert_slice), the bias
-// initialises the accumulator, and the named op carries strides/dilations.
+// initialises the accumulator, one copying generic gathers the windows into
+// columns [N, C*KH*KW, OH*OW], and a batch_matmul with the filter broadcast
+// over the batch (map (d1, d3)) computes the output.
 // CHECK-DAG: #[[BIAS:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>
+// CHECK-DAG: #[[WIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4 * 2 + d2, d5 * 2 + d3)>
+// CHECK-DAG: #[[FILT:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d3)>
+// CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @conv_bias_padding
 // CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1] : tensor<2x3x8x8xf32> into tensor<2x3x9x9xf32>
 // CHECK: %[[INIT:.*]] = linalg.generic {indexing_maps = [#[[BIAS]], {{.*}}]}
-// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%[[PADDED]], %arg1 : tensor<2x3x9x9xf32>, tensor<4x3x3x3xf32>) outs(%[[INIT]] : tensor<2x4x4x4xf32>)
+// CHECK: %[[WINDOWS:.*]] = linalg.generic {indexing_maps = [#[[WIN]], {{.*}}]} ins(%[[PADDED]] : tensor<2x3x9x9xf32>) outs(%{{.*}} : tensor<2x3x3x3x4x4xf32>)
+// CHECK: %[[COLUMNS:.*]] = tensor.collapse_shape %[[WINDOWS]] {{\[\[}}0], [1, 2, 3], [4, 5]] : tensor<2x3x3x3x4x4xf32> into tensor<2x27x16xf32>
+// CHECK: %[[W:.*]] = tensor.collapse_shape %arg1 {{\[\[}}0], [1, 2, 3]] : tensor<4x3x3x3xf32> into tensor<4x27xf32>
+// CHECK: %[[ACC:.*]] = tensor.collapse_shape %[[INIT]] {{\[\[}}0], [1], [2, 3]] : tensor<2x4x4x4xf32> into tensor<2x4x16xf32>
+// CHECK: %[[Y:.*]] = linalg.batch_matmul indexing_maps = [#[[FILT]], #[[COLS]], #[[OUT]]] ins(%[[W]], %[[COLUMNS]] : tensor<4x27xf32>, tensor<2x27x16xf32>) outs(%[[ACC]] : tensor<2x4x16xf32>)
+// CHECK: tensor.expand_shape %[[Y]] {{\[\[}}0], [1], [2, 3]] output_shape [2, 4, 4, 4]
 // CHECK-NOT: eff.
 func.func @conv_bias_padding(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x4x4xf32> {
   %0 = eff.conv2d %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>
@@ -31,14 +42,16 @@ func.func @conv_groups(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> tens
 // -----
 
 // The input gradient: dy spread with (stride - 1) zeros between elements (the
-// strided insert_slice), then a stride-1 convolution with the flipped,
-// channel-swapped filter gives the unpadded gradient directly.
+// strided insert_slice), then a stride-1 convolution (im2col + product) with
+// the flipped, channel-swapped filter gives the unpadded gradient directly.
 // CHECK-DAG: #[[FLIP:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, -d3 + 2, -d4 + 2)>
 // CHECK-LABEL: func.func @conv_input_grad
 // CHECK: %[[SPREAD:.*]] = tensor.insert_slice %arg0 into %{{.*}}[0, 0, 1, 1] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf32> into tensor<2x4x10x10xf32>
 // CHECK: %[[FLIPPED:.*]] = linalg.generic {indexing_maps = [#[[FLIP]], {{.*}}]}
-// CHECK: %[[FILTER:.*]] = tensor.collapse_shape %[[FLIPPED]] {{.*}} : tensor<1x3x4x3x3xf32> into tensor<3x4x3x3xf32>
-// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[SPREAD]], %[[FILTER]] : tensor<2x4x10x10xf32>, tensor<3x4x3x3xf32>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
+// CHECK: %[[WINDOWS:.*]] = linalg.generic {{.*}} ins(%[[SPREAD]] : tensor<2x4x10x10xf32>) outs(%{{.*}} : tensor<2x4x3x3x8x8xf32>)
+// CHECK: %[[COLUMNS:.*]] = tensor.collapse_shape %[[WINDOWS]] {{.*}} into tensor<2x36x64xf32>
+// CHECK: %[[FILTER:.*]] = tensor.collapse_shape %[[FLIPPED]] {{.*}} : tensor<1x3x4x3x3xf32> into tensor<3x36xf32>
+// CHECK: linalg.batch_matmul {{.*}} ins(%[[FILTER]], %[[COLUMNS]] : tensor<3x36xf32>, tensor<2x36x64xf32>) outs(%{{.*}} : tensor<2x3x64xf32>)
 func.func @conv_input_grad(%dy: tensor<2x4x4x4xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32> {
   %0 = eff.conv2d_input_grad %dy, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
   return %0 : tensor<2x3x8x8xf32>
@@ -60,6 +73,38 @@ func.func @conv_input_grad(%dy: tensor<2x4x4x4xf32>, %w: tensor<4x3x3x3xf32>) ->
 func.func @conv_filter_grad(%x: tensor<2x4x8x8xf32>, %dy: tensor<2x6x4x4xf32>) -> tensor<6x2x3x3xf32> {
   %0 = eff.conv2d_filter_grad %x, %dy {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32>) -> tensor<6x2x3x3xf32>
   return %0 : tensor<6x2x3x3xf32>
+}
+
+// -----
+
+// Ungrouped filter gradient: the columns of the padded input and one
+// batch_reduce_matmul dy[n] x cols[n]^T summed over the samples into
+// dW [F, C*KH*KW].
+// CHECK-DAG: #[[DYM:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[COLT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[DWM:.*]] = affine_map<(d0, d1, d2, d3) -> (d1, d2)>
+// CHECK-LABEL: func.func @conv_filter_grad_ungrouped
+// CHECK: %[[WINDOWS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x3x3x4x4xf32>)
+// CHECK: %[[COLUMNS:.*]] = tensor.collapse_shape %[[WINDOWS]] {{.*}} into tensor<2x36x16xf32>
+// CHECK: %[[DY:.*]] = tensor.collapse_shape %arg1 {{.*}} into tensor<2x6x16xf32>
+// CHECK: %[[DW:.*]] = linalg.batch_reduce_matmul indexing_maps = [#[[DYM]], #[[COLT]], #[[DWM]]] ins(%[[DY]], %[[COLUMNS]] : tensor<2x6x16xf32>, tensor<2x36x16xf32>) outs(%{{.*}} : tensor<6x36xf32>)
+// CHECK: tensor.expand_shape %[[DW]] {{.*}} output_shape [6, 4, 3, 3]
+func.func @conv_filter_grad_ungrouped(%x: tensor<2x4x8x8xf32>, %dy: tensor<2x6x4x4xf32>) -> tensor<6x4x3x3xf32> {
+  %0 = eff.conv2d_filter_grad %x, %dy {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x8x8xf32>, tensor<2x6x4x4xf32>) -> tensor<6x4x3x3xf32>
+  return %0 : tensor<6x4x3x3xf32>
+}
+
+// -----
+
+// A 1x1 stride-1 convolution without padding needs no columns: the input
+// itself, viewed as [N, C, H*W], is the product's operand.
+// CHECK-LABEL: func.func @conv_1x1
+// CHECK-NOT: linalg.generic {{.*}} ins(%arg0
+// CHECK: %[[X:.*]] = tensor.collapse_shape %arg0 {{.*}} : tensor<2x3x5x5xf32> into tensor<2x3x25xf32>
+// CHECK: linalg.batch_matmul {{.*}} ins(%{{.*}}, %[[X]] : tensor<4x3xf32>, tensor<2x3x25xf32>)
+func.func @conv_1x1(%x: tensor<2x3x5x5xf32>, %w: tensor<4x3x1x1xf32>) -> tensor<2x4x5x5xf32> {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x5x5xf32>, tensor<4x3x1x1xf32>) -> tensor<2x4x5x5xf32>
+  return %0 : tensor<2x4x5x5xf32>
 }
 
 // -----

@@ -55,10 +55,16 @@ func.func @shared_weight(%x: tensor<2x3x8xf32>, %w: tensor<8x5xf32>) -> tensor<2
 
 // -----
 
+// Float sums accumulate in f64 (as PyTorch's CPU acc_type<float>): a long
+// fp32 sum in fp32 loses ~n eps; the mean divides in f64 and rounds once.
 // CHECK-LABEL: func.func @reduce_mean
+// CHECK: linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<4xf64>)
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
-// CHECK:   arith.addf
-// CHECK: arith.divf
+// CHECK:   arith.extf %{{.*}} : f32 to f64
+// CHECK:   arith.addf %{{.*}} : f64
+// CHECK: linalg.generic
+// CHECK:   arith.divf %{{.*}} : f64
+// CHECK:   arith.truncf %{{.*}} : f64 to f32
 // CHECK: tensor.expand_shape {{.*}} into tensor<4x1xf32>
 func.func @reduce_mean(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
   %0 = eff.reduce_mean %x {axes = array<i64: 1>, keep_dims = true} : tensor<4x8xf32> -> tensor<4x1xf32>
@@ -94,4 +100,45 @@ func.func @cross_entropy(%x: tensor<4x10xf32>, %y: tensor<4xi64>) -> tensor<f32>
 func.func @sgd(%p: tensor<8xf32>, %g: tensor<8xf32>, %lr: tensor<f32>, %step: tensor<i64>, %buf: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %0, %1 = eff.sgd_update %p, %g, %lr, %step momentum_buffer %buf {momentum = 0.9 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<i64>, tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>)
   return %0, %1 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// The gradient of a reversing slice (torch.flip, x[::-1]-style ONNX Slice
+// with step -1 and a strided step -2): the output gradient is reversed
+// along the negative-stride dimensions, then inserted with the positive
+// stride at the positions the forward slice read (dim 1: 6, 4, 2 read with
+// step -2 are 2, 4, 6 with step 2).
+// CHECK-LABEL: func.func @reverse_slice_grad
+// CHECK: %[[REV:.*]] = linalg.generic
+// CHECK:   linalg.index 0
+// CHECK:   linalg.index 1
+// CHECK:   tensor.extract
+// CHECK: %[[ZERO:.*]] = linalg.fill
+// CHECK: tensor.insert_slice %[[REV]] into %[[ZERO]][0, 2] [4, 3] [1, 2] : tensor<4x3xf32> into tensor<4x8xf32>
+// CHECK-NOT: eff.
+func.func @reverse_slice_grad(%dy: tensor<4x3xf32>) -> tensor<4x8xf32> {
+  %0 = eff.slice_grad %dy {starts = array<i64: 3, 6>, limits = array<i64: -1, 1>, strides = array<i64: -1, -2>} : (tensor<4x3xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Normalisation statistics accumulate in f64 too: layer_norm's mean and
+// biased variance are f64 sums divided by the count, rounded once to f32.
+// CHECK-LABEL: func.func @layer_norm_statistics
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:   arith.extf %{{.*}} : f32 to f64
+// CHECK:   arith.addf %{{.*}} : f64
+// CHECK: arith.divf %{{.*}} : f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK:   arith.subf %{{.*}} : f32
+// CHECK:   arith.mulf %{{.*}} : f32
+// CHECK:   arith.extf %{{.*}} : f32 to f64
+// CHECK:   arith.addf %{{.*}} : f64
+// CHECK: math.rsqrt
+func.func @layer_norm_statistics(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y, %mean, %rstd = eff.layer_norm %x : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return %y : tensor<4x8xf32>
 }

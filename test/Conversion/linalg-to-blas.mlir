@@ -37,3 +37,47 @@ func.func @f64(%a: memref<2x2xf64>, %b: memref<2x2xf64>, %c: memref<2x2xf64>) {
   linalg.matmul ins(%a, %b : memref<2x2xf64>, memref<2x2xf64>) outs(%c : memref<2x2xf64>)
   return
 }
+
+// An im2col convolution: the filter [F, C*KH*KW] is shared by every sample
+// (batch stride 0), the columns and the output are per sample.
+// CHECK-LABEL: func.func @conv_broadcast_filter
+// CHECK-DAG: %[[ZERO64:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[B:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[F:.*]] = arith.constant 4 : i64
+// CHECK-DAG: %[[P:.*]] = arith.constant 16 : i64
+// CHECK-DAG: %[[CKK:.*]] = arith.constant 27 : i64
+// CHECK-DAG: %[[SCOLS:.*]] = arith.constant 432 : i64
+// CHECK-DAG: %[[SOUT:.*]] = arith.constant 64 : i64
+// CHECK: call @effrt_sgemm_batched(%{{.*}}, %{{.*}}, %[[B]], %[[F]], %[[P]], %[[CKK]], %{{.*}}, %{{.*}}, %[[CKK]], %[[ZERO64]], %{{.*}}, %[[P]], %[[SCOLS]], %{{.*}}, %{{.*}}, %[[P]], %[[SOUT]])
+// CHECK-NOT: linalg.batch_matmul
+func.func @conv_broadcast_filter(%w: memref<4x27xf32>, %cols: memref<2x27x16xf32>, %y: memref<2x4x16xf32>) {
+  linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (m, k)>,
+                                       affine_map<(b, m, n, k) -> (b, k, n)>,
+                                       affine_map<(b, m, n, k) -> (b, m, n)>]
+    ins(%w, %cols : memref<4x27xf32>, memref<2x27x16xf32>) outs(%y : memref<2x4x16xf32>)
+  return
+}
+
+// A convolution's filter gradient: every sample's product accumulates into
+// the one C (strideC = 0), the columns read transposed.
+// CHECK-LABEL: func.func @conv_filter_grad
+// CHECK-DAG: %[[ZERO32:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[ONE32:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[ZERO64:.*]] = arith.constant 0 : i64
+// CHECK: call @effrt_sgemm_batched(%[[ZERO32]], %[[ONE32]], {{.*}}, %[[ZERO64]])
+// CHECK-NOT: linalg.batch_reduce_matmul
+func.func @conv_filter_grad(%dy: memref<2x4x16xf32>, %cols: memref<2x27x16xf32>, %dw: memref<4x27xf32>) {
+  linalg.batch_reduce_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>,
+                                              affine_map<(b, m, n, k) -> (b, n, k)>,
+                                              affine_map<(b, m, n, k) -> (m, n)>]
+    ins(%dy, %cols : memref<2x4x16xf32>, memref<2x27x16xf32>) outs(%dw : memref<4x27xf32>)
+  return
+}
+
+// A batch_reduce_matmul the GEMM cannot express (f64) stays a loop nest.
+// CHECK-LABEL: func.func @reduce_f64
+// CHECK: linalg.batch_reduce_matmul
+func.func @reduce_f64(%a: memref<2x2x2xf64>, %b: memref<2x2x2xf64>, %c: memref<2x2xf64>) {
+  linalg.batch_reduce_matmul ins(%a, %b : memref<2x2x2xf64>, memref<2x2x2xf64>) outs(%c : memref<2x2xf64>)
+  return
+}

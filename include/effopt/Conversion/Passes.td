@@ -34,6 +34,10 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
     `effrt_sgemm(transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc)` and
     `effrt_sgemm_batched(..., batch, strideA, strideB, strideC)`, which
     `libeffrt` implements with the BLAS it was built with (OpenBLAS on CPU).
+    An operand broadcast over the batch (a 2-D operand of a batched
+    product, as im2col convolutions share their filter) has batch stride 0;
+    `linalg.batch_reduce_matmul` (a convolution's filter gradient) is the
+    batched call with `strideC = 0`, which accumulates the batches in order.
     The generated code therefore never embeds a GEMM of its own, and the
     same IR can target cuBLASLt. Products it cannot express stay as linalg
     loops.
@@ -91,6 +95,39 @@ def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of kernels outlined">
+  ];
+}
+
+def EffParallelLoopsPass : Pass<"eff-parallel-loops"> {
+  let summary = "Keeps threads for the outermost parallel loop of large nests; every other scf.parallel becomes scf.for";
+  let description = [{
+    Runs after `convert-linalg-to-parallel-loops`, before
+    `eff-outline-kernels` and `convert-scf-to-openmp`. A top-level
+    `scf.parallel` (directly in a function body) whose nest runs at least
+    `min-work` innermost iterations (static trip counts; unknown ones count
+    as large) stays parallel over as few leading dimensions as give
+    `min-chunks` independent chunks; its other dimensions become `scf.for`
+    loops inside it, so the innermost loop stays a plain loop LLVM
+    vectorises. Every other `scf.parallel` (nested in another loop, or too
+    small to pay for waking threads) becomes sequential `scf.for` loops.
+
+    Reductions are never split: `convert-linalg-to-parallel-loops` leaves
+    reduction dimensions as `scf.for`, so each output element is computed
+    by one thread with the same instructions in the same order, and results
+    are bit-identical for any number of threads. `scf.parallel` ops with
+    results (`scf.reduce`) are left alone.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "Innermost iterations below which a nest stays sequential">,
+    Option<"minChunks", "min-chunks", "int64_t", /*default=*/"8",
+           "Parallel iterations the threaded loop should have at least">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let statistics = [
+    Statistic<"numParallel", "parallel-nests", "Number of nests left to threads">,
+    Statistic<"numSequential", "sequential-loops",
+              "Number of scf.parallel made sequential">
   ];
 }
 

@@ -1,9 +1,13 @@
 //===- LowerConvolution.cpp - convolution and pooling ---------------------===//
 //
-// Forward convolutions and poolings become linalg's named NCHW ops on an
-// explicitly padded input (fill + insert_slice), so later passes can match
-// them by name. Grouped convolutions view the channels as [G, C/G] and use
-// the grouped named op.
+// Convolutions work on an explicitly padded input (fill + insert_slice).
+// Ungrouped ones are im2col + GEMM: one copying linalg.generic gathers the
+// windows into columns [N, C*KH*KW, OH*OW] (a temporary the memory planner
+// places in the arena like any other) and a linalg.batch_matmul with the
+// filter [F, C*KH*KW] broadcast over the batch computes the output, which
+// eff-linalg-to-blas hands to the BLAS. Grouped convolutions view the
+// channels as [G, C/G] and use linalg's grouped named op (loops); poolings
+// use the named NCHW pooling ops.
 //
 // The input-side gradients (conv2d_input_grad, avg_pool2d_grad) are the
 // transposed window ops written as stride-1 forward ones: the output
@@ -13,8 +17,11 @@
 // the average) produces exactly the unpadded input gradient. Rows and
 // columns of the input that no window reaches get zeros, as in PyTorch.
 //
-// The filter gradient is one linalg.generic reducing over the batch and the
-// output positions (the batch loop outermost, so one sample's data stays in
+// The filter gradient of an ungrouped convolution is a
+// linalg.batch_reduce_matmul of dy [N, F, OH*OW] with the transposed
+// columns of the input (a GEMM per sample accumulated in sample order); a
+// grouped one is one linalg.generic reducing over the batch and the output
+// positions (the batch loop outermost, so one sample's data stays in
 // cache). max_pool2d_grad finds each window's first maximum (PyTorch's tie
 // and NaN rule; padded positions never win) into an index tensor, then
 // gathers, for every input element, the output gradients of the windows
@@ -166,18 +173,93 @@ Value splitDim(OpBuilder &b, Location loc, Value v, int64_t dim,
   return reshapeTo(b, loc, v, type.clone(shape));
 }
 
-/// out = init + conv(input, filter): NCHW/FCHW, or with `groups > 1` the
-/// grouped op on [N, G, C/G, H, W] / [G, F/G, C/G, KH, KW] views.
+/// The columns of an (already padded) input `xp` [N, C, Hp, Wp] for a
+/// window op of `kernel` taps producing `output` [OH, OW] positions:
+///   cols[n, (c*KH + i)*KW + j, oh*OW + ow] = xp[n, c, oh*SH + i*DH, ow*SW + j*DW]
+/// as one copying linalg.generic ([N, C, KH, KW, OH, OW], collapsed). A
+/// 1x1 stride-1 window over an unpadded input needs no copy: the columns
+/// are the input itself.
+Value im2col(OpBuilder &b, Location loc, Value xp, ArrayRef<int64_t> kernel,
+             ArrayRef<int64_t> output, ArrayRef<int64_t> strides,
+             ArrayRef<int64_t> dilations) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(xp);
+  Type elementType = type.getElementType();
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+  auto colsType = RankedTensorType::get(
+      {n, c * kernel[0] * kernel[1], output[0] * output[1]}, elementType);
+  if (kernel[0] == 1 && kernel[1] == 1 && strides[0] == 1 && strides[1] == 1 &&
+      type.getDimSize(2) == output[0] && type.getDimSize(3) == output[1])
+    return reshapeTo(b, loc, xp, colsType);
+  auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+  // Loops (n, c, i, j, oh, ow).
+  SmallVector<AffineMap> maps{
+      AffineMap::get(6, 0,
+                     {d(0), d(1), d(4) * strides[0] + d(2) * dilations[0],
+                      d(5) * strides[1] + d(3) * dilations[1]},
+                     ctx),
+      AffineMap::getMultiDimIdentityMap(6, ctx)};
+  SmallVector<int64_t> shape{n, c, kernel[0], kernel[1], output[0], output[1]};
+  Value cols =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(shape, elementType)},
+          ValueRange{xp},
+          ValueRange{tensor::EmptyOp::create(b, loc, shape, elementType)},
+          maps,
+          SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(nb, l, args[0]);
+          })
+          .getResult(0);
+  return tensor::CollapseShapeOp::create(
+      b, loc, colsType, cols,
+      SmallVector<ReassociationIndices>{{0}, {1, 2, 3}, {4, 5}});
+}
+
+/// The `indexing_maps` attribute of a (batch, m, n, k) product.
+NamedAttribute productMaps(OpBuilder &b, ArrayRef<AffineExpr> a,
+                           ArrayRef<AffineExpr> bm, ArrayRef<AffineExpr> c) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Attribute> maps;
+  for (ArrayRef<AffineExpr> results : {a, bm, c})
+    maps.push_back(AffineMapAttr::get(AffineMap::get(4, 0, results, ctx)));
+  return b.getNamedAttr("indexing_maps", b.getArrayAttr(maps));
+}
+
+/// out = init + conv(input, filter): NCHW/FCHW as im2col and one product
+/// per sample (the filter [F, C*KH*KW] broadcast over the batch, a
+/// linalg.batch_matmul that eff-linalg-to-blas hands to the GEMM), or with
+/// `groups > 1` the grouped named op on [N, G, C/G, H, W] /
+/// [G, F/G, C/G, KH, KW] views.
 Value buildConv(OpBuilder &b, Location loc, Value input, Value filter,
                 Value init, int64_t groups, ArrayRef<int64_t> strides,
                 ArrayRef<int64_t> dilations) {
   auto type = tensorType(init);
   SmallVector<NamedAttribute> attrs = windowAttrs(b, strides, dilations);
-  if (groups == 1)
-    return linalg::Conv2DNchwFchwOp::create(b, loc, TypeRange{type},
-                                            ValueRange{input, filter},
-                                            ValueRange{init}, attrs)
-        .getResult(0);
+  if (groups == 1) {
+    MLIRContext *ctx = b.getContext();
+    auto filterType = tensorType(filter);
+    Type elementType = type.getElementType();
+    int64_t n = type.getDimSize(0), f = type.getDimSize(1);
+    int64_t oh = type.getDimSize(2), ow = type.getDimSize(3);
+    int64_t ckk = filterType.getDimSize(1) * filterType.getDimSize(2) *
+                  filterType.getDimSize(3);
+    Value cols = im2col(b, loc, input, filterType.getShape().drop_front(2),
+                        {oh, ow}, strides, dilations);
+    Value a = reshapeTo(b, loc, filter,
+                        RankedTensorType::get({f, ckk}, elementType));
+    auto accType = RankedTensorType::get({n, f, oh * ow}, elementType);
+    Value acc = reshapeTo(b, loc, init, accType);
+    auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+    // (batch, m, n, k) = (sample, filter, position, column row).
+    Value product =
+        linalg::BatchMatmulOp::create(
+            b, loc, TypeRange{accType}, ValueRange{a, cols}, ValueRange{acc},
+            {productMaps(b, {d(1), d(3)}, {d(0), d(3), d(2)},
+                         {d(0), d(1), d(2)})})
+            .getResult(0);
+    return reshapeTo(b, loc, product, type);
+  }
   Value groupedInit = splitDim(b, loc, init, 1, groups);
   Value conv = linalg::Conv2DNgchwGfchwOp::create(
                    b, loc, TypeRange{groupedInit.getType()},
@@ -293,6 +375,30 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
                op.getDilations());
     Value input = padSpatial(rewriter, loc, op.getInput(), axes,
                              scalarConstant(rewriter, loc, elementType, 0));
+    if (groups == 1) {
+      // dW[F, C*KH*KW] = sum over samples of dy[n] [F, OH*OW] times the
+      // transposed columns of x[n]: one linalg.batch_reduce_matmul, which
+      // accumulates the samples in order.
+      auto dyType = tensorType(op.getOutputGrad());
+      int64_t n = dyType.getDimSize(0), f = dyType.getDimSize(1);
+      int64_t oh = dyType.getDimSize(2), ow = dyType.getDimSize(3);
+      int64_t ckk = type.getDimSize(1) * type.getDimSize(2) * type.getDimSize(3);
+      Value cols = im2col(rewriter, loc, input, type.getShape().drop_front(2),
+                          {oh, ow}, op.getStrides(), op.getDilations());
+      Value dy = reshapeTo(rewriter, loc, op.getOutputGrad(),
+                           RankedTensorType::get({n, f, oh * ow}, elementType));
+      auto accType = RankedTensorType::get({f, ckk}, elementType);
+      auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+      Value grad =
+          linalg::BatchReduceMatmulOp::create(
+              rewriter, loc, TypeRange{accType}, ValueRange{dy, cols},
+              ValueRange{zeros(rewriter, loc, accType)},
+              {productMaps(rewriter, {d(0), d(1), d(3)}, {d(0), d(2), d(3)},
+                           {d(1), d(2)})})
+              .getResult(0);
+      rewriter.replaceOp(op, reshapeTo(rewriter, loc, grad, type));
+      return success();
+    }
     Value x = splitDim(rewriter, loc, input, 1, groups);
     Value dy = splitDim(rewriter, loc, op.getOutputGrad(), 1, groups);
     Value init = splitDim(rewriter, loc, zeros(rewriter, loc, type), 0, groups);

@@ -69,12 +69,12 @@ Value rowLogSumExp(OpBuilder &b, Location loc, const Rows &r) {
                                                                 args[1])
                                    .getResult();
                              });
-  Value sum = buildReduction(
-      b, loc, r.input, {1}, scalarConstant(b, loc, t, 0),
+  Value sum = buildSum(
+      b, loc, r.input, {1},
       [](OpBuilder &nb, Location l, ValueRange args) {
-        Value e = math::ExpOp::create(
-            nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
-        return arith::AddFOp::create(nb, l, e, args[2]).getResult();
+        return math::ExpOp::create(
+                   nb, l, arith::SubFOp::create(nb, l, args[0], args[1]))
+            .getResult();
       },
       {column(b, loc, max)});
   auto rowType = tensorType(max);
@@ -128,12 +128,8 @@ std::pair<Value, Value> rowWeightAndPick(OpBuilder &b, Location loc,
 }
 
 Value sumAll(OpBuilder &b, Location loc, Value v) {
-  Type t = tensorType(v).getElementType();
-  return buildReduction(b, loc, v, {0}, scalarConstant(b, loc, t, 0),
-                        [](OpBuilder &nb, Location l, ValueRange args) {
-                          return arith::AddFOp::create(nb, l, args[0], args[1])
-                              .getResult();
-                        });
+  return buildSum(b, loc, v, {0},
+                  [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
 /// Reduces per-row losses (already weighted) as `reduction` says.

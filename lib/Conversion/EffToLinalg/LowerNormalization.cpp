@@ -46,22 +46,17 @@ struct Statistics {
     return reshapeTo(b, loc, reduced, keptType());
   }
   /// sum over axes of f(elements of `operands`), operands broadcast to the
-  /// input's shape.
-  Value sum(ValueRange operands, ScalarFn f) const {
+  /// input's shape, accumulated in f64 for f32 (buildSum); divided by
+  /// `divisor` before rounding (means).
+  Value sum(ValueRange operands, ScalarFn f, double divisor = 1.0) const {
     Value first = operands.front();
     if (tensorType(first).getShape() != inputType.getShape())
       first = buildElementwise(b, loc, inputType, {first},
                                [](OpBuilder &, Location, ValueRange a) {
                                  return a[0];
                                });
-    Value zero = scalarConstant(b, loc, elementType(), 0);
-    return keep(buildReduction(
-        b, loc, first, axes, zero,
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value term = f(nb, l, args.drop_back());
-          return arith::AddFOp::create(nb, l, term, args.back());
-        },
-        operands.drop_front()));
+    return keep(buildSum(b, loc, first, axes, f, operands.drop_front(),
+                         divisor, elementType()));
   }
   Value max(Value input) const {
     Value negInf = negativeInfinity(b, loc, elementType());
@@ -158,19 +153,15 @@ std::pair<Value, Value> meanAndRstd(const Statistics &stats, Value x,
                                     double epsilon, Value *biasedVar = nullptr) {
   Type t = stats.elementType();
   double n = static_cast<double>(stats.count());
-  Value sum = stats.sum({x}, [](OpBuilder &, Location, ValueRange a) {
-    return a[0];
-  });
-  Value mean = stats.map(sum, [&](OpBuilder &b, Location l, ValueRange a) {
-    return arith::DivFOp::create(b, l, a[0], c(b, l, t, n)).getResult();
-  });
-  Value sq = stats.sum({x, mean}, [](OpBuilder &b, Location l, ValueRange a) {
-    Value d = arith::SubFOp::create(b, l, a[0], a[1]);
-    return arith::MulFOp::create(b, l, d, d).getResult();
-  });
-  Value var = stats.map(sq, [&](OpBuilder &b, Location l, ValueRange a) {
-    return arith::DivFOp::create(b, l, a[0], c(b, l, t, n)).getResult();
-  });
+  Value mean = stats.sum(
+      {x}, [](OpBuilder &, Location, ValueRange a) { return a[0]; }, n);
+  Value var = stats.sum(
+      {x, mean},
+      [](OpBuilder &b, Location l, ValueRange a) {
+        Value d = arith::SubFOp::create(b, l, a[0], a[1]);
+        return arith::MulFOp::create(b, l, d, d).getResult();
+      },
+      n);
   if (biasedVar)
     *biasedVar = var;
   Value rstd = stats.map(var, [&](OpBuilder &b, Location l, ValueRange a) {

@@ -67,6 +67,20 @@ struct ReductionLowering : OpRewritePattern<OpTy> {
     Type elementType = inputType.getElementType();
     SmallVector<int64_t> axes =
         normalizeAxes(op.getAxes(), inputType.getRank());
+    int64_t count = 1;
+    for (int64_t a : axes)
+      count *= inputType.getDimSize(a);
+    // Float sums and means accumulate in f64 (f32 for f16/bf16) and are
+    // divided there (buildSum).
+    if (isa<FloatType>(elementType) &&
+        (kind == Kind::Sum || kind == Kind::Mean)) {
+      Value reduced = buildSum(
+          rewriter, loc, op.getInput(), axes,
+          [](OpBuilder &, Location, ValueRange args) { return args[0]; }, {},
+          kind == Kind::Mean ? static_cast<double>(count) : 1.0);
+      rewriter.replaceOp(op, reshapeTo(rewriter, loc, reduced, resultType));
+      return success();
+    }
     Value init = initialValue(rewriter, loc, elementType, kind);
     Value reduced = buildReduction(
         rewriter, loc, op.getInput(), axes, init,
@@ -74,9 +88,6 @@ struct ReductionLowering : OpRewritePattern<OpTy> {
           return combine(b, l, args[0], args[1], kind);
         });
     if (kind == Kind::Mean) {
-      int64_t count = 1;
-      for (int64_t a : axes)
-        count *= inputType.getDimSize(a);
       auto type = cast<RankedTensorType>(reduced.getType());
       reduced = buildElementwise(
           rewriter, loc, type, {reduced},

@@ -211,16 +211,36 @@ struct SliceGradLowering : OpRewritePattern<SliceGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (llvm::any_of(op.getStrides(), [](int64_t s) { return s < 0; }))
-      return op.emitOpError("with a negative stride is not lowered yet");
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
     auto gradType = tensorType(op.getOutputGrad());
+    // A negative stride reads start, start + stride, ..., i.e. the positions
+    // start + (n - 1) * stride, ..., start with the positive stride, in
+    // reverse: the gradient is reversed along those dimensions and inserted
+    // with the positive stride.
+    Value grad = op.getOutputGrad();
+    SmallVector<int64_t> starts(op.getStarts()), strides(op.getStrides());
+    SmallVector<int64_t> flipStarts(gradType.getRank(), 0),
+        flipStrides(gradType.getRank(), 1);
+    bool flip = false;
+    for (int64_t d = 0; d < gradType.getRank(); ++d) {
+      if (strides[d] > 0)
+        continue;
+      int64_t n = gradType.getDimSize(d);
+      if (n > 0)
+        starts[d] += (n - 1) * strides[d];
+      strides[d] = -strides[d];
+      flipStarts[d] = std::max<int64_t>(n - 1, 0);
+      flipStrides[d] = -1;
+      flip = true;
+    }
+    if (flip)
+      grad = gatherStrided(rewriter, loc, grad, gradType, flipStarts,
+                           flipStrides);
     Value result = tensor::InsertSliceOp::create(
-        rewriter, loc, op.getOutputGrad(), zeros(rewriter, loc, type),
-        indexAttrs(rewriter, op.getStarts()),
-        indexAttrs(rewriter, gradType.getShape()),
-        indexAttrs(rewriter, op.getStrides()));
+        rewriter, loc, grad, zeros(rewriter, loc, type),
+        indexAttrs(rewriter, starts), indexAttrs(rewriter, gradType.getShape()),
+        indexAttrs(rewriter, strides));
     rewriter.replaceOp(op, result);
     return success();
   }

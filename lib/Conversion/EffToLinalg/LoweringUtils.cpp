@@ -139,6 +139,51 @@ Value buildReduction(OpBuilder &b, Location loc, Value input,
   return generic.getResult(0);
 }
 
+Type accumulatorType(Type type) {
+  if (type.isF32())
+    return Float64Type::get(type.getContext());
+  if (type.isF16() || type.isBF16())
+    return Float32Type::get(type.getContext());
+  return type;
+}
+
+Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+               ScalarFn term, ValueRange operands, double divisor,
+               Type resultElementType) {
+  Type elementType = resultElementType
+                         ? resultElementType
+                         : cast<RankedTensorType>(input.getType())
+                               .getElementType();
+  Type acc = accumulatorType(elementType);
+  bool isFloat = isa<FloatType>(elementType);
+  Value sum = buildReduction(
+      b, loc, input, axes, scalarConstant(b, loc, acc, 0),
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value t = term(nb, l, args.drop_back());
+        if (acc != elementType)
+          t = arith::ExtFOp::create(nb, l, acc, t);
+        return isFloat ? arith::AddFOp::create(nb, l, t, args.back()).getResult()
+                       : arith::AddIOp::create(nb, l, t, args.back()).getResult();
+      },
+      operands);
+  if (acc == elementType && divisor == 1.0)
+    return sum;
+  auto resultType = cast<RankedTensorType>(sum.getType()).clone(elementType);
+  return buildElementwise(
+      b, loc, resultType, {sum},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value v = args[0];
+        if (divisor != 1.0) {
+          Value d = scalarConstant(nb, l, acc, divisor);
+          v = isFloat ? arith::DivFOp::create(nb, l, v, d).getResult()
+                      : arith::DivSIOp::create(nb, l, v, d).getResult();
+        }
+        if (acc != elementType)
+          v = arith::TruncFOp::create(nb, l, elementType, v);
+        return v;
+      });
+}
+
 Value reshapeTo(OpBuilder &b, Location loc, Value value,
                 RankedTensorType type) {
   auto sourceType = cast<RankedTensorType>(value.getType());

@@ -1,8 +1,9 @@
 //===- LinalgToBlas.cpp - f32 matrix products to the runtime's GEMM -------===//
 //
-// After bufferization a product is a linalg.matmul / batch_matmul on memrefs.
-// When every operand has a unit inner stride, it is exactly a (strided,
-// possibly transposed, possibly batched) GEMM: it becomes a call to
+// After bufferization a product is a linalg.matmul / batch_matmul /
+// batch_reduce_matmul on memrefs. When every operand has a unit inner
+// stride, it is exactly a (strided, possibly transposed, possibly batched,
+// possibly broadcast over the batch) GEMM: it becomes a call to
 // `effrt_sgemm` / `effrt_sgemm_batched`, implemented by libeffrt with its
 // BLAS. The generated code then carries no GEMM of its own and the choice of
 // BLAS stays with the runtime.
@@ -71,6 +72,18 @@ std::optional<GemmOperand> classify(Value memref, AffineMap map,
   if (!strides)
     return std::nullopt;
   unsigned rank = map.getNumResults();
+  // A batched product's operand is [batch, rows, cols], or [rows, cols]
+  // broadcast over the batch (batch stride 0): a filter shared by every
+  // sample, or the accumulator of a batch_reduce_matmul.
+  int64_t batchStride = 0;
+  if (batched && rank == 3) {
+    auto b = dyn_cast<AffineDimExpr>(map.getResult(0));
+    if (!b || b.getPosition() != 0)
+      return std::nullopt;
+    batchStride = (*strides)[0];
+  } else if (rank != 2) {
+    return std::nullopt;
+  }
   auto dimAt = [&](unsigned i) -> std::optional<unsigned> {
     if (auto d = dyn_cast<AffineDimExpr>(map.getResult(i)))
       return d.getPosition();
@@ -79,8 +92,7 @@ std::optional<GemmOperand> classify(Value memref, AffineMap map,
   auto r = dimAt(rank - 2), c = dimAt(rank - 1);
   if (!r || !c || (*strides)[rank - 1] != 1)
     return std::nullopt;
-  GemmOperand op{memref, false, (*strides)[rank - 2],
-                 batched ? (*strides)[0] : 0};
+  GemmOperand op{memref, false, (*strides)[rank - 2], batchStride};
   if (*r == rowLoop && *c == colLoop)
     op.transposed = false;
   else if (*r == colLoop && *c == rowLoop)
@@ -106,7 +118,8 @@ struct EffLinalgToBlasPass
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> products;
     module.walk([&](linalg::LinalgOp op) {
-      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) &&
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp,
+              linalg::BatchReduceMatmulOp>(op) &&
           op.hasPureBufferSemantics())
         products.push_back(op);
     });
@@ -116,7 +129,7 @@ struct EffLinalgToBlasPass
   }
 
   LogicalResult rewrite(ModuleOp module, linalg::LinalgOp op) {
-    bool batched = isa<linalg::BatchMatmulOp>(op);
+    bool batched = isa<linalg::BatchMatmulOp, linalg::BatchReduceMatmulOp>(op);
     Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1];
     Value c = op.getDpsInits()[0];
     auto cType = cast<MemRefType>(c.getType());
@@ -128,15 +141,14 @@ struct EffLinalgToBlasPass
     // Loops: [batch,] m, n, k.
     unsigned base = batched ? 1 : 0;
     unsigned m = base, n = base + 1, k = base + 2;
-    if (batched) {
-      for (AffineMap map : maps)
-        if (map.getNumResults() != 3 || map.getResult(0) != getAffineDimExpr(0, op.getContext()))
-          return failure();
-    }
     auto ga = classify(a, maps[0], m, k, batched);
     auto gb = classify(bm, maps[1], k, n, batched);
     auto gc = classify(c, maps[2], m, n, batched);
     if (!ga || !gb || !gc || gc->transposed)
+      return failure();
+    // Only a batch_reduce_matmul accumulates every batch into one C.
+    if (batched && (gc->batchStride == 0) !=
+                       isa<linalg::BatchReduceMatmulOp>(op.getOperation()))
       return failure();
 
     SmallVector<int64_t> loops = op.getStaticLoopRanges();

@@ -150,19 +150,28 @@ LogicalResult convertSoftsign(NodeContext &ctx) {
   return success();
 }
 
-/// max(0, min(1, alpha * x + beta)).
-Value hardSigmoid(NodeContext &ctx, Value x, double alpha, double beta) {
+/// max(0, min(1, alpha * x + beta)), as selects so that the gradient at
+/// the kinks is PyTorch's: `inclusive` passes it where alpha x + beta is
+/// exactly 0 or 1 (hardswish_backward), otherwise only strictly between
+/// (hardsigmoid_backward). eff.max / eff.min would split it in half there.
+Value hardSigmoid(NodeContext &ctx, Value x, double alpha, double beta,
+                  bool inclusive) {
   Value linear = ctx.create<eff::AddOp>(mulScalar(ctx, x, alpha),
                                         scalarLike(ctx, beta, x));
-  Value clipped = ctx.create<eff::MinOp>(linear, scalarLike(ctx, 1.0, x));
-  return ctx.create<eff::MaxOp>(clipped, scalarLike(ctx, 0.0, x));
+  Value zero = scalarLike(ctx, 0.0, x), one = scalarLike(ctx, 1.0, x);
+  Value low = ctx.create<eff::CmpOp>(
+      inclusive ? eff::CmpPredicate::lt : eff::CmpPredicate::le, linear, zero);
+  Value high = ctx.create<eff::CmpOp>(
+      inclusive ? eff::CmpPredicate::gt : eff::CmpPredicate::ge, linear, one);
+  Value upper = ctx.create<eff::WhereOp>(high, one, linear);
+  return ctx.create<eff::WhereOp>(low, zero, upper);
 }
 
 LogicalResult convertHardSigmoid(NodeContext &ctx) {
   if (failed(requireFloat(ctx)))
     return failure();
   ctx.setOutput(0, hardSigmoid(ctx, ctx.input(0), ctx.getFloat("alpha", 0.2),
-                               ctx.getFloat("beta", 0.5)));
+                               ctx.getFloat("beta", 0.5), /*inclusive=*/false));
   return success();
 }
 
@@ -171,8 +180,9 @@ LogicalResult convertHardSwish(NodeContext &ctx) {
   if (failed(requireFloat(ctx)))
     return failure();
   Value x = ctx.input(0);
-  ctx.setOutput(0,
-                ctx.create<eff::MulOp>(x, hardSigmoid(ctx, x, 1.0 / 6.0, 0.5)));
+  ctx.setOutput(0, ctx.create<eff::MulOp>(
+                       x, hardSigmoid(ctx, x, 1.0 / 6.0, 0.5,
+                                      /*inclusive=*/true)));
   return success();
 }
 

@@ -73,13 +73,22 @@ LogicalResult convertCast(NodeContext &ctx) {
   return success();
 }
 
-/// Clip(x, min?, max?) with constant bounds.
+/// Clip(x, min?, max?): x < min ? min : x, then x > max ? max : x. Selects
+/// rather than eff.max / eff.min, whose gradient splits ties in half: as
+/// torch.clamp (which PyTorch exports as Clip), a value equal to a bound
+/// passes its whole gradient, and a NaN stays NaN.
 LogicalResult convertClip(NodeContext &ctx) {
   Value result = ctx.input(0);
-  if (ctx.hasInput(1))
-    result = ctx.create<eff::MaxOp>(result, ctx.input(1));
-  if (ctx.hasInput(2))
-    result = ctx.create<eff::MinOp>(result, ctx.input(2));
+  if (ctx.hasInput(1)) {
+    Value below =
+        ctx.create<eff::CmpOp>(eff::CmpPredicate::lt, result, ctx.input(1));
+    result = ctx.create<eff::WhereOp>(below, ctx.input(1), result);
+  }
+  if (ctx.hasInput(2)) {
+    Value above =
+        ctx.create<eff::CmpOp>(eff::CmpPredicate::gt, result, ctx.input(2));
+    result = ctx.create<eff::WhereOp>(above, ctx.input(2), result);
+  }
   ctx.setOutput(0, result);
   return success();
 }

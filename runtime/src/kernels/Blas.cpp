@@ -5,6 +5,15 @@
 // over for degenerate shapes (and when sizes exceed BLAS's 32-bit ints, or
 // when the runtime is built without OpenBLAS).
 //
+// Threads: compiled loop nests run on OpenMP (LLVM's libomp), and so do
+// the products: OpenBLAS itself stays single-threaded and a large product
+// is cut into blocks of rows (or columns) of C, one cblas_sgemm each, that
+// the OpenMP threads share; a batched product shares out its batches. One
+// pool of threads serves the whole step, with no second pool spinning
+// against it. The blocks depend only on the shape, never on the number of
+// threads, so every element of C comes from the same call with the same
+// operands: results are bit-identical for any number of threads.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effrt/Kernels.h"
@@ -16,6 +25,18 @@
 
 #ifdef EFFRT_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
+#ifdef EFFRT_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#ifdef EFFRT_HAVE_OPENBLAS
+extern "C" {
+// OpenBLAS extensions (declared in its cblas.h, not in every cblas.h).
+void openblas_set_num_threads(int);
+int openblas_get_num_threads(void);
+char *openblas_get_config(void);
+}
 #endif
 
 namespace {
@@ -39,12 +60,12 @@ void referenceSgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K,
 }
 
 bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
-} // namespace
 
-extern "C" void effrt_sgemm(int32_t transA, int32_t transB, int64_t M,
-                            int64_t N, int64_t K, float alpha, const float *A,
-                            int64_t lda, const float *B, int64_t ldb,
-                            float beta, float *C, int64_t ldc) {
+/// One product on the calling thread.
+void sgemmSerial(int32_t transA, int32_t transB, int64_t M, int64_t N,
+                 int64_t K, float alpha, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C,
+                 int64_t ldc) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0 || alpha == 0.0f) {
@@ -68,6 +89,13 @@ extern "C" void effrt_sgemm(int32_t transA, int32_t transB, int64_t M,
               (ldc >= N || M == 1);
   if (ldOk && fitsInt(M) && fitsInt(N) && fitsInt(K) && fitsInt(lda2) &&
       fitsInt(ldb2) && fitsInt(ldc2)) {
+#ifdef EFFRT_HAVE_OPENMP
+    // OpenMP's threads call it: OpenBLAS must not start threads of its own
+    // (whoever loaded the runtime, effrun or Python, and whatever
+    // OPENBLAS_NUM_THREADS says).
+    static const bool singleThreaded = (openblas_set_num_threads(1), true);
+    (void)singleThreaded;
+#endif
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, static_cast<int>(M),
                 static_cast<int>(N), static_cast<int>(K), alpha, A,
@@ -80,6 +108,63 @@ extern "C" void effrt_sgemm(int32_t transA, int32_t transB, int64_t M,
                  beta, C, ldc);
 }
 
+/// Products below this many multiply-adds run as one call: splitting
+/// them costs more than it saves.
+constexpr int64_t kSplitMinWork = int64_t(1) << 21;
+/// Rows (or columns) of C per block at least, a multiple of every
+/// microkernel's tile.
+constexpr int64_t kMinBlock = 64;
+constexpr int64_t kMaxBlocks = 16;
+
+bool inParallel() {
+#ifdef EFFRT_HAVE_OPENMP
+  return omp_in_parallel() != 0;
+#else
+  return true;
+#endif
+}
+} // namespace
+
+extern "C" void effrt_sgemm(int32_t transA, int32_t transB, int64_t M,
+                            int64_t N, int64_t K, float alpha, const float *A,
+                            int64_t lda, const float *B, int64_t ldb,
+                            float beta, float *C, int64_t ldc) {
+  // Blocks of C from the shape alone: the larger of M and N is cut.
+  bool splitRows = M >= N;
+  int64_t extent = splitRows ? M : N;
+  int64_t blocks = 1;
+  if (M > 0 && N > 0 && K > 0 && M * N > 0 && M * N * K >= kSplitMinWork)
+    blocks = std::min(kMaxBlocks, extent / kMinBlock);
+  if (blocks <= 1) {
+    sgemmSerial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  // Block sizes: multiples of 16, the last one takes the rest.
+  int64_t size = ((extent + blocks - 1) / blocks + 15) / 16 * 16;
+  blocks = (extent + size - 1) / size;
+  auto run = [&](int64_t i) {
+    int64_t first = i * size, count = std::min(size, extent - first);
+    if (splitRows)
+      sgemmSerial(transA, transB, count, N, K, alpha,
+                  transA ? A + first : A + first * lda, lda, B, ldb, beta,
+                  C + first * ldc, ldc);
+    else
+      sgemmSerial(transA, transB, M, count, K, alpha, A, lda,
+                  transB ? B + first * ldb : B + first, ldb, beta, C + first,
+                  ldc);
+  };
+  if (inParallel()) {
+    for (int64_t i = 0; i < blocks; ++i)
+      run(i);
+    return;
+  }
+#ifdef EFFRT_HAVE_OPENMP
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < blocks; ++i)
+    run(i);
+#endif
+}
+
 extern "C" void effrt_sgemm_batched(int32_t transA, int32_t transB,
                                     int64_t batch, int64_t M, int64_t N,
                                     int64_t K, float alpha, const float *A,
@@ -87,26 +172,59 @@ extern "C" void effrt_sgemm_batched(int32_t transA, int32_t transB,
                                     const float *B, int64_t ldb,
                                     int64_t strideB, float beta, float *C,
                                     int64_t ldc, int64_t strideC) {
-  for (int64_t b = 0; b < batch; ++b)
+  auto run = [&](int64_t b) {
     effrt_sgemm(transA, transB, M, N, K, alpha, A + b * strideA, lda,
                 B + b * strideB, ldb, beta, C + b * strideC, ldc);
+  };
+  // Batches accumulating into one C (strideC == 0) run in order; others
+  // are independent and shared out when there are enough of them to keep
+  // every thread busy (a batch's own product then runs on its thread).
+  bool shareBatches = strideC != 0 && batch > 1 && !inParallel();
+#ifdef EFFRT_HAVE_OPENMP
+  shareBatches = shareBatches && batch >= omp_get_max_threads();
+  if (shareBatches) {
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < batch; ++b)
+      run(b);
+    return;
+  }
+#endif
+  (void)shareBatches;
+  for (int64_t b = 0; b < batch; ++b)
+    run(b);
 }
 
 #ifdef EFFRT_HAVE_OPENBLAS
-extern "C" {
-// OpenBLAS extensions (declared in its cblas.h, not in every cblas.h).
-void openblas_set_num_threads(int);
-int openblas_get_num_threads(void);
-char *openblas_get_config(void);
-}
-
-void effrt::setBlasThreads(int threads) {
-  openblas_set_num_threads(std::max(threads, 1));
-}
-int effrt::blasThreads() { return openblas_get_num_threads(); }
 const char *effrt::blasName() { return openblas_get_config(); }
 #else
-void effrt::setBlasThreads(int) {}
-int effrt::blasThreads() { return 1; }
 const char *effrt::blasName() { return "reference"; }
 #endif
+
+void effrt::setBlasThreads(int threads) {
+  threads = std::max(threads, 1);
+#ifdef EFFRT_HAVE_OPENMP
+  // One pool: OpenMP's threads run the loops and share out the products.
+#ifdef EFFRT_HAVE_OPENBLAS
+  openblas_set_num_threads(1);
+#endif
+  omp_set_num_threads(threads);
+  // `threads` is an upper bound: on a machine whose cores are busy with
+  // other work, libomp's load balancing runs fewer, rather than making
+  // every barrier wait for a thread the kernel has descheduled (which costs
+  // a time slice per parallel loop). The work split never depends on the
+  // number of threads, so neither do the results.
+  omp_set_dynamic(1);
+#elif defined(EFFRT_HAVE_OPENBLAS)
+  openblas_set_num_threads(threads);
+#endif
+}
+
+int effrt::blasThreads() {
+#ifdef EFFRT_HAVE_OPENMP
+  return omp_get_max_threads();
+#elif defined(EFFRT_HAVE_OPENBLAS)
+  return openblas_get_num_threads();
+#else
+  return 1;
+#endif
+}

@@ -383,11 +383,15 @@ int run(const Options &o) {
     fail("--steps ", o.steps, " is too large");
   data->checkSteps(first, o.steps);
 
-  if (o.threads > 0)
-    setBlasThreads(o.threads);
-  else if (!std::getenv("OPENBLAS_NUM_THREADS"))
-    setBlasThreads(static_cast<int>(
-        std::max(1u, std::thread::hardware_concurrency())));
+  // One count for the compiled loops (OpenMP) and the products: --threads,
+  // else OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, else every hardware thread.
+  int threads = o.threads;
+  for (const char *name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (const char *env = std::getenv(name); threads <= 0 && env)
+      threads = std::atoi(env);
+  if (threads <= 0)
+    threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  setBlasThreads(threads);
 
   std::unique_ptr<LossLog> log;
   if (!o.log.empty())
@@ -477,7 +481,8 @@ int main(int argc, char **argv) {
                  "continue from a checkpoint written by --save");
   app.add_option("--seed", o.seed, "seed of the token windows (.bin data)");
   app.add_option("--threads", o.threads,
-                 "BLAS threads (default: all hardware threads)")
+                 "threads for the compiled loops and the BLAS (default: "
+                 "OMP_NUM_THREADS, else all hardware threads)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--quiet,-q", o.quiet, "print nothing but errors");
   try {

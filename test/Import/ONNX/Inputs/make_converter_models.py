@@ -96,6 +96,27 @@ def hard_swish():
 
 
 @model
+def clip():
+    g = Graph("clip")
+    x = g.input("x", F, [2, 3])
+    lo = g.const(np.float32(-0.5), np.float32, name="lo")
+    hi = g.const(np.float32(0.75), np.float32, name="hi")
+    g.op("Clip", [x, lo, hi], outputs=["y"], name="clip")
+    g.output("y", F, [2, 3])
+    return g.model()
+
+
+@model
+def clip_min_only():
+    g = Graph("clip_min_only")
+    x = g.input("x", F, [2, 3])
+    lo = g.const(np.float32(0.0), np.float32, name="lo")
+    g.op("Clip", [x, lo], outputs=["y"], name="clip")
+    g.output("y", F, [2, 3])
+    return g.model()
+
+
+@model
 def thresholded_relu():
     return unary("thresholded_relu", "ThresholdedRelu", alpha=0.5)
 
