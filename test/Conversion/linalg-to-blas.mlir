@@ -81,3 +81,31 @@ func.func @reduce_f64(%a: memref<2x2x2xf64>, %b: memref<2x2x2xf64>, %c: memref<2
   linalg.batch_reduce_matmul ins(%a, %b : memref<2x2x2xf64>, memref<2x2x2xf64>) outs(%c : memref<2x2xf64>)
   return
 }
+
+// A zero fill of exactly C right before the product (through a reshape
+// view) is dropped: the call gets beta = 0 and BLAS writes C unread.
+// CHECK-LABEL: func.func @zero_fill_beta
+// CHECK-DAG: %[[BETA0:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT: linalg.fill
+// CHECK: call @effrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BETA0]], %{{.*}}, %{{.*}})
+func.func @zero_fill_beta(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %buf: memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%buf : memref<64xf32>)
+  %y = memref.expand_shape %buf [[0, 1]] output_shape [4, 16] : memref<64xf32> into memref<4x16xf32>
+  linalg.matmul ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%y : memref<4x16xf32>)
+  return
+}
+
+// Anything else between the fill and the product keeps the fill (and beta = 1).
+// CHECK-LABEL: func.func @fill_then_read
+// CHECK-DAG: %[[BETA1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: call @effrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BETA1]], %{{.*}}, %{{.*}})
+func.func @fill_then_read(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %y: memref<4x16xf32>, %out: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<4x16xf32>)
+  memref.copy %y, %out : memref<4x16xf32> to memref<4x16xf32>
+  linalg.matmul ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%y : memref<4x16xf32>)
+  return
+}

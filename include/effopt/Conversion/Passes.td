@@ -38,6 +38,9 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
     product, as im2col convolutions share their filter) has batch stride 0;
     `linalg.batch_reduce_matmul` (a convolution's filter gradient) is the
     batched call with `strideC = 0`, which accumulates the batches in order.
+    A `linalg.fill` of +0.0 writing exactly C right before the product (only
+    reshape views and constants between) is dropped and the call gets
+    `beta = 0`: BLAS then writes C without reading it, saving a pass over C.
     The generated code therefore never embeds a GEMM of its own, and the
     same IR can target cuBLASLt. Products it cannot express stay as linalg
     loops.
@@ -47,7 +50,9 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect",
                            "::mlir::func::FuncDialect"];
   let statistics = [
-    Statistic<"numGemmCalls", "gemm-calls", "Number of GEMM calls emitted">
+    Statistic<"numGemmCalls", "gemm-calls", "Number of GEMM calls emitted">,
+    Statistic<"numFillsFolded", "fills-folded",
+              "Number of zero fills of C replaced by beta = 0">
   ];
 }
 

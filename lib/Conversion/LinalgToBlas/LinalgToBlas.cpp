@@ -102,6 +102,41 @@ std::optional<GemmOperand> classify(Value memref, AffineMap map,
   return op;
 }
 
+/// The linalg.fill with +0.0 that writes exactly the buffer `c` of `product`
+/// right before it: only views of it (collapse/expand) and constants may
+/// come between, so nothing reads the zeros but the product.
+linalg::FillOp zeroFillOf(Operation *product, Value c) {
+  // `c` itself may be a reshaped view of the filled buffer.
+  Value root = c;
+  while (Operation *def = root.getDefiningOp()) {
+    if (auto v = dyn_cast<memref::CollapseShapeOp>(def))
+      root = v.getSrc();
+    else if (auto v = dyn_cast<memref::ExpandShapeOp>(def))
+      root = v.getSrc();
+    else
+      break;
+  }
+  for (Operation *prev = product->getPrevNode(); prev;
+       prev = prev->getPrevNode()) {
+    if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(prev) ||
+        prev->hasTrait<OpTrait::ConstantLike>())
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(prev);
+    if (!fill || !fill.hasPureBufferSemantics() ||
+        fill.getDpsInits()[0] != root)
+      return {};
+    auto type = dyn_cast<MemRefType>(root.getType());
+    if (!type || !type.getLayout().isIdentity() ||
+        type.getNumElements() != cast<MemRefType>(c.getType()).getNumElements())
+      return {};
+    auto value = fill.getDpsInputs()[0].getDefiningOp<arith::ConstantFloatOp>();
+    if (!value || !value.value().isPosZero())
+      return {};
+    return fill;
+  }
+  return {};
+}
+
 func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
@@ -151,6 +186,8 @@ struct EffLinalgToBlasPass
                        isa<linalg::BatchReduceMatmulOp>(op.getOperation()))
       return failure();
 
+    // Before any op is created in front of the product.
+    linalg::FillOp fill = zeroFillOf(op, c);
     SmallVector<int64_t> loops = op.getStaticLoopRanges();
     OpBuilder b(op);
     Location loc = op.getLoc();
@@ -172,8 +209,16 @@ struct EffLinalgToBlasPass
     args.append({firstElementPointer(b, loc, bm), i64(gb->leadingDim)});
     if (batched)
       args.push_back(i64(gb->batchStride));
-    // linalg products accumulate into C: beta = 1.
-    args.append({one, firstElementPointer(b, loc, c), i64(gc->leadingDim)});
+    // linalg products accumulate into C: beta = 1, or 0 when C was just
+    // zero-filled (the fill is dropped: BLAS does not read C then).
+    Value beta = one;
+    if (fill) {
+      fill->erase();
+      beta = arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                            APFloat(0.0f));
+      ++numFillsFolded;
+    }
+    args.append({beta, firstElementPointer(b, loc, c), i64(gc->leadingDim)});
     if (batched)
       args.push_back(i64(gc->batchStride));
     auto callee = declare(module, batched ? kGemmBatched : kGemm,

@@ -10,7 +10,9 @@
  *                         op(A) is M x K, op(B) is K x N, C is M x N;
  *                         op(X) = X, or X transposed when transX != 0.
  *   effrt_sgemm_batched:  the same for `batch` matrices at A + b*strideA,
- *                         B + b*strideB, C + b*strideC.
+ *                         B + b*strideB, C + b*strideC; with strideC == 0
+ *                         they all add to one C:
+ *                         C = alpha * sum_b op(A_b) op(B_b) + beta * C.
  *
  * As in BLAS, C is not read when beta == 0.
  *

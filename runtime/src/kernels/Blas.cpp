@@ -172,9 +172,11 @@ extern "C" void effrt_sgemm_batched(int32_t transA, int32_t transB,
                                     const float *B, int64_t ldb,
                                     int64_t strideB, float beta, float *C,
                                     int64_t ldc, int64_t strideC) {
+  // With strideC == 0 every batch adds to the one C: beta scales it once.
   auto run = [&](int64_t b) {
     effrt_sgemm(transA, transB, M, N, K, alpha, A + b * strideA, lda,
-                B + b * strideB, ldb, beta, C + b * strideC, ldc);
+                B + b * strideB, ldb, strideC == 0 && b > 0 ? 1.0f : beta,
+                C + b * strideC, ldc);
   };
   // Batches accumulating into one C (strideC == 0) run in order; others
   // are independent and shared out when there are enough of them to keep
