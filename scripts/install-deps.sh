@@ -15,8 +15,8 @@ PACKAGES=(
   libopenblas-dev libopenblas0-pthread nlohmann-json3-dev zlib1g-dev
   # LLVM's OpenMP runtime: threads for compiled loop nests and products.
   libomp-22-dev
-  # Header-only command-line parsing for effrun.
-  libcli11-dev
+  # Header-only command-line parsing (effrun) and TOML (effc --config).
+  libcli11-dev libtomlplusplus-dev
   # Reference framework and exporters for examples and numerical tests.
   python3 python3-torch python3-onnx python3-numpy python3-sklearn
   # A real text corpus for the language-model example.
