@@ -80,6 +80,9 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--policies", default="none,selective,full,sqrt")
+    ap.add_argument("--budgets", default="0.25,0.5,0.75",
+                    help="fractions of none's activation bytes to allow "
+                         "(--remat budget:B), plus full's planned bytes")
     args = ap.parse_args()
 
     import numpy as np
@@ -110,13 +113,34 @@ def main():
                                         args.steps, args.steps - 2, args.threads))
 
     rows = []
-    for policy in args.policies.split(","):
-        stem = os.path.join(work, policy.replace(":", "_"))
+    policies = args.policies.split(",")
+    if args.budgets:
+        policies += ["budget@%s" % f for f in args.budgets.split(",")]
+        policies += ["budget@full"]
+    for policy in policies:
+        label = policy
+        if policy.startswith("budget@"):
+            # Budgets relative to none: planned - (1 - f) * activations, or
+            # the planned bytes of full checkpointing.
+            by = {r[0]: r for r in rows}
+            what = policy.split("@")[1]
+            if what == "full":
+                budget = by["full"][1]
+            else:
+                f = float(what)
+                budget = int(by["none"][1] - (1 - f) * by["none"][2])
+            policy = "budget:%d" % budget
+            label = "budget %s" % (what if what == "full" else
+                                   "%d%%" % round(100 * float(what)))
+        stem = os.path.join(work, label.replace(" ", "_").replace("%", ""))
         t0 = time.perf_counter()
-        subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
-                        stem + ".effx", "--optimizer", "adamw", "--lr", "3e-4",
-                        "--remat", policy, "--report-json", stem + ".json"],
-                       check=True)
+        r = subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
+                            stem + ".effx", "--optimizer", "adamw", "--lr",
+                            "3e-4", "--remat", policy, "--report-json",
+                            stem + ".json"], capture_output=True, text=True)
+        if r.returncode != 0:
+            print("%-13s does not fit: %s" % (label, r.stderr.strip().splitlines()[-1]))
+            continue
         compile_s = time.perf_counter() - t0
         report = json.load(open(stem + ".json"))
         _, rss = timed([os.path.join(args.bin, "effrun"), stem + ".effx",
@@ -125,17 +149,17 @@ def main():
                         "--quiet"])
         log = [json.loads(l) for l in open(stem + ".jsonl")]
         ms = statistics.median(s["time_ms"] for s in log[2:])
-        rows.append((policy, report["total_bytes"],
+        rows.append((label, report["total_bytes"],
                      report["peak"]["by_category"]["activations"], rss, ms,
                      compile_s))
 
     print()
-    print("%-12s %12s %14s %12s %10s %8s %9s %8s" %
+    print("%-13s %12s %14s %12s %10s %8s %9s %8s" %
           ("policy", "planned MiB", "activ. MiB", "RSS MiB", "ms/step",
            "time", "activ.", "compile"))
     base_ms, base_act = rows[0][4], rows[0][2]
     for policy, planned, act, rss, ms, cs in rows:
-        print("%-12s %12s %14s %12s %10.1f %7.2fx %8.2fx %7.1fs" %
+        print("%-13s %12s %14s %12s %10.1f %7.2fx %8.2fx %7.1fs" %
               (policy, mib(planned), mib(act), mib(rss), ms, ms / base_ms,
                base_act / max(act, 1), cs))
 
