@@ -56,15 +56,6 @@ print(json.dumps({"median_ms": 1000 * statistics.median(times[2:])}))
 '''
 
 
-def timed(cmd):
-    r = subprocess.run(["/usr/bin/time", "-f", "MAXRSS %M"] + cmd,
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit("FAILED: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
-    rss = [int(l.split()[1]) for l in r.stderr.splitlines() if l.startswith("MAXRSS")]
-    return r.stdout, rss[-1] * 1024
-
-
 def mib(b):
     return "%.1f" % (b / 2 ** 20)
 
@@ -88,6 +79,7 @@ def main():
     import numpy as np
     import torch
     import train_vs_torch as t
+    from cpu_vs_torch import timed
 
     torch.manual_seed(0)
     rng = np.random.RandomState(0)

@@ -18,7 +18,6 @@ Prints one line per case and `N passed, M failed`; exits 1 on any mismatch
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -28,7 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_vs_torch import read_safetensors  # noqa: E402
+from train_vs_torch import read_safetensors, tool  # noqa: E402
 from train_vs_torch import export as export_graph  # noqa: E402
 
 
@@ -123,14 +122,6 @@ def run(cmd):
                                                   r.stderr))
     return r.stdout
 
-
-def tool(args, name):
-    if args.bin:
-        return os.path.join(args.bin, name)
-    found = shutil.which(name)
-    if not found:
-        raise SystemExit("%s is not on PATH (pass --bin)" % name)
-    return found
 
 
 def train_effopt(args, work, onnx_path, npz_path, steps):

@@ -35,7 +35,6 @@ import concurrent.futures
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -45,7 +44,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_vs_torch import read_safetensors  # noqa: E402
+from train_vs_torch import read_safetensors, tool  # noqa: E402
 from train_vs_torch import export as export_graph  # noqa: E402
 from conv_pool_vs_torch import CASES as CONV_POOL_CASES  # noqa: E402
 
@@ -608,14 +607,6 @@ def run(cmd):
         raise RuntimeError(lines[-1] if lines else "exit %d" % r.returncode)
     return r.stdout
 
-
-def tool(args, name):
-    if args.bin:
-        return os.path.join(args.bin, name)
-    found = shutil.which(name)
-    if not found:
-        raise SystemExit("%s is not on PATH (pass --bin)" % name)
-    return found
 
 
 def export_group(args, label, cases, upstream):

@@ -18,7 +18,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -28,7 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_vs_torch import read_safetensors  # noqa: E402
+from train_vs_torch import read_safetensors, tool  # noqa: E402
 from train_vs_torch import export as export_graph  # noqa: E402
 
 
@@ -167,14 +166,6 @@ def run(cmd):
         raise RuntimeError(lines[-1] if lines else "exit %d" % r.returncode)
     return r.stdout
 
-
-def tool(args, name):
-    if args.bin:
-        return os.path.join(args.bin, name)
-    found = shutil.which(name)
-    if not found:
-        raise SystemExit("%s is not on PATH (pass --bin)" % name)
-    return found
 
 
 def effc_flags(c):

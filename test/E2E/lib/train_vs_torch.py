@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -152,6 +153,16 @@ def read_safetensors(path):
         out[name] = np.frombuffer(raw[base + a:base + b],
                                   dtype=dtypes[e["dtype"]]).reshape(e["shape"])
     return out
+
+
+def tool(args, name):
+    """effc/effrun from --bin, else from PATH."""
+    if args.bin:
+        return os.path.join(args.bin, name)
+    found = shutil.which(name)
+    if not found:
+        raise SystemExit("%s is not on PATH (pass --bin)" % name)
+    return found
 
 
 def run(cmd):
