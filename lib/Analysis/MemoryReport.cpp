@@ -303,7 +303,7 @@ static std::string withCommas(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
-static std::string human(int64_t bytes) {
+std::string formatBytes(int64_t bytes) {
   if (bytes >= (int64_t(1) << 30))
     return llvm::formatv("{0:f2} GiB", bytes / double(1 << 30));
   if (bytes >= (1 << 20))
@@ -318,8 +318,8 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
     os << "memory report: " << title << "\n";
   os << llvm::formatv("  allocated {0} bytes ({1}) = state {2} + arena {3} + "
                       "io {4}\n",
-                      withCommas(totalBytes()), human(totalBytes()),
-                      human(state), human(arena), human(io));
+                      withCommas(totalBytes()), formatBytes(totalBytes()),
+                      formatBytes(state), formatBytes(arena), formatBytes(io));
   int64_t live = peakLiveBytes();
   os << llvm::formatv("  peak at schedule position {0} of {1}: {2} "
                       "(arena live {3}",
@@ -334,7 +334,7 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
   for (MemoryCategory c : kAllCategories)
     os << llvm::formatv("    {0,-16} {1,14}  {2}\n", categoryName(c),
                         withCommas(atPeak[static_cast<int>(c)]),
-                        human(atPeak[static_cast<int>(c)]));
+                        formatBytes(atPeak[static_cast<int>(c)]));
 
   // Per layer: persistent tensors and arena buffers live at the peak.
   std::map<std::string, std::vector<int64_t>> layers;
@@ -358,11 +358,11 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
     auto at = [&](MemoryCategory c) { return row[static_cast<int>(c)]; };
     os << llvm::formatv(
         "    {0,-24} {1,10} {2,10} {3,10} {4,10} {5,10}\n", layer,
-        human(at(MemoryCategory::Parameters) + at(MemoryCategory::Buffers)),
-        human(at(MemoryCategory::OptimizerState)),
-        human(at(MemoryCategory::Gradients)),
-        human(at(MemoryCategory::Activations)),
-        human(at(MemoryCategory::Temporaries) + at(MemoryCategory::Workspace)));
+        formatBytes(at(MemoryCategory::Parameters) + at(MemoryCategory::Buffers)),
+        formatBytes(at(MemoryCategory::OptimizerState)),
+        formatBytes(at(MemoryCategory::Gradients)),
+        formatBytes(at(MemoryCategory::Activations)),
+        formatBytes(at(MemoryCategory::Temporaries) + at(MemoryCategory::Workspace)));
   }
 
   llvm::stable_sort(live_, [](const ReportBuffer *a, const ReportBuffer *b) {
@@ -476,7 +476,7 @@ void MemoryReport::writeSvg(llvm::raw_ostream &os) const {
                       left, topMargin + plotH, left + plotW);
   os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">{2}"
                       "</text>\n",
-                      left - 6, topMargin + 4, human(top));
+                      left - 6, topMargin + 4, formatBytes(top));
   os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\">0</text>\n",
                       left - 6, topMargin + plotH + 4);
   os << llvm::formatv("<text x=\"{0}\" y=\"{1}\">schedule position (0..{2}): "
@@ -487,7 +487,7 @@ void MemoryReport::writeSvg(llvm::raw_ostream &os) const {
   os << llvm::formatv("<line x1=\"{0:f1}\" y1=\"{1}\" x2=\"{0:f1}\" y2=\"{2}\" "
                       "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",
                       px, topMargin, topMargin + plotH);
-  std::string label = llvm::formatv("peak {0} at {1}", human(peakBytes),
+  std::string label = llvm::formatv("peak {0} at {1}", formatBytes(peakBytes),
                                     peakOp.empty() ? std::to_string(peakAt)
                                                    : peakOp)
                           .str();

@@ -13,8 +13,8 @@
 
 namespace effopt {
 
-std::string cpuLoweringPipeline() {
-  return std::string(
+std::string cpuLoweringPipeline(const CpuPipelineOptions &options) {
+  std::string pipeline =
       // Expects eff-step-abi to have fixed the interface; eff-level cleanup
       // first drops the dead forward outputs.
       "canonicalize,cse,"
@@ -30,8 +30,13 @@ std::string cpuLoweringPipeline() {
       "function-boundary-type-conversion=identity-layout-map},"
       "canonicalize,"
       // GEMMs to the runtime's BLAS; entry point; one arena.
-      "eff-linalg-to-blas,eff-cpu-entry,inline,symbol-dce,canonicalize,"
-      "eff-memory-plan,"
+      "eff-linalg-to-blas,eff-cpu-entry,inline,symbol-dce,canonicalize,";
+  pipeline += options.attachMemoryReport
+                  ? "eff-memory-plan{attach-report=true}"
+                  : "eff-memory-plan";
+  if (options.stopAfterMemoryPlan)
+    return pipeline;
+  pipeline += ","
       // Loops: the outermost parallel loop of each large nest runs on
       // OpenMP threads, everything else is sequential; one kernel function
       // per nest. Then LLVM.
@@ -39,7 +44,8 @@ std::string cpuLoweringPipeline() {
       "convert-scf-to-openmp,canonicalize,lower-affine,convert-scf-to-cf,"
       "expand-strided-metadata,finalize-memref-to-llvm,"
       "math-expand-ops{ops=rsqrt},convert-math-to-libm,"
-      "convert-to-llvm,reconcile-unrealized-casts");
+      "convert-to-llvm,reconcile-unrealized-casts";
+  return pipeline;
 }
 
 void registerEffoptPipelines() {

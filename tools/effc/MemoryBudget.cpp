@@ -2,6 +2,7 @@
 
 #include "MemoryBudget.h"
 
+#include "effopt/Analysis/MemoryReport.h"
 #include "effopt/Dialect/Eff/IR/EffInterfaces.h"
 #include "effopt/Target/Effx.h"
 
@@ -42,14 +43,6 @@ std::optional<int64_t> parseBytes(llvm::StringRef text) {
       !std::isfinite(value))
     return std::nullopt;
   return static_cast<int64_t>(value * scale);
-}
-
-static std::string human(int64_t bytes) {
-  if (bytes >= (int64_t(1) << 30))
-    return llvm::formatv("{0:f2} GiB", bytes / double(1 << 30));
-  if (bytes >= (1 << 20))
-    return llvm::formatv("{0:f2} MiB", bytes / double(1 << 20));
-  return llvm::formatv("{0:f1} KiB", bytes / 1024.0);
 }
 
 namespace {
@@ -114,7 +107,7 @@ std::optional<BudgetChoice> fitMemoryBudget(ModuleOp imported, int64_t budget,
                                             const TrainingPipeline &training,
                                             llvm::StringRef lowering,
                                             llvm::raw_ostream &log) {
-  log << "effc: memory budget " << human(budget) << " (" << budget
+  log << "effc: memory budget " << effopt::formatBytes(budget) << " (" << budget
       << " bytes); planned memory per remat policy:\n";
   std::optional<Plan> best, smallest;
   for (llvm::StringRef policy : {"none", "selective", "sqrt", "full"}) {
@@ -128,7 +121,7 @@ std::optional<BudgetChoice> fitMemoryBudget(ModuleOp imported, int64_t budget,
     double extra = recomputedPercent(plan);
     log << llvm::formatv("  {0,-10} {1,12} bytes ({2,10})  recomputes "
                          "{3:f1}% of the step's FLOPs  {4}\n",
-                         policy, plan.bytes, human(plan.bytes), extra,
+                         policy, plan.bytes, effopt::formatBytes(plan.bytes), extra,
                          fits ? "fits" : "too large");
     if (!smallest || plan.bytes < smallest->bytes)
       smallest = plan;
@@ -140,7 +133,7 @@ std::optional<BudgetChoice> fitMemoryBudget(ModuleOp imported, int64_t budget,
       log << llvm::formatv(
           "effc: error: cannot fit {0} bytes: the smallest planned memory is "
           "{1} bytes ({2}) with --remat {3}, {4} bytes over\n",
-          budget, smallest->bytes, human(smallest->bytes), smallest->policy,
+          budget, smallest->bytes, effopt::formatBytes(smallest->bytes), smallest->policy,
           smallest->bytes - budget);
     else
       log << "effc: error: cannot fit the budget: no remat policy applies\n";
@@ -148,7 +141,7 @@ std::optional<BudgetChoice> fitMemoryBudget(ModuleOp imported, int64_t budget,
   }
   log << llvm::formatv("effc: chose --remat {0}: the least recomputation "
                        "that fits ({1} bytes planned, {2} to spare)\n",
-                       best->policy, best->bytes, human(budget - best->bytes));
+                       best->policy, best->bytes, effopt::formatBytes(budget - best->bytes));
   return BudgetChoice{best->policy, best->bytes};
 }
 
@@ -163,7 +156,7 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
   }
   log << llvm::formatv("effc: --remat budget:{0}: without remat {1} bytes "
                        "({2})\n",
-                       budget, none.bytes, human(none.bytes));
+                       budget, none.bytes, effopt::formatBytes(none.bytes));
   if (none.bytes <= budget)
     return 0;
   // The planned bytes do not fall one for one with the freed saved bytes
@@ -180,7 +173,7 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
     }
     log << llvm::formatv("  free {0,12} saved bytes: planned {1,12} bytes "
                          "({2,10}), recomputes {3:f1}% of the step's FLOPs\n",
-                         freeBytes, plan.bytes, human(plan.bytes),
+                         freeBytes, plan.bytes, effopt::formatBytes(plan.bytes),
                          recomputedPercent(plan));
     if (plan.bytes <= budget)
       return freeBytes;
@@ -198,7 +191,7 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
   log << llvm::formatv("effc: error: cannot fit {0} bytes: the smallest "
                        "planned memory with --remat budget is {1} bytes ({2}), "
                        "{3} bytes over\n",
-                       budget, smallest, human(smallest), smallest - budget);
+                       budget, smallest, effopt::formatBytes(smallest), smallest - budget);
   return std::nullopt;
 }
 

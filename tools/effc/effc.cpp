@@ -279,6 +279,13 @@ bool parseShape(StringRef spec, effopt::ONNXImportOptions &options) {
   return true;
 }
 
+/// The lowering up to the memory plan: what planning a remat choice needs.
+std::string planningPipeline() {
+  effopt::CpuPipelineOptions options;
+  options.stopAfterMemoryPlan = true;
+  return effopt::cpuLoweringPipeline(options);
+}
+
 LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
   PassManager pm(module.getContext());
   if (failed(parsePassPipeline(pipeline, pm)))
@@ -314,16 +321,12 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
     if (!budget)
       die("--memory-budget: '" + memoryBudget +
           "' is not a byte count (like 3000000, 512K, 1.5M, 2G)");
-    std::string lowering = effopt::cpuLoweringPipeline();
-    size_t plan = lowering.find("eff-memory-plan");
-    if (plan == std::string::npos)
-      die("internal: the lowering pipeline has no eff-memory-plan");
     std::optional<effc::BudgetChoice> choice = effc::fitMemoryBudget(
         *module, *budget,
         [](StringRef policy, int64_t freeBytes) {
           return stepPipeline(policy, freeBytes);
         },
-        StringRef(lowering).substr(0, lowering.find(',', plan)), errs());
+        planningPipeline(), errs());
     if (!choice)
       return failure();
     remat.setValue(choice->policy);
@@ -333,14 +336,12 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
   if (StringRef(remat).starts_with("budget:")) {
     int64_t budget =
         *effc::parseBytes(StringRef(remat).drop_front(strlen("budget:")));
-    std::string lowering = effopt::cpuLoweringPipeline();
-    size_t plan = lowering.find("eff-memory-plan");
     std::optional<int64_t> freeBytes = effc::fitRematBudget(
         *module, budget,
         [](StringRef policy, int64_t bytes) {
           return stepPipeline(policy, bytes);
         },
-        StringRef(lowering).substr(0, lowering.find(',', plan)), errs());
+        planningPipeline(), errs());
     if (!freeBytes)
       return failure();
     rematFreeBytes = *freeBytes;
@@ -364,14 +365,9 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
                                              ? std::string(" (forward)")
                                              : " (train_step, " + precision +
                                                    ", remat " + remat + ")")};
-  std::string lowering = effopt::cpuLoweringPipeline();
-  if (reportRequest.any()) {
-    size_t at = lowering.find("eff-memory-plan");
-    if (at == std::string::npos)
-      die("internal: the lowering pipeline has no eff-memory-plan");
-    lowering.replace(at, strlen("eff-memory-plan"),
-                     "eff-memory-plan{attach-report=true}");
-  }
+  effopt::CpuPipelineOptions loweringOptions;
+  loweringOptions.attachMemoryReport = reportRequest.any();
+  std::string lowering = effopt::cpuLoweringPipeline(loweringOptions);
   if (failed(runPipeline(*module, lowering)))
     return failure();
   if (reportRequest.any() &&

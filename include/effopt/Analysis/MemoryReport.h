@@ -43,6 +43,8 @@ enum class MemoryCategory {
 };
 constexpr int kNumMemoryCategories = 8;
 llvm::StringRef categoryName(MemoryCategory category);
+/// "512 B", "1.5 KiB", "3.67 MiB", "1.20 GiB".
+std::string formatBytes(int64_t bytes);
 
 /// One arena buffer.
 struct ReportBuffer {
