@@ -142,6 +142,8 @@ LogicalResult EffAutodiffPass::differentiate(func::FuncOp forward) {
       builder, eff::withProvenance(loss.getLoc(), eff::Provenance::Backward),
       DenseElementsAttr::get(lossType,
                              builder.getFloatAttr(lossType.getElementType(), 1.0)));
+  // Marked so that eff-loss-scaling can seed with the loss scale instead.
+  seed->setAttr(kLossSeedAttrName, builder.getUnitAttr());
   Operation *firstBackwardOp = seed;
   gradients[loss] = seed;
 

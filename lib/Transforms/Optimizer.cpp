@@ -101,6 +101,7 @@ void EffOptimizerPass::runOnOperation() {
   SmallVector<std::pair<Value, DictionaryAttr>> outputs;
   SmallVector<std::pair<Value, FlatSymbolRefAttr>> updates;
   SmallVector<GradientEntry> gradients;
+  Value skipStep; // eff-loss-scaling: true when the gradients overflowed
   llvm::DenseMap<Attribute, BlockArgument> argumentOf;
   for (BlockArgument arg : body.getArguments())
     if (auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(
@@ -116,6 +117,8 @@ void EffOptimizerPass::runOnOperation() {
         return signalPassFailure();
       }
       gradients.push_back({op, argumentOf[param], value});
+    } else if (step.getResultAttr(i, kSkipStepAttrName)) {
+      skipStep = value;
     } else if (auto buffer = step.getResultAttrOfType<FlatSymbolRefAttr>(
                    i, kBufferUpdateAttrName)) {
       updates.push_back({value, buffer});
@@ -207,6 +210,7 @@ void EffOptimizerPass::runOnOperation() {
   }
 
   // One fused update per parameter.
+  size_t firstOptimizerUpdate = updates.size();
   for (GradientEntry &entry : gradients) {
     StringRef name = entry.param.getSymName();
     auto type = entry.param.getTensorType();
@@ -259,6 +263,23 @@ void EffOptimizerPass::runOnOperation() {
       builder, loc, DenseElementsAttr::get(stepType, builder.getI64IntegerAttr(1)));
   updates.push_back({AddOp::create(builder, loc, stepCounter, one),
                      FlatSymbolRefAttr::get(context, "optimizer.step")});
+
+  // A skipped step (gradients not finite under loss scaling) leaves every
+  // optimizer update -- parameters, optimizer state, the step counter and so
+  // the schedule -- at its old value. Buffers (BatchNorm statistics, the
+  // loss scale itself) are updated by the forward either way.
+  if (skipStep) {
+    for (BlockArgument arg : body.getArguments())
+      if (auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(
+              arg.getArgNumber(), kParameterAttrName))
+        argumentOf[symbol] = arg;
+    for (auto &[value, symbol] :
+         llvm::drop_begin(updates, firstOptimizerUpdate)) {
+      Value old = argumentOf.lookup(symbol);
+      value = WhereOp::create(builder, loc, value.getType(), skipStep, old,
+                              value);
+    }
+  }
 
   // New results: outputs (the loss first), then every update.
   SmallVector<Value> results;

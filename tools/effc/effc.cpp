@@ -117,8 +117,31 @@ static cl::opt<std::string> targetName("target", cl::desc("cpu (cuda later)"),
 static cl::opt<std::string> cpuName(
     "cpu", cl::desc("CPU to generate code for (default: this machine's)"),
     cl::init("native"), cl::cat(category));
-static cl::opt<std::string> precision("precision", cl::desc("fp32|bf16|fp16"),
-                                      cl::init("fp32"), cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32, or bf16/fp16 mixed precision (eff-autocast: GEMMs and "
+             "convolutions in low precision, fp32 master weights)"),
+    cl::init("fp32"), cl::cat(category));
+static cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("dynamic, static or none (default: dynamic for fp16, none "
+             "otherwise)"),
+    cl::init(""), cl::cat(category));
+static cl::opt<double> lossScaleInit("loss-scale-init",
+                                     cl::desc("Initial (or static) loss scale"),
+                                     cl::init(65536.0), cl::cat(category));
+static cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    cl::desc("Finite steps in a row before the scale doubles"), cl::init(2000),
+    cl::cat(category));
+static cl::opt<int64_t> lossScaleHysteresis(
+    "loss-scale-hysteresis",
+    cl::desc("Overflows tolerated before the scale halves (DeepSpeed; 1 = "
+             "PyTorch)"),
+    cl::init(1), cl::cat(category));
+static cl::opt<double> lossScaleMin("loss-scale-min",
+                                    cl::desc("Smallest loss scale (0: none)"),
+                                    cl::init(0.0), cl::cat(category));
 static cl::opt<std::string>
     remat("remat",
           cl::desc("Rematerialization: none, selective (recompute all but "
@@ -187,6 +210,27 @@ namespace {
   exit(1);
 }
 
+/// A double as pass-option text that reads back as the same double (the
+/// stream's default keeps 7 digits: --lr 0.00123456789 would train with
+/// 0.001234568).
+std::string exact(double value) {
+  char text[32];
+  for (int digits = 15; digits <= 17; ++digits) {
+    snprintf(text, sizeof text, "%.*g", digits, value);
+    if (strtod(text, nullptr) == value)
+      break;
+  }
+  return text;
+}
+
+/// --loss-scale with its default: dynamic for fp16 (whose range underflows
+/// small gradients), none for bf16 and fp32.
+std::string effectiveLossScale() {
+  if (!lossScale.empty())
+    return lossScale;
+  return precision == "fp16" ? "dynamic" : "none";
+}
+
 /// The eff-level pipeline before lowering: the training step (with the
 /// remat policy and, for budget, the saved bytes to free), or with --mode
 /// forward only the layout of @forward.
@@ -197,13 +241,14 @@ std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
                                   : (optimizer == "adamw" ? 0.01 : 0.0);
   std::string options;
   raw_string_ostream os(options);
-  os << "optimizer=" << optimizer << " lr=" << lr << " momentum=" << momentum
-     << " dampening=" << dampening << " nesterov=" << (nesterov ? 1 : 0)
-     << " weight-decay=" << decay << " beta1=" << beta1 << " beta2=" << beta2
-     << " eps=" << eps << " amsgrad=" << (amsgrad ? 1 : 0)
+  os << "optimizer=" << optimizer << " lr=" << exact(lr)
+     << " momentum=" << exact(momentum) << " dampening=" << exact(dampening)
+     << " nesterov=" << (nesterov ? 1 : 0) << " weight-decay=" << exact(decay)
+     << " beta1=" << exact(beta1) << " beta2=" << exact(beta2)
+     << " eps=" << exact(eps) << " amsgrad=" << (amsgrad ? 1 : 0)
      << " schedule=" << schedule << " warmup-steps=" << warmupSteps
-     << " total-steps=" << totalSteps << " min-lr=" << minLr
-     << " clip-grad-norm=" << clipGradNorm;
+     << " total-steps=" << totalSteps << " min-lr=" << exact(minLr)
+     << " clip-grad-norm=" << exact(clipGradNorm);
   if (!noWeightDecay.empty())
     os << " no-weight-decay=" << noWeightDecay;
   std::string rematPass;
@@ -215,8 +260,20 @@ std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
       rematPass += " boundary='" + rematBoundary.getValue() + "'";
     rematPass += "},";
   }
-  return "eff-autodiff," + rematPass + "eff-optimizer{" + options +
-         "},canonicalize,cse,eff-step-abi";
+  std::string autocastPass;
+  if (precision != "fp32")
+    autocastPass = "eff-autocast{precision=" + precision.getValue() + "},";
+  std::string lossScalingPass;
+  if (effectiveLossScale() != "none") {
+    raw_string_ostream ls(lossScalingPass);
+    ls << "eff-loss-scaling{init-scale=" << exact(lossScaleInit)
+       << " growth-interval=" << lossScaleGrowthInterval
+       << " hysteresis=" << lossScaleHysteresis
+       << " min-scale=" << exact(lossScaleMin)
+       << " static=" << (effectiveLossScale() == "static" ? 1 : 0) << "},";
+  }
+  return autocastPass + "eff-autodiff," + rematPass + lossScalingPass +
+         "eff-optimizer{" + options + "},canonicalize,cse,eff-step-abi";
 }
 
 void checkSupportedOptions() {
@@ -232,15 +289,29 @@ void checkSupportedOptions() {
              &optimizer, &lr, &weightDecay, &momentum, &dampening, &nesterov,
              &beta1, &beta2, &eps, &amsgrad, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze,
-             &remat, &rematBoundary, &memoryBudget, &accum, &zero})
+             &remat, &rematBoundary, &memoryBudget, &accum, &zero,
+             &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
+             &lossScaleHysteresis, &lossScaleMin})
       if (option->getNumOccurrences())
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");
   }
   if (targetName != "cpu")
     die("--target " + targetName + " is not available yet (only cpu)");
-  if (precision != "fp32")
-    die("--precision " + precision + " is not implemented yet (only fp32)");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    die("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
+  if (!lossScale.empty() && lossScale != "dynamic" && lossScale != "static" &&
+      lossScale != "none")
+    die("--loss-scale must be dynamic, static or none, got '" + lossScale +
+        "'");
+  if (!(lossScaleInit > 0))
+    die("--loss-scale-init must be > 0");
+  if (lossScaleGrowthInterval < 1)
+    die("--loss-scale-growth-interval must be >= 1");
+  if (lossScaleHysteresis < 1)
+    die("--loss-scale-hysteresis must be >= 1");
+  if (!(lossScaleMin >= 0) || lossScaleMin > lossScaleInit)
+    die("--loss-scale-min must be in [0, --loss-scale-init]");
   if (StringRef(remat).starts_with("budget:")) {
     if (!effc::parseBytes(StringRef(remat).drop_front(strlen("budget:"))))
       die("--remat " + remat + ": the budget is not a byte count (like "
@@ -408,7 +479,15 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
                      {"lr", lr.getValue()},
                      {"schedule", schedule.getValue()},
                      {"precision", precision.getValue()},
+                     {"loss_scale", effectiveLossScale()},
                      {"remat", remat.getValue()}};
+  if (mode == "train" && effectiveLossScale() != "none")
+    description["loss_scaling"] =
+        json::Object{{"mode", effectiveLossScale()},
+                     {"init_scale", lossScaleInit.getValue()},
+                     {"min_scale", lossScaleMin.getValue()},
+                     {"growth_interval", lossScaleGrowthInterval.getValue()},
+                     {"hysteresis", lossScaleHysteresis.getValue()}};
   if (failed(effopt::writeEffx(output, *layout, *code, description,
                                UnknownLoc::get(&context))))
     return failure();

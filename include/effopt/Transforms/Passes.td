@@ -111,6 +111,11 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
     global 2-norm first, as `torch.nn.utils.clip_grad_norm_`. Parameters
     matching `no-weight-decay` get no weight decay (a second parameter
     group). Parameters without a gradient are left untouched.
+
+    A result tagged `eff.skip_step` (a boolean from `eff-loss-scaling`:
+    the gradients overflowed) makes every update this pass builds -- the
+    parameters, the optimizer state and the step counter -- keep its old
+    value on that step (`eff.where`); buffer updates are not affected.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];
@@ -146,6 +151,90 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+
+def EffAutocastPass : Pass<"eff-autocast", "::mlir::ModuleOp"> {
+  let summary = "Mixed precision: casts that run GEMMs and convolutions in bf16/fp16";
+  let description = [{
+    Runs on the imported `func.func @forward`, before `eff-autodiff`, so the
+    backward differentiates through the casts it inserts: the gradient GEMMs
+    of a low-precision GEMM run in low precision too, and every parameter
+    (an fp32 master weight) gets its gradient back in fp32 through the
+    gradient rule of its cast. Parameters stay fp32 and are cast once per
+    step (one cast per value and type, shared by every use).
+
+    Ops fall in three classes, after PyTorch's autocast op lists:
+    - low precision (`precision`): `matmul`, `linear`, `conv2d`;
+    - fp32: `softmax`, `log_softmax`, `layer_norm`, `batch_norm*`, the
+      losses, `reduce_sum`, `reduce_mean`, `exp`, `log`, `pow`, `rsqrt`,
+      `reciprocal`;
+    - promote: every other op runs in the widest float type of its strong
+      operands (bf16 with fp16 gives fp32). Constants, rank-0 tensors and
+      values computed only from parameters are weak: they take the other
+      operands' type, as a Python scalar does in PyTorch and as the bias
+      does inside autocast's `linear` (an exported `MatMul` + `Add(bias)`
+      stays in low precision).
+    A cast of a parameter seen through `transpose`/`reshape` moves onto the
+    parameter, so the view is taken of the low-precision copy. An op that
+    does not verify in the chosen type stays in fp32. Results of `@forward`
+    keep their types (the loss stays fp32). Casts carry the `eff.cast`
+    provenance, so the memory report attributes their bytes. `fp32` is a
+    no-op; f64 ops are left alone.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "bf16, fp16 or fp32 (no change)">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numCasts", "casts", "Casts inserted">
+  ];
+}
+
+def EffLossScalingPass : Pass<"eff-loss-scaling", "::mlir::ModuleOp"> {
+  let summary = "Dynamic (or static) loss scaling inside the training step";
+  let description = [{
+    Runs on `func.func @forward_backward` (after `eff-autodiff`, `eff-remat`
+    and `eff-grad-accum`, before `eff-optimizer`). The backward is seeded
+    with the loss scale instead of 1 (the seed constant `eff-autodiff` marks
+    `eff.loss_seed`, also inside an accumulation loop), so low-precision
+    gradients are computed scaled; then one `eff.unscale_gradients` divides
+    every gradient by the scale and checks them all for inf/NaN in the same
+    pass over memory. The new result `eff.skip_step` tells `eff-optimizer`
+    to leave parameters, optimizer state and the step counter (so the
+    learning-rate schedule) untouched on overflow.
+
+    The scale lives in the step as persistent state (`eff.parameter
+    optimizer_state`, saved in checkpoints, read by `effrun --log`):
+    `loss_scale.scale` (f32, `init-scale`), `loss_scale.growth_tracker`
+    (finite steps since the last change), `loss_scale.hysteresis` (overflows
+    still tolerated before backing off), `loss_scale.skipped_steps` (total)
+    and `loss_scale.last_step_skipped` (0/1). `eff.update_loss_scale`
+    implements `torch.cuda.amp.GradScaler.update` — x`growth-factor` after
+    `growth-interval` finite steps in a row, x`backoff-factor` on overflow —
+    with DeepSpeed's `hysteresis` (back off only after that many overflows
+    since the last finite step; 1 = PyTorch) and `min-scale` (the scale
+    never goes below it). With `static` the scale stays `init-scale`;
+    overflowing steps are still skipped.
+  }];
+  let options = [
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "Initial loss scale (2^16, as GradScaler)">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Scale multiplier after growth-interval finite steps">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Scale multiplier on overflow">,
+    Option<"growthInterval", "growth-interval", "int64_t", /*default=*/"2000",
+           "Finite steps in a row before the scale grows">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"1",
+           "Overflows tolerated before backing off (DeepSpeed; 1 = PyTorch)">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "Lower bound of the scale (0: none)">,
+    Option<"staticScale", "static", "bool", /*default=*/"false",
+           "Keep the scale at init-scale (still skip overflowing steps)">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect",
+                           "::mlir::func::FuncDialect"];
+}
 
 def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
   let summary = "Fixes the binary interface of @train_step for the runtime";

@@ -40,6 +40,7 @@ struct ConvertEffToLinalgPass
     lowering::populateLossLowering(patterns);
     lowering::populateOptimizerLowering(patterns);
     lowering::populateConvolutionLowering(patterns);
+    lowering::populateLossScaleLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -117,6 +117,7 @@ void populateNormalizationLowering(mlir::RewritePatternSet &patterns);
 void populateLossLowering(mlir::RewritePatternSet &patterns);
 void populateOptimizerLowering(mlir::RewritePatternSet &patterns);
 void populateConvolutionLowering(mlir::RewritePatternSet &patterns);
+void populateLossScaleLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace effopt::lowering
 

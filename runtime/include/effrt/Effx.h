@@ -77,6 +77,14 @@ struct EffxManifest {
   std::vector<EffxStateEntry> state;
   /// Index into `state` of the int64 optimizer step counter, if any.
   std::optional<size_t> stepCounter;
+  /// "loss_scaling" (a step compiled with eff-loss-scaling): its state is
+  /// the `loss_scale.*` entries.
+  struct LossScaling {
+    bool dynamic = true;
+    /// The scale never goes below this (0: no floor).
+    double minScale = 0;
+  };
+  std::optional<LossScaling> lossScaling;
   /// The manifest text as stored.
   std::string json;
 

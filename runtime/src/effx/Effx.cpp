@@ -463,6 +463,25 @@ EffxManifest ManifestParser::parse(std::string text,
       error("'step_counter' ", quoteName(counter), " is ", dtypeName(e.dtype),
             " ", formatShape(e.shape), ", expected an int64 scalar");
   }
+  if (auto scaling = root.find("loss_scaling"); scaling != root.end()) {
+    if (!scaling->is_object())
+      error("'loss_scaling' is not a JSON object");
+    EffxManifest::LossScaling ls;
+    std::string mode = string(*scaling, "mode", "loss_scaling: ");
+    if (mode != "dynamic" && mode != "static")
+      error("loss_scaling: 'mode' is ", quoteName(mode),
+            ", expected dynamic or static");
+    ls.dynamic = mode == "dynamic";
+    const json &min = field(*scaling, "min_scale", "loss_scaling: ");
+    if (!min.is_number() || !(min.get<double>() >= 0))
+      error("loss_scaling: 'min_scale' must be a number >= 0");
+    ls.minScale = min.get<double>();
+    for (const char *name : {"loss_scale.scale", "loss_scale.last_step_skipped",
+                             "loss_scale.skipped_steps"})
+      if (!m.findState(name))
+        error("loss_scaling: the state has no ", quoteName(name));
+    m.lossScaling = ls;
+  }
   return m;
 }
 

@@ -20,6 +20,8 @@
 #include "effrt/Session.h"
 #include "effrt/TokenStream.h"
 
+#include "LossScaleWatch.h"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -265,7 +267,8 @@ public:
       std::fclose(file_);
   }
   void write(int64_t step, float loss, double timeMs, double samplesPerS,
-             uint64_t rss, uint64_t allocated) {
+             uint64_t rss, uint64_t allocated,
+             const std::optional<effrun::LossScaleWatch::Reading> &scaling) {
     char lossText[32];
     if (std::isfinite(loss))
       std::snprintf(lossText, sizeof lossText, "%.9g", static_cast<double>(loss));
@@ -274,8 +277,17 @@ public:
     int n = std::fprintf(file_,
                          "{\"step\": %" PRId64 ", \"loss\": %s, \"time_ms\": "
                          "%.4f, \"samples_per_s\": %.2f, \"rss_bytes\": %" PRIu64
-                         ", \"allocated_bytes\": %" PRIu64 "}\n",
+                         ", \"allocated_bytes\": %" PRIu64,
                          step, lossText, timeMs, samplesPerS, rss, allocated);
+    if (n >= 0 && scaling)
+      n = std::fprintf(file_,
+                       ", \"loss_scale\": %.9g, \"step_skipped\": %s, "
+                       "\"skipped_steps\": %" PRId64,
+                       static_cast<double>(scaling->scale),
+                       scaling->skipped ? "true" : "false",
+                       scaling->skippedSteps);
+    if (n >= 0)
+      n = std::fprintf(file_, "}\n");
     if (n < 0 || std::fflush(file_) != 0)
       fail(path_, ": cannot write the log: ", errnoMessage(errno));
   }
@@ -409,6 +421,7 @@ int run(const Options &o) {
                                : m.inputs[0].shape[0];
   const uint64_t allocated = session.allocated().total();
   RssReader rss;
+  effrun::LossScaleWatch scaling(session);
   Progress progress(first, o.steps, samplesPerStep, o.quiet);
   auto start = std::chrono::steady_clock::now();
   int64_t done = 0;
@@ -417,12 +430,24 @@ int run(const Options &o) {
     int64_t step = first + done;
     auto t0 = std::chrono::steady_clock::now();
     data->feed(session, step);
+    float scaleBefore =
+        scaling.enabled() ? session.readState("loss_scale.scale").load<float>(0)
+                          : 0.0f;
     loss = session.step();
     auto t1 = std::chrono::steady_clock::now();
     double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    std::optional<effrun::LossScaleWatch::Reading> reading;
+    if (scaling.enabled())
+      reading = scaling.read();
     if (log)
       log->write(step, loss, ms, ms > 0 ? samplesPerStep * 1000.0 / ms : 0.0,
-                 rss.read(), allocated);
+                 rss.read(), allocated, reading);
+    if (reading)
+      if (std::optional<std::string> stuck =
+              scaling.observe(step, *reading, scaleBefore)) {
+        progress.finish();
+        fail(o.effx, ": ", *stuck);
+      }
     progress.update(step, loss, ms);
   }
   double seconds = std::chrono::duration<double>(

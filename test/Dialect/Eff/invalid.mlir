@@ -71,7 +71,7 @@ func.func @output_name_not_a_string(%x: tensor<f32>) -> (tensor<f32> {eff.output
 // -----
 
 eff.parameter trainable @w : tensor<2xf32>
-// expected-error @+1 {{result #0 updates @w, which is a trainable parameter, not a buffer}}
+// expected-error @+1 {{result #0 updates @w, which is a trainable parameter, not a buffer or optimizer state}}
 func.func @buffer_update_of_trainable(%x: tensor<2xf32>) -> (tensor<2xf32> {eff.buffer_update = @w}) {
   return %x : tensor<2xf32>
 }

@@ -116,11 +116,14 @@ EffDialect::verifyRegionResultAttribute(Operation *op, unsigned,
              << what << " updates the frozen parameter " << attribute.getValue();
     return success();
   }
-  if (parameter->getRole() != ParamRole::Buffer)
+  // Buffers, and state a training pass keeps outside the optimizer (the
+  // loss scale), are updated whether or not the optimizer step is taken.
+  if (parameter->getRole() != ParamRole::Buffer &&
+      parameter->getRole() != ParamRole::OptimizerState)
     return op->emitOpError()
            << what << " updates " << attribute.getValue() << ", which is a "
            << stringifyParamRole(parameter->getRole())
-           << " parameter, not a buffer";
+           << " parameter, not a buffer or optimizer state";
   return success();
 }
 

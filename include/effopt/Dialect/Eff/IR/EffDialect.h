@@ -29,6 +29,13 @@ inline constexpr llvm::StringLiteral kUpdateAttrName = "eff.update";
 inline constexpr llvm::StringLiteral kTrainStepFuncName = "train_step";
 /// Function result attribute naming the parameter a result is the gradient of.
 inline constexpr llvm::StringLiteral kGradientAttrName = "eff.gradient";
+/// Unit attribute on the constant `eff-autodiff` seeds the backward with
+/// (d loss / d loss = 1); `eff-loss-scaling` replaces it by the loss scale.
+inline constexpr llvm::StringLiteral kLossSeedAttrName = "eff.loss_seed";
+/// Result attribute of @forward_backward marking the boolean "skip this
+/// optimizer step" (gradients not finite under loss scaling); eff-optimizer
+/// then leaves parameters, optimizer state and the step counter unchanged.
+inline constexpr llvm::StringLiteral kSkipStepAttrName = "eff.skip_step";
 } // namespace effopt::eff
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H
