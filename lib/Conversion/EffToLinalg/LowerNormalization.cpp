@@ -77,6 +77,15 @@ struct Statistics {
   }
 };
 
+/// A statistic (f32 for f16/bf16 inputs) as the op's result of `type`:
+/// reshaped, and rounded when the result is narrower.
+Value statisticAs(OpBuilder &b, Location loc, Value stat,
+                  RankedTensorType type) {
+  Value reshaped = reshapeTo(
+      b, loc, stat, type.clone(tensorType(stat).getElementType()));
+  return convertElements(b, loc, reshaped, type.getElementType());
+}
+
 Value c(OpBuilder &b, Location loc, Type t, double v) {
   return scalarConstant(b, loc, t, v);
 }
@@ -213,15 +222,9 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
         meanAndRstd(stats, op.getInput(), op.getEpsilon().convertToDouble());
     Value y = normalize(rewriter, loc, type, op.getInput(), mean, rstd,
                         op.getScale(), op.getBias());
-    auto asResult = [&](Value stat, Value result) {
-      auto type = tensorType(result);
-      return reshapeTo(rewriter, loc,
-                       convertElements(rewriter, loc, stat,
-                                       type.getElementType()),
-                       type);
-    };
-    rewriter.replaceOp(op, {y, asResult(mean, op.getMean()),
-                            asResult(rstd, op.getRstd())});
+    rewriter.replaceOp(
+        op, {y, statisticAs(rewriter, loc, mean, tensorType(op.getMean())),
+             statisticAs(rewriter, loc, rstd, tensorType(op.getRstd()))});
     return success();
   }
 };
@@ -276,15 +279,14 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
           return arith::MulFOp::create(
               b, l, a[4], arith::SubFOp::create(b, l, centered, proj));
         });
-    auto paramType = tensorType(op.getScaleGrad());
-    Value dscale = reshapeTo(
+    Value dscale = statisticAs(
         rewriter, loc,
         columns.sum({dy, xhat},
                     [](OpBuilder &b, Location l, ValueRange a) {
                       return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
                     }),
-        paramType);
-    Value dbias = reshapeTo(
+        tensorType(op.getScaleGrad()));
+    Value dbias = statisticAs(
         rewriter, loc,
         columns.sum({dy}, [](OpBuilder &, Location, ValueRange a) { return a[0]; }),
         tensorType(op.getBiasGrad()));
@@ -348,10 +350,8 @@ struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
         });
     rewriter.replaceOp(
         op, {y, running[0], running[1],
-             convertElements(rewriter, loc, meanC,
-                             tensorType(op.getSavedMean()).getElementType()),
-             convertElements(rewriter, loc, rstdC,
-                             tensorType(op.getSavedRstd()).getElementType())});
+             statisticAs(rewriter, loc, meanC, tensorType(op.getSavedMean())),
+             statisticAs(rewriter, loc, rstdC, tensorType(op.getSavedRstd()))});
     return success();
   }
 };
@@ -389,8 +389,9 @@ struct BatchNormTrainGradLowering : OpRewritePattern<BatchNormTrainGradOp> {
           return arith::MulFOp::create(b, l, factor, inner);
         });
     auto channelType = tensorType(op.getScaleGrad());
-    rewriter.replaceOp(op, {dx, reshapeTo(rewriter, loc, dscale, channelType),
-                            reshapeTo(rewriter, loc, dbias, channelType)});
+    rewriter.replaceOp(
+        op, {dx, statisticAs(rewriter, loc, dscale, channelType),
+             statisticAs(rewriter, loc, dbias, tensorType(op.getBiasGrad()))});
     return success();
   }
 };

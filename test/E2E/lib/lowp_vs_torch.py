@@ -152,9 +152,48 @@ class LowCNN(nn.Module):
         return F.cross_entropy(p.hi(logits), y), logits
 
 
+class AllLow(nn.Module):
+    """Everything in the low type, loss included (bf16 only: real torch
+    kernels): embedding gather, LayerNorm, batched products, softmax,
+    sigmoid, grouped conv, pooling, concat, cross-entropy."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 16)
+        self.ln = nn.LayerNorm(16)
+        self.fc = nn.Linear(16, 16)
+        self.conv = nn.Conv2d(4, 8, 3, padding=1, groups=2)
+        self.scale = nn.Parameter(torch.ones(8))
+        self.shift = nn.Parameter(torch.zeros(8))
+        self.out = nn.Linear(16 + 8 * 2 * 2, 10)
+        self.p = Precision("bf16")
+
+    def forward(self, tok, img, y):
+        lo = self.p.lo
+        e = F.embedding(tok, lo(self.emb.weight))
+        e = F.layer_norm(e, (16,), lo(self.ln.weight), lo(self.ln.bias))
+        a = torch.softmax(e @ e.transpose(1, 2) / 4.0, -1) @ e
+        a = torch.sigmoid(F.linear(a, lo(self.fc.weight),
+                                   lo(self.fc.bias))).mean(1)
+        c = F.conv2d(lo(img), lo(self.conv.weight), lo(self.conv.bias),
+                     padding=1, groups=2)
+        c = c * lo(self.scale).view(1, 8, 1, 1) + lo(self.shift).view(1, 8, 1, 1)
+        c = F.avg_pool2d(F.max_pool2d(F.relu(c), 2), 2).flatten(1)
+        logits = F.linear(torch.cat([a, c], 1), lo(self.out.weight),
+                          lo(self.out.bias))
+        return F.cross_entropy(logits, y), logits
+
+
 def make_model(name, steps, seed):
     """(model, batch size, {input: array of steps*B rows})"""
     torch.manual_seed(seed)
+    if name == "all-low":
+        rng = np.random.RandomState(seed)
+        n = steps * 16
+        return AllLow(), 16, {
+            "tok": rng.randint(0, 20, size=(n, 6)).astype(np.int64),
+            "img": rng.randn(n, 4, 8, 8).astype(np.float32),
+            "y": rng.randint(0, 10, size=n).astype(np.int64)}
     x, y = ex.digits_data()
     idx = ex.epoch_rows(len(x), steps * 32, seed)
     if name == "mlp":
@@ -178,7 +217,7 @@ def export_low(model, batch, path, precision, training=True):
         torch.onnx.export(model, batch, f,
                           training=mode.TRAINING if training else mode.EVAL,
                           do_constant_folding=False, opset_version=17,
-                          input_names=["x", "y"],
+                          input_names=input_names(model),
                           output_names=["loss", "logits"])
     model.load_state_dict(state)
     m = onnx.load_from_string(f.getvalue())
@@ -194,6 +233,10 @@ def export_low(model, batch, path, precision, training=True):
     onnx.checker.check_model(m)
     onnx.save_model(m, path)
     return m
+
+
+def input_names(model):
+    return ["tok", "img", "y"] if isinstance(model, AllLow) else ["x", "y"]
 
 
 def bf16_bits_to_f32(bits):
@@ -455,6 +498,54 @@ def part_ops(args, effrt):
                               min_identical=0.99,
                               floor=accumulation_floor(exact))
 
+        # Batched MatMul (attention's shape): one f32 product per batch.
+        q = rng.randn(4, 16, 64).astype(np.float32)
+        k = rng.randn(4, 64, 32).astype(np.float32)
+        m = single_op_graph("bmm", [
+            ("Cast", ["q"], ["ql"], {"to": "LOW"}),
+            ("Cast", ["k"], ["kl"], {"to": "LOW"}),
+            ("MatMul", ["ql", "kl"], ["y"], {})],
+            [("q", F32, [4, 16, 64]), ("k", F32, [4, 64, 32])],
+            [("y", "LOW", [4, 16, 32])], kind)
+        path = os.path.join(args.work, "bmm-%s.onnx" % kind)
+        onnx.save_model(m, path)
+        y = as_float(run_forward(effrt, compile_forward(args, path),
+                                 {"q": q, "k": k})["y"], kind)
+        ref = torch_ref(kind, torch.matmul, torch.from_numpy(q),
+                        torch.from_numpy(k))
+        ok &= check_close_low("batched matmul 4x16x64x32", y,
+                              torch_low(ref, kind), kind,
+                              floor=accumulation_floor(ref))
+
+        # Data movement keeps every bit: transpose, concat, slice, pad,
+        # gather.
+        x = rng.randn(8, 16).astype(np.float32)
+        m = single_op_graph("moves", [
+            ("Cast", ["x"], ["xl"], {"to": "LOW"}),
+            ("Transpose", ["xl"], ["t"], {"perm": [1, 0]}),
+            ("Concat", ["t", "t"], ["c"], {"axis": 1}),
+            ("Slice", ["c", "starts", "ends"], ["s"], {}),
+            ("Pad", ["s", "pads"], ["p"], {}),
+            ("Gather", ["p", "rows"], ["y"], {"axis": 0})],
+            [("x", F32, [8, 16])], [("y", "LOW", [3, 14])], kind)
+        m.graph.initializer.extend([
+            numpy_helper.from_array(np.array([1, 3], np.int64), "starts"),
+            numpy_helper.from_array(np.array([15, 14], np.int64), "ends"),
+            numpy_helper.from_array(np.array([0, 1, 0, 2], np.int64), "pads"),
+            numpy_helper.from_array(np.array([0, 13, 5], np.int64), "rows")])
+        path = os.path.join(args.work, "moves-%s.onnx" % kind)
+        onnx.save_model(m, path)
+        y = as_float(run_forward(effrt, compile_forward(args, path),
+                                 {"x": x})["y"], kind)
+
+        def moves(v):
+            c = torch.cat([v.t(), v.t()], 1)[1:15, 3:14]
+            return F.pad(c, (1, 2))[torch.tensor([0, 13, 5])]
+        ref = torch_ref(kind, moves, torch.from_numpy(x))
+        ok &= check_close_low("transpose/concat/slice/pad/gather", y,
+                              torch_low(ref, kind), kind, min_identical=1.0,
+                              max_ulps=0)
+
         # Conv 3x3, 16 -> 24 channels, stride 1, padding 1.
         x = rng.randn(4, 16, 12, 12).astype(np.float32)
         w = (rng.randn(24, 16, 3, 3) * 0.2).astype(np.float32)
@@ -619,8 +710,8 @@ def train_torch(model, data, B, steps, lr, momentum):
     losses = []
     for i in range(steps):
         opt.zero_grad()
-        loss = model(torch.from_numpy(data["x"][i * B:(i + 1) * B]),
-                     torch.from_numpy(data["y"][i * B:(i + 1) * B]))[0]
+        loss = model(*[torch.from_numpy(data[k][i * B:(i + 1) * B])
+                       for k in input_names(model)])[0]
         loss.backward()
         opt.step()
         losses.append(float(loss))
@@ -630,12 +721,14 @@ def train_torch(model, data, B, steps, lr, momentum):
 
 def part_train(args):
     kind, steps = args.precision, args.steps
+    if args.model == "all-low" and kind != "bf16":
+        raise SystemExit("--model all-low needs torch's own kernels: bf16 only")
     model, B, data = make_model(args.model, steps, args.seed)
     init = {k: v.clone() for k, v in model.state_dict().items()}
     tag = "%s-%s" % (args.model, kind)
     path = os.path.join(args.work, tag + ".onnx")
-    export_low(model, tuple(torch.from_numpy(data[k][:B]) for k in ("x", "y")),
-               path, kind)
+    export_low(model, tuple(torch.from_numpy(data[k][:B])
+                            for k in input_names(model)), path, kind)
     npz = os.path.join(args.work, tag + ".npz")
     np.savez(npz, **data)
     effx = os.path.join(args.work, tag + ".effx")
@@ -694,7 +787,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--cpu", help="effc --cpu for forward graphs (e.g. "
                     "x86-64: no F16C, no AVX512-BF16)")
-    ap.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    ap.add_argument("--model", default="mlp",
+                    choices=["mlp", "cnn", "all-low"])
     ap.add_argument("--precision", default="bf16", choices=["bf16", "fp16"])
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
