@@ -8,7 +8,7 @@ PyTorch 1.13 eager on the same machine and thread count.
         [--reps 20] [--gemm 1024] [--elements 16777216]
 
 Each case is a graph of the op alone on inputs of the type (y = a @ b;
-y = a * b + a), as it runs inside a step whose activations have that type.
+y = tanh(a) + b, compute-bound; y = a * b + a, memory-bound), as it runs inside a step whose activations have that type.
 Prints the median of --reps runs (after 2 warm-up runs) in ms and GFLOP/s
 or GB/s (bytes of the type read and written), and the machine's load
 (`uptime`) before and after. PyTorch's elementwise time includes
@@ -44,6 +44,13 @@ def graph(kind, op, n, k, m):
         inputs = [helper.make_tensor_value_info("a", t, [n, k]),
                   helper.make_tensor_value_info("b", t, [k, m])]
         out = [n, m]
+    elif op == "tanh":
+        # Compute-bound: a libm call per element.
+        nodes = [helper.make_node("Tanh", ["a"], ["t"]),
+                 helper.make_node("Add", ["t", "b"], ["y"])]
+        inputs = [helper.make_tensor_value_info("a", t, [n]),
+                  helper.make_tensor_value_info("b", t, [n])]
+        out = [n]
     else:
         # y = a * b + a: two reads and one write of `kind` per element.
         nodes = [helper.make_node("Mul", ["a", "b"], ["p"]),
@@ -66,22 +73,31 @@ def as_kind(a, kind):
     return torch.from_numpy(a).to(torch.bfloat16).view(torch.int16).numpy()
 
 
-def time_effopt(lib, effx, inputs, reps):
-    s = lib.effrt_session_open(effx.encode())
-    if not s:
-        raise SystemExit(lib.effrt_last_error().decode())
+def time_effopt(lib, effxs, inputs, reps):
+    """{kind: (median, fastest)} seconds; the kinds run in turn within each
+    repetition, so load from other processes falls on all of them alike."""
+    sessions = {}
     try:
-        for name, v in inputs.items():
-            lib.effrt_session_set_input(s, name.encode(), v.ctypes.data, v.nbytes)
-        times = []
-        for i in range(reps + 2):
-            t0 = time.perf_counter()
-            if lib.effrt_session_forward(s) != 0:
+        for kind, effx in effxs.items():
+            s = lib.effrt_session_open(effx.encode())
+            if not s:
                 raise SystemExit(lib.effrt_last_error().decode())
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times[2:]), min(times[2:])
+            sessions[kind] = s
+            for name, v in inputs[kind].items():
+                lib.effrt_session_set_input(s, name.encode(), v.ctypes.data,
+                                            v.nbytes)
+        times = {kind: [] for kind in effxs}
+        for i in range(reps + 2):
+            for kind, s in sessions.items():
+                t0 = time.perf_counter()
+                if lib.effrt_session_forward(s) != 0:
+                    raise SystemExit(lib.effrt_last_error().decode())
+                times[kind].append(time.perf_counter() - t0)
+        return {k: (statistics.median(t[2:]), min(t[2:]))
+                for k, t in times.items()}
     finally:
-        lib.effrt_session_close(s)
+        for s in sessions.values():
+            lib.effrt_session_close(s)
 
 
 def time_torch(kind, op, a, b, reps):
@@ -91,6 +107,8 @@ def time_torch(kind, op, a, b, reps):
     ta, tb = torch.from_numpy(a).to(dt), torch.from_numpy(b).to(dt)
     if op.startswith("gemm"):
         fn = lambda: ta @ tb
+    elif op == "tanh":
+        fn = lambda: torch.tanh(ta) + tb
     else:
         fn = lambda: ta * tb + ta
     try:
@@ -139,6 +157,10 @@ def main():
         "gemm-32": (32, n, n, rng.randn(32, n).astype(np.float32),
                     rng.randn(n, n).astype(np.float32), 2.0 * 32 * n * n,
                     "GFLOP/s"),
+        "tanh": (args.elements // 4, 0, 0,
+                 rng.randn(args.elements // 4).astype(np.float32),
+                 rng.randn(args.elements // 4).astype(np.float32),
+                 None, "GB/s"),
         "mul-add": (args.elements, 0, 0,
                     rng.randn(args.elements).astype(np.float32),
                     rng.randn(args.elements).astype(np.float32),
@@ -148,25 +170,27 @@ def main():
     print("%-8s %-5s %10s %10s %12s %12s %12s" % (
         "op", "type", "effopt ms", "(fastest)", "effopt rate", "torch ms",
         "torch rate"))
+    kinds = ("f32", "bf16", "f16")
     for op, (d0, d1, d2, a, b, flops, unit) in cases.items():
-        for kind in ("f32", "bf16", "f16"):
+        effxs, inputs = {}, {}
+        for kind in kinds:
             path = os.path.join(work, "%s-%s.onnx" % (op, kind))
             onnx.save_model(graph(kind, op, d0, d1, d2), path)
-            effx = path[:-5] + ".effx"
+            effxs[kind] = path[:-5] + ".effx"
             r = subprocess.run([os.path.join(args.bin, "effc"), path, "-o",
-                                effx, "--mode", "forward"],
+                                effxs[kind], "--mode", "forward"],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 raise SystemExit(r.stderr)
-            t, best = time_effopt(lib, effx, {"a": as_kind(a, kind),
-                                              "b": as_kind(b, kind)},
-                                  args.reps)
+            inputs[kind] = {"a": as_kind(a, kind), "b": as_kind(b, kind)}
+        timed = time_effopt(lib, effxs, inputs, args.reps)
+        for kind in kinds:
+            t, best = timed[kind]
             tt, err = time_torch(kind, op, a, b, args.reps)
             size = {"f32": 4, "bf16": 2, "f16": 2}[kind]
             # mul-add: two reads and one write of `kind` per element.
             work_amount = flops if flops else 3 * size * d0
-            scale = 1e9
-            rate = lambda s: "%.1f" % (work_amount / s / scale)
+            rate = lambda s: "%.1f" % (work_amount / s / 1e9)
             print("%-8s %-5s %10.2f %10.2f %12s %12s %12s" % (
                 op, kind, t * 1e3, best * 1e3, rate(t),
                 "%.2f" % (tt * 1e3) if tt else "n/a",
