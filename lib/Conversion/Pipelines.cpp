@@ -42,6 +42,15 @@ std::string cpuLoweringPipeline(const CpuPipelineOptions &options) {
       // per nest. Then LLVM.
       "convert-linalg-to-parallel-loops,eff-parallel-loops,eff-outline-kernels,"
       "convert-scf-to-openmp,canonicalize,lower-affine,convert-scf-to-cf,"
+      // f16/bf16 arithmetic left in the loops (the lowering computes each
+      // eff op in f32; what remains are exact ops such as max, compare,
+      // select) runs in f32 with one rounding per op, math functions too;
+      // bf16 conversions become integer code (no AVX512-BF16 or libgcc
+      // libcall needed, PyTorch's rounding bit for bit).
+      "math-extend-to-supported-types{target-type=f32},"
+      "arith-emulate-unsupported-floats{source-types=bf16,f16 "
+      "target-type=f32},"
+      "eff-expand-bf16-conversions,"
       "expand-strided-metadata,finalize-memref-to-llvm,"
       "math-expand-ops{ops=rsqrt},convert-math-to-libm,"
       "convert-to-llvm,reconcile-unrealized-casts";

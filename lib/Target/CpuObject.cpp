@@ -38,6 +38,20 @@ static llvm::OptimizationLevel toLevel(unsigned level) {
   }
 }
 
+/// compiler-rt's builtins archive for `triple` (libclang-rt-NN-dev), in
+/// either of the layouts LLVM installs; empty when not installed.
+static std::string compilerRtBuiltins(const llvm::Triple &triple) {
+  std::string version = std::to_string(LLVM_VERSION_MAJOR);
+  std::string resource = "/usr/lib/llvm-" + version + "/lib/clang/" + version;
+  for (std::string candidate :
+       {resource + "/lib/" + triple.str() + "/libclang_rt.builtins.a",
+        resource + "/lib/linux/libclang_rt.builtins-" +
+            triple.getArchName().str() + ".a"})
+    if (llvm::sys::fs::exists(candidate))
+      return candidate;
+  return {};
+}
+
 FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
                                        const CpuCodegenOptions &options) {
   llvm::InitializeNativeTarget();
@@ -136,6 +150,13 @@ FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
     return module.emitError("ld.lld not found (install lld-22)");
   SmallVector<llvm::StringRef> args{*lld, "-shared", "--as-needed", "-O2",
                                     "-o", libraryPath, objectPath};
+  // Conversions LLVM leaves to libcalls on CPUs without native instructions
+  // (f16 <-> f32 without F16C) come from compiler-rt's builtins, linked into
+  // the step itself: the system's libgcc may lack them (Debian 12's has no
+  // bf16 ones) and effrun must load the step on any x86-64.
+  std::string builtins = compilerRtBuiltins(triple);
+  if (!builtins.empty())
+    args.push_back(builtins);
   // Threaded loop nests (convert-scf-to-openmp) call LLVM's OpenMP runtime:
   // the step needs libomp.so.5, which the loader finds like any library.
   std::string libomp;

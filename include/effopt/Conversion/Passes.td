@@ -17,6 +17,13 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     BLAS calls; reshapes become `tensor.collapse_shape` / `expand_shape`
     views. Module-level `eff.parameter` ops are left alone.
 
+    f16/bf16 follow PyTorch's CPU semantics: an elementwise op or a
+    normalisation computes in f32 and rounds its result once; sums,
+    poolings and statistics accumulate in f32; matrix products and
+    convolutions widen their operands to f32 temporaries and run as f32
+    products (accumulating in f32, as PyTorch's bf16 GEMMs do), then round
+    once. No product is left with an f16/bf16 accumulator.
+
     An op without a lowering is an error naming the op at its location.
   }];
   let dependentDialects = [
@@ -136,6 +143,31 @@ def EffParallelLoopsPass : Pass<"eff-parallel-loops"> {
   ];
 }
 
+def EffExpandBF16ConversionsPass : Pass<"eff-expand-bf16-conversions"> {
+  let summary = "Writes f32 <-> bf16 conversions as integer arithmetic (round to nearest even)";
+  let description = [{
+    Runs in the CPU pipeline after `arith-emulate-unsupported-floats`
+    (which leaves arithmetic on f16/bf16 as `extf`, the op in f32, and one
+    `truncf`), before the conversion to LLVM. Every `arith.extf` from bf16
+    to f32 becomes a 16-bit shift and every `arith.truncf` from f32 to bf16
+    becomes the integer rounding PyTorch's `c10::BFloat16` uses: round to
+    nearest even on the upper 16 bits, infinities and overflow to
+    infinity, any NaN to the quiet NaN 0x7fc0, subnormals kept. The
+    expansion is upstream's (`populateExpandBFloat16Patterns`); unlike
+    `arith-expand{include-bf16}` this pass rewrites nothing else (that pass
+    also turns every f32 `maximumf` into compares and selects).
+
+    Why: LLVM lowers a scalar or vector `fptrunc float to bfloat` to the
+    libcall `__truncsfbf2` unless the target has AVX512-BF16, and Debian
+    12's libgcc has no such function (it came with GCC 13), so the step
+    would not load; and AVX512-BF16's `vcvtneps2bf16` flushes subnormals
+    to zero, which PyTorch does not. The integer form vectorises on any
+    x86-64 and gives PyTorch's bits. f16 conversions are left to LLVM
+    (F16C instructions, or compiler-rt's `__truncsfhf2`/`__extendhfsf2`,
+    which are IEEE round-to-nearest-even too).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
 
 def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fuses producer/consumer chains of elementwise linalg.generic ops";

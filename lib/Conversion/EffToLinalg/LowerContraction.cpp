@@ -4,6 +4,11 @@
 // indexing maps, so eff-linalg-to-blas can hand them to a GEMM with the
 // transpose flags instead of materialising transposed copies.
 //
+// Products of f16/bf16 accumulate in f32, as PyTorch's CPU GEMMs do: the
+// operands are widened to f32 temporaries (exact; O(n^2) work against the
+// product's O(n^3)), the product runs as an f32 GEMM (OpenBLAS has no
+// half-precision GEMM here) and its result is rounded once.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringUtils.h"
@@ -46,7 +51,9 @@ struct LinearLowering : OpRewritePattern<LinearOp> {
   LogicalResult matchAndRewrite(LinearOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto type = tensorType(op.getResult());
+    auto resultType = tensorType(op.getResult());
+    Type acc = computeType(resultType.getElementType());
+    auto type = resultType.clone(acc);
     double alpha = op.getAlpha().convertToDouble();
     double beta = op.getBeta().convertToDouble();
     Value init;
@@ -62,8 +69,10 @@ struct LinearLowering : OpRewritePattern<LinearOp> {
     } else {
       init = zeros(rewriter, loc, type);
     }
-    Value product = buildMatmul(rewriter, loc, op.getA(), op.getB(), init,
-                                op.getTransposeA(), op.getTransposeB());
+    Value product = buildMatmul(
+        rewriter, loc, convertElements(rewriter, loc, op.getA(), acc),
+        convertElements(rewriter, loc, op.getB(), acc), init,
+        op.getTransposeA(), op.getTransposeB());
     if (alpha != 1.0) {
       SmallVector<Value> operands{product};
       if (op.getBias())
@@ -82,7 +91,8 @@ struct LinearLowering : OpRewritePattern<LinearOp> {
             return r;
           });
     }
-    rewriter.replaceOp(op, product);
+    rewriter.replaceOp(op, convertElements(rewriter, loc, product,
+                                           resultType.getElementType()));
     return success();
   }
 };
@@ -93,7 +103,15 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
-    Type elementType = type.getElementType();
+    Type resultElementType = type.getElementType();
+    // Operands and accumulator in the type the product accumulates in.
+    Type elementType = computeType(resultElementType);
+    auto rounded = [&](Value product) {
+      return reshapeTo(
+          rewriter, loc,
+          convertElements(rewriter, loc, product, resultElementType),
+          type);
+    };
     Value lhs = op.getLhs(), rhs = op.getRhs();
     auto lhsType = tensorType(lhs), rhsType = tensorType(rhs);
     int64_t rank = type.getRank();
@@ -104,16 +122,21 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
 
     // A shared right operand: fold the left's batch into its rows.
     if (rhsType.getRank() == 2) {
-      auto rowsType = RankedTensorType::get({batchSize * m, k}, elementType);
-      Value rows = reshapeTo(rewriter, loc, lhs, rowsType);
+      auto rowsType = RankedTensorType::get({batchSize * m, k},
+                                            lhsType.getElementType());
+      Value rows = convertElements(rewriter, loc,
+                                   reshapeTo(rewriter, loc, lhs, rowsType),
+                                   elementType);
       auto outType = RankedTensorType::get({batchSize * m, n}, elementType);
-      Value product = buildMatmul(rewriter, loc, rows, rhs,
-                                  zeros(rewriter, loc, outType), false, false);
-      rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, type));
+      Value product = buildMatmul(
+          rewriter, loc, rows, convertElements(rewriter, loc, rhs, elementType),
+          zeros(rewriter, loc, outType), false, false);
+      rewriter.replaceOp(op, rounded(product));
       return success();
     }
 
-    // Otherwise broadcast both to the full batch and run one batched GEMM.
+    // Otherwise broadcast both to the full batch (widening them on the way)
+    // and run one batched GEMM.
     auto expand = [&](Value v, int64_t rows, int64_t cols) {
       SmallVector<int64_t> shape(batch);
       shape.append({rows, cols});
@@ -135,7 +158,7 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
                                       ValueRange{a, bm},
                                       ValueRange{zeros(rewriter, loc, outType)})
             .getResult(0);
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, type));
+    rewriter.replaceOp(op, rounded(product));
     return success();
   }
 };

@@ -27,6 +27,10 @@
 // gathers, for every input element, the output gradients of the windows
 // that picked it, in PyTorch's accumulation order.
 //
+// f16/bf16 convolutions, sum poolings and gradient sums accumulate in f32
+// and round once (computeType): im2col writes f32 columns, the filter is
+// widened, the GEMM is an f32 one.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringUtils.h"
@@ -181,16 +185,17 @@ Value splitDim(OpBuilder &b, Location loc, Value v, int64_t dim,
 /// are the input itself.
 Value im2col(OpBuilder &b, Location loc, Value xp, ArrayRef<int64_t> kernel,
              ArrayRef<int64_t> output, ArrayRef<int64_t> strides,
-             ArrayRef<int64_t> dilations) {
+             ArrayRef<int64_t> dilations, Type elementType) {
   MLIRContext *ctx = b.getContext();
   auto type = tensorType(xp);
-  Type elementType = type.getElementType();
   int64_t n = type.getDimSize(0), c = type.getDimSize(1);
   auto colsType = RankedTensorType::get(
       {n, c * kernel[0] * kernel[1], output[0] * output[1]}, elementType);
   if (kernel[0] == 1 && kernel[1] == 1 && strides[0] == 1 && strides[1] == 1 &&
       type.getDimSize(2) == output[0] && type.getDimSize(3) == output[1])
-    return reshapeTo(b, loc, xp, colsType);
+    return convertElements(
+        b, loc, reshapeTo(b, loc, xp, colsType.clone(type.getElementType())),
+        elementType);
   auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
   // Loops (n, c, i, j, oh, ow).
   SmallVector<AffineMap> maps{
@@ -207,8 +212,9 @@ Value im2col(OpBuilder &b, Location loc, Value xp, ArrayRef<int64_t> kernel,
           ValueRange{tensor::EmptyOp::create(b, loc, shape, elementType)},
           maps,
           SmallVector<utils::IteratorType>(6, utils::IteratorType::parallel),
-          [](OpBuilder &nb, Location l, ValueRange args) {
-            linalg::YieldOp::create(nb, l, args[0]);
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(nb, l,
+                                    castScalar(nb, l, args[0], elementType));
           })
           .getResult(0);
   return tensor::CollapseShapeOp::create(
@@ -226,7 +232,8 @@ NamedAttribute productMaps(OpBuilder &b, ArrayRef<AffineExpr> a,
   return b.getNamedAttr("indexing_maps", b.getArrayAttr(maps));
 }
 
-/// out = init + conv(input, filter): NCHW/FCHW as im2col and one product
+/// out = init + conv(input, filter), accumulated in init's element type
+/// (f32 for f16/bf16 operands): NCHW/FCHW as im2col and one product
 /// per sample (the filter [F, C*KH*KW] broadcast over the batch, a
 /// linalg.batch_matmul that eff-linalg-to-blas hands to the GEMM), or with
 /// `groups > 1` the grouped named op on [N, G, C/G, H, W] /
@@ -245,9 +252,12 @@ Value buildConv(OpBuilder &b, Location loc, Value input, Value filter,
     int64_t ckk = filterType.getDimSize(1) * filterType.getDimSize(2) *
                   filterType.getDimSize(3);
     Value cols = im2col(b, loc, input, filterType.getShape().drop_front(2),
-                        {oh, ow}, strides, dilations);
-    Value a = reshapeTo(b, loc, filter,
-                        RankedTensorType::get({f, ckk}, elementType));
+                        {oh, ow}, strides, dilations, elementType);
+    Value a = convertElements(
+        b, loc,
+        reshapeTo(b, loc, filter,
+                  RankedTensorType::get({f, ckk}, filterType.getElementType())),
+        elementType);
     auto accType = RankedTensorType::get({n, f, oh * ow}, elementType);
     Value acc = reshapeTo(b, loc, init, accType);
     auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
@@ -277,9 +287,10 @@ struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
-    auto type = tensorType(op.getResult());
+    auto resultType = tensorType(op.getResult());
     auto filterType = tensorType(op.getFilter());
-    Type elementType = type.getElementType();
+    Type elementType = resultType.getElementType();
+    auto type = resultType.clone(computeType(elementType));
     auto axes = axesOf(tensorType(op.getInput()), type,
                        filterType.getShape().drop_front(2), op.getStrides(),
                        op.getPadding(), op.getDilations());
@@ -296,9 +307,9 @@ struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
     } else {
       init = zeros(rewriter, loc, type);
     }
-    rewriter.replaceOp(op, buildConv(rewriter, loc, input, op.getFilter(), init,
-                                     op.getGroups(), op.getStrides(),
-                                     op.getDilations()));
+    Value conv = buildConv(rewriter, loc, input, op.getFilter(), init,
+                           op.getGroups(), op.getStrides(), op.getDilations());
+    rewriter.replaceOp(op, convertElements(rewriter, loc, conv, elementType));
     return success();
   }
 };
@@ -313,9 +324,12 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
       return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    auto type = tensorType(op.getResult());
+    auto resultType = tensorType(op.getResult());
     auto filterType = tensorType(op.getFilter());
-    Type elementType = type.getElementType();
+    Type resultElementType = resultType.getElementType();
+    // The flipped filter, the columns and the sum in the accumulation type.
+    Type elementType = computeType(resultElementType);
+    auto type = resultType.clone(elementType);
     int64_t groups = op.getGroups();
     int64_t f = filterType.getDimSize(0), cg = filterType.getDimSize(1);
     int64_t kh = filterType.getDimSize(2), kw = filterType.getDimSize(3);
@@ -342,16 +356,19 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
                 rewriter, loc, flippedType.getShape(), elementType)},
             maps,
             SmallVector<utils::IteratorType>(5, utils::IteratorType::parallel),
-            [](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(b, l, args[0]);
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(b, l,
+                                      castScalar(b, l, args[0], elementType));
             })
             .getResult(0);
     Value filter = reshapeTo(
         rewriter, loc, flipped,
         RankedTensorType::get({groups * cg, fg, kh, kw}, elementType));
-    rewriter.replaceOp(op, buildConv(rewriter, loc, spread, filter,
-                                     zeros(rewriter, loc, type), groups, {1, 1},
-                                     op.getDilations()));
+    Value grad = buildConv(rewriter, loc, spread, filter,
+                           zeros(rewriter, loc, type), groups, {1, 1},
+                           op.getDilations());
+    rewriter.replaceOp(op,
+                       convertElements(rewriter, loc, grad, resultElementType));
     return success();
   }
 };
@@ -366,15 +383,24 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
       return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    auto type = tensorType(op.getResult());
-    Type elementType = type.getElementType();
+    auto resultType = tensorType(op.getResult());
+    Type resultElementType = resultType.getElementType();
+    Type elementType = computeType(resultElementType);
+    auto type = resultType.clone(elementType);
+    auto rounded = [&](Value grad) {
+      return convertElements(rewriter, loc,
+                             reshapeTo(rewriter, loc, grad, type),
+                             resultElementType);
+    };
     int64_t groups = op.getGroups();
     auto axes =
         axesOf(tensorType(op.getInput()), tensorType(op.getOutputGrad()),
                type.getShape().drop_front(2), op.getStrides(), op.getPadding(),
                op.getDilations());
-    Value input = padSpatial(rewriter, loc, op.getInput(), axes,
-                             scalarConstant(rewriter, loc, elementType, 0));
+    Value input = padSpatial(
+        rewriter, loc, op.getInput(), axes,
+        scalarConstant(rewriter, loc,
+                       tensorType(op.getInput()).getElementType(), 0));
     if (groups == 1) {
       // dW[F, C*KH*KW] = sum over samples of dy[n] [F, OH*OW] times the
       // transposed columns of x[n]: one linalg.batch_reduce_matmul, which
@@ -383,10 +409,15 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
       int64_t n = dyType.getDimSize(0), f = dyType.getDimSize(1);
       int64_t oh = dyType.getDimSize(2), ow = dyType.getDimSize(3);
       int64_t ckk = type.getDimSize(1) * type.getDimSize(2) * type.getDimSize(3);
-      Value cols = im2col(rewriter, loc, input, type.getShape().drop_front(2),
-                          {oh, ow}, op.getStrides(), op.getDilations());
-      Value dy = reshapeTo(rewriter, loc, op.getOutputGrad(),
-                           RankedTensorType::get({n, f, oh * ow}, elementType));
+      Value cols =
+          im2col(rewriter, loc, input, type.getShape().drop_front(2), {oh, ow},
+                 op.getStrides(), op.getDilations(), elementType);
+      Value dy = convertElements(
+          rewriter, loc,
+          reshapeTo(rewriter, loc, op.getOutputGrad(),
+                    RankedTensorType::get({n, f, oh * ow},
+                                          dyType.getElementType())),
+          elementType);
       auto accType = RankedTensorType::get({f, ckk}, elementType);
       auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
       Value grad =
@@ -396,7 +427,7 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
               {productMaps(rewriter, {d(0), d(1), d(3)}, {d(0), d(2), d(3)},
                            {d(1), d(2)})})
               .getResult(0);
-      rewriter.replaceOp(op, reshapeTo(rewriter, loc, grad, type));
+      rewriter.replaceOp(op, rounded(grad));
       return success();
     }
     Value x = splitDim(rewriter, loc, input, 1, groups);
@@ -422,14 +453,16 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{init.getType()}, ValueRange{dy, x},
             ValueRange{init}, maps, iterators,
-            [](OpBuilder &b, Location l, ValueRange args) {
-              Value product = arith::MulFOp::create(b, l, args[0], args[1]);
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value product = arith::MulFOp::create(
+                  b, l, castScalar(b, l, args[0], elementType),
+                  castScalar(b, l, args[1], elementType));
               linalg::YieldOp::create(
                   b, l,
                   ValueRange{arith::AddFOp::create(b, l, args[2], product)});
             })
             .getResult(0);
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, grad, type));
+    rewriter.replaceOp(op, rounded(grad));
     return success();
   }
 };
@@ -486,11 +519,12 @@ SmallVector<int64_t> avgPoolDivisors(const std::array<Axis, 2> &axes,
 }
 
 /// `value` divided elementwise by the [OH, OW] `divisors` (broadcast over the
-/// batch and channels).
+/// batch and channels), as a tensor of `resultElementType`.
 Value divideByWindow(OpBuilder &b, Location loc, Value value,
-                     ArrayRef<int64_t> divisors) {
+                     ArrayRef<int64_t> divisors, Type resultElementType) {
   auto type = tensorType(value);
-  Type elementType = type.getElementType();
+  // Window sizes are integers, exact in f32 (not always in bf16).
+  Type elementType = computeType(type.getElementType());
   bool uniform = llvm::all_equal(divisors);
   SmallVector<Value> operands{value};
   if (!uniform) {
@@ -509,10 +543,11 @@ Value divideByWindow(OpBuilder &b, Location loc, Value value,
   }
   int64_t common = divisors.empty() ? 1 : divisors.front();
   return buildElementwise(
-      b, loc, type, operands,
+      b, loc, type.clone(resultElementType), operands,
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
         Value divisor =
-            uniform ? scalarConstant(nb, l, elementType, common) : args[1];
+            uniform ? scalarConstant(nb, l, args[0].getType(), common)
+                    : args[1];
         return arith::DivFOp::create(nb, l, args[0], divisor);
       });
 }
@@ -532,14 +567,18 @@ struct AvgPool2DLowering : OpRewritePattern<AvgPool2DOp> {
     Value input = padSpatial(rewriter, loc, op.getInput(), axes,
                              scalarConstant(rewriter, loc, elementType, 0));
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    // The named op widens f16/bf16 elements into the f32 sum.
+    auto sumType = type.clone(computeType(elementType));
     Value sum = linalg::PoolingNchwSumOp::create(
-                    rewriter, loc, TypeRange{type}, ValueRange{input, window},
-                    ValueRange{zeros(rewriter, loc, type)},
+                    rewriter, loc, TypeRange{sumType},
+                    ValueRange{input, window},
+                    ValueRange{zeros(rewriter, loc, sumType)},
                     windowAttrs(rewriter, op.getStrides(), {1, 1}))
                     .getResult(0);
     rewriter.replaceOp(
         op, divideByWindow(rewriter, loc, sum,
-                           avgPoolDivisors(axes, op.getCountIncludePad())));
+                           avgPoolDivisors(axes, op.getCountIncludePad()),
+                           elementType));
     return success();
   }
 };
@@ -557,17 +596,21 @@ struct AvgPool2DGradLowering : OpRewritePattern<AvgPool2DGradOp> {
     ArrayRef<int64_t> kernel = op.getKernelSize();
     auto axes = axesOf(type, tensorType(op.getOutputGrad()), kernel,
                        op.getStrides(), op.getPadding(), {});
+    // dy / divisor and its window sums stay in f32 for f16/bf16.
+    auto sumType = type.clone(computeType(elementType));
     Value scaled =
         divideByWindow(rewriter, loc, op.getOutputGrad(),
-                       avgPoolDivisors(axes, op.getCountIncludePad()));
+                       avgPoolDivisors(axes, op.getCountIncludePad()),
+                       sumType.getElementType());
     Value spread = spreadOutputGrad(rewriter, loc, scaled, axes);
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
-    rewriter.replaceOp(op, linalg::PoolingNchwSumOp::create(
-                               rewriter, loc, TypeRange{type},
-                               ValueRange{spread, window},
-                               ValueRange{zeros(rewriter, loc, type)},
-                               windowAttrs(rewriter, {1, 1}, {1, 1}))
-                               .getResult(0));
+    Value grad = linalg::PoolingNchwSumOp::create(
+                     rewriter, loc, TypeRange{sumType},
+                     ValueRange{spread, window},
+                     ValueRange{zeros(rewriter, loc, sumType)},
+                     windowAttrs(rewriter, {1, 1}, {1, 1}))
+                     .getResult(0);
+    rewriter.replaceOp(op, convertElements(rewriter, loc, grad, elementType));
     return success();
   }
 };
@@ -674,10 +717,13 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
         AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
     SmallVector<IteratorType> gatherIterators(4, IteratorType::parallel);
     gatherIterators.append(2, IteratorType::reduction);
+    // Summed in f32 for f16/bf16 (overlapping windows add up).
+    auto sumType = type.clone(computeType(elementType));
     Value grad =
         linalg::GenericOp::create(
-            rewriter, loc, TypeRange{type}, ValueRange{window},
-            ValueRange{zeros(rewriter, loc, type)}, gatherMaps, gatherIterators,
+            rewriter, loc, TypeRange{sumType}, ValueRange{window},
+            ValueRange{zeros(rewriter, loc, sumType)}, gatherMaps,
+            gatherIterators,
             [&](OpBuilder &b, Location l, ValueRange args) {
               Value acc = args[1];
               auto index = [&](int64_t k) {
@@ -725,14 +771,15 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
                   b, l, valid,
                   arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, picked,
                                         tap));
-              Value g = tensor::ExtractOp::create(b, l, dy, at);
+              Value g = castScalar(b, l, tensor::ExtractOp::create(b, l, dy, at),
+                                   sumType.getElementType());
               Value sum = arith::AddFOp::create(b, l, acc, g);
               linalg::YieldOp::create(
                   b, l,
                   ValueRange{arith::SelectOp::create(b, l, hit, sum, acc)});
             })
             .getResult(0);
-    rewriter.replaceOp(op, grad);
+    rewriter.replaceOp(op, convertElements(rewriter, loc, grad, elementType));
     return success();
   }
 };

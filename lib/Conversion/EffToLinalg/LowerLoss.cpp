@@ -218,9 +218,10 @@ struct LossGradLowering : OpRewritePattern<OpTy> {
           Value isLabel = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(b, l, 1),
               index);
+          Type ct = args[0].getType();
           Value onehot = arith::SelectOp::create(
-              b, l, isLabel, scalarConstant(b, l, t, 1.0),
-              scalarConstant(b, l, t, 0.0));
+              b, l, isLabel, scalarConstant(b, l, ct, 1.0),
+              scalarConstant(b, l, ct, 0.0));
           Value dlogit;
           if (args.size() == 4) {
             Value p = math::ExpOp::create(

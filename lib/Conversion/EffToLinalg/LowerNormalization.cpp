@@ -30,20 +30,24 @@ struct Statistics {
   SmallVector<int64_t> axes;
 
   Type elementType() const { return inputType.getElementType(); }
+  /// Statistics of f16/bf16 inputs stay in f32 (as PyTorch's CPU kernels
+  /// keep them), so normalising rounds once, at the output.
+  Type statType() const { return computeType(elementType()); }
   int64_t count() const {
     int64_t n = 1;
     for (int64_t a : axes)
       n *= inputType.getDimSize(a);
     return n;
   }
-  RankedTensorType keptType() const {
+  RankedTensorType keptType(Type element = {}) const {
     SmallVector<int64_t> shape(inputType.getShape());
     for (int64_t a : axes)
       shape[a] = 1;
-    return RankedTensorType::get(shape, elementType());
+    return RankedTensorType::get(shape, element ? element : statType());
   }
   Value keep(Value reduced) const {
-    return reshapeTo(b, loc, reduced, keptType());
+    return reshapeTo(b, loc, reduced,
+                     keptType(tensorType(reduced).getElementType()));
   }
   /// sum over axes of f(elements of `operands`), operands broadcast to the
   /// input's shape, accumulated in f64 for f32 (buildSum); divided by
@@ -56,10 +60,10 @@ struct Statistics {
                                  return a[0];
                                });
     return keep(buildSum(b, loc, first, axes, f, operands.drop_front(),
-                         divisor, elementType()));
+                         divisor, statType()));
   }
   Value max(Value input) const {
-    Value negInf = negativeInfinity(b, loc, elementType());
+    Value negInf = negativeInfinity(b, loc, statType());
     return keep(buildReduction(b, loc, input, axes, negInf,
                                [](OpBuilder &nb, Location l, ValueRange a) {
                                  return arith::MaximumFOp::create(nb, l, a[0],
@@ -72,6 +76,15 @@ struct Statistics {
     return buildElementwise(b, loc, tensorType(kept), {kept}, f);
   }
 };
+
+/// A statistic (f32 for f16/bf16 inputs) as the op's result of `type`:
+/// reshaped, and rounded when the result is narrower.
+Value statisticAs(OpBuilder &b, Location loc, Value stat,
+                  RankedTensorType type) {
+  Value reshaped = reshapeTo(
+      b, loc, stat, type.clone(tensorType(stat).getElementType()));
+  return convertElements(b, loc, reshaped, type.getElementType());
+}
 
 Value c(OpBuilder &b, Location loc, Type t, double v) {
   return scalarConstant(b, loc, t, v);
@@ -151,7 +164,6 @@ struct SoftmaxGradLowering : OpRewritePattern<OpTy> {
 /// mean and rstd = 1/sqrt(var + eps) over `stats.axes` (biased variance).
 std::pair<Value, Value> meanAndRstd(const Statistics &stats, Value x,
                                     double epsilon, Value *biasedVar = nullptr) {
-  Type t = stats.elementType();
   double n = static_cast<double>(stats.count());
   Value mean = stats.sum(
       {x}, [](OpBuilder &, Location, ValueRange a) { return a[0]; }, n);
@@ -166,7 +178,7 @@ std::pair<Value, Value> meanAndRstd(const Statistics &stats, Value x,
     *biasedVar = var;
   Value rstd = stats.map(var, [&](OpBuilder &b, Location l, ValueRange a) {
     return math::RsqrtOp::create(
-               b, l, arith::AddFOp::create(b, l, a[0], c(b, l, t, epsilon)))
+               b, l, arith::AddFOp::create(b, l, a[0], c(b, l, a[0].getType(), epsilon)))
         .getResult();
   });
   return {mean, rstd};
@@ -211,8 +223,8 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
     Value y = normalize(rewriter, loc, type, op.getInput(), mean, rstd,
                         op.getScale(), op.getBias());
     rewriter.replaceOp(
-        op, {y, reshapeTo(rewriter, loc, mean, tensorType(op.getMean())),
-             reshapeTo(rewriter, loc, rstd, tensorType(op.getRstd()))});
+        op, {y, statisticAs(rewriter, loc, mean, tensorType(op.getMean())),
+             statisticAs(rewriter, loc, rstd, tensorType(op.getRstd()))});
     return success();
   }
 };
@@ -223,7 +235,6 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
-    Type t = type.getElementType();
     int64_t axis = normalizeAxis(op.getAxis(), type.getRank());
     SmallVector<int64_t> normAxes, batchAxes;
     for (int64_t d = 0; d < type.getRank(); ++d)
@@ -231,8 +242,12 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
     Statistics rows{rewriter, loc, type, normAxes};
     Statistics columns{rewriter, loc, type, batchAxes};
     Value x = op.getInput(), dy = op.getOutputGrad();
-    Value mean = reshapeTo(rewriter, loc, op.getMean(), rows.keptType());
-    Value rstd = reshapeTo(rewriter, loc, op.getRstd(), rows.keptType());
+    Value mean = reshapeTo(rewriter, loc, op.getMean(),
+                           rows.keptType(tensorType(op.getMean())
+                                             .getElementType()));
+    Value rstd = reshapeTo(rewriter, loc, op.getRstd(),
+                           rows.keptType(tensorType(op.getRstd())
+                                             .getElementType()));
     Value scale = op.getScale();
     bool hasScale = static_cast<bool>(scale);
     double n = static_cast<double>(rows.count());
@@ -256,7 +271,7 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
     Value dx = buildElementwise(
         rewriter, loc, type, {g, xhat, sumG, sumGX, rstd},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value inv = c(b, l, t, 1.0 / n);
+          Value inv = c(b, l, a[0].getType(), 1.0 / n);
           Value centered = arith::SubFOp::create(
               b, l, a[0], arith::MulFOp::create(b, l, a[2], inv));
           Value proj = arith::MulFOp::create(
@@ -264,15 +279,14 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
           return arith::MulFOp::create(
               b, l, a[4], arith::SubFOp::create(b, l, centered, proj));
         });
-    auto paramType = tensorType(op.getScaleGrad());
-    Value dscale = reshapeTo(
+    Value dscale = statisticAs(
         rewriter, loc,
         columns.sum({dy, xhat},
                     [](OpBuilder &b, Location l, ValueRange a) {
                       return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
                     }),
-        paramType);
-    Value dbias = reshapeTo(
+        tensorType(op.getScaleGrad()));
+    Value dbias = statisticAs(
         rewriter, loc,
         columns.sum({dy}, [](OpBuilder &, Location, ValueRange a) { return a[0]; }),
         tensorType(op.getBiasGrad()));
@@ -303,7 +317,6 @@ struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
-    Type t = type.getElementType();
     Statistics stats{rewriter, loc, type, allButChannel(type)};
     Value var;
     auto [mean, rstd] = meanAndRstd(
@@ -312,9 +325,12 @@ struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
                         channelView(rewriter, loc, op.getScale(), type),
                         channelView(rewriter, loc, op.getBias(), type));
     auto channelType = tensorType(op.getRunningMean());
-    Value meanC = reshapeTo(rewriter, loc, mean, channelType);
-    Value varC = reshapeTo(rewriter, loc, var, channelType);
-    Value rstdC = reshapeTo(rewriter, loc, rstd, channelType);
+    Value meanC = reshapeTo(rewriter, loc, mean,
+                            channelType.clone(stats.statType()));
+    Value varC = reshapeTo(rewriter, loc, var,
+                           channelType.clone(stats.statType()));
+    Value rstdC = reshapeTo(rewriter, loc, rstd,
+                            channelType.clone(stats.statType()));
     double m = op.getMomentum().convertToDouble();
     double n = static_cast<double>(stats.count());
     double unbias = n > 1 ? n / (n - 1) : 1.0;
@@ -322,17 +338,20 @@ struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
         rewriter, loc, {channelType, channelType},
         {op.getRunningMean(), op.getRunningVar(), meanC, varC},
         [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
-          Value keep = c(b, l, t, 1.0 - m), take = c(b, l, t, m);
+          Value keep = c(b, l, a[0].getType(), 1.0 - m), take = c(b, l, a[0].getType(), m);
           Value newMean = arith::AddFOp::create(
               b, l, arith::MulFOp::create(b, l, a[0], keep),
               arith::MulFOp::create(b, l, a[2], take));
-          Value unbiased = arith::MulFOp::create(b, l, a[3], c(b, l, t, unbias));
+          Value unbiased = arith::MulFOp::create(b, l, a[3], c(b, l, a[0].getType(), unbias));
           Value newVar = arith::AddFOp::create(
               b, l, arith::MulFOp::create(b, l, a[1], keep),
               arith::MulFOp::create(b, l, unbiased, take));
           return {newMean, newVar};
         });
-    rewriter.replaceOp(op, {y, running[0], running[1], meanC, rstdC});
+    rewriter.replaceOp(
+        op, {y, running[0], running[1],
+             statisticAs(rewriter, loc, meanC, tensorType(op.getSavedMean())),
+             statisticAs(rewriter, loc, rstdC, tensorType(op.getSavedRstd()))});
     return success();
   }
 };
@@ -343,7 +362,6 @@ struct BatchNormTrainGradLowering : OpRewritePattern<BatchNormTrainGradOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
-    Type t = type.getElementType();
     Statistics stats{rewriter, loc, type, allButChannel(type)};
     double n = static_cast<double>(stats.count());
     Value mean = channelView(rewriter, loc, op.getSavedMean(), type);
@@ -364,15 +382,16 @@ struct BatchNormTrainGradLowering : OpRewritePattern<BatchNormTrainGradOp> {
           Value inner = arith::SubFOp::create(
               b, l,
               arith::SubFOp::create(
-                  b, l, arith::MulFOp::create(b, l, a[0], c(b, l, t, n)), a[2]),
+                  b, l, arith::MulFOp::create(b, l, a[0], c(b, l, a[0].getType(), n)), a[2]),
               arith::MulFOp::create(b, l, a[1], a[3]));
           Value factor = arith::DivFOp::create(
-              b, l, arith::MulFOp::create(b, l, a[4], a[5]), c(b, l, t, n));
+              b, l, arith::MulFOp::create(b, l, a[4], a[5]), c(b, l, a[0].getType(), n));
           return arith::MulFOp::create(b, l, factor, inner);
         });
     auto channelType = tensorType(op.getScaleGrad());
-    rewriter.replaceOp(op, {dx, reshapeTo(rewriter, loc, dscale, channelType),
-                            reshapeTo(rewriter, loc, dbias, channelType)});
+    rewriter.replaceOp(
+        op, {dx, statisticAs(rewriter, loc, dscale, channelType),
+             statisticAs(rewriter, loc, dbias, tensorType(op.getBiasGrad()))});
     return success();
   }
 };
@@ -383,13 +402,12 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
-    Type t = type.getElementType();
     double epsilon = op.getEpsilon().convertToDouble();
     Value rstd = buildElementwise(
         rewriter, loc, tensorType(op.getVariance()), {op.getVariance()},
         [&](OpBuilder &b, Location l, ValueRange a) {
           return math::RsqrtOp::create(
-                     b, l, arith::AddFOp::create(b, l, a[0], c(b, l, t, epsilon)))
+                     b, l, arith::AddFOp::create(b, l, a[0], c(b, l, a[0].getType(), epsilon)))
               .getResult();
         });
     Value y = normalize(rewriter, loc, type, op.getInput(),

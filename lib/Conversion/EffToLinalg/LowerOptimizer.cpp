@@ -88,7 +88,7 @@ struct SgdUpdateLowering : OpRewritePattern<SgdUpdateOp> {
   LogicalResult matchAndRewrite(SgdUpdateOp op,
                                 PatternRewriter &rewriter) const override {
     auto type = tensorType(op.getParam());
-    Type t = type.getElementType();
+    Type t = computeType(type.getElementType());
     double momentum = op.getMomentum().convertToDouble();
     double dampening = op.getDampening().convertToDouble();
     double weightDecay = op.getWeightDecay().convertToDouble();
@@ -147,7 +147,7 @@ struct AdamUpdateLowering : OpRewritePattern<AdamUpdateOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getParam());
-    Type t = type.getElementType();
+    Type t = computeType(type.getElementType());
     double beta1 = op.getBeta1().convertToDouble();
     double beta2 = op.getBeta2().convertToDouble();
     double eps = op.getEps().convertToDouble();

@@ -341,7 +341,9 @@ struct GatherGradLowering : OpRewritePattern<GatherGradOp> {
       ubs.push_back(arith::ConstantIndexOp::create(rewriter, loc, d));
       steps.push_back(one);
     }
-    Value init = zeros(rewriter, loc, type);
+    // f16/bf16 gradients add up in f32 (indices repeat) and round once.
+    Type sumType = computeType(type.getElementType());
+    Value init = zeros(rewriter, loc, type.clone(sumType));
     scf::LoopNest nest = scf::buildLoopNest(
         rewriter, loc, lbs, ubs, steps, ValueRange{init},
         [&](OpBuilder &b, Location l, ValueRange ivs,
@@ -353,12 +355,14 @@ struct GatherGradLowering : OpRewritePattern<GatherGradOp> {
           at.push_back(wrapIndex(b, l, index, type.getDimSize(axis)));
           at.append(ivs.begin() + axis + indexRank, ivs.end());
           Value old = tensor::ExtractOp::create(b, l, iterArgs[0], at);
-          Value add = tensor::ExtractOp::create(b, l, grad, ivs);
+          Value add = castScalar(
+              b, l, tensor::ExtractOp::create(b, l, grad, ivs), sumType);
           Value sum = arith::AddFOp::create(b, l, old, add);
           return {tensor::InsertOp::create(b, l, sum, iterArgs[0], at)
                       .getResult()};
         });
-    rewriter.replaceOp(op, nest.results[0]);
+    rewriter.replaceOp(op, convertElements(rewriter, loc, nest.results[0],
+                                           type.getElementType()));
     return success();
   }
 };

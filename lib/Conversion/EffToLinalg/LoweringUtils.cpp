@@ -81,7 +81,11 @@ buildElementwiseMulti(OpBuilder &b, Location loc,
   auto generic = linalg::GenericOp::create(
       b, loc, types, operands, inits, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        SmallVector<Value> results = body(nb, nloc, args.take_front(numInputs));
+        SmallVector<Value> wide =
+            widenScalars(nb, nloc, args.take_front(numInputs));
+        SmallVector<Value> results = body(nb, nloc, wide);
+        for (auto [result, type] : llvm::zip(results, resultTypes))
+          result = castScalar(nb, nloc, result, type.getElementType());
         linalg::YieldOp::create(nb, nloc, results);
       });
   return SmallVector<Value>(generic.getResults());
@@ -134,9 +138,35 @@ Value buildReduction(OpBuilder &b, Location loc, Value input,
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{resultType}, inputs, ValueRange{acc}, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args));
+        Value result = combine(nb, nloc, widenScalars(nb, nloc, args));
+        linalg::YieldOp::create(
+            nb, nloc, castScalar(nb, nloc, result, init.getType()));
       });
   return generic.getResult(0);
+}
+
+bool isLowPrecisionFloat(Type type) { return type.isF16() || type.isBF16(); }
+
+Type computeType(Type type) {
+  if (isLowPrecisionFloat(type))
+    return Float32Type::get(type.getContext());
+  return type;
+}
+
+SmallVector<Value> widenScalars(OpBuilder &b, Location loc, ValueRange values) {
+  return llvm::map_to_vector(values, [&](Value v) {
+    return castScalar(b, loc, v, computeType(v.getType()));
+  });
+}
+
+Value convertElements(OpBuilder &b, Location loc, Value tensor,
+                      Type elementType) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (type.getElementType() == elementType)
+    return tensor;
+  return buildElementwise(
+      b, loc, type.clone(elementType), {tensor},
+      [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
 Type accumulatorType(Type type) {
@@ -159,9 +189,7 @@ Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
   Value sum = buildReduction(
       b, loc, input, axes, scalarConstant(b, loc, acc, 0),
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value t = term(nb, l, args.drop_back());
-        if (acc != elementType)
-          t = arith::ExtFOp::create(nb, l, acc, t);
+        Value t = castScalar(nb, l, term(nb, l, args.drop_back()), acc);
         return isFloat ? arith::AddFOp::create(nb, l, t, args.back()).getResult()
                        : arith::AddIOp::create(nb, l, t, args.back()).getResult();
       },
@@ -178,8 +206,6 @@ Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
           v = isFloat ? arith::DivFOp::create(nb, l, v, d).getResult()
                       : arith::DivSIOp::create(nb, l, v, d).getResult();
         }
-        if (acc != elementType)
-          v = arith::TruncFOp::create(nb, l, elementType, v);
         return v;
       });
 }
@@ -266,17 +292,32 @@ Value castScalar(OpBuilder &b, Location loc, Value value, Type to) {
   }
   auto fromFloat = dyn_cast<FloatType>(from);
   auto toFloat = dyn_cast<FloatType>(to);
+  Type f32 = b.getF32Type();
+  // f16/bf16 convert through f32, as c10::Half and c10::BFloat16 do: every
+  // f16/bf16 value is exact in f32, and narrowing rounds once from f32 (so
+  // f64 -> bf16 and int -> bf16 round twice, exactly like torch's `.to()`).
   if (fromFloat && toFloat) {
+    if (isLowPrecisionFloat(to) && !from.isF32())
+      return arith::TruncFOp::create(b, loc, to,
+                                     castScalar(b, loc, value, f32));
+    if (isLowPrecisionFloat(from) && !to.isF32())
+      return castScalar(b, loc, arith::ExtFOp::create(b, loc, f32, value), to);
     if (fromFloat.getWidth() < toFloat.getWidth())
       return arith::ExtFOp::create(b, loc, to, value);
     return arith::TruncFOp::create(b, loc, to, value);
   }
-  if (fromFloat)
+  if (fromFloat) {
+    if (isLowPrecisionFloat(from))
+      value = arith::ExtFOp::create(b, loc, f32, value);
     return arith::FPToSIOp::create(b, loc, to, value);
+  }
   if (toFloat) {
-    if (isUnsignedLike(from))
-      return arith::UIToFPOp::create(b, loc, to, value);
-    return arith::SIToFPOp::create(b, loc, to, value);
+    Type through = isLowPrecisionFloat(to) ? f32 : to;
+    Value converted =
+        isUnsignedLike(from)
+            ? arith::UIToFPOp::create(b, loc, through, value).getResult()
+            : arith::SIToFPOp::create(b, loc, through, value).getResult();
+    return castScalar(b, loc, converted, to);
   }
   unsigned fromWidth = from.getIntOrFloatBitWidth();
   unsigned toWidth = to.getIntOrFloatBitWidth();

@@ -24,6 +24,10 @@ using MultiScalarFn = llvm::function_ref<llvm::SmallVector<mlir::Value>(
 
 /// `body` applied to every element, the operands numpy-broadcast to
 /// `resultType` (the broadcast is an indexing map, nothing is materialised).
+/// f16/bf16 operands reach `body` extended to f32, and each result is
+/// converted to its element type once, at the end: an op on low-precision
+/// floats computes in f32 and rounds once, as PyTorch's CPU kernels do.
+/// `body` must therefore take scalar types from its arguments.
 mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::RankedTensorType resultType,
                              mlir::ValueRange operands, ScalarFn body);
@@ -36,13 +40,32 @@ buildElementwiseMulti(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::ValueRange operands, MultiScalarFn body);
 
 /// Reduces `input` over the (normalised, sorted) `axes`: the result drops
-/// them. `combine(element, accumulator)` returns the new accumulator.
+/// them. As in buildElementwise, f16/bf16 arguments (the accumulator too)
+/// reach `combine` in f32 and its result is converted to `init`'s type. `combine(element, accumulator)` returns the new accumulator.
 /// Extra `operands` broadcast to the input's shape are passed to `combine`
 /// before the accumulator: `combine(element, extras..., accumulator)`.
 mlir::Value buildReduction(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value input, llvm::ArrayRef<int64_t> axes,
                            mlir::Value init, ScalarFn combine,
                            mlir::ValueRange operands = {});
+
+/// f16 or bf16: types the CPU stores but computes on in f32.
+bool isLowPrecisionFloat(mlir::Type type);
+
+/// The type arithmetic on `type` is carried out in: f32 for f16/bf16 (one
+/// rounding per eff op, as PyTorch's CPU kernels do), `type` otherwise.
+mlir::Type computeType(mlir::Type type);
+
+/// `values` converted to their compute types (f16/bf16 extended to f32,
+/// exactly; others unchanged).
+llvm::SmallVector<mlir::Value> widenScalars(mlir::OpBuilder &b,
+                                            mlir::Location loc,
+                                            mlir::ValueRange values);
+
+/// `tensor` with every element converted to `elementType` (eff.cast
+/// semantics); `tensor` itself when it already has that type.
+mlir::Value convertElements(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value tensor, mlir::Type elementType);
 
 /// The type a float sum of `type` accumulates in: f64 for f32 (as
 /// PyTorch's CPU reductions, whose acc_type<float> is double), f32 for

@@ -29,14 +29,24 @@ static OpTy buildIfValid(PatternRewriter &rewriter, Location loc,
       rewriter, loc, [](const Twine &) {}, std::forward<Args>(args)...);
 }
 
-/// True if `value` is a splat constant within 1e-6 (relative) of `expected`.
+/// True if `value` is a splat constant within 1e-6 (relative) of `expected`,
+/// or equal to `expected` rounded to the constant's type: an f16/bf16 graph
+/// (torch exports a bf16 F.gelu with bf16 constants) holds sqrt(2) as
+/// 1.4140625.
 static bool isSplatNear(Value value, double expected) {
   DenseElementsAttr attr;
   if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat() ||
       !isa<FloatType>(attr.getElementType()))
     return false;
-  double actual = attr.getSplatValue<APFloat>().convertToDouble();
-  return std::abs(actual - expected) <= 1e-6 * std::abs(expected);
+  APFloat splat = attr.getSplatValue<APFloat>();
+  double actual = splat.convertToDouble();
+  if (std::abs(actual - expected) <= 1e-6 * std::abs(expected))
+    return true;
+  APFloat rounded(expected);
+  bool losesInfo;
+  rounded.convert(splat.getSemantics(), APFloat::rmNearestTiesToEven,
+                  &losesInfo);
+  return rounded.bitwiseIsEqual(splat);
 }
 
 /// If `value` is `x * other` or `other * x` with `other` satisfying `pred`,

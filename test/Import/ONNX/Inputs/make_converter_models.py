@@ -562,6 +562,28 @@ def gelu_tanh_torch():
 
 
 @model
+def gelu_erf_bf16():
+    """F.gelu(x) exported from a bf16 forward: the exporter rounds the
+    constants to bf16, so sqrt(2) is 1.4140625."""
+    g = Graph("gelu_erf_bf16")
+    x = g.input("x", F, [2, 8])
+    xl = g.op("Cast", [x], name="/Cast", to=TP.BFLOAT16)
+
+    def bf16(value, name):
+        g.nodes.append(onnx.helper.make_node(
+            "Constant", [], [name], name=name + "_node",
+            value=onnx.helper.make_tensor(name, TP.BFLOAT16, [], [value])))
+        return name
+    d = g.op("Div", [xl, bf16(1.4142135623730951, "/Constant")], name="/Div")
+    e = g.op("Erf", [d], name="/Erf")
+    p = g.op("Add", [e, bf16(1.0, "/Constant_1")], name="/Add")
+    xp = g.op("Mul", [xl, p], name="/Mul")
+    g.op("Mul", [xp, bf16(0.5, "/Constant_2")], outputs=["y"], name="/Mul_1")
+    g.output("y", TP.BFLOAT16, [2, 8])
+    return g.model()
+
+
+@model
 def gelu_tanh_pow():
     """GPT-2's NewGELU: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))."""
     g = Graph("gelu_tanh_pow")
