@@ -42,7 +42,9 @@ std::string cpuLoweringPipeline(const CpuPipelineOptions &options) {
       // per nest. Then LLVM.
       "convert-linalg-to-parallel-loops,eff-parallel-loops,eff-outline-kernels,"
       "convert-scf-to-openmp,canonicalize,lower-affine,convert-scf-to-cf,"
-      "expand-strided-metadata,finalize-memref-to-llvm,"
+      // Views at dynamic offsets (a micro-batch's rows of a batch input)
+      // leave affine.apply behind.
+      "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
       "math-expand-ops{ops=rsqrt},convert-math-to-libm,"
       "convert-to-llvm,reconcile-unrealized-casts";
   return pipeline;

@@ -24,7 +24,7 @@ module {
     %loss = eff.softmax_cross_entropy mean, %z, %y : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
     // CHECK-DAG: %[[SZ:.*]] = eff.save %[[Z]] : tensor<4x5xf32>
     // CHECK-DAG: %[[SR:.*]] = eff.save %[[R]] : tensor<4x16xf32>
-    // CHECK: %[[ONE:.*]] = eff.constant dense<1.000000e+00> : tensor<f32>
+    // CHECK: %[[ONE:.*]] = eff.constant {eff.loss_seed} dense<1.000000e+00> : tensor<f32>
     // CHECK: %[[DZ:.*]] = eff.softmax_cross_entropy_grad mean, %[[SZ]], %[[Y]], %[[ONE]]
     // CHECK: %[[DR:.*]] = eff.linear %[[DZ]], %[[W2]] : (tensor<4x5xf32>, tensor<5x16xf32>) -> tensor<4x16xf32>
     // CHECK: %[[DW2:.*]] = eff.linear %[[DZ]], %[[SR]] {transpose_a = true} : (tensor<4x5xf32>, tensor<4x16xf32>) -> tensor<5x16xf32>

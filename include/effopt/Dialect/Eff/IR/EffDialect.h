@@ -29,6 +29,15 @@ inline constexpr llvm::StringLiteral kUpdateAttrName = "eff.update";
 inline constexpr llvm::StringLiteral kTrainStepFuncName = "train_step";
 /// Function result attribute naming the parameter a result is the gradient of.
 inline constexpr llvm::StringLiteral kGradientAttrName = "eff.gradient";
+/// Unit attribute of the backward's seed, the constant d(loss)/d(loss) = 1
+/// that `eff-autodiff` starts from (`eff-loss-scaling` replaces it by the
+/// loss scale).
+inline constexpr llvm::StringLiteral kLossSeedAttrName = "eff.loss_seed";
+/// Unit attribute of the scf.for `eff-grad-accum` builds: one iteration per
+/// micro-batch (dropout mixes the iteration into its mask; the CPU lowering
+/// treats the loop's body like the step's own body).
+inline constexpr llvm::StringLiteral kAccumulationLoopAttrName =
+    "eff.accumulation";
 } // namespace effopt::eff
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H
