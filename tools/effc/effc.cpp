@@ -553,6 +553,7 @@ int main(int argc, char **argv) {
     if (Error error = effc::applyTrainConfig(configFile, category, inputFile))
       die(toString(std::move(error)));
 
+  checkSupportedOptions();
   if (printPipeline) {
     outs() << (mode == "forward" ? "forward" : "training")
            << ": builtin.module("
@@ -574,7 +575,6 @@ int main(int argc, char **argv) {
     if (outputFile.empty() && emit.empty())
       die("no output file (-o OUT.effx)");
   }
-  checkSupportedOptions();
 
   DialectRegistry registry;
   effopt::registerCompilerDialects(registry);
