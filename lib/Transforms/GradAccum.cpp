@@ -14,6 +14,7 @@
 
 #include "effopt/Transforms/Passes.h"
 
+#include "effopt/Dialect/Eff/IR/EffInterfaces.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
 
@@ -21,6 +22,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 namespace effopt {
@@ -387,9 +389,25 @@ LogicalResult EffGradAccumPass::accumulate(func::FuncOp func) {
                                  ValueRange(newResults).getTypes()));
   func.setAllResultAttrs(newAttrs);
 
-  // What does not depend on the micro-batch (casts of the master weights,
-  // weight transposes, constants) runs once per optimizer step.
-  numHoistedOps += moveLoopInvariantCode(
-      cast<LoopLikeOpInterface>(loop.getOperation()));
+  // What computes something independent of the micro-batch (casts of the
+  // master weights, constants) runs once per optimizer step. Pure data
+  // movement (zero FLOPs: a transposed copy of a weight) is redone in each
+  // micro-batch instead: hoisted, its copy would stay live across the whole
+  // loop for no arithmetic saved.
+  if (hoist) {
+    auto loopLike = cast<LoopLikeOpInterface>(loop.getOperation());
+    numHoistedOps += moveLoopInvariantCode(
+        loopLike.getLoopRegions(),
+        [&](Value value, Region *) {
+          return loopLike.isDefinedOutsideOfLoop(value);
+        },
+        [&](Operation *op, Region *) {
+          auto cost = dyn_cast<CostOpInterface>(op);
+          bool computes =
+              !cost || isa<ConstantOp>(op) || cost.getFlops() > 0;
+          return computes && isMemoryEffectFree(op) && isSpeculatable(op);
+        },
+        [&](Operation *op, Region *) { loopLike.moveOutOfLoop(op); });
+  }
   return success();
 }

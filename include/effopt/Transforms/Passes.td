@@ -117,9 +117,12 @@ def EffGradAccumPass : Pass<"eff-grad-accum", "::mlir::ModuleOp"> {
     - any other loss is the plain mean of the K micro-batch results.
 
     Other forward outputs (logits) are per micro-batch and are not returned.
-    Pure ops that do not depend on the micro-batch (casts of the master
-    weights, constants, the backward seed `eff.loss_seed`) are hoisted out of
-    the loop: they run once per optimizer step. Dropout masks mix the
+    Pure ops that compute something independent of the micro-batch (casts
+    of the master weights, constants, the backward seed `eff.loss_seed`) are
+    hoisted out of the loop (`hoist`, on by default): they run once per
+    optimizer step. Pure data movement (zero FLOPs, like a transposed copy
+    of a weight) stays in the loop: hoisted, its copy would be live across
+    all micro-batches for no arithmetic saved. Dropout masks mix the
     iteration into the step counter (`step * K + k`), so every micro-batch
     draws a different mask and recomputations stay identical.
 
@@ -128,7 +131,9 @@ def EffGradAccumPass : Pass<"eff-grad-accum", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"steps", "steps", "int64_t", /*default=*/"1",
-           "Micro-batches per optimizer step (K)">
+           "Micro-batches per optimizer step (K)">,
+    Option<"hoist", "hoist", "bool", /*default=*/"true",
+           "Hoist loop-invariant pure ops out of the micro-batch loop">
   ];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::arith::ArithDialect",
