@@ -223,7 +223,8 @@ LogicalResult EffGradAccumPass::accumulate(func::FuncOp func) {
   OpBuilder b(returnOp);
   Location accumLoc = withProvenance(loc, Provenance::Gradient);
   // Loop-carried values: the weighted loss sum, the weight sum, one fp32
-  // accumulator per gradient (zero), one value per buffer (its argument).
+  // accumulator per gradient (zero), one value per buffer (a copy of its
+  // argument).
   Value zeroSum = scalarF32(b, loc, 0.0);
   SmallVector<Value> inits{zeroSum, zeroSum};
   for (Result &r : results) {
