@@ -7,7 +7,9 @@ Usage:
 For each model NAME this writes:
     DIR/NAME.onnx  the training graph, exported by torch.onnx.export with
                    training=TrainingMode.TRAINING, do_constant_folding=False,
-                   opset 17, static shapes; first output is the scalar loss.
+                   opset 17, static shapes (with --dynamic-batch the leading
+                   dimension of inputs and outputs is the symbol "batch");
+                   first output is the scalar loss.
     DIR/NAME.npz   one array per ONNX graph input; step i uses rows
                    [i*B, (i+1)*B) (enough rows for --steps steps, default 200).
     DIR/NAME.json  batch size, inputs (name/shape/dtype), parameters (float
@@ -281,7 +283,7 @@ def op_types(model):
     return sorted(ops)
 
 
-def export_one(name, out_dir, steps):
+def export_one(name, out_dir, steps, dynamic_batch=False):
     t0 = time.time()
     torch.manual_seed(0)
     np.random.seed(0)
@@ -310,7 +312,13 @@ def export_one(name, out_dir, steps):
             do_constant_folding=False,
             opset_version=OPSET,
             input_names=input_names,
-            output_names=spec["output_names"])
+            output_names=spec["output_names"],
+            # The leading dimension of every input and output as the
+            # symbol "batch": effc binds it with --shape, and
+            # --memory-budget can then choose a micro-batch.
+            dynamic_axes=({n: {0: "batch"} for n in
+                           input_names + spec["output_names"][1:]}
+                          if dynamic_batch else None))
     m = onnx.load_from_string(f.getvalue())
     # torch.onnx.export traces the model in train mode, i.e. runs forward
     # once: BatchNorm running statistics in the exported initializers are
@@ -399,6 +407,9 @@ def main():
     ap.add_argument("--models", default=",".join(MAKERS))
     ap.add_argument("--steps", type=int, default=200,
                     help="number of batches written to each .npz (default 200)")
+    ap.add_argument("--dynamic-batch", action="store_true",
+                    help="export the batch dimension as the symbol 'batch' "
+                         "(bind it with effc --shape NAME=B,...)")
     args = ap.parse_args()
     names = [s for s in args.models.split(",") if s]
     bad = [s for s in names if s not in MAKERS]
@@ -408,7 +419,7 @@ def main():
     torch.set_num_threads(min(2, torch.get_num_threads()))
     all_ops = set()
     for n in names:
-        all_ops.update(export_one(n, args.out, args.steps))
+        all_ops.update(export_one(n, args.out, args.steps, args.dynamic_batch))
     print("all op types: " + " ".join(sorted(all_ops)))
 
 

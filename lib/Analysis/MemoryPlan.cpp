@@ -2,6 +2,7 @@
 
 #include "effopt/Analysis/MemoryPlan.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <map>
@@ -14,17 +15,47 @@ int64_t storageBytes(Type elementType) {
   return std::max<int64_t>(1, (elementType.getIntOrFloatBitWidth() + 7) / 8);
 }
 
-/// The last schedule position that uses `value` or a view derived from it.
-static int64_t lastUse(Value value, Block &schedule,
-                       const DenseMap<Operation *, int64_t> &position) {
+namespace {
+/// The step's schedule: the operations of the function body in order, the
+/// body of each scf.for (eff-grad-accum's micro-batch loop) laid out right
+/// after the loop itself. A buffer allocated in a loop body lives within one
+/// iteration; one allocated before a loop and used in it lives to the end of
+/// the loop's body.
+struct Schedule {
+  std::vector<Operation *> ops;
+  DenseMap<Operation *, int64_t> position;
+  /// The last position inside an op (its own position unless it is a loop).
+  DenseMap<Operation *, int64_t> end;
+
+  void add(Block &block) {
+    for (Operation &op : block) {
+      position[&op] = static_cast<int64_t>(ops.size());
+      ops.push_back(&op);
+      if (auto loop = dyn_cast<scf::ForOp>(op))
+        add(*loop.getBody());
+      end[&op] = static_cast<int64_t>(ops.size()) - 1;
+    }
+  }
+};
+} // namespace
+
+/// The last schedule position that uses `alloc` or a view derived from it,
+/// as seen from the block it is allocated in. Sets `escapes` when the
+/// buffer is yielded to the next iteration of its loop.
+static int64_t lastUse(memref::AllocOp alloc, const Schedule &schedule,
+                       bool &escapes) {
+  Block &block = *alloc->getBlock();
   int64_t last = -1;
-  SmallVector<Value> worklist{value};
+  SmallVector<Value> worklist{alloc.getResult()};
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (Operation *top = schedule.findAncestorOpInBlock(*user))
-        last = std::max(last, position.lookup(top));
+      if (Operation *top = block.findAncestorOpInBlock(*user)) {
+        last = std::max(last, schedule.end.lookup(top));
+        if (isa<scf::YieldOp>(top))
+          escapes = true;
+      }
       if (auto view = dyn_cast<ViewLikeOpInterface>(user))
         if (view.getViewSource() == v)
           llvm::append_range(worklist, user->getResults());
@@ -33,14 +64,13 @@ static int64_t lastUse(Value value, Block &schedule,
   return last;
 }
 
-MemoryPlan MemoryPlan::compute(Block &schedule, int64_t alignment) {
+MemoryPlan MemoryPlan::compute(Block &body, int64_t alignment) {
   MemoryPlan plan;
-  DenseMap<Operation *, int64_t> position;
-  int64_t index = 0;
-  for (Operation &op : schedule)
-    position[&op] = index++;
+  Schedule schedule;
+  schedule.add(body);
+  plan.scheduleOps = schedule.ops;
 
-  for (Operation &op : schedule) {
+  for (Operation *op : schedule.ops) {
     auto alloc = dyn_cast<memref::AllocOp>(op);
     if (!alloc || !alloc.getType().hasStaticShape() ||
         !alloc.getType().getLayout().isIdentity())
@@ -49,8 +79,13 @@ MemoryPlan MemoryPlan::compute(Block &schedule, int64_t alignment) {
     PlannedBuffer buffer;
     buffer.alloc = alloc;
     buffer.bytes = type.getNumElements() * storageBytes(type.getElementType());
-    buffer.first = position[&op];
-    buffer.last = std::max(buffer.first, lastUse(alloc, schedule, position));
+    buffer.first = schedule.position.lookup(op);
+    bool escapes = false;
+    buffer.last = std::max(buffer.first, lastUse(alloc, schedule, escapes));
+    if (escapes) {
+      plan.escaping.push_back(alloc);
+      continue;
+    }
     plan.planned.push_back(buffer);
   }
 

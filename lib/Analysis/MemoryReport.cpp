@@ -67,15 +67,22 @@ static std::string describeOp(Operation *op) {
 }
 
 /// The op at the last schedule position reading `alloc` or a view of it.
-static Operation *lastReader(memref::AllocOp alloc, Block &schedule) {
+static Operation *lastReader(memref::AllocOp alloc,
+                             const DenseMap<Operation *, int64_t> &position) {
   Operation *last = nullptr;
+  int64_t lastAt = -1;
   SmallVector<Value> worklist{alloc.getResult()};
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     for (OpOperand &use : v.getUses()) {
-      Operation *top = schedule.findAncestorOpInBlock(*use.getOwner());
-      if (top && (!last || last->isBeforeInBlock(top)))
-        last = top;
+      // The innermost op of the schedule holding the use.
+      Operation *op = use.getOwner();
+      while (op && !position.count(op))
+        op = op->getParentOp();
+      if (op && position.lookup(op) > lastAt) {
+        last = op;
+        lastAt = position.lookup(op);
+      }
       if (auto view = dyn_cast<ViewLikeOpInterface>(use.getOwner()))
         if (view.getViewSource() == v)
           llvm::append_range(worklist, use.getOwner()->getResults());
@@ -84,14 +91,17 @@ static Operation *lastReader(memref::AllocOp alloc, Block &schedule) {
   return last;
 }
 
-MemoryReport MemoryReport::fromPlan(const MemoryPlan &plan, Block &schedule) {
+MemoryReport MemoryReport::fromPlan(const MemoryPlan &plan) {
   MemoryReport report;
-  report.scheduleLength = static_cast<int64_t>(schedule.getOperations().size());
+  ArrayRef<Operation *> schedule = plan.schedule();
+  report.scheduleLength = static_cast<int64_t>(schedule.size());
   report.arena = plan.arenaBytes();
   report.peakAt = plan.peak().first;
+  if (report.peakAt >= 0 && report.peakAt < report.scheduleLength)
+    report.peakOp = describeOp(schedule[report.peakAt]);
+  DenseMap<Operation *, int64_t> position;
   for (auto [i, op] : llvm::enumerate(schedule))
-    if (static_cast<int64_t>(i) == report.peakAt)
-      report.peakOp = describeOp(&op);
+    position[op] = static_cast<int64_t>(i);
 
   for (const PlannedBuffer &planned : plan.buffers()) {
     ReportBuffer buffer;
@@ -106,7 +116,7 @@ MemoryReport MemoryReport::fromPlan(const MemoryPlan &plan, Block &schedule) {
     buffer.first = planned.first;
     buffer.last = planned.last;
     eff::Provenance readerProvenance = eff::Provenance::Forward;
-    if (Operation *reader = lastReader(alloc, schedule)) {
+    if (Operation *reader = lastReader(alloc, position)) {
       buffer.lastUser = describeOp(reader);
       readerProvenance = eff::provenanceOf(reader->getLoc());
     }

@@ -51,7 +51,9 @@ std::string cpuLoweringPipeline(const CpuPipelineOptions &options) {
       "arith-emulate-unsupported-floats{source-types=bf16,f16 "
       "target-type=f32},"
       "eff-expand-bf16-conversions,"
-      "expand-strided-metadata,finalize-memref-to-llvm,"
+      // Views at dynamic offsets (a micro-batch's rows of a batch input)
+      // leave affine.apply behind.
+      "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
       "math-expand-ops{ops=rsqrt},convert-math-to-libm,"
       "convert-to-llvm,reconcile-unrealized-casts";
   return pipeline;

@@ -142,7 +142,8 @@ LogicalResult EffAutodiffPass::differentiate(func::FuncOp forward) {
       builder, eff::withProvenance(loss.getLoc(), eff::Provenance::Backward),
       DenseElementsAttr::get(lossType,
                              builder.getFloatAttr(lossType.getElementType(), 1.0)));
-  // Marked so that eff-loss-scaling can seed with the loss scale instead.
+  // Marked so that later passes find it (eff-loss-scaling replaces it by
+  // the loss scale), wherever eff-grad-accum moves it.
   seed->setAttr(kLossSeedAttrName, builder.getUnitAttr());
   Operation *firstBackwardOp = seed;
   gradients[loss] = seed;

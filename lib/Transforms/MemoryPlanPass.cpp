@@ -43,6 +43,11 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
 
     Block &body = func.getBody().front();
     MemoryPlan memoryPlan = MemoryPlan::compute(body);
+    for (memref::AllocOp alloc : memoryPlan.escapingBuffers())
+      return alloc.emitError("this buffer is yielded to the next iteration "
+                             "of its loop: it has no single place in the "
+                             "arena (the loop-carried value was not updated "
+                             "in place)");
     if (print) {
       auto [where, peak] = memoryPlan.peak();
       llvm::errs() << "memory plan of @" << func.getName() << ": "
@@ -59,7 +64,7 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
     if (report || attachReport) {
       // Before the allocs become views: the report reads their locations
       // and readers.
-      MemoryReport memoryReport = MemoryReport::fromPlan(memoryPlan, body);
+      MemoryReport memoryReport = MemoryReport::fromPlan(memoryPlan);
       if (report)
         memoryReport.printTable(llvm::errs());
       if (attachReport) {

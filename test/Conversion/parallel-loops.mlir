@@ -83,3 +83,40 @@ func.func @column_sum(%a: memref<1024x256xf32>, %s: memref<256xf32>) {
   }
   return
 }
+
+// -----
+
+// In eff-grad-accum's micro-batch loop (eff.accumulation) a nest is one of
+// the step's own and is threaded as at the top level; in any other loop it
+// stays sequential.
+// CHECK-LABEL: func.func @in_accumulation_loop
+// CHECK: scf.for
+// CHECK: scf.parallel
+// CHECK: } {eff.accumulation}
+// CHECK: scf.for
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @in_accumulation_loop(%a: memref<512x256xf32>, %b: memref<512x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %k = %c0 to %c4 step %c1 {
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<512x256xf32>) outs(%b : memref<512x256xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+    }
+  } {eff.accumulation}
+  scf.for %k = %c0 to %c4 step %c1 {
+    linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                    iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<512x256xf32>) outs(%b : memref<512x256xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+    }
+  }
+  return
+}

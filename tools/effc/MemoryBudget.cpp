@@ -63,7 +63,8 @@ static LogicalResult runPipeline(ModuleOp module, llvm::StringRef pipeline) {
 
 static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
                        const TrainingPipeline &training,
-                       llvm::StringRef lowering, int64_t freeBytes = 0) {
+                       llvm::StringRef lowering, int64_t freeBytes = 0,
+                       int64_t microBatches = 1) {
   Plan plan;
   plan.policy = policy.str();
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(imported->clone()));
@@ -75,14 +76,19 @@ static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
       firstError = d.str();
     return success();
   });
-  if (failed(runPipeline(*module, training(policy, freeBytes)))) {
+  if (failed(runPipeline(*module, training(policy, freeBytes, microBatches)))) {
     plan.error = firstError.empty() ? "cannot be built" : firstError;
     return plan;
   }
   module->walk([&](effopt::eff::CostOpInterface op) {
-    plan.stepFlops += op.getFlops();
+    // Ops in the micro-batch loop run once per micro-batch.
+    int64_t times = 1;
+    for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+      if (p->hasAttr("eff.accumulation"))
+        times *= microBatches;
+    plan.stepFlops += times * op.getFlops();
     if (op->hasAttr("eff.recomputed"))
-      plan.recomputedFlops += op.getFlops();
+      plan.recomputedFlops += times * op.getFlops();
   });
   FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
   if (failed(layout) || failed(runPipeline(*module, lowering))) {
@@ -103,53 +109,80 @@ static double recomputedPercent(const Plan &plan) {
   return base > 0 ? 100.0 * plan.recomputedFlops / base : 0.0;
 }
 
-std::optional<BudgetChoice> fitMemoryBudget(ModuleOp imported, int64_t budget,
-                                            const TrainingPipeline &training,
-                                            llvm::StringRef lowering,
-                                            llvm::raw_ostream &log) {
-  log << "effc: memory budget " << effopt::formatBytes(budget) << " (" << budget
-      << " bytes); planned memory per remat policy:\n";
-  std::optional<Plan> best, smallest;
-  for (llvm::StringRef policy : {"none", "selective", "sqrt", "full"}) {
-    Plan plan = planPolicy(imported, policy, training, lowering);
-    if (!plan.error.empty()) {
-      log << llvm::formatv("  {0,-10} does not apply: {1}\n", policy,
-                           plan.error);
+std::optional<BudgetChoice>
+fitMemoryBudget(int64_t budget, int64_t globalRows,
+                const MicroBatchImporter &importAt,
+                const TrainingPipeline &training, llvm::StringRef lowering,
+                llvm::raw_ostream &log) {
+  log << "effc: memory budget " << effopt::formatBytes(budget) << " ("
+      << budget << " bytes), global batch " << globalRows
+      << " rows; planned memory per micro-batch count and remat policy:\n";
+  std::optional<Plan> smallest;
+  int64_t smallestK = 1;
+  // Fewest micro-batches first (each one more makes the GEMMs smaller),
+  // then the least recomputation.
+  for (int64_t k = 1; k <= globalRows; ++k) {
+    if (globalRows % k)
       continue;
+    int64_t rows = globalRows / k;
+    std::string why;
+    OwningOpRef<ModuleOp> imported = importAt(rows, why);
+    if (!imported) {
+      log << llvm::formatv("  accum {0,-3} batch {1,-5} does not apply: {2}\n",
+                           k, rows, why);
+      break; // a batch dimension that cannot be rebound stays so
     }
-    bool fits = plan.bytes <= budget;
-    double extra = recomputedPercent(plan);
-    log << llvm::formatv("  {0,-10} {1,12} bytes ({2,10})  recomputes "
-                         "{3:f1}% of the step's FLOPs  {4}\n",
-                         policy, plan.bytes, effopt::formatBytes(plan.bytes), extra,
-                         fits ? "fits" : "too large");
-    if (!smallest || plan.bytes < smallest->bytes)
-      smallest = plan;
-    if (fits && (!best || plan.recomputedFlops < best->recomputedFlops))
-      best = plan;
-  }
-  if (!best) {
-    if (smallest)
+    std::optional<Plan> best;
+    for (llvm::StringRef policy : {"none", "selective", "sqrt", "full"}) {
+      Plan plan = planPolicy(*imported, policy, training, lowering, 0, k);
+      if (!plan.error.empty()) {
+        log << llvm::formatv("  accum {0,-3} batch {1,-5} {2,-10} does not "
+                             "apply: {3}\n",
+                             k, rows, policy, plan.error);
+        continue;
+      }
+      bool fits = plan.bytes <= budget;
+      log << llvm::formatv("  accum {0,-3} batch {1,-5} {2,-10} {3,12} bytes "
+                           "({4,10})  recomputes {5:f1}% of the step's FLOPs  "
+                           "{6}\n",
+                           k, rows, policy, plan.bytes,
+                           effopt::formatBytes(plan.bytes),
+                           recomputedPercent(plan),
+                           fits ? "fits" : "too large");
+      if (!smallest || plan.bytes < smallest->bytes) {
+        smallest = plan;
+        smallestK = k;
+      }
+      if (fits && (!best || plan.recomputedFlops < best->recomputedFlops))
+        best = plan;
+    }
+    if (best) {
       log << llvm::formatv(
-          "effc: error: cannot fit {0} bytes: the smallest planned memory is "
-          "{1} bytes ({2}) with --remat {3}, {4} bytes over\n",
-          budget, smallest->bytes, effopt::formatBytes(smallest->bytes), smallest->policy,
-          smallest->bytes - budget);
-    else
-      log << "effc: error: cannot fit the budget: no remat policy applies\n";
-    return std::nullopt;
+          "effc: chose --accum {0} --remat {1} (micro-batch {2} rows): the "
+          "fewest micro-batches, then the least recomputation, that fit "
+          "({3} bytes planned, {4} to spare)\n",
+          k, best->policy, rows, best->bytes,
+          effopt::formatBytes(budget - best->bytes));
+      return BudgetChoice{best->policy, best->bytes, k, std::move(imported)};
+    }
   }
-  log << llvm::formatv("effc: chose --remat {0}: the least recomputation "
-                       "that fits ({1} bytes planned, {2} to spare)\n",
-                       best->policy, best->bytes, effopt::formatBytes(budget - best->bytes));
-  return BudgetChoice{best->policy, best->bytes};
+  if (smallest)
+    log << llvm::formatv(
+        "effc: error: cannot fit {0} bytes: the smallest planned memory is "
+        "{1} bytes ({2}) with --accum {3} --remat {4}, {5} bytes over\n",
+        budget, smallest->bytes, effopt::formatBytes(smallest->bytes),
+        smallestK, smallest->policy, smallest->bytes - budget);
+  else
+    log << "effc: error: cannot fit the budget: no remat policy applies\n";
+  return std::nullopt;
 }
 
 std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
+                                      int64_t microBatches,
                                       const TrainingPipeline &training,
                                       llvm::StringRef lowering,
                                       llvm::raw_ostream &log) {
-  Plan none = planPolicy(imported, "none", training, lowering);
+  Plan none = planPolicy(imported, "none", training, lowering, 0, microBatches);
   if (!none.error.empty()) {
     log << "effc: error: " << none.error << "\n";
     return std::nullopt;
@@ -166,7 +199,8 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
   int64_t freeBytes = none.bytes - budget;
   int64_t smallest = none.bytes, step = std::max<int64_t>(1, freeBytes / 64);
   for (int attempt = 0; attempt < 10; ++attempt) {
-    Plan plan = planPolicy(imported, "budget", training, lowering, freeBytes);
+    Plan plan = planPolicy(imported, "budget", training, lowering, freeBytes,
+                           microBatches);
     if (!plan.error.empty()) {
       log << "effc: error: " << plan.error << "\n";
       return std::nullopt;
@@ -185,7 +219,7 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
   }
   // The floor of this policy: recompute every candidate.
   Plan all = planPolicy(imported, "budget", training, lowering,
-                        std::numeric_limits<int64_t>::max() / 16);
+                        std::numeric_limits<int64_t>::max() / 16, microBatches);
   if (all.error.empty())
     smallest = std::min(smallest, all.bytes);
   log << llvm::formatv("effc: error: cannot fit {0} bytes: the smallest "

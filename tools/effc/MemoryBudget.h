@@ -1,9 +1,10 @@
 //===- MemoryBudget.h - effc --memory-budget ---------------------*- C++ -*-===//
 //
-// Fits a training step into a byte budget: every remat policy is planned
-// (training step, lowering and the memory plan -- no code generation), and
-// the one with the least recomputed FLOPs (from the cost interface) whose
-// planned bytes fit is chosen. The planned bytes are exactly what effrun
+// Fits a training step into a byte budget: for each micro-batch count (the
+// global batch fixed) every remat policy is planned (training step, lowering
+// and the memory plan -- no code generation), and the fewest micro-batches,
+// then the least recomputed FLOPs (from the cost interface), whose planned
+// bytes fit are chosen. The planned bytes are exactly what effrun
 // allocates, so the choice is a guarantee, not an estimate.
 //
 //===----------------------------------------------------------------------===//
@@ -25,21 +26,34 @@ std::optional<int64_t> parseBytes(llvm::StringRef text);
 struct BudgetChoice {
   std::string policy;
   int64_t plannedBytes = 0;
+  /// --accum: micro-batches per optimizer step, and the model imported at
+  /// the micro-batch size (global batch / microBatches rows).
+  int64_t microBatches = 1;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
 };
 
-/// Plans `imported` under each policy (`trainingPipeline(policy)` builds
-/// the step, `lowering` runs up to the memory plan), prints one line per
-/// policy to `log`, and returns the fastest that fits in `budget`; on
-/// failure prints one line saying the smallest achievable and returns
-/// nullopt.
-using TrainingPipeline =
-    std::function<std::string(llvm::StringRef policy, int64_t freeBytes)>;
+/// The training pipeline for a remat policy (with the saved bytes to free
+/// for `budget`) and a micro-batch count (--accum).
+using TrainingPipeline = std::function<std::string(
+    llvm::StringRef policy, int64_t freeBytes, int64_t microBatches)>;
 
-std::optional<BudgetChoice> fitMemoryBudget(mlir::ModuleOp imported,
-                                            int64_t budget,
-                                            const TrainingPipeline &training,
-                                            llvm::StringRef lowering,
-                                            llvm::raw_ostream &log);
+/// The model imported with every batch input's leading dimension bound to
+/// `rows`, or null with `why` set (a model whose batch dimension is fixed).
+using MicroBatchImporter = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
+    int64_t rows, std::string &why)>;
+
+/// Keeps the global batch `globalRows` fixed and tries K = 1, 2, ... micro-
+/// batches (K divides it; the model is imported at globalRows / K rows):
+/// for each K every remat policy is planned (training step, lowering and
+/// the memory plan -- no code generation) and one line per plan printed to
+/// `log`; the first K for which a policy fits wins, with the policy of
+/// least recomputation. On failure prints one line saying the smallest
+/// achievable and returns nullopt.
+std::optional<BudgetChoice>
+fitMemoryBudget(int64_t budget, int64_t globalRows,
+                const MicroBatchImporter &importAt,
+                const TrainingPipeline &training, llvm::StringRef lowering,
+                llvm::raw_ostream &log);
 
 /// --remat budget:BYTES: eff-remat{policy=budget free-bytes=N} with N from
 /// the memory plan: start with what `none` exceeds the budget by, plan,
@@ -47,6 +61,7 @@ std::optional<BudgetChoice> fitMemoryBudget(mlir::ModuleOp imported,
 /// nothing needs recomputing); on failure prints one line with the
 /// smallest achievable memory.
 std::optional<int64_t> fitRematBudget(mlir::ModuleOp imported, int64_t budget,
+                                      int64_t microBatches,
                                       const TrainingPipeline &training,
                                       llvm::StringRef lowering,
                                       llvm::raw_ostream &log);

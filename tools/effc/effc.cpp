@@ -168,16 +168,22 @@ static cl::opt<std::string> reportSvg(
 static cl::opt<std::string> memoryBudget(
     "memory-budget",
     cl::desc("Fit the step into BYTES (suffixes K, M, G = KiB, MiB, GiB): "
-             "choose the remat policy with the least recomputation whose "
-             "planned memory fits, or fail saying by how much it cannot"),
+             "keeping the global batch, choose the fewest micro-batches "
+             "(--accum; needs a batch dimension --shape can bind) and then "
+             "the remat policy with the least recomputation whose planned "
+             "memory fits, or fail saying by how much it cannot"),
     cl::value_desc("bytes"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> configFile(
     "config",
     cl::desc("Training config (TOML) whose keys are these flags; the "
              "command line wins"),
     cl::value_desc("train.toml"), cl::init(""), cl::cat(category));
-static cl::opt<int64_t> accum("accum", cl::desc("Gradient accumulation steps"),
-                              cl::init(1), cl::cat(category));
+static cl::opt<int64_t> accum(
+    "accum",
+    cl::desc("Gradient accumulation: one optimizer step runs K micro-batches "
+             "of the compiled batch size B (K*B rows per step; gradients and "
+             "loss are the mean over them)"),
+    cl::value_desc("K"), cl::init(1), cl::cat(category));
 static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage"), cl::init(0),
                              cl::cat(category));
 static cl::opt<std::string> batch(
@@ -234,7 +240,8 @@ std::string effectiveLossScale() {
 /// The eff-level pipeline before lowering: the training step (with the
 /// remat policy and, for budget, the saved bytes to free), or with --mode
 /// forward only the layout of @forward.
-std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
+std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0,
+                         int64_t microBatches = accum) {
   if (mode == "forward")
     return "canonicalize,cse,eff-step-abi{mode=forward}";
   double decay = weightDecay >= 0 ? weightDecay.getValue()
@@ -272,8 +279,12 @@ std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0) {
        << " min-scale=" << exact(lossScaleMin)
        << " static=" << (effectiveLossScale() == "static" ? 1 : 0) << "},";
   }
-  return autocastPass + "eff-autodiff," + rematPass + lossScalingPass +
-         "eff-optimizer{" + options + "},canonicalize,cse,eff-step-abi";
+  std::string accumPass;
+  if (microBatches != 1)
+    accumPass = "eff-grad-accum{steps=" + std::to_string(microBatches) + "},";
+  return autocastPass + "eff-autodiff," + rematPass + accumPass +
+         lossScalingPass + "eff-optimizer{" + options +
+         "},canonicalize,cse,eff-step-abi";
 }
 
 void checkSupportedOptions() {
@@ -325,8 +336,9 @@ void checkSupportedOptions() {
     die("--remat-boundary applies to --remat full only");
   if (rematBoundary.getValue().find('\'') != std::string::npos)
     die("--remat-boundary must not contain a single quote");
-  if (accum != 1)
-    die("--accum is not implemented yet");
+  if (accum < 1)
+    die("--accum must be at least 1 (micro-batches per optimizer step), got " +
+        Twine(accum.getValue()));
   if (zero != 0)
     die("--zero is not implemented yet");
   if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
@@ -388,19 +400,71 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
   if (!memoryBudget.empty()) {
     if (remat.getNumOccurrences())
       die("--memory-budget chooses --remat itself; give only one of them");
+    if (accum.getNumOccurrences())
+      die("--memory-budget chooses --accum itself; give only one of them");
     std::optional<int64_t> budget = effc::parseBytes(memoryBudget);
     if (!budget)
       die("--memory-budget: '" + memoryBudget +
           "' is not a byte count (like 3000000, 512K, 1.5M, 2G)");
+    // The global batch: the leading dimension of the batch inputs as
+    // imported. Micro-batches re-import the model with it divided.
+    auto forward = module->lookupSymbol<func::FuncOp>(effopt::eff::kForwardFuncName);
+    SmallVector<std::pair<std::string, RankedTensorType>> batchInputs;
+    for (unsigned i = 0; forward && i < forward.getNumArguments(); ++i)
+      if (auto name = forward.getArgAttrOfType<StringAttr>(
+              i, effopt::eff::kInputAttrName))
+        if (auto type =
+                dyn_cast<RankedTensorType>(forward.getArgument(i).getType()))
+          batchInputs.push_back({name.str(), type});
+    int64_t globalRows = 1;
+    bool splittable = !batchInputs.empty();
+    for (auto &[name, type] : batchInputs) {
+      if (type.getRank() == 0) {
+        splittable = false;
+        continue;
+      }
+      globalRows = std::max(globalRows, type.getDimSize(0));
+    }
+    for (auto &[name, type] : batchInputs)
+      if (type.getRank() > 0 && type.getDimSize(0) != globalRows)
+        splittable = false;
+    auto importAt = [&](int64_t rows,
+                        std::string &why) -> OwningOpRef<ModuleOp> {
+      if (rows == globalRows)
+        return OwningOpRef<ModuleOp>(cast<ModuleOp>((*module)->clone()));
+      if (!splittable) {
+        why = "the batch inputs do not share one leading (batch) dimension";
+        return {};
+      }
+      effopt::ONNXImportOptions options = importOptions;
+      for (auto &[name, type] : batchInputs) {
+        SmallVector<int64_t> shape(type.getShape());
+        shape[0] = rows;
+        options.inputShapes[name] = shape;
+      }
+      std::string firstError;
+      ScopedDiagnosticHandler capture(&context, [&](Diagnostic &d) {
+        if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+          firstError = d.str();
+        return success();
+      });
+      OwningOpRef<ModuleOp> imported =
+          effopt::importONNXFile(input, &context, options);
+      if (!imported)
+        why = firstError.empty() ? "the model does not import" : firstError;
+      return imported;
+    };
     std::optional<effc::BudgetChoice> choice = effc::fitMemoryBudget(
-        *module, *budget,
-        [](StringRef policy, int64_t freeBytes) {
-          return stepPipeline(policy, freeBytes);
+        *budget, globalRows, importAt,
+        [](StringRef policy, int64_t freeBytes, int64_t microBatches) {
+          return stepPipeline(policy, freeBytes, microBatches);
         },
         planningPipeline(), errs());
     if (!choice)
       return failure();
     remat.setValue(choice->policy);
+    accum.setValue(choice->microBatches);
+    module = std::move(choice->module);
   }
   int64_t rematFreeBytes = 0;
   std::string rematPolicy = remat;
@@ -408,9 +472,9 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
     int64_t budget =
         *effc::parseBytes(StringRef(remat).drop_front(strlen("budget:")));
     std::optional<int64_t> freeBytes = effc::fitRematBudget(
-        *module, budget,
-        [](StringRef policy, int64_t bytes) {
-          return stepPipeline(policy, bytes);
+        *module, budget, accum,
+        [](StringRef policy, int64_t bytes, int64_t microBatches) {
+          return stepPipeline(policy, bytes, microBatches);
         },
         planningPipeline(), errs());
     if (!freeBytes)
@@ -435,7 +499,12 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
                                         (mode == "forward"
                                              ? std::string(" (forward)")
                                              : " (train_step, " + precision +
-                                                   ", remat " + remat + ")")};
+                                                   ", remat " + remat +
+                                                   (accum > 1
+                                                        ? ", accum " +
+                                                              std::to_string(accum)
+                                                        : std::string()) +
+                                                   ")")};
   effopt::CpuPipelineOptions loweringOptions;
   loweringOptions.attachMemoryReport = reportRequest.any();
   std::string lowering = effopt::cpuLoweringPipeline(loweringOptions);
@@ -480,7 +549,8 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
                      {"schedule", schedule.getValue()},
                      {"precision", precision.getValue()},
                      {"loss_scale", effectiveLossScale()},
-                     {"remat", remat.getValue()}};
+                     {"remat", remat.getValue()},
+                     {"accum", accum.getValue()}};
   if (mode == "train" && effectiveLossScale() != "none")
     description["loss_scaling"] =
         json::Object{{"mode", effectiveLossScale()},
@@ -563,6 +633,7 @@ int main(int argc, char **argv) {
     if (Error error = effc::applyTrainConfig(configFile, category, inputFile))
       die(toString(std::move(error)));
 
+  checkSupportedOptions();
   if (printPipeline) {
     outs() << (mode == "forward" ? "forward" : "training")
            << ": builtin.module("
@@ -584,7 +655,6 @@ int main(int argc, char **argv) {
     if (outputFile.empty() && emit.empty())
       die("no output file (-o OUT.effx)");
   }
-  checkSupportedOptions();
 
   DialectRegistry registry;
   effopt::registerCompilerDialects(registry);

@@ -1,7 +1,8 @@
 //===- MemoryPlan.h - static placement of temporaries in one arena -*- C++ -*-===//
 //
-// Liveness over a straight-line schedule (the operations of one block, in
-// order) and a greedy placement of every buffer allocated there at a fixed
+// Liveness over the step's schedule (the operations of the function body in
+// order, with the body of a loop -- eff-grad-accum's micro-batch loop --
+// right after the loop) and a greedy placement of every buffer allocated there at a fixed
 // offset of one arena. Used by eff-memory-plan to rewrite the allocations and
 // by the memory report to explain them.
 //
@@ -22,17 +23,27 @@ struct PlannedBuffer {
   mlir::memref::AllocOp alloc;
   int64_t bytes = 0;
   int64_t offset = 0;
-  /// Schedule positions (indices of the block's operations) of the
+  /// Schedule positions (indices into MemoryPlan::schedule()) of the
   /// allocation and of the last operation that uses it or a view of it.
   int64_t first = 0, last = 0;
 };
 
 class MemoryPlan {
 public:
-  /// Plans every statically shaped `memref.alloc` directly in `schedule`.
-  static MemoryPlan compute(mlir::Block &schedule, int64_t alignment = 64);
+  /// Plans every statically shaped `memref.alloc` in `body` and in the
+  /// bodies of its scf.for loops (a buffer allocated in a loop body lives
+  /// within one iteration).
+  static MemoryPlan compute(mlir::Block &body, int64_t alignment = 64);
 
   llvm::ArrayRef<PlannedBuffer> buffers() const { return planned; }
+  /// The operation at each schedule position.
+  llvm::ArrayRef<mlir::Operation *> schedule() const { return scheduleOps; }
+  /// Buffers allocated in a loop body and yielded to the next iteration:
+  /// they cannot have one static place (bufferization should have updated
+  /// the iteration argument in place).
+  llvm::ArrayRef<mlir::memref::AllocOp> escapingBuffers() const {
+    return escaping;
+  }
   int64_t arenaBytes() const { return size; }
   /// The schedule position where the sum of live buffers is largest, and
   /// that sum.
@@ -40,6 +51,8 @@ public:
 
 private:
   std::vector<PlannedBuffer> planned;
+  std::vector<mlir::Operation *> scheduleOps;
+  std::vector<mlir::memref::AllocOp> escaping;
   int64_t size = 0;
 };
 

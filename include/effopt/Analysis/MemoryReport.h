@@ -67,7 +67,7 @@ struct ReportTensor {
 class MemoryReport {
 public:
   /// The arena part: classifies every buffer of `plan` over `schedule`.
-  static MemoryReport fromPlan(const MemoryPlan &plan, mlir::Block &schedule);
+  static MemoryReport fromPlan(const MemoryPlan &plan);
   /// Reads what toJSON wrote.
   static llvm::Expected<MemoryReport> fromJSON(llvm::StringRef text);
 

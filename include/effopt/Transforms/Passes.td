@@ -91,6 +91,61 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
   ];
 }
 
+def EffGradAccumPass : Pass<"eff-grad-accum", "::mlir::ModuleOp"> {
+  let summary = "Gradient accumulation: K micro-batches per optimizer step, in a loop";
+  let description = [{
+    Runs on `func.func @forward_backward` after `eff-autodiff` (and
+    `eff-remat`), before `eff-loss-scaling` and `eff-optimizer`, and keeps
+    its contract: the loss first, one gradient per trainable parameter
+    (`eff.gradient`), the buffer updates (`eff.buffer_update`). With
+    `steps=K` (K > 1) every batch input takes K*B rows (its leading
+    dimension, B as compiled, times K) and the old body runs once per
+    micro-batch in an `scf.for` tagged `eff.accumulation` (a loop, not K
+    copies): iteration k reads rows `[k*B, (k+1)*B)` (`tensor.extract_slice`).
+    The loop carries fp32 gradient accumulators, the weighted loss sum, the
+    weight sum and every BN-style buffer (each micro-batch updates the running
+    statistics in turn, as a PyTorch accumulation loop does); each carried
+    value is updated in place (`bufferization.materialize_in_destination`
+    into its iteration argument). After the loop the sums are divided by the
+    weight sum, so gradients and loss are the mean over the K*B rows:
+
+    - a mean-reduced `softmax_cross_entropy` / `nll_loss` with `ignore_index`
+      (found from the loss through casts and reshapes) weighs each
+      micro-batch by its count of non-ignored targets and divides by the
+      global count (a micro-batch with none adds nothing);
+    - a sum-reduced one adds up the micro-batches (no division);
+    - any other loss is the plain mean of the K micro-batch results.
+
+    Other forward outputs (logits) are per micro-batch and are not returned.
+    Pure ops that compute something independent of the micro-batch (casts
+    of the master weights, constants, the backward seed `eff.loss_seed`) are
+    hoisted out of the loop (`hoist`, on by default): they run once per
+    optimizer step. Pure data movement (zero FLOPs, like a transposed copy
+    of a weight) stays in the loop: hoisted, its copy would be live across
+    all micro-batches for no arithmetic saved. Dropout masks mix the
+    iteration into the step counter (`step * K + k`), so every micro-batch
+    draws a different mask and recomputations stay identical.
+
+    `steps=1` leaves the function as it is. `steps < 1`, a batch input of rank
+    0 (no batch dimension) and a class-weighted mean loss are errors.
+  }];
+  let options = [
+    Option<"steps", "steps", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step (K)">,
+    Option<"hoist", "hoist", "bool", /*default=*/"true",
+           "Hoist loop-invariant pure ops out of the micro-batch loop">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numHoistedOps", "hoisted-ops",
+              "Loop-invariant ops moved out of the micro-batch loop">
+  ];
+}
+
 def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
   let summary = "Turns the joint forward/backward into a training step";
   let description = [{

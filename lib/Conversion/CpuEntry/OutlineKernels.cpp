@@ -2,6 +2,8 @@
 
 #include "effopt/Conversion/Passes.h"
 
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
+
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -29,10 +31,18 @@ struct EffOutlineKernelsPass
 
   void outline(ModuleOp module, func::FuncOp step) {
     MLIRContext *ctx = &getContext();
+    // eff-grad-accum's micro-batch loop stays in the step: the nests of its
+    // body are outlined as the step's own.
     SmallVector<Operation *> nests;
-    for (Operation &op : step.getBody().front())
-      if (isa<scf::ForOp, scf::ParallelOp>(op))
-        nests.push_back(&op);
+    std::function<void(Block &)> collect = [&](Block &block) {
+      for (Operation &op : block) {
+        if (isa<scf::ForOp>(op) && op.hasAttr(eff::kAccumulationLoopAttrName))
+          collect(*cast<scf::ForOp>(op).getBody());
+        else if (isa<scf::ForOp, scf::ParallelOp>(op))
+          nests.push_back(&op);
+      }
+    };
+    collect(step.getBody().front());
     OpBuilder moduleBuilder(module.getBodyRegion());
     moduleBuilder.setInsertionPointToEnd(module.getBody());
     unsigned index = 0;

@@ -14,6 +14,8 @@
 
 #include "effopt/Conversion/Passes.h"
 
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
+
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -103,6 +105,19 @@ void sequentializeFrom(scf::ParallelOp op, unsigned first) {
   op->erase();
 }
 
+/// Whether `op` is a nest of the step itself: directly in the function, or
+/// in eff-grad-accum's micro-batch loop (whose body is the step's body run
+/// once per micro-batch).
+bool isStepLevel(Operation *op) {
+  Operation *parent = op->getParentOp();
+  while (auto loop = dyn_cast_or_null<scf::ForOp>(parent)) {
+    if (!loop->hasAttr(eff::kAccumulationLoopAttrName))
+      return false;
+    parent = loop->getParentOp();
+  }
+  return isa_and_nonnull<FunctionOpInterface>(parent);
+}
+
 struct EffParallelLoopsPass
     : impl::EffParallelLoopsPassBase<EffParallelLoopsPass> {
   using Base::Base;
@@ -115,7 +130,7 @@ struct EffParallelLoopsPass
     for (scf::ParallelOp op : loops) {
       if (op.getNumResults() != 0 || op.getNumLoops() == 0)
         continue;
-      bool topLevel = isa<FunctionOpInterface>(op->getParentOp());
+      bool topLevel = isStepLevel(op);
       int64_t work = blockWork(*op.getBody());
       SmallVector<int64_t> trips;
       for (auto [lb, ub, step] :

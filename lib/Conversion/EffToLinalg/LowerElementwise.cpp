@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -394,6 +396,22 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
     Value step = stepCounter(op);
     if (step)
       operands.push_back(step);
+    // In eff-grad-accum's micro-batch loop the mask is drawn for step
+    // `step * K + k` (iteration k of K): a new mask per micro-batch, the
+    // same one for a recomputation in the same iteration.
+    Value microBatch;
+    int64_t microBatches = 1;
+    if (auto loop = op->getParentOfType<scf::ForOp>();
+        step && loop && loop->hasAttr(kAccumulationLoopAttrName)) {
+      auto trips = getConstantIntValue(loop.getUpperBound());
+      if (!trips || !isConstantIntValue(loop.getLowerBound(), 0) ||
+          !isConstantIntValue(loop.getStep(), 1))
+        return rewriter.notifyMatchFailure(
+            op, "the micro-batch loop has no static trip count");
+      microBatches = *trips;
+      microBatch = arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI64Type(), loop.getInductionVar());
+    }
     ArrayRef<int64_t> shape = type.getShape();
     SmallVector<Value> results = buildElementwiseMulti(
         rewriter, loc, {type, maskType}, operands,
@@ -410,8 +428,14 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
                 b, l, arith::MulIOp::create(b, l, index, k(shape[d])), i);
           }
           Value key = mix64(b, l, k(seed));
-          if (a.size() == 2)
-            key = mix64(b, l, arith::XOrIOp::create(b, l, key, a[1]));
+          if (a.size() == 2) {
+            Value effectiveStep = a[1];
+            if (microBatch)
+              effectiveStep = arith::AddIOp::create(
+                  b, l, arith::MulIOp::create(b, l, a[1], k(microBatches)),
+                  microBatch);
+            key = mix64(b, l, arith::XOrIOp::create(b, l, key, effectiveStep));
+          }
           Value h = mix64(b, l, arith::XOrIOp::create(b, l, key, index));
           Value top = arith::ShRUIOp::create(b, l, h, k(40));
           Value keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,

@@ -11,9 +11,10 @@ be smaller than none's for every policy but none.
 
 usage: remat_identical.py --model gpt|cnn --bin DIR --work DIR
                           [--policies none,selective,full,sqrt,budget]
-                          [--steps 6]
+                          [--steps 6] [--accum K]
 (budget: --remat budget:B with B halfway between none and the smallest plan
-of the policies before it)
+of the policies before it; --accum K: the model compiled at B/K rows with
+--accum K, so that every policy runs inside the micro-batch loop)
 """
 import argparse
 import json
@@ -58,6 +59,7 @@ def main():
     ap.add_argument("--policies", default="none,selective,full,sqrt")
     ap.add_argument("--boundary", default="")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--accum", type=int, default=1)
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
 
@@ -65,7 +67,7 @@ def main():
     names = list(data)
     onnx_path = os.path.join(args.work, args.model + ".onnx")
     import torch
-    first = tuple(torch.from_numpy(data[k][:B]) for k in names)
+    first = tuple(torch.from_numpy(data[k][:B // args.accum]) for k in names)
     t.export(model, first, names, onnx_path, output_names=outputs)
     npz = os.path.join(args.work, "data.npz")
     np.savez(npz, **data)
@@ -74,11 +76,13 @@ def main():
     for policy in args.policies.split(","):
         stem = os.path.join(args.work, policy)
         flags = ["--remat", policy]
+        if args.accum > 1:
+            flags += ["--accum", str(args.accum)]
         if policy == "budget":
             # Halfway between no remat and the smallest plan so far.
             low = min(r["total"] for r in results.values())
             budget = (results["none"]["total"] + low) // 2
-            flags = ["--remat", "budget:%d" % budget]
+            flags = ["--remat", "budget:%d" % budget] + flags[2:]
         if policy == "full" and args.boundary:
             flags += ["--remat-boundary", args.boundary]
         t.run([os.path.join(args.bin, "effc"), onnx_path, "-o", stem + ".effx",

@@ -36,6 +36,11 @@ inline constexpr llvm::StringLiteral kLossSeedAttrName = "eff.loss_seed";
 /// optimizer step" (gradients not finite under loss scaling); eff-optimizer
 /// then leaves parameters, optimizer state and the step counter unchanged.
 inline constexpr llvm::StringLiteral kSkipStepAttrName = "eff.skip_step";
+/// Unit attribute of the scf.for `eff-grad-accum` builds: one iteration per
+/// micro-batch (dropout mixes the iteration into its mask; the CPU lowering
+/// treats the loop's body like the step's own body).
+inline constexpr llvm::StringLiteral kAccumulationLoopAttrName =
+    "eff.accumulation";
 } // namespace effopt::eff
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H
