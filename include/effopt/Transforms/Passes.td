@@ -181,6 +181,52 @@ def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
+  let summary = "Reorders the training step's ops to lower its peak memory";
+  let description = [{
+    Runs on every function body at the eff level, after `eff-step-abi` (or
+    anywhere before lowering): the ops have value semantics, so any order
+    that respects the data flow computes the same values -- the pass moves
+    ops and changes nothing else (same ops, same operands), so training
+    stays bit-identical. Lowering keeps the order, and the memory plan's
+    lifetimes follow it.
+
+    Memory model: every statically shaped tensor result is one buffer, live
+    from its op to its last reader; `eff.save` and `eff.reshape` results are
+    views of their operand (they lower to nothing or to a view); block
+    arguments, constants and values written into an argument
+    (`bufferization.materialize_in_destination`, the in-place state updates)
+    take no temporary memory.
+
+    Two moves, each lowering (or keeping) the live bytes at every position
+    it passes:
+    - Free early: an op that frees at least as many bytes as it allocates
+      (it is the last reader of its inputs), like a parameter's optimizer
+      update once its gradient is final, runs as soon as its inputs are
+      ready, pulling along up to a few cheap ops it waits for (the learning
+      rate). Whether the gradient is final, and whether anything global (a
+      gradient-norm clip, an overflow check) needs all gradients first, is
+      the data flow itself: no op is special-cased by name.
+    - Sink: an op that allocates more than it frees moves down to just
+      before its first reader (recomputed chains, gradients of weights
+      computed long before their update).
+    An op that writes its result into an argument in place runs after every
+    other reader of that argument, so bufferization never needs a copy. Ops
+    with regions (loops over micro-batches) and ops with side effects stay
+    where they are, and nothing moves across or into them. If the model's
+    peak of the new order is not lower than that of the old, the old order
+    stays.
+  }];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numMovedOps", "moved-ops", "Ops placed elsewhere">,
+    Statistic<"numModelPeakBytesBefore", "peak-bytes-before",
+              "Peak live temporary bytes of the old order (the pass's model)">,
+    Statistic<"numModelPeakBytesAfter", "peak-bytes-after",
+              "Peak live temporary bytes of the new order (the pass's model)">
+  ];
+}
+
 def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
   let summary = "Places every temporary buffer at a static offset in one arena";
   let description = [{
