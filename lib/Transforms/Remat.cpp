@@ -150,7 +150,7 @@ private:
   /// The segment of every forward op for full, sqrt and boundary policies
   /// (-1: outside every segment, never recomputed).
   LogicalResult assignSegments() {
-    if (policy == "selective" || policy == "budget")
+    if (policy == "selective")
       return success();
     if (!boundary.empty()) {
       llvm::Regex regex(boundary);
@@ -182,6 +182,8 @@ private:
       segmentOf[op] =
           scope.empty() ? -1 : ids.try_emplace(scope, ids.size()).first->second;
     }
+    if (ids.empty() && policy == "budget")
+      return success(); // no whole-block candidates
     if (ids.empty())
       return func.emitError(
           "eff-remat: policy full found no repeated blocks in the ONNX node "
@@ -191,29 +193,31 @@ private:
 
   /// budget: the cheapest set of saved values to recompute that frees at
   /// least `freeBytes`, by dynamic programming (0/1 knapsack, minimising the
-  /// recomputed FLOPs from the cost interface). The memory planner, run by
-  /// the caller (effc), verifies the result and asks for more if needed.
+  /// recomputed FLOPs from the cost interface). Besides single values, each
+  /// repeated block is a candidate as a whole (recompute everything that
+  /// stays inside it from what enters it, as full does), so full
+  /// checkpointing is one of the plans the optimiser sees. The memory
+  /// planner, run by the caller (effc), verifies the result and asks for
+  /// more if needed.
   void chooseForBudget() {
     struct Candidate {
-      Value value;
-      int64_t bytes, flops;
+      SmallVector<Value> values;
+      int64_t bytes = 0, flops = 0;
     };
     auto bytesOf = [](Value v) -> int64_t {
       auto type = cast<RankedTensorType>(v.getType());
       int64_t bits = type.getElementType().getIntOrFloatBitWidth();
       return type.getNumElements() * std::max<int64_t>(1, bits / 8);
     };
-    // A candidate is recomputed through its chain of unsaved forward
-    // producers back to saved values, arguments and constants: it frees its
-    // own bytes and costs the chain's FLOPs.
-    std::vector<Candidate> candidates;
-    for (SaveOp save : saves) {
-      Value v = save.getInput();
-      if (!isForwardValue(v))
-        continue;
+    /// FLOPs of recomputing `values` through the forward producers that
+    /// `inChain` admits, each op counted once.
+    auto chainFlops = [&](ArrayRef<Value> values,
+                          llvm::function_ref<bool(Value)> inChain) {
       int64_t flops = 0;
       llvm::SmallPtrSet<Operation *, 16> chain;
-      SmallVector<Operation *> worklist{v.getDefiningOp()};
+      SmallVector<Operation *> worklist;
+      for (Value v : values)
+        worklist.push_back(v.getDefiningOp());
       while (!worklist.empty()) {
         Operation *op = worklist.pop_back_val();
         if (!chain.insert(op).second)
@@ -221,44 +225,110 @@ private:
         if (auto cost = dyn_cast<CostOpInterface>(op))
           flops += cost.getFlops();
         for (Value operand : op->getOperands())
-          if (isForwardValue(operand) && !savedBy.count(operand))
+          if (isForwardValue(operand) && inChain(operand))
             worklist.push_back(operand.getDefiningOp());
       }
-      candidates.push_back({v, bytesOf(v), flops});
+      return flops;
+    };
+    // A single value is recomputed through its chain of unsaved forward
+    // producers back to saved values, arguments and constants: it frees its
+    // own bytes and costs the chain's FLOPs.
+    std::vector<Candidate> singles;
+    std::vector<int64_t> singleBlock;
+    llvm::MapVector<int64_t, Candidate> blocks;
+    for (SaveOp save : saves) {
+      Value v = save.getInput();
+      if (!isForwardValue(v))
+        continue;
+      Candidate c;
+      c.values.push_back(v);
+      c.bytes = bytesOf(v);
+      c.flops = chainFlops(v, [&](Value operand) {
+        return !savedBy.count(operand);
+      });
+      singles.push_back(c);
+      int64_t block = segment(v.getDefiningOp());
+      singleBlock.push_back(block);
+      // A block as a whole frees every saved value that stays inside it.
+      if (block >= 0 && shouldRecomputeInBlock(v)) {
+        Candidate &whole = blocks[block];
+        whole.values.push_back(v);
+        whole.bytes += c.bytes;
+      }
     }
-    if (freeBytes <= 0 || candidates.empty())
+    for (auto &[block, whole] : blocks) {
+      llvm::SmallPtrSet<Value, 16> members(whole.values.begin(),
+                                           whole.values.end());
+      whole.flops = chainFlops(whole.values, [&, b = block](Value operand) {
+        return segment(operand.getDefiningOp()) == b &&
+               (members.contains(operand) || !savedBy.count(operand));
+      });
+    }
+    if (freeBytes <= 0 || singles.empty())
       return;
     // Bytes in units so the table stays small; the need is rounded up.
     int64_t unit = std::max<int64_t>(1, freeBytes / 4096);
     int64_t need = (freeBytes + unit - 1) / unit;
     constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
-    // best[i][j]: least FLOPs freeing at least j units with the first i.
-    size_t n = candidates.size();
-    std::vector<std::vector<int64_t>> best(n + 1,
-                                           std::vector<int64_t>(need + 1, kInf));
-    best[0][0] = 0;
-    for (size_t i = 0; i < n; ++i) {
-      int64_t units = candidates[i].bytes / unit;
+    // Stages of the DP: the singles outside every block, then per block its
+    // singles followed by the block as a whole (either the whole block or
+    // any of its singles). tables[k][j]: least FLOPs freeing at least j
+    // units after stage k.
+    struct Stage {
+      const Candidate *candidate;
+      bool whole;
+      size_t groupStart; // whole: the table before the block's singles
+    };
+    std::vector<Stage> stages;
+    for (size_t i = 0; i < singles.size(); ++i)
+      if (singleBlock[i] < 0 || !blocks.count(singleBlock[i]))
+        stages.push_back({&singles[i], false, 0});
+    for (auto &[block, whole] : blocks) {
+      size_t start = stages.size();
+      for (size_t i = 0; i < singles.size(); ++i)
+        if (singleBlock[i] == block)
+          stages.push_back({&singles[i], false, 0});
+      stages.push_back({&whole, true, start});
+    }
+    std::vector<std::vector<int64_t>> tables(
+        stages.size() + 1, std::vector<int64_t>(need + 1, kInf));
+    tables[0][0] = 0;
+    for (size_t k = 0; k < stages.size(); ++k) {
+      const Stage &stage = stages[k];
+      const std::vector<int64_t> &from =
+          tables[stage.whole ? stage.groupStart : k];
+      int64_t units = stage.candidate->bytes / unit;
       for (int64_t j = 0; j <= need; ++j) {
-        best[i + 1][j] = best[i][j];
-        int64_t from = std::max<int64_t>(0, j - units);
-        if (best[i][from] < kInf)
-          best[i + 1][j] =
-              std::min(best[i + 1][j], best[i][from] + candidates[i].flops);
+        tables[k + 1][j] = tables[k][j];
+        int64_t rest = std::max<int64_t>(0, j - units);
+        if (from[rest] < kInf)
+          tables[k + 1][j] = std::min(tables[k + 1][j],
+                                      from[rest] + stage.candidate->flops);
       }
     }
-    if (best[n][need] >= kInf) {
-      // The budget cannot be met: recompute every candidate (the most this
-      // policy can free), and let the planner report what that achieves.
-      for (const Candidate &c : candidates)
-        recompute.insert(c.value);
+    if (tables.back()[need] >= kInf) {
+      // The budget cannot be met: recompute the most this policy can free
+      // without chains across blocks (every block as a whole, as full does;
+      // every single value when there are no blocks), and let the planner
+      // report what that achieves.
+      if (blocks.empty())
+        for (const Candidate &c : singles)
+          recompute.insert(c.values.front());
+      for (auto &[block, whole] : blocks)
+        recompute.insert(whole.values.begin(), whole.values.end());
       return;
     }
-    for (int64_t i = n, j = need; i > 0; --i) {
-      if (best[i][j] == best[i - 1][j])
+    int64_t j = need;
+    for (size_t k = stages.size(); k > 0;) {
+      const Stage &stage = stages[k - 1];
+      if (tables[k][j] == tables[k - 1][j]) {
+        --k;
         continue;
-      recompute.insert(candidates[i - 1].value);
-      j = std::max<int64_t>(0, j - candidates[i - 1].bytes / unit);
+      }
+      recompute.insert(stage.candidate->values.begin(),
+                       stage.candidate->values.end());
+      j = std::max<int64_t>(0, j - stage.candidate->bytes / unit);
+      k = stage.whole ? stage.groupStart : k - 1;
     }
   }
 
@@ -273,6 +343,17 @@ private:
            !isa<ConstantOp>(producer);
   }
 
+  /// Whether `v` stays inside its block: every forward reader is in it.
+  bool shouldRecomputeInBlock(Value v) const {
+    int64_t s = segment(v.getDefiningOp());
+    if (s < 0)
+      return false;
+    for (Operation *user : v.getUsers())
+      if (forwardIndex.count(user) && segment(user) != s)
+        return false;
+    return true;
+  }
+
   bool shouldRecompute(Value v) const {
     Operation *producer = v.getDefiningOp();
     if (!isForwardValue(v))
@@ -280,13 +361,7 @@ private:
     if (policy == "selective")
       return !isExpensive(producer);
     // full / sqrt / boundary: keep only values that leave their segment.
-    int64_t s = segment(producer);
-    if (s < 0)
-      return false;
-    for (Operation *user : v.getUsers())
-      if (forwardIndex.count(user) && segment(user) != s)
-        return false;
-    return true;
+    return shouldRecomputeInBlock(v);
   }
 
   /// Marks what the recomputation of `v` reads: recomputed producers

@@ -5,6 +5,7 @@
 // RUN: effopt-opt %s --eff-autodiff --eff-remat=policy=sqrt | FileCheck %s --check-prefix=SQRT
 // RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=100" | FileCheck %s --check-prefix=BUDGET1
 // RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=300" | FileCheck %s --check-prefix=BUDGET3
+// RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=100000" | FileCheck %s --check-prefix=BUDGETALL
 
 // Two residual blocks (linear -> gelu -> add) and a head. Without remat the
 // backward keeps h0, y0, h1, y1 (linear inputs and gelu inputs) and z.
@@ -72,6 +73,16 @@
 // BUDGET3-COUNT-2: eff.add {{.*}} {eff.recomputed}
 // BUDGET3-NEXT: eff.linear {{.*}}, %arg2 {eff.recomputed
 // BUDGET3-NOT: {eff.recomputed
+
+// budget that no plan meets: every block recomputed as a whole from what
+// enters it -- full checkpointing's choice (y0, y1 and z kept) -- not every
+// value through chains across blocks.
+// BUDGETALL-LABEL: func.func @forward_backward
+// BUDGETALL-COUNT-3: eff.save
+// BUDGETALL-NOT: eff.save
+// BUDGETALL: eff.linear {{.*}}, %arg1 {eff.recomputed, transpose_b = true}
+// BUDGETALL: eff.linear %arg3, %arg0 {eff.recomputed, transpose_b = true}
+// BUDGETALL-NOT: {eff.recomputed
 
 module {
   eff.parameter trainable @w0 : tensor<8x8xf32>

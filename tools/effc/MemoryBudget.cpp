@@ -183,11 +183,19 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
       step *= 2;
     freeBytes += std::max(plan.bytes - budget, step);
   }
-  // The floor of this policy: recompute every candidate.
-  Plan all = planPolicy(imported, "budget", training, lowering,
-                        std::numeric_limits<int64_t>::max() / 16);
-  if (all.error.empty())
+  // The floor of this policy: every block recomputed as a whole (full
+  // checkpointing's plan, or less), or every value without blocks.
+  int64_t everything = std::numeric_limits<int64_t>::max() / 16;
+  Plan all = planPolicy(imported, "budget", training, lowering, everything);
+  if (all.error.empty()) {
+    log << llvm::formatv("  every block recomputed:  planned {0,12} bytes "
+                         "({1,10}), recomputes {2:f1}% of the step's FLOPs\n",
+                         all.bytes, effopt::formatBytes(all.bytes),
+                         recomputedPercent(all));
+    if (all.bytes <= budget)
+      return everything;
     smallest = std::min(smallest, all.bytes);
+  }
   log << llvm::formatv("effc: error: cannot fit {0} bytes: the smallest "
                        "planned memory with --remat budget is {1} bytes ({2}), "
                        "{3} bytes over\n",
