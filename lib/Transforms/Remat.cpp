@@ -38,11 +38,10 @@ namespace {
 
 constexpr llvm::StringLiteral kRecomputedAttrName = "eff.recomputed";
 
-/// Ops whose outputs selective recomputation keeps: recomputing them costs
-/// as much as the forward itself (Korthikanti et al. 2022 keep GEMM outputs
-/// and recompute what sits between them).
-bool isExpensive(Operation *op) {
-  return isa<MatmulOp, LinearOp, Conv2DOp>(op);
+int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
 /// The repeated-structure scope of an ONNX node name: the path up to the
@@ -89,6 +88,15 @@ public:
     }
     for (SaveOp save : saves)
       savedBy[save.getInput()] = save;
+    // Activations: values that depend on the batch (not only on parameters
+    // and constants).
+    for (BlockArgument arg : body.getArguments())
+      if (!func.getArgAttr(arg.getArgNumber(), kParameterAttrName))
+        activations.insert(arg);
+    for (Operation *op : forwardOps)
+      if (llvm::any_of(op->getOperands(),
+                       [&](Value v) { return activations.contains(v); }))
+        activations.insert(op->result_begin(), op->result_end());
     if (failed(assignSegments()))
       return failure();
 
@@ -204,11 +212,6 @@ private:
       SmallVector<Value> values;
       int64_t bytes = 0, flops = 0;
     };
-    auto bytesOf = [](Value v) -> int64_t {
-      auto type = cast<RankedTensorType>(v.getType());
-      int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-      return type.getNumElements() * std::max<int64_t>(1, bits / 8);
-    };
     /// FLOPs of recomputing `values` through the forward producers that
     /// `inChain` admits, each op counted once.
     auto chainFlops = [&](ArrayRef<Value> values,
@@ -242,7 +245,7 @@ private:
         continue;
       Candidate c;
       c.values.push_back(v);
-      c.bytes = bytesOf(v);
+      c.bytes = tensorBytes(v.getType());
       c.flops = chainFlops(v, [&](Value operand) {
         return !savedBy.count(operand);
       });
@@ -354,12 +357,43 @@ private:
     return true;
   }
 
-  bool shouldRecompute(Value v) const {
+  /// What selective recomputation keeps (Korthikanti et al. 2022 keep the
+  /// GEMM outputs and recompute the attention core between them):
+  /// - outputs of GEMMs and convolutions with a weight operand: recomputing
+  ///   them costs as much as the forward itself;
+  /// - values read by more than one forward op (the residual stream): this
+  ///   bounds every recomputed chain to the ops between two kept values,
+  ///   instead of chains through the whole network held for the whole
+  ///   backward.
+  /// A product of two activations whose result is larger than both inputs
+  /// (attention scores, sequence x sequence per head) is recomputed: few
+  /// FLOPs per byte freed.
+  bool selectiveKeeps(Value v) const {
     Operation *producer = v.getDefiningOp();
+    if (isa<LinearOp, Conv2DOp>(producer))
+      return true;
+    if (auto matmul = dyn_cast<MatmulOp>(producer)) {
+      int64_t inputs = 0;
+      bool weightOperand = false;
+      for (Value operand : matmul->getOperands()) {
+        inputs += tensorBytes(operand.getType());
+        weightOperand |= !activations.contains(operand);
+      }
+      if (weightOperand || tensorBytes(v.getType()) <= inputs)
+        return true;
+    }
+    llvm::SmallPtrSet<Operation *, 4> readers;
+    for (Operation *user : v.getUsers())
+      if (forwardIndex.count(user))
+        readers.insert(user);
+    return readers.size() > 1;
+  }
+
+  bool shouldRecompute(Value v) const {
     if (!isForwardValue(v))
       return false;
     if (policy == "selective")
-      return !isExpensive(producer);
+      return !selectiveKeeps(v);
     // full / sqrt / boundary: keep only values that leave their segment.
     return shouldRecomputeInBlock(v);
   }
@@ -380,7 +414,7 @@ private:
             policy == "budget"
                 ? recompute.contains(operand) || !savedBy.count(operand)
             : policy == "selective"
-                ? !isExpensive(inner)
+                ? !selectiveKeeps(operand)
                 : segment(inner) >= 0 && segment(inner) == segment(producer);
         if (recomputeOperand) {
           chain.insert(operand);
@@ -424,6 +458,7 @@ private:
   DenseMap<Operation *, int64_t> forwardIndex, segmentOf;
   llvm::MapVector<Value, SaveOp> savedBy;
   llvm::SetVector<Value> recompute, keep, chain;
+  llvm::DenseSet<Value> activations;
   DenseMap<Value, Value> clones;
 };
 

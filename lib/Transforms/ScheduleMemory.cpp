@@ -290,7 +290,7 @@ private:
             continue;
           }
           int64_t free = freed(o), alloc = allocated(o);
-          if (free == 0 || alloc > free) {
+          if (alloc >= free) {
             it = candidates.erase(it);
             continue;
           }

@@ -15,25 +15,27 @@
 // NONE-NOT: eff.save
 // NONE-NOT: eff.recomputed
 
-// selective keeps GEMM outputs (h0, h1, z) and recomputes the residual sums
-// y0 and y1, with the gelus between, from them in the backward.
+// selective keeps GEMM outputs (h0, h1, z) and y0, which two forward ops
+// read (the residual stream: chains stop there), and recomputes y1 with the
+// gelu before it in the backward.
 // SEL-LABEL: func.func @forward_backward
 // SEL: %[[H0:.*]] = eff.linear %{{.*}}, %arg0
+// SEL: %[[Y0:.*]] = eff.add
 // SEL: %[[H1:.*]] = eff.linear
 // SEL: %[[Z:.*]] = eff.linear
 // SEL-DAG: %[[SZ:.*]] = eff.save %[[Z]]
 // SEL-DAG: %[[SH1:.*]] = eff.save %[[H1]]
+// SEL-DAG: %[[SY0:.*]] = eff.save %[[Y0]]
 // SEL-DAG: %[[SH0:.*]] = eff.save %[[H0]]
 // SEL-NOT: eff.save
 // SEL: eff.softmax_cross_entropy_grad
 // SEL: %[[RG1:.*]] = eff.gelu %[[SH1]] {eff.recomputed}
-// SEL: %[[RG0:.*]] = eff.gelu %[[SH0]] {eff.recomputed}
-// SEL: %[[RY0:.*]] = eff.add %[[RG0]], %arg3 {eff.recomputed}
-// SEL: %[[RY1:.*]] = eff.add %[[RG1]], %[[RY0]] {eff.recomputed}
+// SEL: %[[RY1:.*]] = eff.add %[[RG1]], %[[SY0]] {eff.recomputed}
 // SEL: eff.linear %{{.*}}, %[[RY1]] {transpose_a = true}
 // SEL: eff.gelu_grad %[[SH1]]
-// SEL: eff.linear %{{.*}}, %[[RY0]] {transpose_a = true}
+// SEL: eff.linear %{{.*}}, %[[SY0]] {transpose_a = true}
 // SEL: eff.gelu_grad %[[SH0]]
+// SEL-NOT: eff.recomputed
 
 // full keeps what crosses a block boundary (y0, y1) and the head's z, and
 // recomputes each block's linear in its backward.

@@ -53,9 +53,12 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
 
     Policies:
     - `none`: keep everything.
-    - `selective`: recompute every saved value not produced by a GEMM or a
-      convolution (elementwise ops, softmax, dropout, normalisation, ...);
-      keep `matmul`/`linear`/`conv2d` outputs (Korthikanti et al. 2022).
+    - `selective` (Korthikanti et al. 2022): keep the outputs of GEMMs and
+      convolutions with a weight operand and every value that more than one
+      forward op reads (the residual stream, so each recomputed chain stays
+      between two kept values); recompute the rest (elementwise ops,
+      softmax, dropout, normalisation, ...) and products of two activations
+      larger than their inputs (attention scores).
     - `full`: keep only values that cross a block boundary and recompute the
       rest of each block in its backward. Blocks are the repeated scopes of
       the ONNX node names (`/blocks.3/...`, `/layers/2/...`), or with
@@ -67,9 +70,13 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
       `free-bytes` with the fewest recomputed FLOPs (cost interface), by
       dynamic programming over the saved values (0/1 knapsack; a value is
       recomputed through its chain of unsaved producers back to saved values,
-      arguments and constants, and costs the chain's FLOPs). `effc --remat
-      budget:BYTES` runs it with what the memory plan says is missing until
-      the planned peak fits.
+      arguments and constants, and costs the chain's FLOPs). Each repeated
+      block (as for `full`) is also a candidate as a whole: everything that
+      stays inside it, recomputed from what enters it, FLOPs counted once --
+      so full checkpointing's choice is among the plans it weighs, and when
+      no plan frees enough it recomputes every block as a whole. `effc
+      --remat budget:BYTES` runs it with what the memory plan says is
+      missing until the planned peak fits.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
@@ -200,11 +207,12 @@ def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
 
     Two moves, each lowering (or keeping) the live bytes at every position
     it passes:
-    - Free early: an op that frees at least as many bytes as it allocates
-      (it is the last reader of its inputs), like a parameter's optimizer
-      update once its gradient is final, runs as soon as its inputs are
-      ready, pulling along up to a few cheap ops it waits for (the learning
-      rate). Whether the gradient is final, and whether anything global (a
+    - Free early: an op that frees more bytes than it allocates (it is the
+      last reader of its inputs), like a parameter's optimizer update once
+      its gradient is final or the sum of two gradient contributions, runs
+      as soon as its inputs are ready, pulling along up to a few cheap ops
+      it waits for (the learning rate). A recomputed op that frees what it
+      allocates stays next to its backward reader. Whether the gradient is final, and whether anything global (a
       gradient-norm clip, an overflow check) needs all gradients first, is
       the data flow itself: no op is special-cased by name.
     - Sink: an op that allocates more than it frees moves down to just
@@ -214,7 +222,7 @@ def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
     other reader of that argument, so bufferization never needs a copy. Ops
     with regions (loops over micro-batches) and ops with side effects stay
     where they are, and nothing moves across or into them. If the model's
-    peak of the new order is not lower than that of the old, the old order
+    peak of the new order is higher than that of the old, the old order
     stays.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect"];
