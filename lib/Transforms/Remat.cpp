@@ -259,13 +259,47 @@ private:
         whole.bytes += c.bytes;
       }
     }
-    for (auto &[block, whole] : blocks) {
+    // A block but one: the same with the value whose keeping saves the most
+    // FLOPs per byte kept (a GEMM output, typically) left saved -- a plan
+    // between full checkpointing and keeping more.
+    llvm::MapVector<int64_t, Candidate> blocksButOne;
+    for (auto &entry : blocks) {
+      int64_t block = entry.first;
+      Candidate &whole = entry.second;
       llvm::SmallPtrSet<Value, 16> members(whole.values.begin(),
                                            whole.values.end());
-      whole.flops = chainFlops(whole.values, [&, b = block](Value operand) {
-        return segment(operand.getDefiningOp()) == b &&
-               (members.contains(operand) || !savedBy.count(operand));
-      });
+      auto flopsWithout = [&](Value kept) {
+        SmallVector<Value> rest;
+        for (Value v : whole.values)
+          if (v != kept)
+            rest.push_back(v);
+        return chainFlops(rest, [&](Value operand) {
+          return segment(operand.getDefiningOp()) == block &&
+                 operand != kept &&
+                 (members.contains(operand) || !savedBy.count(operand));
+        });
+      };
+      whole.flops = flopsWithout(Value());
+      if (whole.values.size() < 2)
+        continue;
+      Value best;
+      double bestGain = 0;
+      for (Value v : whole.values) {
+        double gain = double(whole.flops - flopsWithout(v)) /
+                      double(tensorBytes(v.getType()));
+        if (gain > bestGain) {
+          best = v;
+          bestGain = gain;
+        }
+      }
+      if (!best)
+        continue;
+      Candidate &butOne = blocksButOne[block];
+      for (Value v : whole.values)
+        if (v != best)
+          butOne.values.push_back(v);
+      butOne.bytes = whole.bytes - tensorBytes(best.getType());
+      butOne.flops = flopsWithout(best);
     }
     if (freeBytes <= 0 || singles.empty())
       return;
@@ -274,8 +308,8 @@ private:
     int64_t need = (freeBytes + unit - 1) / unit;
     constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
     // Stages of the DP: the singles outside every block, then per block its
-    // singles followed by the block as a whole (either the whole block or
-    // any of its singles). tables[k][j]: least FLOPs freeing at least j
+    // singles followed by the block as a whole and the block but one (one
+    // of the three kinds per block). tables[k][j]: least FLOPs freeing at least j
     // units after stage k.
     struct Stage {
       const Candidate *candidate;
@@ -292,6 +326,8 @@ private:
         if (singleBlock[i] == block)
           stages.push_back({&singles[i], false, 0});
       stages.push_back({&whole, true, start});
+      if (blocksButOne.count(block))
+        stages.push_back({&blocksButOne[block], true, start});
     }
     std::vector<std::vector<int64_t>> tables(
         stages.size() + 1, std::vector<int64_t>(need + 1, kInf));
