@@ -104,6 +104,8 @@ def main():
           "the last %d), %d threads" % (args.layers, args.width, T, B,
                                         args.steps, args.steps - 2, args.threads))
 
+    print("load average (1, 5, 15 min) at the start: %.2f %.2f %.2f"
+          % os.getloadavg())
     rows = []
     policies = args.policies.split(",")
     if args.budgets:
@@ -170,6 +172,9 @@ def main():
         print("%-28s %10.1f %12s" % ("checkpoint per block" if ckpt else "no checkpointing",
                                      ms, mib(rss)))
     print("torch checkpoint time ratio: %.2fx" % (torch_rows[1][1] / torch_rows[0][1]))
+    # Step times mean little on a busy machine; planned bytes are exact.
+    print("load average (1, 5, 15 min) at the end: %.2f %.2f %.2f"
+          % os.getloadavg())
 
 
 if __name__ == "__main__":

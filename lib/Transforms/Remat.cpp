@@ -38,11 +38,10 @@ namespace {
 
 constexpr llvm::StringLiteral kRecomputedAttrName = "eff.recomputed";
 
-/// Ops whose outputs selective recomputation keeps: recomputing them costs
-/// as much as the forward itself (Korthikanti et al. 2022 keep GEMM outputs
-/// and recompute what sits between them).
-bool isExpensive(Operation *op) {
-  return isa<MatmulOp, LinearOp, Conv2DOp>(op);
+int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
 /// The repeated-structure scope of an ONNX node name: the path up to the
@@ -89,6 +88,15 @@ public:
     }
     for (SaveOp save : saves)
       savedBy[save.getInput()] = save;
+    // Activations: values that depend on the batch (not only on parameters
+    // and constants).
+    for (BlockArgument arg : body.getArguments())
+      if (!func.getArgAttr(arg.getArgNumber(), kParameterAttrName))
+        activations.insert(arg);
+    for (Operation *op : forwardOps)
+      if (llvm::any_of(op->getOperands(),
+                       [&](Value v) { return activations.contains(v); }))
+        activations.insert(op->result_begin(), op->result_end());
     if (failed(assignSegments()))
       return failure();
 
@@ -150,7 +158,7 @@ private:
   /// The segment of every forward op for full, sqrt and boundary policies
   /// (-1: outside every segment, never recomputed).
   LogicalResult assignSegments() {
-    if (policy == "selective" || policy == "budget")
+    if (policy == "selective")
       return success();
     if (!boundary.empty()) {
       llvm::Regex regex(boundary);
@@ -182,6 +190,8 @@ private:
       segmentOf[op] =
           scope.empty() ? -1 : ids.try_emplace(scope, ids.size()).first->second;
     }
+    if (ids.empty() && policy == "budget")
+      return success(); // no whole-block candidates
     if (ids.empty())
       return func.emitError(
           "eff-remat: policy full found no repeated blocks in the ONNX node "
@@ -191,29 +201,26 @@ private:
 
   /// budget: the cheapest set of saved values to recompute that frees at
   /// least `freeBytes`, by dynamic programming (0/1 knapsack, minimising the
-  /// recomputed FLOPs from the cost interface). The memory planner, run by
-  /// the caller (effc), verifies the result and asks for more if needed.
+  /// recomputed FLOPs from the cost interface). Besides single values, each
+  /// repeated block is a candidate as a whole (recompute everything that
+  /// stays inside it from what enters it, as full does), so full
+  /// checkpointing is one of the plans the optimiser sees. The memory
+  /// planner, run by the caller (effc), verifies the result and asks for
+  /// more if needed.
   void chooseForBudget() {
     struct Candidate {
-      Value value;
-      int64_t bytes, flops;
+      SmallVector<Value> values;
+      int64_t bytes = 0, flops = 0;
     };
-    auto bytesOf = [](Value v) -> int64_t {
-      auto type = cast<RankedTensorType>(v.getType());
-      int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-      return type.getNumElements() * std::max<int64_t>(1, bits / 8);
-    };
-    // A candidate is recomputed through its chain of unsaved forward
-    // producers back to saved values, arguments and constants: it frees its
-    // own bytes and costs the chain's FLOPs.
-    std::vector<Candidate> candidates;
-    for (SaveOp save : saves) {
-      Value v = save.getInput();
-      if (!isForwardValue(v))
-        continue;
+    /// FLOPs of recomputing `values` through the forward producers that
+    /// `inChain` admits, each op counted once.
+    auto chainFlops = [&](ArrayRef<Value> values,
+                          llvm::function_ref<bool(Value)> inChain) {
       int64_t flops = 0;
       llvm::SmallPtrSet<Operation *, 16> chain;
-      SmallVector<Operation *> worklist{v.getDefiningOp()};
+      SmallVector<Operation *> worklist;
+      for (Value v : values)
+        worklist.push_back(v.getDefiningOp());
       while (!worklist.empty()) {
         Operation *op = worklist.pop_back_val();
         if (!chain.insert(op).second)
@@ -221,44 +228,146 @@ private:
         if (auto cost = dyn_cast<CostOpInterface>(op))
           flops += cost.getFlops();
         for (Value operand : op->getOperands())
-          if (isForwardValue(operand) && !savedBy.count(operand))
+          if (isForwardValue(operand) && inChain(operand))
             worklist.push_back(operand.getDefiningOp());
       }
-      candidates.push_back({v, bytesOf(v), flops});
+      return flops;
+    };
+    // A single value is recomputed through its chain of unsaved forward
+    // producers back to saved values, arguments and constants: it frees its
+    // own bytes and costs the chain's FLOPs.
+    std::vector<Candidate> singles;
+    std::vector<int64_t> singleBlock;
+    llvm::MapVector<int64_t, Candidate> blocks;
+    for (SaveOp save : saves) {
+      Value v = save.getInput();
+      if (!isForwardValue(v))
+        continue;
+      Candidate c;
+      c.values.push_back(v);
+      c.bytes = tensorBytes(v.getType());
+      c.flops = chainFlops(v, [&](Value operand) {
+        return !savedBy.count(operand);
+      });
+      singles.push_back(c);
+      int64_t block = segment(v.getDefiningOp());
+      singleBlock.push_back(block);
+      // A block as a whole frees every saved value that stays inside it.
+      if (block >= 0 && shouldRecomputeInBlock(v)) {
+        Candidate &whole = blocks[block];
+        whole.values.push_back(v);
+        whole.bytes += c.bytes;
+      }
     }
-    if (freeBytes <= 0 || candidates.empty())
+    // A block but one: the same with the value whose keeping saves the most
+    // FLOPs per byte kept (a GEMM output, typically) left saved -- a plan
+    // between full checkpointing and keeping more.
+    llvm::MapVector<int64_t, Candidate> blocksButOne;
+    for (auto &entry : blocks) {
+      int64_t block = entry.first;
+      Candidate &whole = entry.second;
+      llvm::SmallPtrSet<Value, 16> members(whole.values.begin(),
+                                           whole.values.end());
+      auto flopsWithout = [&](Value kept) {
+        SmallVector<Value> rest;
+        for (Value v : whole.values)
+          if (v != kept)
+            rest.push_back(v);
+        return chainFlops(rest, [&](Value operand) {
+          return segment(operand.getDefiningOp()) == block &&
+                 operand != kept &&
+                 (members.contains(operand) || !savedBy.count(operand));
+        });
+      };
+      whole.flops = flopsWithout(Value());
+      if (whole.values.size() < 2)
+        continue;
+      Value best;
+      double bestGain = 0;
+      for (Value v : whole.values) {
+        double gain = double(whole.flops - flopsWithout(v)) /
+                      double(tensorBytes(v.getType()));
+        if (gain > bestGain) {
+          best = v;
+          bestGain = gain;
+        }
+      }
+      if (!best)
+        continue;
+      Candidate &butOne = blocksButOne[block];
+      for (Value v : whole.values)
+        if (v != best)
+          butOne.values.push_back(v);
+      butOne.bytes = whole.bytes - tensorBytes(best.getType());
+      butOne.flops = flopsWithout(best);
+    }
+    if (freeBytes <= 0 || singles.empty())
       return;
     // Bytes in units so the table stays small; the need is rounded up.
     int64_t unit = std::max<int64_t>(1, freeBytes / 4096);
     int64_t need = (freeBytes + unit - 1) / unit;
     constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
-    // best[i][j]: least FLOPs freeing at least j units with the first i.
-    size_t n = candidates.size();
-    std::vector<std::vector<int64_t>> best(n + 1,
-                                           std::vector<int64_t>(need + 1, kInf));
-    best[0][0] = 0;
-    for (size_t i = 0; i < n; ++i) {
-      int64_t units = candidates[i].bytes / unit;
+    // Stages of the DP: the singles outside every block, then per block its
+    // singles followed by the block as a whole and the block but one (one
+    // of the three kinds per block). tables[k][j]: least FLOPs freeing at least j
+    // units after stage k.
+    struct Stage {
+      const Candidate *candidate;
+      bool whole;
+      size_t groupStart; // whole: the table before the block's singles
+    };
+    std::vector<Stage> stages;
+    for (size_t i = 0; i < singles.size(); ++i)
+      if (singleBlock[i] < 0 || !blocks.count(singleBlock[i]))
+        stages.push_back({&singles[i], false, 0});
+    for (auto &[block, whole] : blocks) {
+      size_t start = stages.size();
+      for (size_t i = 0; i < singles.size(); ++i)
+        if (singleBlock[i] == block)
+          stages.push_back({&singles[i], false, 0});
+      stages.push_back({&whole, true, start});
+      if (blocksButOne.count(block))
+        stages.push_back({&blocksButOne[block], true, start});
+    }
+    std::vector<std::vector<int64_t>> tables(
+        stages.size() + 1, std::vector<int64_t>(need + 1, kInf));
+    tables[0][0] = 0;
+    for (size_t k = 0; k < stages.size(); ++k) {
+      const Stage &stage = stages[k];
+      const std::vector<int64_t> &from =
+          tables[stage.whole ? stage.groupStart : k];
+      int64_t units = stage.candidate->bytes / unit;
       for (int64_t j = 0; j <= need; ++j) {
-        best[i + 1][j] = best[i][j];
-        int64_t from = std::max<int64_t>(0, j - units);
-        if (best[i][from] < kInf)
-          best[i + 1][j] =
-              std::min(best[i + 1][j], best[i][from] + candidates[i].flops);
+        tables[k + 1][j] = tables[k][j];
+        int64_t rest = std::max<int64_t>(0, j - units);
+        if (from[rest] < kInf)
+          tables[k + 1][j] = std::min(tables[k + 1][j],
+                                      from[rest] + stage.candidate->flops);
       }
     }
-    if (best[n][need] >= kInf) {
-      // The budget cannot be met: recompute every candidate (the most this
-      // policy can free), and let the planner report what that achieves.
-      for (const Candidate &c : candidates)
-        recompute.insert(c.value);
+    if (tables.back()[need] >= kInf) {
+      // The budget cannot be met: recompute the most this policy can free
+      // without chains across blocks (every block as a whole, as full does;
+      // every single value when there are no blocks), and let the planner
+      // report what that achieves.
+      if (blocks.empty())
+        for (const Candidate &c : singles)
+          recompute.insert(c.values.front());
+      for (auto &[block, whole] : blocks)
+        recompute.insert(whole.values.begin(), whole.values.end());
       return;
     }
-    for (int64_t i = n, j = need; i > 0; --i) {
-      if (best[i][j] == best[i - 1][j])
+    int64_t j = need;
+    for (size_t k = stages.size(); k > 0;) {
+      const Stage &stage = stages[k - 1];
+      if (tables[k][j] == tables[k - 1][j]) {
+        --k;
         continue;
-      recompute.insert(candidates[i - 1].value);
-      j = std::max<int64_t>(0, j - candidates[i - 1].bytes / unit);
+      }
+      recompute.insert(stage.candidate->values.begin(),
+                       stage.candidate->values.end());
+      j = std::max<int64_t>(0, j - stage.candidate->bytes / unit);
+      k = stage.whole ? stage.groupStart : k - 1;
     }
   }
 
@@ -273,20 +382,56 @@ private:
            !isa<ConstantOp>(producer);
   }
 
-  bool shouldRecompute(Value v) const {
-    Operation *producer = v.getDefiningOp();
-    if (!isForwardValue(v))
-      return false;
-    if (policy == "selective")
-      return !isExpensive(producer);
-    // full / sqrt / boundary: keep only values that leave their segment.
-    int64_t s = segment(producer);
+  /// Whether `v` stays inside its block: every forward reader is in it.
+  bool shouldRecomputeInBlock(Value v) const {
+    int64_t s = segment(v.getDefiningOp());
     if (s < 0)
       return false;
     for (Operation *user : v.getUsers())
       if (forwardIndex.count(user) && segment(user) != s)
         return false;
     return true;
+  }
+
+  /// What selective recomputation keeps (Korthikanti et al. 2022 keep the
+  /// GEMM outputs and recompute the attention core between them):
+  /// - outputs of GEMMs and convolutions with a weight operand: recomputing
+  ///   them costs as much as the forward itself;
+  /// - values read by more than one forward op (the residual stream): this
+  ///   bounds every recomputed chain to the ops between two kept values,
+  ///   instead of chains through the whole network held for the whole
+  ///   backward.
+  /// A product of two activations whose result is larger than both inputs
+  /// (attention scores, sequence x sequence per head) is recomputed: few
+  /// FLOPs per byte freed.
+  bool selectiveKeeps(Value v) const {
+    Operation *producer = v.getDefiningOp();
+    if (isa<LinearOp, Conv2DOp>(producer))
+      return true;
+    if (auto matmul = dyn_cast<MatmulOp>(producer)) {
+      int64_t inputs = 0;
+      bool weightOperand = false;
+      for (Value operand : matmul->getOperands()) {
+        inputs += tensorBytes(operand.getType());
+        weightOperand |= !activations.contains(operand);
+      }
+      if (weightOperand || tensorBytes(v.getType()) <= inputs)
+        return true;
+    }
+    llvm::SmallPtrSet<Operation *, 4> readers;
+    for (Operation *user : v.getUsers())
+      if (forwardIndex.count(user))
+        readers.insert(user);
+    return readers.size() > 1;
+  }
+
+  bool shouldRecompute(Value v) const {
+    if (!isForwardValue(v))
+      return false;
+    if (policy == "selective")
+      return !selectiveKeeps(v);
+    // full / sqrt / boundary: keep only values that leave their segment.
+    return shouldRecomputeInBlock(v);
   }
 
   /// Marks what the recomputation of `v` reads: recomputed producers
@@ -305,7 +450,7 @@ private:
             policy == "budget"
                 ? recompute.contains(operand) || !savedBy.count(operand)
             : policy == "selective"
-                ? !isExpensive(inner)
+                ? !selectiveKeeps(operand)
                 : segment(inner) >= 0 && segment(inner) == segment(producer);
         if (recomputeOperand) {
           chain.insert(operand);
@@ -349,6 +494,7 @@ private:
   DenseMap<Operation *, int64_t> forwardIndex, segmentOf;
   llvm::MapVector<Value, SaveOp> savedBy;
   llvm::SetVector<Value> recompute, keep, chain;
+  llvm::DenseSet<Value> activations;
   DenseMap<Value, Value> clones;
 };
 

@@ -5,6 +5,7 @@
 // RUN: effopt-opt %s --eff-autodiff --eff-remat=policy=sqrt | FileCheck %s --check-prefix=SQRT
 // RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=100" | FileCheck %s --check-prefix=BUDGET1
 // RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=300" | FileCheck %s --check-prefix=BUDGET3
+// RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=100000" | FileCheck %s --check-prefix=BUDGETALL
 
 // Two residual blocks (linear -> gelu -> add) and a head. Without remat the
 // backward keeps h0, y0, h1, y1 (linear inputs and gelu inputs) and z.
@@ -14,25 +15,27 @@
 // NONE-NOT: eff.save
 // NONE-NOT: eff.recomputed
 
-// selective keeps GEMM outputs (h0, h1, z) and recomputes the residual sums
-// y0 and y1, with the gelus between, from them in the backward.
+// selective keeps GEMM outputs (h0, h1, z) and y0, which two forward ops
+// read (the residual stream: chains stop there), and recomputes y1 with the
+// gelu before it in the backward.
 // SEL-LABEL: func.func @forward_backward
 // SEL: %[[H0:.*]] = eff.linear %{{.*}}, %arg0
+// SEL: %[[Y0:.*]] = eff.add
 // SEL: %[[H1:.*]] = eff.linear
 // SEL: %[[Z:.*]] = eff.linear
 // SEL-DAG: %[[SZ:.*]] = eff.save %[[Z]]
 // SEL-DAG: %[[SH1:.*]] = eff.save %[[H1]]
+// SEL-DAG: %[[SY0:.*]] = eff.save %[[Y0]]
 // SEL-DAG: %[[SH0:.*]] = eff.save %[[H0]]
 // SEL-NOT: eff.save
 // SEL: eff.softmax_cross_entropy_grad
 // SEL: %[[RG1:.*]] = eff.gelu %[[SH1]] {eff.recomputed}
-// SEL: %[[RG0:.*]] = eff.gelu %[[SH0]] {eff.recomputed}
-// SEL: %[[RY0:.*]] = eff.add %[[RG0]], %arg3 {eff.recomputed}
-// SEL: %[[RY1:.*]] = eff.add %[[RG1]], %[[RY0]] {eff.recomputed}
+// SEL: %[[RY1:.*]] = eff.add %[[RG1]], %[[SY0]] {eff.recomputed}
 // SEL: eff.linear %{{.*}}, %[[RY1]] {transpose_a = true}
 // SEL: eff.gelu_grad %[[SH1]]
-// SEL: eff.linear %{{.*}}, %[[RY0]] {transpose_a = true}
+// SEL: eff.linear %{{.*}}, %[[SY0]] {transpose_a = true}
 // SEL: eff.gelu_grad %[[SH0]]
+// SEL-NOT: eff.recomputed
 
 // full keeps what crosses a block boundary (y0, y1) and the head's z, and
 // recomputes each block's linear in its backward.
@@ -72,6 +75,16 @@
 // BUDGET3-COUNT-2: eff.add {{.*}} {eff.recomputed}
 // BUDGET3-NEXT: eff.linear {{.*}}, %arg2 {eff.recomputed
 // BUDGET3-NOT: {eff.recomputed
+
+// budget that no plan meets: every block recomputed as a whole from what
+// enters it -- full checkpointing's choice (y0, y1 and z kept) -- not every
+// value through chains across blocks.
+// BUDGETALL-LABEL: func.func @forward_backward
+// BUDGETALL-COUNT-3: eff.save
+// BUDGETALL-NOT: eff.save
+// BUDGETALL: eff.linear {{.*}}, %arg1 {eff.recomputed, transpose_b = true}
+// BUDGETALL: eff.linear %arg3, %arg0 {eff.recomputed, transpose_b = true}
+// BUDGETALL-NOT: {eff.recomputed
 
 module {
   eff.parameter trainable @w0 : tensor<8x8xf32>

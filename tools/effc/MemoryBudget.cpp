@@ -198,8 +198,8 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
   // nothing.
   int64_t freeBytes = none.bytes - budget;
   int64_t smallest = none.bytes, step = std::max<int64_t>(1, freeBytes / 64);
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    Plan plan = planPolicy(imported, "budget", training, lowering, freeBytes,
+  auto attempt = [&](int64_t bytes) -> std::optional<Plan> {
+    Plan plan = planPolicy(imported, "budget", training, lowering, bytes,
                            microBatches);
     if (!plan.error.empty()) {
       log << "effc: error: " << plan.error << "\n";
@@ -207,21 +207,60 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
     }
     log << llvm::formatv("  free {0,12} saved bytes: planned {1,12} bytes "
                          "({2,10}), recomputes {3:f1}% of the step's FLOPs\n",
-                         freeBytes, plan.bytes, effopt::formatBytes(plan.bytes),
+                         bytes, plan.bytes, effopt::formatBytes(plan.bytes),
                          recomputedPercent(plan));
-    if (plan.bytes <= budget)
-      return freeBytes;
-    if (plan.bytes < smallest)
-      smallest = plan.bytes;
+    return plan;
+  };
+  int64_t tooFew = 0; // the most freed bytes known not to fit
+  for (int tries = 0; tries < 10; ++tries) {
+    std::optional<Plan> plan = attempt(freeBytes);
+    if (!plan)
+      return std::nullopt;
+    if (plan->bytes <= budget) {
+      // The planned peak does not fall one for one with the freed bytes:
+      // between what did not fit and what fits, less may fit too, with
+      // less recomputation. Bisect a few times; keep the cheapest fit.
+      int64_t best = freeBytes, bestFlops = plan->recomputedFlops;
+      int64_t low = tooFew, high = freeBytes;
+      for (int halving = 0; halving < 4 && high - low > high / 64; ++halving) {
+        int64_t middle = low + (high - low) / 2;
+        std::optional<Plan> between = attempt(middle);
+        if (!between)
+          return std::nullopt;
+        if (between->bytes <= budget) {
+          high = middle;
+          if (between->recomputedFlops < bestFlops) {
+            best = middle;
+            bestFlops = between->recomputedFlops;
+          }
+        } else {
+          low = middle;
+        }
+      }
+      return best;
+    }
+    tooFew = std::max(tooFew, freeBytes);
+    const Plan &p = *plan;
+    if (p.bytes < smallest)
+      smallest = p.bytes;
     else
       step *= 2;
-    freeBytes += std::max(plan.bytes - budget, step);
+    freeBytes += std::max(p.bytes - budget, step);
   }
-  // The floor of this policy: recompute every candidate.
-  Plan all = planPolicy(imported, "budget", training, lowering,
-                        std::numeric_limits<int64_t>::max() / 16, microBatches);
-  if (all.error.empty())
+  // The floor of this policy: every block recomputed as a whole (full
+  // checkpointing's plan, or less), or every value without blocks.
+  int64_t everything = std::numeric_limits<int64_t>::max() / 16;
+  Plan all = planPolicy(imported, "budget", training, lowering, everything,
+                        microBatches);
+  if (all.error.empty()) {
+    log << llvm::formatv("  every block recomputed:  planned {0,12} bytes "
+                         "({1,10}), recomputes {2:f1}% of the step's FLOPs\n",
+                         all.bytes, effopt::formatBytes(all.bytes),
+                         recomputedPercent(all));
+    if (all.bytes <= budget)
+      return everything;
     smallest = std::min(smallest, all.bytes);
+  }
   log << llvm::formatv("effc: error: cannot fit {0} bytes: the smallest "
                        "planned memory with --remat budget is {1} bytes ({2}), "
                        "{3} bytes over\n",

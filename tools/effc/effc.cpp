@@ -152,6 +152,14 @@ static cl::opt<std::string> rematBoundary(
     cl::desc("--remat full: a block starts at each op whose ONNX node name "
              "matches this regex (default: /layers.N/-style scopes)"),
     cl::value_desc("regex"), cl::init(""), cl::cat(category));
+static cl::opt<bool> scheduleMemory(
+    "schedule-memory",
+    cl::desc("Reorder the step's ops for a lower planned peak "
+             "(eff-schedule-memory: optimizer updates right after their "
+             "gradient, ops moved next to their readers; results unchanged). "
+             "On by default; =false keeps the order autodiff, remat and the "
+             "optimizer built"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the memory report: bytes by category, the peak, what "
@@ -284,7 +292,8 @@ std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0,
     accumPass = "eff-grad-accum{steps=" + std::to_string(microBatches) + "},";
   return autocastPass + "eff-autodiff," + rematPass + accumPass +
          lossScalingPass + "eff-optimizer{" + options +
-         "},canonicalize,cse,eff-step-abi";
+         "},canonicalize,cse,eff-step-abi" +
+         (scheduleMemory ? ",eff-schedule-memory" : "");
 }
 
 void checkSupportedOptions() {
@@ -302,7 +311,7 @@ void checkSupportedOptions() {
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
-             &lossScaleHysteresis, &lossScaleMin})
+             &lossScaleHysteresis, &lossScaleMin, &scheduleMemory})
       if (option->getNumOccurrences())
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");

@@ -53,9 +53,12 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
 
     Policies:
     - `none`: keep everything.
-    - `selective`: recompute every saved value not produced by a GEMM or a
-      convolution (elementwise ops, softmax, dropout, normalisation, ...);
-      keep `matmul`/`linear`/`conv2d` outputs (Korthikanti et al. 2022).
+    - `selective` (Korthikanti et al. 2022): keep the outputs of GEMMs and
+      convolutions with a weight operand and every value that more than one
+      forward op reads (the residual stream, so each recomputed chain stays
+      between two kept values); recompute the rest (elementwise ops,
+      softmax, dropout, normalisation, ...) and products of two activations
+      larger than their inputs (attention scores).
     - `full`: keep only values that cross a block boundary and recompute the
       rest of each block in its backward. Blocks are the repeated scopes of
       the ONNX node names (`/blocks.3/...`, `/layers/2/...`), or with
@@ -67,9 +70,13 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
       `free-bytes` with the fewest recomputed FLOPs (cost interface), by
       dynamic programming over the saved values (0/1 knapsack; a value is
       recomputed through its chain of unsaved producers back to saved values,
-      arguments and constants, and costs the chain's FLOPs). `effc --remat
-      budget:BYTES` runs it with what the memory plan says is missing until
-      the planned peak fits.
+      arguments and constants, and costs the chain's FLOPs). Each repeated
+      block (as for `full`) is also a candidate as a whole: everything that
+      stays inside it, recomputed from what enters it, FLOPs counted once --
+      so full checkpointing's choice is among the plans it weighs, and when
+      no plan frees enough it recomputes every block as a whole. `effc
+      --remat budget:BYTES` runs it with what the memory plan says is
+      missing until the planned peak fits.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
@@ -323,6 +330,53 @@ def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
            "every result written to io)">
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
+def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
+  let summary = "Reorders the training step's ops to lower its peak memory";
+  let description = [{
+    Runs on every function body at the eff level, after `eff-step-abi` (or
+    anywhere before lowering): the ops have value semantics, so any order
+    that respects the data flow computes the same values -- the pass moves
+    ops and changes nothing else (same ops, same operands), so training
+    stays bit-identical. Lowering keeps the order, and the memory plan's
+    lifetimes follow it.
+
+    Memory model: every statically shaped tensor result is one buffer, live
+    from its op to its last reader; `eff.save` and `eff.reshape` results are
+    views of their operand (they lower to nothing or to a view); block
+    arguments, constants and values written into an argument
+    (`bufferization.materialize_in_destination`, the in-place state updates)
+    take no temporary memory.
+
+    Two moves, each lowering (or keeping) the live bytes at every position
+    it passes:
+    - Free early: an op that frees more bytes than it allocates (it is the
+      last reader of its inputs), like a parameter's optimizer update once
+      its gradient is final or the sum of two gradient contributions, runs
+      as soon as its inputs are ready, pulling along up to a few cheap ops
+      it waits for (the learning rate). A recomputed op that frees what it
+      allocates stays next to its backward reader. Whether the gradient is final, and whether anything global (a
+      gradient-norm clip, an overflow check) needs all gradients first, is
+      the data flow itself: no op is special-cased by name.
+    - Sink: an op that allocates more than it frees moves down to just
+      before its first reader (recomputed chains, gradients of weights
+      computed long before their update).
+    An op that writes its result into an argument in place runs after every
+    other reader of that argument, so bufferization never needs a copy. Ops
+    with regions (loops over micro-batches) and ops with side effects stay
+    where they are, and nothing moves across or into them. If the model's
+    peak of the new order is higher than that of the old, the old order
+    stays.
+  }];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numMovedOps", "moved-ops", "Ops placed elsewhere">,
+    Statistic<"numModelPeakBytesBefore", "peak-bytes-before",
+              "Peak live temporary bytes of the old order (the pass's model)">,
+    Statistic<"numModelPeakBytesAfter", "peak-bytes-after",
+              "Peak live temporary bytes of the new order (the pass's model)">
+  ];
 }
 
 def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
