@@ -32,6 +32,7 @@ TORCH_CHILD = r'''
 import json, sys, time, statistics, contextlib
 import numpy as np, torch
 spec = json.loads(sys.argv[1])
+sys.path.insert(0, spec["examples"])  # the pickled model's class
 torch.set_num_threads(spec["threads"])
 model = torch.load(spec["model"])
 data = np.load(spec["data"])
@@ -153,7 +154,8 @@ def main():
     for autocast in (False, True):
         spec = {"model": model_path, "data": npz, "batch": B,
                 "steps": args.steps, "threads": args.threads,
-                "autocast": autocast}
+                "autocast": autocast,
+                "examples": os.path.join(SRC, "examples")}
         out, rss = timed([sys.executable, "-c", TORCH_CHILD, json.dumps(spec)])
         torch_rows.append((autocast,
                            json.loads(out.strip().splitlines()[-1])["median_ms"],
