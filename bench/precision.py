@@ -90,12 +90,8 @@ def main():
 
     torch.manual_seed(0)
     rng = np.random.RandomState(0)
-    text, _ = t.ex.text_bytes()
     B, T = args.batch, args.seq
-    starts = rng.randint(0, len(text) - T - 1, size=args.steps * B)
-    win = np.stack([np.frombuffer(text[s:s + T + 1], dtype=np.uint8)
-                    for s in starts]).astype(np.int64)
-    data = {"idx": win[:, :-1].copy(), "targets": win[:, 1:].copy()}
+    data = t.text_windows(rng, args.steps * B, T)
     model = t.ex.GPT(vocab=256, block_size=T, n_layer=args.layers,
                      d_model=args.width, n_head=args.heads, dropout=0.0)
     work = tempfile.mkdtemp(prefix="effopt-precision-")

@@ -31,6 +31,39 @@ sys.path.insert(0, os.path.join(SRC, "examples"))
 import export_examples as ex  # noqa: E402
 
 
+def text_windows(rng, rows, T):
+    """`rows` random windows of T+1 bytes of the KJV text:
+    {"idx": [rows, T] inputs, "targets": the same shifted by one}."""
+    text, _ = ex.text_bytes()
+    starts = rng.randint(0, len(text) - T - 1, size=rows)
+    win = np.stack([np.frombuffer(text[s:s + T + 1], dtype=np.uint8)
+                    for s in starts]).astype(np.int64)
+    return {"idx": win[:, :-1].copy(), "targets": win[:, 1:].copy()}
+
+
+def add_training_args(ap):
+    """The optimizer, schedule and tolerance flags of the training
+    comparisons (named as effc's flags)."""
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--optimizer", default="sgd")
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--nesterov", action="store_true")
+    ap.add_argument("--weight-decay", type=float, default=0.0)
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.999)
+    ap.add_argument("--eps", type=float, default=1e-8)
+    ap.add_argument("--schedule", default="constant")
+    ap.add_argument("--warmup-steps", type=int, default=0)
+    ap.add_argument("--total-steps", type=int, default=0)
+    ap.add_argument("--min-lr", type=float, default=0.0)
+    ap.add_argument("--clip-grad-norm", type=float, default=0.0)
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--param-atol", type=float, default=None,
+                    help="absolute tolerance for the final state (default: --atol)")
+
+
 def make(name, steps, seed):
     """(model, batch size, {input name: array of steps*B rows})"""
     torch.manual_seed(seed)
@@ -55,12 +88,9 @@ def make(name, steps, seed):
         text, _ = ex.text_bytes()
         B, T, layers, width, heads = ((8, 32, 2, 64, 4) if name == "gpt"
                                       else (16, 128, 6, 256, 8))
-        starts = rng.randint(0, len(text) - T - 1, size=steps * B)
-        win = np.stack([np.frombuffer(text[s:s + T + 1], dtype=np.uint8)
-                        for s in starts]).astype(np.int64)
         model = ex.GPT(vocab=256, block_size=T, n_layer=layers,
                        d_model=width, n_head=heads, dropout=0.0)
-        return model, B, {"idx": win[:, :-1].copy(), "targets": win[:, 1:].copy()}
+        return model, B, text_windows(rng, steps * B, T)
     raise SystemExit("unknown model " + name)
 
 
@@ -198,24 +228,7 @@ def main():
     ap.add_argument("--bin", required=True, help="directory with effc and effrun")
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--optimizer", default="sgd")
-    ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--momentum", type=float, default=0.0)
-    ap.add_argument("--nesterov", action="store_true")
-    ap.add_argument("--weight-decay", type=float, default=0.0)
-    ap.add_argument("--beta1", type=float, default=0.9)
-    ap.add_argument("--beta2", type=float, default=0.999)
-    ap.add_argument("--eps", type=float, default=1e-8)
-    ap.add_argument("--schedule", default="constant")
-    ap.add_argument("--warmup-steps", type=int, default=0)
-    ap.add_argument("--total-steps", type=int, default=0)
-    ap.add_argument("--min-lr", type=float, default=0.0)
-    ap.add_argument("--clip-grad-norm", type=float, default=0.0)
-    ap.add_argument("--rtol", type=float, default=1e-3)
-    ap.add_argument("--atol", type=float, default=1e-5)
-    ap.add_argument("--param-atol", type=float, default=None,
-                    help="absolute tolerance for the final state (default: --atol)")
+    add_training_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
