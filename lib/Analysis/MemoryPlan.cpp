@@ -2,6 +2,8 @@
 
 #include "effopt/Analysis/MemoryPlan.h"
 
+#include "effopt/Support/StorageBytes.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -10,10 +12,6 @@
 using namespace mlir;
 
 namespace effopt {
-
-int64_t storageBytes(Type elementType) {
-  return std::max<int64_t>(1, (elementType.getIntOrFloatBitWidth() + 7) / 8);
-}
 
 namespace {
 /// The step's schedule: the operations of the function body in order, the
@@ -78,7 +76,7 @@ MemoryPlan MemoryPlan::compute(Block &body, int64_t alignment) {
     MemRefType type = alloc.getType();
     PlannedBuffer buffer;
     buffer.alloc = alloc;
-    buffer.bytes = type.getNumElements() * storageBytes(type.getElementType());
+    buffer.bytes = storageBytes(type);
     buffer.first = schedule.position.lookup(op);
     bool escapes = false;
     buffer.last = std::max(buffer.first, lastUse(alloc, schedule, escapes));
@@ -98,9 +96,7 @@ MemoryPlan MemoryPlan::compute(Block &body, int64_t alignment) {
     return plan.planned[a].bytes > plan.planned[b].bytes;
   });
   std::vector<size_t> placed;
-  auto alignUp = [&](int64_t v) {
-    return (v + alignment - 1) / alignment * alignment;
-  };
+  auto alignUp = [&](int64_t v) { return alignBytes(v, alignment); };
   for (size_t i : order) {
     PlannedBuffer &buffer = plan.planned[i];
     SmallVector<std::pair<int64_t, int64_t>> busy; // [offset, end)

@@ -4,6 +4,7 @@
 
 #include "effopt/Analysis/MemoryPlan.h"
 #include "effopt/Analysis/MemoryReport.h"
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
 
 #include "llvm/Support/Format.h"
 
@@ -20,9 +21,18 @@ namespace {
 struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
   using Base::Base;
 
+  /// The target's alignment eff-step-abi recorded on the module; its
+  /// default for IR laid out by hand.
+  int64_t alignment() {
+    if (auto recorded =
+            getOperation()->getAttrOfType<IntegerAttr>(eff::kAlignmentAttrName))
+      return recorded.getInt();
+    return EffStepAbiPassOptions().alignment;
+  }
+
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp func) {
-      auto arenaArg = func->getAttrOfType<IntegerAttr>("eff.arena_arg");
+      auto arenaArg = func->getAttrOfType<IntegerAttr>(eff::kArenaArgAttrName);
       if (!arenaArg || func.isExternal())
         return;
       if (failed(plan(func, arenaArg.getInt())))
@@ -42,7 +52,7 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
              << arena.getType();
 
     Block &body = func.getBody().front();
-    MemoryPlan memoryPlan = MemoryPlan::compute(body);
+    MemoryPlan memoryPlan = MemoryPlan::compute(body, alignment());
     for (memref::AllocOp alloc : memoryPlan.escapingBuffers())
       return alloc.emitError("this buffer is yielded to the next iteration "
                              "of its loop: it has no single place in the "
@@ -91,7 +101,7 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
       if (dealloc.getMemref().getDefiningOp<memref::ViewOp>())
         dealloc.erase();
     });
-    func->setAttr("eff.arena_bytes",
+    func->setAttr(eff::kArenaBytesAttrName,
                   IntegerAttr::get(IntegerType::get(func.getContext(), 64),
                                    memoryPlan.arenaBytes()));
     return success();

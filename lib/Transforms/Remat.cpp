@@ -14,6 +14,7 @@
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
+#include "effopt/Support/StorageBytes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -38,11 +39,7 @@ namespace {
 
 constexpr llvm::StringLiteral kRecomputedAttrName = "eff.recomputed";
 
-int64_t tensorBytes(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
-}
+int64_t tensorBytes(Type type) { return storageBytes(type); }
 
 /// The repeated-structure scope of an ONNX node name: the path up to the
 /// first component that ends in an index ("/blocks.3/attn/MatMul" ->

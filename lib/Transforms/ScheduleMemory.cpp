@@ -15,6 +15,7 @@
 
 #include "effopt/Analysis/MemoryPlan.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Support/StorageBytes.h"
 
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -109,7 +110,7 @@ private:
               dyn_cast<bufferization::MaterializeInDestinationOp>(use.getOwner()))
         if (write.getSource() == v)
           return 0;
-    return type.getNumElements() * storageBytes(type.getElementType());
+    return storageBytes(type);
   }
 
   void build() {

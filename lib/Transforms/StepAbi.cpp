@@ -3,6 +3,9 @@
 #include "effopt/Transforms/Passes.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Support/StorageBytes.h"
+
+#include "llvm/Support/MathExtras.h"
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFSTEPABIPASS
@@ -14,23 +17,14 @@ using namespace mlir;
 namespace effopt {
 namespace {
 
-constexpr int64_t kAlignment = 64;
-
-int64_t alignTo(int64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
-
-int64_t byteSize(RankedTensorType type) {
-  int64_t bits = type.getElementTypeBitWidth();
-  int64_t n = 1;
-  for (int64_t d : type.getShape())
-    n *= d;
-  return n * std::max<int64_t>(1, bits / 8);
-}
+int64_t byteSize(RankedTensorType type) { return storageBytes(type); }
 
 /// Places every argument of `func` in "state" (eff.parameter arguments) or
-/// "io" (graph inputs), 64-byte aligned; only `updated` arguments are
-/// writable. Returns false (after an error) on a non-tensor argument.
+/// "io" (graph inputs), `alignment`-byte aligned; only `updated` arguments
+/// are writable. Returns false (after an error) on a non-tensor argument.
 bool layoutArguments(func::FuncOp func, ArrayRef<bool> updated,
-                     int64_t &stateBytes, int64_t &ioBytes) {
+                     int64_t alignment, int64_t &stateBytes,
+                     int64_t &ioBytes) {
   MLIRContext *ctx = func.getContext();
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
@@ -40,13 +34,14 @@ bool layoutArguments(func::FuncOp func, ArrayRef<bool> updated,
     }
     bool isState = static_cast<bool>(func.getArgAttr(i, eff::kParameterAttrName));
     int64_t &cursor = isState ? stateBytes : ioBytes;
-    func.setArgAttr(i, "eff.region",
-                    StringAttr::get(ctx, isState ? "state" : "io"));
-    func.setArgAttr(i, "eff.offset",
+    func.setArgAttr(i, eff::kRegionAttrName,
+                    StringAttr::get(ctx, isState ? eff::kStateRegion
+                                                 : eff::kIoRegion));
+    func.setArgAttr(i, eff::kOffsetAttrName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), cursor));
     func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                     BoolAttr::get(ctx, updated[i]));
-    cursor = alignTo(cursor + byteSize(type));
+    cursor = alignBytes(cursor + byteSize(type), alignment);
   }
   return true;
 }
@@ -55,6 +50,15 @@ struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
   using EffStepAbiPassBase::EffStepAbiPassBase;
 
   void runOnOperation() override {
+    if (alignment < 1 || !llvm::isPowerOf2_64(alignment)) {
+      getOperation().emitError("eff-step-abi: alignment must be a power of "
+                               "two, got ")
+          << static_cast<int64_t>(alignment);
+      return signalPassFailure();
+    }
+    getOperation()->setAttr(
+        eff::kAlignmentAttrName,
+        IntegerAttr::get(IntegerType::get(&getContext(), 64), alignment));
     if (mode == "train")
       return runOnTrainStep();
     if (mode == "forward")
@@ -79,7 +83,7 @@ struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
     auto i64 = IntegerType::get(ctx, 64);
     int64_t stateBytes = 0, ioBytes = 0;
     SmallVector<bool> updated(func.getNumArguments(), false);
-    if (!layoutArguments(func, updated, stateBytes, ioBytes))
+    if (!layoutArguments(func, updated, alignment, stateBytes, ioBytes))
       return signalPassFailure();
     for (unsigned r = 0; r < func.getNumResults(); ++r) {
       auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[r]);
@@ -87,13 +91,16 @@ struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
         func.emitError("result ") << r << " is not a statically shaped tensor";
         return signalPassFailure();
       }
-      func.setResultAttr(r, "eff.region", StringAttr::get(ctx, "io"));
-      func.setResultAttr(r, "eff.offset", IntegerAttr::get(i64, ioBytes));
-      ioBytes = alignTo(ioBytes + byteSize(type));
+      func.setResultAttr(r, eff::kRegionAttrName,
+                         StringAttr::get(ctx, eff::kIoRegion));
+      func.setResultAttr(r, eff::kOffsetAttrName,
+                         IntegerAttr::get(i64, ioBytes));
+      ioBytes = alignBytes(ioBytes + byteSize(type), alignment);
     }
-    module->setAttr("eff.step_kind", StringAttr::get(ctx, "forward"));
-    module->setAttr("eff.state_bytes", IntegerAttr::get(i64, stateBytes));
-    module->setAttr("eff.io_bytes", IntegerAttr::get(i64, ioBytes));
+    module->setAttr(eff::kStepKindAttrName,
+                    StringAttr::get(ctx, eff::kForwardStepKind));
+    module->setAttr(eff::kStateBytesAttrName, IntegerAttr::get(i64, stateBytes));
+    module->setAttr(eff::kIoBytesAttrName, IntegerAttr::get(i64, ioBytes));
   }
 
   void runOnTrainStep() {
@@ -148,23 +155,24 @@ struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
       resultAttrs[0] = lossAttrs;
     for (auto [r, arg] : llvm::enumerate(writtenArg))
       resultAttrs[r + 1] = DictionaryAttr::get(
-          ctx, {NamedAttribute(StringAttr::get(ctx, "eff.updates_arg"),
+          ctx, {NamedAttribute(StringAttr::get(ctx, eff::kUpdatesArgAttrName),
                                IntegerAttr::get(IntegerType::get(ctx, 64), arg))});
     func.setAllResultAttrs(resultAttrs);
     Type lossType = resultTypes[0];
 
     // Layout: state (persistent tensors) and io (batch inputs, then loss).
     int64_t stateBytes = 0, ioBytes = 0;
-    if (!layoutArguments(func, updated, stateBytes, ioBytes))
+    if (!layoutArguments(func, updated, alignment, stateBytes, ioBytes))
       return signalPassFailure();
-    func.setResultAttr(0, "eff.offset",
+    func.setResultAttr(0, eff::kOffsetAttrName,
                        IntegerAttr::get(IntegerType::get(ctx, 64), ioBytes));
-    ioBytes = alignTo(ioBytes + byteSize(cast<RankedTensorType>(lossType)));
-    module->setAttr("eff.state_bytes",
+    ioBytes = alignBytes(
+        ioBytes + byteSize(cast<RankedTensorType>(lossType)), alignment);
+    module->setAttr(eff::kStateBytesAttrName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), stateBytes));
-    module->setAttr("eff.loss_offset",
-                    func.getResultAttr(0, "eff.offset"));
-    module->setAttr("eff.io_bytes",
+    module->setAttr(eff::kLossOffsetAttrName,
+                    func.getResultAttr(0, eff::kOffsetAttrName));
+    module->setAttr(eff::kIoBytesAttrName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), ioBytes));
   }
 };

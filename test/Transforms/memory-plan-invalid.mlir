@@ -7,13 +7,6 @@ func.func @bad_arena(%arena: memref<4xf32>) attributes {eff.arena_arg = 0 : i64}
 
 // -----
 
-// expected-error @+1 {{eff.arena_arg 3 is not an argument}}
-func.func @no_such_argument(%arena: memref<?xi8>) attributes {eff.arena_arg = 3 : i64} {
-  return
-}
-
-// -----
-
 // A buffer allocated in a loop body and carried to the next iteration has
 // no single place in the arena.
 func.func @escaping(%arena: memref<?xi8>, %init: memref<4xf32>) attributes {eff.arena_arg = 0 : i64} {

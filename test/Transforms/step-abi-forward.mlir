@@ -3,7 +3,7 @@
 // effc --mode forward: @forward keeps every result, of any dtype and count.
 // Parameters are read-only state; inputs and then every result are placed
 // in io, 64-byte aligned. There is no loss.
-// CHECK: module attributes {eff.io_bytes = 256 : i64, eff.state_bytes = 64 : i64, eff.step_kind = "forward"}
+// CHECK: module attributes {eff.alignment = 64 : i64, eff.io_bytes = 256 : i64, eff.state_bytes = 64 : i64, eff.step_kind = "forward"}
 // CHECK: func.func @forward(
 // CHECK-SAME: %arg0: tensor<4xf32> {bufferization.writable = false, eff.offset = 0 : i64, eff.parameter = @w, eff.region = "state"}
 // CHECK-SAME: %arg1: tensor<4xf32> {bufferization.writable = false, eff.input = "x", eff.offset = 0 : i64, eff.region = "io"}

@@ -33,7 +33,7 @@ public:
   /// Plans every statically shaped `memref.alloc` in `body` and in the
   /// bodies of its scf.for loops (a buffer allocated in a loop body lives
   /// within one iteration).
-  static MemoryPlan compute(mlir::Block &body, int64_t alignment = 64);
+  static MemoryPlan compute(mlir::Block &body, int64_t alignment);
 
   llvm::ArrayRef<PlannedBuffer> buffers() const { return planned; }
   /// The operation at each schedule position.
@@ -55,9 +55,6 @@ private:
   std::vector<mlir::memref::AllocOp> escaping;
   int64_t size = 0;
 };
-
-/// Bytes of one element in memory (i1 takes a byte).
-int64_t storageBytes(mlir::Type elementType);
 
 } // namespace effopt
 

@@ -311,23 +311,29 @@ def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
 
     Places every argument in one of two byte regions, recorded as argument
     attributes `eff.region` (`"state"` for `eff.parameter` arguments,
-    `"io"` for batch inputs) and `eff.offset` (64-byte aligned); the loss
+    `"io"` for batch inputs) and `eff.offset` (aligned to `alignment`, the
+    target's: every region offset and size is a multiple of it); the loss
     follows the inputs in `io` (result attribute `eff.offset`). The module
-    gets `eff.state_bytes` and `eff.io_bytes`. The runtime and the `.effx`
-    manifest use exactly this layout.
+    gets `eff.state_bytes`, `eff.io_bytes` and `eff.alignment` (which
+    `eff-memory-plan` aligns the arena's buffers to). The runtime and the
+    `.effx` manifest use exactly this layout; the dialect verifies these
+    attributes (docs/Effx.md, "The step ABI").
 
     With `mode=forward` it lays out the imported `func.func @forward`
     instead (inference, `effc --mode forward`): no autodiff, no optimizer.
     `eff.parameter` arguments go to `state` and are read-only (`writable =
     false`), graph inputs to `io`, and then EVERY result (any count, shape
-    and dtype) gets its own 64-byte aligned place in `io` after the inputs
+    and dtype) gets its own aligned place in `io` after the inputs
     (result attributes `eff.region = "io"` and `eff.offset`). The module is
     tagged `eff.step_kind = "forward"`; it has no `eff.loss_offset`.
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"train\"",
            "train (lay out @train_step) or forward (lay out @forward, "
-           "every result written to io)">
+           "every result written to io)">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Byte alignment of every offset and region size (the target's; "
+           "a power of two)">
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
@@ -387,7 +393,9 @@ def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
     `memref.alloc` with a static shape in the function body is live from its
     position in the schedule (the order of the body's operations) to the last
     operation that uses it or any view of it. Buffers are placed greedily,
-    largest first, at the lowest 64-byte-aligned offset that does not
+    largest first, at the lowest offset aligned to the module's
+    `eff.alignment` (the target's, recorded by `eff-step-abi`; `eff-step-abi`'s
+    default when absent) that does not
     overlap a buffer whose lifetime intersects; each alloc becomes a
     `memref.view` of the arena at its offset. The function gets
     `eff.arena_bytes`, the exact size the runtime allocates once.

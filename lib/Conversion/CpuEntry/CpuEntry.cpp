@@ -23,11 +23,11 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
     MLIRContext *ctx = &getContext();
     // eff-step-abi laid out either the training step or, with
     // mode=forward, the imported @forward (every result goes to io).
-    auto kind = module->getAttrOfType<StringAttr>("eff.step_kind");
-    bool forward = kind && kind.getValue() == "forward";
+    auto kind = module->getAttrOfType<StringAttr>(eff::kStepKindAttrName);
+    bool forward = kind && kind.getValue() == eff::kForwardStepKind;
     auto step = module.lookupSymbol<func::FuncOp>(
         forward ? eff::kForwardFuncName : eff::kTrainStepFuncName);
-    auto lossOffset = module->getAttrOfType<IntegerAttr>("eff.loss_offset");
+    auto lossOffset = module->getAttrOfType<IntegerAttr>(eff::kLossOffsetAttrName);
     if (!step || (!forward && !lossOffset)) {
       module.emitError("eff-cpu-entry needs a bufferized ")
           << (forward ? "@forward" : "@train_step")
@@ -41,7 +41,7 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
     auto entry = func::FuncOp::create(
         b, loc, kEntryName, FunctionType::get(ctx, {bytes, bytes, bytes}, {}));
     entry->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
-    entry->setAttr("eff.arena_arg", b.getI64IntegerAttr(1));
+    entry->setAttr(eff::kArenaArgAttrName, b.getI64IntegerAttr(1));
     Block *body = entry.addEntryBlock();
     b.setInsertionPointToStart(body);
     Value state = body->getArgument(0), io = body->getArgument(2);
@@ -54,13 +54,13 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
             << i << " is not a contiguous static memref after bufferization";
         return signalPassFailure();
       }
-      auto region = step.getArgAttrOfType<StringAttr>(i, "eff.region");
-      auto offset = step.getArgAttrOfType<IntegerAttr>(i, "eff.offset");
+      auto region = step.getArgAttrOfType<StringAttr>(i, eff::kRegionAttrName);
+      auto offset = step.getArgAttrOfType<IntegerAttr>(i, eff::kOffsetAttrName);
       if (!region || !offset) {
         step.emitError("argument ") << i << " has no place in the layout";
         return signalPassFailure();
       }
-      Value base = region.getValue() == "state" ? state : io;
+      Value base = region.getValue() == eff::kStateRegion ? state : io;
       int64_t at = offset.getInt();
       Value off = arith::ConstantIndexOp::create(b, loc, at);
       args.push_back(memref::ViewOp::create(b, loc, type, base, off, ValueRange{}));
@@ -77,7 +77,7 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
         return signalPassFailure();
       }
       Value target;
-      auto ioOffset = step.getResultAttrOfType<IntegerAttr>(r, "eff.offset");
+      auto ioOffset = step.getResultAttrOfType<IntegerAttr>(r, eff::kOffsetAttrName);
       if (!ioOffset && r == 0 && !forward)
         ioOffset = lossOffset;
       if (ioOffset) {
@@ -86,7 +86,7 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
         Value off = arith::ConstantIndexOp::create(b, loc, ioOffset.getInt());
         target = memref::ViewOp::create(b, loc, placeType, io, off, ValueRange{});
       } else {
-        auto arg = step.getResultAttrOfType<IntegerAttr>(r, "eff.updates_arg");
+        auto arg = step.getResultAttrOfType<IntegerAttr>(r, eff::kUpdatesArgAttrName);
         if (!arg) {
           step.emitError("result ") << r << " updates no argument";
           return signalPassFailure();

@@ -23,7 +23,7 @@ struct EffOutlineKernelsPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> steps;
     for (auto func : module.getOps<func::FuncOp>())
-      if (func->hasAttr("eff.arena_arg") && !func.isExternal())
+      if (func->hasAttr(eff::kArenaArgAttrName) && !func.isExternal())
         steps.push_back(func);
     for (func::FuncOp step : steps)
       outline(module, step);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Conversion/Passes.h"
+#include "effopt/Support/StorageBytes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -43,8 +44,8 @@ Value firstElementPointer(OpBuilder &b, Location loc, Value memref) {
   auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(
       b, loc, metadata.getBaseBuffer());
-  unsigned bytes =
-      cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  int64_t bytes =
+      storageBytes(cast<MemRefType>(memref.getType()).getElementType(), 1);
   Value offsetBytes = arith::MulIOp::create(
       b, loc, metadata.getOffset(), arith::ConstantIndexOp::create(b, loc, bytes));
   Value address = arith::AddIOp::create(b, loc, base, offsetBytes);

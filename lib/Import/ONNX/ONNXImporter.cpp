@@ -34,6 +34,7 @@
 #include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
+#include "effopt/Support/StorageBytes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -560,8 +561,7 @@ LogicalResult ModelImporter::buildForward() {
       continue;
     }
     ArrayRef<char> bytes = rawBytes(tensor);
-    int64_t expectedBytes =
-        type->getNumElements() * (type->getElementTypeBitWidth() / 8);
+    int64_t expectedBytes = storageBytes(*type);
     AsmResourceBlob blob;
     if (!bytes.empty() || tensor.has_raw_data() ||
         tensor.data_location() == onnx::TensorProto::EXTERNAL) {

@@ -1,11 +1,13 @@
 //===- EffDialect.cpp - eff dialect registration and helpers --------------===//
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Support/StorageBytes.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace effopt::eff;
@@ -74,10 +76,138 @@ static LogicalResult verifyNameAttribute(Operation *op, StringRef what,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// The step ABI
+//===----------------------------------------------------------------------===//
+
+/// `attribute` as a non-negative i64, or a diagnostic on `op`.
+static FailureOr<int64_t> nonNegativeInteger(Operation *op, const Twine &where,
+                                             NamedAttribute attribute) {
+  auto value = dyn_cast<IntegerAttr>(attribute.getValue());
+  if (!value || !value.getType().isInteger(64) || value.getInt() < 0)
+    return op->emitOpError()
+           << where << "'" << attribute.getName().getValue()
+           << "' must be a non-negative i64, got " << attribute.getValue();
+  return value.getInt();
+}
+
+/// The alignment the enclosing module (or `op` itself) declares, if any.
+static std::optional<int64_t> declaredAlignment(Operation *op) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
+                                  : op->getParentOfType<ModuleOp>();
+  if (!module)
+    return std::nullopt;
+  auto alignment = module->getAttrOfType<IntegerAttr>(kAlignmentAttrName);
+  if (!alignment || alignment.getInt() < 1)
+    return std::nullopt;
+  return alignment.getInt();
+}
+
+/// A byte offset or size: non-negative, a multiple of the declared alignment.
+static LogicalResult verifyAlignedBytes(Operation *op, const Twine &where,
+                                        NamedAttribute attribute) {
+  FailureOr<int64_t> value = nonNegativeInteger(op, where, attribute);
+  if (failed(value))
+    return failure();
+  std::optional<int64_t> alignment = declaredAlignment(op);
+  if (alignment && *value % *alignment != 0)
+    return op->emitOpError()
+           << where << "'" << attribute.getName().getValue() << "' is "
+           << *value << ", not a multiple of the alignment " << *alignment
+           << " (" << kAlignmentAttrName << ")";
+  return success();
+}
+
+LogicalResult EffDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().strref();
+  bool moduleAttr = name == kStepKindAttrName || name == kStateBytesAttrName ||
+                    name == kIoBytesAttrName || name == kLossOffsetAttrName ||
+                    name == kAlignmentAttrName;
+  if (moduleAttr && !isa<ModuleOp>(op))
+    return op->emitOpError("'") << name << "' is only valid on a module";
+  if (name == kStepKindAttrName) {
+    auto kind = dyn_cast<StringAttr>(attribute.getValue());
+    if (!kind || kind.getValue() != kForwardStepKind)
+      return op->emitOpError("'")
+             << name << "' must be \"" << kForwardStepKind
+             << "\" (absent for a training step), got "
+             << attribute.getValue();
+    return success();
+  }
+  if (name == kAlignmentAttrName) {
+    FailureOr<int64_t> alignment = nonNegativeInteger(op, "", attribute);
+    if (failed(alignment))
+      return failure();
+    if (!llvm::isPowerOf2_64(*alignment))
+      return op->emitOpError("'")
+             << name << "' must be a power of two, got " << *alignment;
+    return success();
+  }
+  if (moduleAttr)
+    return verifyAlignedBytes(op, "", attribute);
+  if (name == kArenaArgAttrName || name == kArenaBytesAttrName) {
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!function)
+      return op->emitOpError("'") << name << "' is only valid on a function";
+    FailureOr<int64_t> value = nonNegativeInteger(op, "", attribute);
+    if (failed(value))
+      return failure();
+    if (name == kArenaArgAttrName &&
+        *value >= static_cast<int64_t>(function.getNumArguments()))
+      return op->emitOpError("'")
+             << name << "' is " << *value << " but the function has "
+             << function.getNumArguments() << " arguments";
+    return success();
+  }
+  if (name == kRegionAttrName || name == kOffsetAttrName ||
+      name == kUpdatesArgAttrName)
+    return op->emitOpError("'")
+           << name << "' is an attribute of function arguments and results, "
+                      "not of operations";
+  return success();
+}
+
+/// `eff.region` and `eff.offset` on argument or result `index` of `op`
+/// (`attrs` its attribute dictionary): a known region, an aligned offset,
+/// and each with the other.
+static LogicalResult verifyPlacement(Operation *op, StringRef what,
+                                     DictionaryAttr attrs,
+                                     NamedAttribute attribute,
+                                     bool resultPlacement) {
+  StringRef name = attribute.getName().strref();
+  if (name == kRegionAttrName) {
+    auto region = dyn_cast<StringAttr>(attribute.getValue());
+    bool known = region && (region.getValue() == kIoRegion ||
+                            (!resultPlacement &&
+                             region.getValue() == kStateRegion));
+    if (!known)
+      return op->emitOpError()
+             << what << " '" << name << "' must be "
+             << (resultPlacement ? "\"io\"" : "\"state\" or \"io\"")
+             << ", got " << attribute.getValue();
+    if (!attrs || !attrs.get(kOffsetAttrName))
+      return op->emitOpError()
+             << what << " has '" << name << "' but no '" << kOffsetAttrName
+             << "'";
+    return success();
+  }
+  return verifyAlignedBytes(op, what + " ", attribute);
+}
+
 LogicalResult EffDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    unsigned argIndex,
                                                    NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
+  if (name == kRegionAttrName || name == kOffsetAttrName) {
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!function)
+      return op->emitOpError("'")
+             << name << "' is only valid on function arguments";
+    return verifyPlacement(op, "argument #" + std::to_string(argIndex),
+                           function.getArgAttrDict(argIndex), attribute,
+                           /*resultPlacement=*/false);
+  }
   if (name != kParameterAttrName && name != kInputAttrName)
     return success();
   auto function = dyn_cast<FunctionOpInterface>(op);
@@ -96,6 +226,26 @@ EffDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                         unsigned resultIndex,
                                         NamedAttribute attribute) {
   StringRef name = attribute.getName().strref();
+  if (name == kRegionAttrName || name == kOffsetAttrName ||
+      name == kUpdatesArgAttrName) {
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (!function)
+      return op->emitOpError("'")
+             << name << "' is only valid on function results";
+    std::string what = "result #" + std::to_string(resultIndex);
+    if (name != kUpdatesArgAttrName)
+      return verifyPlacement(op, what, function.getResultAttrDict(resultIndex),
+                             attribute, /*resultPlacement=*/true);
+    FailureOr<int64_t> arg = nonNegativeInteger(op, what + " ", attribute);
+    if (failed(arg))
+      return failure();
+    if (*arg >= static_cast<int64_t>(function.getNumArguments()))
+      return op->emitOpError()
+             << what << " '" << name << "' is " << *arg
+             << " but the function has " << function.getNumArguments()
+             << " arguments";
+    return success();
+  }
   if (name != kOutputAttrName && name != kBufferUpdateAttrName &&
       name != kUpdateAttrName)
     return success();
@@ -135,13 +285,7 @@ int64_t effopt::eff::detail::numElements(Type type) {
 }
 
 int64_t effopt::eff::detail::tensorBytes(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  if (!shaped)
-    return 0;
-  int64_t bits = shaped.getElementTypeBitWidth();
-  // Booleans are stored one per byte.
-  int64_t bytesPerElement = std::max<int64_t>(1, (bits + 7) / 8);
-  return shaped.getNumElements() * bytesPerElement;
+  return storageBytes(type);
 }
 
 int64_t effopt::eff::detail::sumTensorBytes(ValueRange values) {

@@ -52,8 +52,33 @@ def Eff_Dialect : Dialect {
     ```
   }];
   let hasConstantMaterializer = 1;
-  // `eff.parameter`, `eff.input`, `eff.output` and `eff.buffer_update` on
-  // function arguments and results.
+  // The step ABI that eff-step-abi records and the lowering, the memory
+  // plan and the .effx writer read (docs/Effx.md, "The step ABI"):
+  // - on the module: `eff.step_kind` ("forward" for an inference function;
+  //   absent for a training step), `eff.state_bytes` and `eff.io_bytes`
+  //   (region sizes), `eff.loss_offset` (the loss in io), `eff.alignment`
+  //   (the target's alignment of every offset and region size);
+  // - on arguments of the step: `eff.region` ("state" or "io") and
+  //   `eff.offset` (bytes into that region); on results: `eff.region`,
+  //   `eff.offset` and `eff.updates_arg` (the argument a result updates);
+  // - on the bufferized entry function: `eff.arena_arg` (which argument is
+  //   the arena) and `eff.arena_bytes` (its planned size).
+  let discardableAttrs = (ins
+    "::mlir::StringAttr":$step_kind,
+    "::mlir::IntegerAttr":$state_bytes,
+    "::mlir::IntegerAttr":$io_bytes,
+    "::mlir::IntegerAttr":$loss_offset,
+    "::mlir::IntegerAttr":$alignment,
+    "::mlir::StringAttr":$region,
+    "::mlir::IntegerAttr":$offset,
+    "::mlir::IntegerAttr":$updates_arg,
+    "::mlir::IntegerAttr":$arena_arg,
+    "::mlir::IntegerAttr":$arena_bytes
+  );
+  // The step ABI's attributes on operations; `eff.parameter`, `eff.input`,
+  // `eff.output`, `eff.buffer_update` and the step ABI's on function
+  // arguments and results.
+  let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let dependentDialects = ["::mlir::func::FuncDialect"];

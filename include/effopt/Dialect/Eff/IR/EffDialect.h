@@ -41,6 +41,44 @@ inline constexpr llvm::StringLiteral kSkipStepAttrName = "eff.skip_step";
 /// treats the loop's body like the step's own body).
 inline constexpr llvm::StringLiteral kAccumulationLoopAttrName =
     "eff.accumulation";
+
+// The step ABI (declared in EffBase.td as the dialect's discardable
+// attributes, verified by the dialect).
+/// Module: "forward" for an inference function (absent: a training step).
+inline constexpr llvm::StringLiteral kStepKindAttrName =
+    EffDialect::StepKindAttrHelper::getNameStr();
+/// The value of `eff.step_kind` for an inference function.
+inline constexpr llvm::StringLiteral kForwardStepKind = "forward";
+/// Module: bytes of the state region.
+inline constexpr llvm::StringLiteral kStateBytesAttrName =
+    EffDialect::StateBytesAttrHelper::getNameStr();
+/// Module: bytes of the io region.
+inline constexpr llvm::StringLiteral kIoBytesAttrName =
+    EffDialect::IoBytesAttrHelper::getNameStr();
+/// Module: offset of the loss in the io region (training steps).
+inline constexpr llvm::StringLiteral kLossOffsetAttrName =
+    EffDialect::LossOffsetAttrHelper::getNameStr();
+/// Module: the target's alignment of every offset and region size.
+inline constexpr llvm::StringLiteral kAlignmentAttrName =
+    EffDialect::AlignmentAttrHelper::getNameStr();
+/// Argument or result of the step: the region it lives in.
+inline constexpr llvm::StringLiteral kRegionAttrName =
+    EffDialect::RegionAttrHelper::getNameStr();
+/// The two regions of the step ABI besides the arena.
+inline constexpr llvm::StringLiteral kStateRegion = "state";
+inline constexpr llvm::StringLiteral kIoRegion = "io";
+/// Argument or result of the step: its byte offset in its region.
+inline constexpr llvm::StringLiteral kOffsetAttrName =
+    EffDialect::OffsetAttrHelper::getNameStr();
+/// Result of the step: the argument it is the new value of.
+inline constexpr llvm::StringLiteral kUpdatesArgAttrName =
+    EffDialect::UpdatesArgAttrHelper::getNameStr();
+/// Entry function: the index of its arena argument.
+inline constexpr llvm::StringLiteral kArenaArgAttrName =
+    EffDialect::ArenaArgAttrHelper::getNameStr();
+/// Entry function: the arena bytes the memory plan needs.
+inline constexpr llvm::StringLiteral kArenaBytesAttrName =
+    EffDialect::ArenaBytesAttrHelper::getNameStr();
 } // namespace effopt::eff
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H
