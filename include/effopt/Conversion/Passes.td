@@ -17,15 +17,40 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     BLAS calls; reshapes become `tensor.collapse_shape` / `expand_shape`
     views. Module-level `eff.parameter` ops are left alone.
 
-    f16/bf16 follow PyTorch's CPU semantics: an elementwise op or a
+    f16/bf16 follow PyTorch's semantics: an elementwise op or a
     normalisation computes in f32 and rounds its result once; sums,
     poolings and statistics accumulate in f32; matrix products and
-    convolutions widen their operands to f32 temporaries and run as f32
-    products (accumulating in f32, as PyTorch's bf16 GEMMs do), then round
+    convolutions accumulate in f32 (as PyTorch's bf16 GEMMs do), then round
     once. No product is left with an f16/bf16 accumulator.
+
+    Where numerics are a target's choice, the options say (the target
+    backend sets them; the defaults are the CPU's, PyTorch's CPU kernels):
+    - `f32-accumulator`: the type f32 sums, means and statistics accumulate
+      in, `f64` (PyTorch's CPU `acc_type<float>`) or `f32` (its CUDA one);
+    - `low-precision-products`: `widen` converts f16/bf16 operands of
+      products and convolutions to f32 temporaries and multiplies in f32 (a
+      BLAS with only an f32 GEMM); `native` lets the product read them in
+      their own type with an f32 accumulator (a tensor-core GEMM);
+    - `convolution`: ungrouped convolutions and their gradients as `im2col`
+      columns and a batched GEMM, or `direct`: linalg's named convolution op
+      (the grouped one with one group) and a reduction for the filter
+      gradient, which a target maps to its convolution library.
 
     An op without a lowering is an error naming the op at its location.
   }];
+  let options = [
+    Option<"f32Accumulator", "f32-accumulator", "std::string",
+           /*default=*/"\"f64\"",
+           "Type f32 sums accumulate in: f64 or f32">,
+    Option<"lowPrecisionProducts", "low-precision-products", "std::string",
+           /*default=*/"\"widen\"",
+           "f16/bf16 products: widen (operands to f32 first) or native "
+           "(operands in their type, f32 accumulator)">,
+    Option<"convolution", "convolution", "std::string",
+           /*default=*/"\"im2col\"",
+           "Ungrouped convolutions: im2col (columns + GEMM) or direct (named "
+           "convolution ops)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",

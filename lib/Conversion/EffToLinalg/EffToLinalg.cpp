@@ -21,7 +21,33 @@ namespace {
 
 struct ConvertEffToLinalgPass
     : impl::ConvertEffToLinalgPassBase<ConvertEffToLinalgPass> {
+  using Base::Base;
+
+  /// The options as a policy, or an error naming the bad value.
+  FailureOr<lowering::LoweringPolicy> policy() {
+    lowering::LoweringPolicy policy;
+    auto bad = [&](StringRef option, StringRef value, StringRef expected) {
+      getOperation().emitError("convert-eff-to-linalg: ")
+          << option << " must be " << expected << ", got '" << value << "'";
+      return failure();
+    };
+    if (f32Accumulator != "f64" && f32Accumulator != "f32")
+      return bad("f32-accumulator", f32Accumulator, "f64 or f32");
+    policy.f32SumsInF64 = f32Accumulator == "f64";
+    if (lowPrecisionProducts != "widen" && lowPrecisionProducts != "native")
+      return bad("low-precision-products", lowPrecisionProducts,
+                 "widen or native");
+    policy.nativeLowPrecisionProducts = lowPrecisionProducts == "native";
+    if (convolution != "im2col" && convolution != "direct")
+      return bad("convolution", convolution, "im2col or direct");
+    policy.im2colConvolutions = convolution == "im2col";
+    return policy;
+  }
+
   void runOnOperation() override {
+    FailureOr<lowering::LoweringPolicy> policy = this->policy();
+    if (failed(policy))
+      return signalPassFailure();
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
@@ -33,13 +59,13 @@ struct ConvertEffToLinalgPass
 
     RewritePatternSet patterns(ctx);
     lowering::populateElementwiseLowering(patterns);
-    lowering::populateReductionLowering(patterns);
+    lowering::populateReductionLowering(patterns, *policy);
     lowering::populateShapeLowering(patterns);
-    lowering::populateContractionLowering(patterns);
-    lowering::populateNormalizationLowering(patterns);
-    lowering::populateLossLowering(patterns);
+    lowering::populateContractionLowering(patterns, *policy);
+    lowering::populateNormalizationLowering(patterns, *policy);
+    lowering::populateLossLowering(patterns, *policy);
     lowering::populateOptimizerLowering(patterns);
-    lowering::populateConvolutionLowering(patterns);
+    lowering::populateConvolutionLowering(patterns, *policy);
     lowering::populateLossScaleLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

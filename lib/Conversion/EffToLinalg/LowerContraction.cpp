@@ -4,10 +4,12 @@
 // indexing maps, so eff-linalg-to-blas can hand them to a GEMM with the
 // transpose flags instead of materialising transposed copies.
 //
-// Products of f16/bf16 accumulate in f32, as PyTorch's CPU GEMMs do: the
-// operands are widened to f32 temporaries (exact; O(n^2) work against the
-// product's O(n^3)), the product runs as an f32 GEMM (OpenBLAS has no
-// half-precision GEMM here) and its result is rounded once.
+// Products of f16/bf16 accumulate in f32, as PyTorch's GEMMs do. By the
+// target's policy the operands are either widened to f32 temporaries first
+// (exact; O(n^2) work against the product's O(n^3); the product then runs as
+// an f32 GEMM -- on CPU, where OpenBLAS has no half-precision GEMM) or read in
+// their own type by a product with an f32 accumulator (a tensor-core GEMM).
+// Either way the result is rounded once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,8 +48,17 @@ Value buildMatmul(OpBuilder &b, Location loc, Value a, Value bm, Value c,
 }
 
 
-struct LinearLowering : OpRewritePattern<LinearOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// `operand` in the type the product reads it in: its own with native
+/// low-precision products, else the accumulator's.
+Value productOperand(OpBuilder &b, Location loc, const LoweringPolicy &policy,
+                     Value operand, Type accumulator) {
+  if (policy.nativeLowPrecisionProducts)
+    return operand;
+  return convertElements(b, loc, operand, accumulator);
+}
+
+struct LinearLowering : PolicyPattern<LinearOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(LinearOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -70,8 +81,8 @@ struct LinearLowering : OpRewritePattern<LinearOp> {
       init = zeros(rewriter, loc, type);
     }
     Value product = buildMatmul(
-        rewriter, loc, convertElements(rewriter, loc, op.getA(), acc),
-        convertElements(rewriter, loc, op.getB(), acc), init,
+        rewriter, loc, productOperand(rewriter, loc, policy, op.getA(), acc),
+        productOperand(rewriter, loc, policy, op.getB(), acc), init,
         op.getTransposeA(), op.getTransposeB());
     if (alpha != 1.0) {
       SmallVector<Value> operands{product};
@@ -97,8 +108,8 @@ struct LinearLowering : OpRewritePattern<LinearOp> {
   }
 };
 
-struct MatmulLowering : OpRewritePattern<MatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct MatmulLowering : PolicyPattern<MatmulOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -124,23 +135,27 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
     if (rhsType.getRank() == 2) {
       auto rowsType = RankedTensorType::get({batchSize * m, k},
                                             lhsType.getElementType());
-      Value rows = convertElements(rewriter, loc,
-                                   reshapeTo(rewriter, loc, lhs, rowsType),
-                                   elementType);
+      Value rows = productOperand(rewriter, loc, policy,
+                                  reshapeTo(rewriter, loc, lhs, rowsType),
+                                  elementType);
       auto outType = RankedTensorType::get({batchSize * m, n}, elementType);
       Value product = buildMatmul(
-          rewriter, loc, rows, convertElements(rewriter, loc, rhs, elementType),
+          rewriter, loc, rows,
+          productOperand(rewriter, loc, policy, rhs, elementType),
           zeros(rewriter, loc, outType), false, false);
       rewriter.replaceOp(op, rounded(product));
       return success();
     }
 
-    // Otherwise broadcast both to the full batch (widening them on the way)
-    // and run one batched GEMM.
+    // Otherwise broadcast both to the full batch (widening them on the way,
+    // unless the product reads them natively) and run one batched GEMM.
     auto expand = [&](Value v, int64_t rows, int64_t cols) {
       SmallVector<int64_t> shape(batch);
       shape.append({rows, cols});
-      auto full = RankedTensorType::get(shape, elementType);
+      Type operandType = policy.nativeLowPrecisionProducts
+                             ? tensorType(v).getElementType()
+                             : elementType;
+      auto full = RankedTensorType::get(shape, operandType);
       if (tensorType(v) != full)
         v = buildElementwise(rewriter, loc, full, {v},
                              [](OpBuilder &, Location, ValueRange args) {
@@ -148,7 +163,7 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
                              });
       return reshapeTo(rewriter, loc, v,
                        RankedTensorType::get({batchSize, rows, cols},
-                                             elementType));
+                                             operandType));
     };
     Value a = expand(lhs, m, k);
     Value bm = expand(rhs, k, n);
@@ -165,8 +180,9 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
 
 } // namespace
 
-void populateContractionLowering(RewritePatternSet &patterns) {
-  patterns.add<LinearLowering, MatmulLowering>(patterns.getContext());
+void populateContractionLowering(RewritePatternSet &patterns,
+                                 const LoweringPolicy &policy) {
+  patterns.add<LinearLowering, MatmulLowering>(patterns.getContext(), policy);
 }
 
 } // namespace effopt::lowering

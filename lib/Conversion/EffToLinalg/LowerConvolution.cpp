@@ -232,18 +232,27 @@ NamedAttribute productMaps(OpBuilder &b, ArrayRef<AffineExpr> a,
   return b.getNamedAttr("indexing_maps", b.getArrayAttr(maps));
 }
 
+/// The element type a product reads `operand` in: its own with native
+/// low-precision products, else the accumulator's.
+Type productOperandType(const LoweringPolicy &policy, Value operand,
+                        Type accumulator) {
+  return policy.nativeLowPrecisionProducts
+             ? tensorType(operand).getElementType()
+             : accumulator;
+}
+
 /// out = init + conv(input, filter), accumulated in init's element type
-/// (f32 for f16/bf16 operands): NCHW/FCHW as im2col and one product
-/// per sample (the filter [F, C*KH*KW] broadcast over the batch, a
-/// linalg.batch_matmul that eff-linalg-to-blas hands to the GEMM), or with
-/// `groups > 1` the grouped named op on [N, G, C/G, H, W] /
-/// [G, F/G, C/G, KH, KW] views.
-Value buildConv(OpBuilder &b, Location loc, Value input, Value filter,
-                Value init, int64_t groups, ArrayRef<int64_t> strides,
-                ArrayRef<int64_t> dilations) {
+/// (f32 for f16/bf16 operands): with `policy.im2colConvolutions`, NCHW/FCHW
+/// as im2col and one product per sample (the filter [F, C*KH*KW] broadcast
+/// over the batch, a linalg.batch_matmul that eff-linalg-to-blas hands to the
+/// GEMM); with `groups > 1` (or without im2col) the grouped named op on
+/// [N, G, C/G, H, W] / [G, F/G, C/G, KH, KW] views.
+Value buildConv(OpBuilder &b, Location loc, const LoweringPolicy &policy,
+                Value input, Value filter, Value init, int64_t groups,
+                ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
   auto type = tensorType(init);
   SmallVector<NamedAttribute> attrs = windowAttrs(b, strides, dilations);
-  if (groups == 1) {
+  if (groups == 1 && policy.im2colConvolutions) {
     MLIRContext *ctx = b.getContext();
     auto filterType = tensorType(filter);
     Type elementType = type.getElementType();
@@ -252,12 +261,13 @@ Value buildConv(OpBuilder &b, Location loc, Value input, Value filter,
     int64_t ckk = filterType.getDimSize(1) * filterType.getDimSize(2) *
                   filterType.getDimSize(3);
     Value cols = im2col(b, loc, input, filterType.getShape().drop_front(2),
-                        {oh, ow}, strides, dilations, elementType);
+                        {oh, ow}, strides, dilations,
+                        productOperandType(policy, input, elementType));
     Value a = convertElements(
         b, loc,
         reshapeTo(b, loc, filter,
                   RankedTensorType::get({f, ckk}, filterType.getElementType())),
-        elementType);
+        productOperandType(policy, filter, elementType));
     auto accType = RankedTensorType::get({n, f, oh * ow}, elementType);
     Value acc = reshapeTo(b, loc, init, accType);
     auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
@@ -280,8 +290,8 @@ Value buildConv(OpBuilder &b, Location loc, Value input, Value filter,
   return reshapeTo(b, loc, conv, type);
 }
 
-struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct Conv2DLowering : PolicyPattern<Conv2DOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(Conv2DOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
@@ -307,7 +317,7 @@ struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
     } else {
       init = zeros(rewriter, loc, type);
     }
-    Value conv = buildConv(rewriter, loc, input, op.getFilter(), init,
+    Value conv = buildConv(rewriter, loc, policy, input, op.getFilter(), init,
                            op.getGroups(), op.getStrides(), op.getDilations());
     rewriter.replaceOp(op, convertElements(rewriter, loc, conv, elementType));
     return success();
@@ -316,8 +326,8 @@ struct Conv2DLowering : OpRewritePattern<Conv2DOp> {
 
 /// dx = conv(spread dy, W flipped with in/out channels swapped per group),
 /// at stride 1 and the forward dilation.
-struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct Conv2DInputGradLowering : PolicyPattern<Conv2DInputGradOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(Conv2DInputGradOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
@@ -339,9 +349,12 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
                        op.getPadding(), op.getDilations());
     Value spread = spreadOutputGrad(rewriter, loc, op.getOutputGrad(), axes);
 
-    // flipped[g, c, f, i, j] = W[g*FG + f, c, KH-1-i, KW-1-j].
+    // flipped[g, c, f, i, j] = W[g*FG + f, c, KH-1-i, KW-1-j], in the type
+    // the product reads it in.
+    Type flippedElementType =
+        productOperandType(policy, op.getFilter(), elementType);
     auto flippedType =
-        RankedTensorType::get({groups, cg, fg, kh, kw}, elementType);
+        RankedTensorType::get({groups, cg, fg, kh, kw}, flippedElementType);
     AffineExpr g = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx),
                fd = getAffineDimExpr(2, ctx), i = getAffineDimExpr(3, ctx),
                j = getAffineDimExpr(4, ctx);
@@ -353,18 +366,18 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
             rewriter, loc, TypeRange{flippedType},
             ValueRange{splitDim(rewriter, loc, op.getFilter(), 0, groups)},
             ValueRange{tensor::EmptyOp::create(
-                rewriter, loc, flippedType.getShape(), elementType)},
+                rewriter, loc, flippedType.getShape(), flippedElementType)},
             maps,
             SmallVector<utils::IteratorType>(5, utils::IteratorType::parallel),
             [&](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(b, l,
-                                      castScalar(b, l, args[0], elementType));
+              linalg::YieldOp::create(
+                  b, l, castScalar(b, l, args[0], flippedElementType));
             })
             .getResult(0);
     Value filter = reshapeTo(
         rewriter, loc, flipped,
-        RankedTensorType::get({groups * cg, fg, kh, kw}, elementType));
-    Value grad = buildConv(rewriter, loc, spread, filter,
+        RankedTensorType::get({groups * cg, fg, kh, kw}, flippedElementType));
+    Value grad = buildConv(rewriter, loc, policy, spread, filter,
                            zeros(rewriter, loc, type), groups, {1, 1},
                            op.getDilations());
     rewriter.replaceOp(op,
@@ -375,8 +388,8 @@ struct Conv2DInputGradLowering : OpRewritePattern<Conv2DInputGradOp> {
 
 /// dW[g, f, c, i, j] = sum over n, oh, ow of
 ///   dy[n, g, f, oh, ow] * xpad[n, g, c, oh*SH + i*DH, ow*SW + j*DW].
-struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct Conv2DFilterGradLowering : PolicyPattern<Conv2DFilterGradOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(Conv2DFilterGradOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
@@ -401,7 +414,7 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
         rewriter, loc, op.getInput(), axes,
         scalarConstant(rewriter, loc,
                        tensorType(op.getInput()).getElementType(), 0));
-    if (groups == 1) {
+    if (groups == 1 && policy.im2colConvolutions) {
       // dW[F, C*KH*KW] = sum over samples of dy[n] [F, OH*OW] times the
       // transposed columns of x[n]: one linalg.batch_reduce_matmul, which
       // accumulates the samples in order.
@@ -411,13 +424,14 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
       int64_t ckk = type.getDimSize(1) * type.getDimSize(2) * type.getDimSize(3);
       Value cols =
           im2col(rewriter, loc, input, type.getShape().drop_front(2), {oh, ow},
-                 op.getStrides(), op.getDilations(), elementType);
+                 op.getStrides(), op.getDilations(),
+                 productOperandType(policy, input, elementType));
       Value dy = convertElements(
           rewriter, loc,
           reshapeTo(rewriter, loc, op.getOutputGrad(),
                     RankedTensorType::get({n, f, oh * ow},
                                           dyType.getElementType())),
-          elementType);
+          productOperandType(policy, op.getOutputGrad(), elementType));
       auto accType = RankedTensorType::get({f, ckk}, elementType);
       auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
       Value grad =
@@ -467,8 +481,8 @@ struct Conv2DFilterGradLowering : OpRewritePattern<Conv2DFilterGradOp> {
   }
 };
 
-struct MaxPool2DLowering : OpRewritePattern<MaxPool2DOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct MaxPool2DLowering : PolicyPattern<MaxPool2DOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(MaxPool2DOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
@@ -552,8 +566,8 @@ Value divideByWindow(OpBuilder &b, Location loc, Value value,
       });
 }
 
-struct AvgPool2DLowering : OpRewritePattern<AvgPool2DOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct AvgPool2DLowering : PolicyPattern<AvgPool2DOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(AvgPool2DOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
@@ -584,8 +598,8 @@ struct AvgPool2DLowering : OpRewritePattern<AvgPool2DOp> {
 };
 
 /// dx = sum pooling (stride 1) of the spread dy / divisor.
-struct AvgPool2DGradLowering : OpRewritePattern<AvgPool2DGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct AvgPool2DGradLowering : PolicyPattern<AvgPool2DGradOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(AvgPool2DGradOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
@@ -615,8 +629,8 @@ struct AvgPool2DGradLowering : OpRewritePattern<AvgPool2DGradOp> {
   }
 };
 
-struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct MaxPool2DGradLowering : PolicyPattern<MaxPool2DGradOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(MaxPool2DGradOp op,
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
@@ -786,11 +800,12 @@ struct MaxPool2DGradLowering : OpRewritePattern<MaxPool2DGradOp> {
 
 } // namespace
 
-void populateConvolutionLowering(RewritePatternSet &patterns) {
+void populateConvolutionLowering(RewritePatternSet &patterns,
+                                 const LoweringPolicy &policy) {
   patterns.add<Conv2DLowering, Conv2DInputGradLowering,
                Conv2DFilterGradLowering, MaxPool2DLowering, AvgPool2DLowering,
                AvgPool2DGradLowering, MaxPool2DGradLowering>(
-      patterns.getContext());
+      patterns.getContext(), policy);
 }
 
 } // namespace effopt::lowering

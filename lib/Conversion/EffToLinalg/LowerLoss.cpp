@@ -60,7 +60,8 @@ Value column(OpBuilder &b, Location loc, Value v) {
 }
 
 /// Stable log-sum-exp of every row: max + log(sum(exp(x - max))).
-Value rowLogSumExp(OpBuilder &b, Location loc, const Rows &r) {
+Value rowLogSumExp(OpBuilder &b, Location loc, const LoweringPolicy &policy,
+                   const Rows &r) {
   Type t = tensorType(r.input).getElementType();
   Value negInf = negativeInfinity(b, loc, t);
   Value max = buildReduction(b, loc, r.input, {1}, negInf,
@@ -70,7 +71,7 @@ Value rowLogSumExp(OpBuilder &b, Location loc, const Rows &r) {
                                    .getResult();
                              });
   Value sum = buildSum(
-      b, loc, r.input, {1},
+      b, loc, policy, r.input, {1},
       [](OpBuilder &nb, Location l, ValueRange args) {
         return math::ExpOp::create(
                    nb, l, arith::SubFOp::create(nb, l, args[0], args[1]))
@@ -127,20 +128,22 @@ std::pair<Value, Value> rowWeightAndPick(OpBuilder &b, Location loc,
   return {results[0], results[1]};
 }
 
-Value sumAll(OpBuilder &b, Location loc, Value v) {
-  return buildSum(b, loc, v, {0},
+Value sumAll(OpBuilder &b, Location loc, const LoweringPolicy &policy,
+             Value v) {
+  return buildSum(b, loc, policy, v, {0},
                   [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
 /// Reduces per-row losses (already weighted) as `reduction` says.
-Value reduceLoss(OpBuilder &b, Location loc, Value rowLoss, Value rowWeight,
-                 LossReduction reduction, RankedTensorType resultType) {
+Value reduceLoss(OpBuilder &b, Location loc, const LoweringPolicy &policy,
+                 Value rowLoss, Value rowWeight, LossReduction reduction,
+                 RankedTensorType resultType) {
   if (reduction == LossReduction::None)
     return reshapeTo(b, loc, rowLoss, resultType);
-  Value total = sumAll(b, loc, rowLoss);
+  Value total = sumAll(b, loc, policy, rowLoss);
   if (reduction == LossReduction::Sum)
     return total;
-  Value count = sumAll(b, loc, rowWeight);
+  Value count = sumAll(b, loc, policy, rowWeight);
   return buildElementwise(b, loc, resultType, {total, count},
                           [](OpBuilder &nb, Location l, ValueRange args) {
                             return arith::DivFOp::create(nb, l, args[0],
@@ -150,8 +153,8 @@ Value reduceLoss(OpBuilder &b, Location loc, Value rowLoss, Value rowWeight,
 }
 
 template <typename OpTy, bool softmax>
-struct LossLowering : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
+struct LossLowering : PolicyPattern<OpTy> {
+  using PolicyPattern<OpTy>::PolicyPattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -160,7 +163,7 @@ struct LossLowering : OpRewritePattern<OpTy> {
                                         op.getIgnoreIndex());
     SmallVector<Value> operands{w, picked};
     if (softmax)
-      operands.push_back(rowLogSumExp(rewriter, loc, r));
+      operands.push_back(rowLogSumExp(rewriter, loc, this->policy, r));
     Value rowLoss = buildElementwise(
         rewriter, loc, tensorType(w), operands,
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
@@ -171,7 +174,7 @@ struct LossLowering : OpRewritePattern<OpTy> {
                           : arith::NegFOp::create(b, l, args[1]).getResult();
           return arith::MulFOp::create(b, l, args[0], nll);
         });
-    rewriter.replaceOp(op, reduceLoss(rewriter, loc, rowLoss, w,
+    rewriter.replaceOp(op, reduceLoss(rewriter, loc, this->policy, rowLoss, w,
                                       op.getReduction(),
                                       tensorType(op.getResult())));
     return success();
@@ -179,8 +182,8 @@ struct LossLowering : OpRewritePattern<OpTy> {
 };
 
 template <typename OpTy, bool softmax>
-struct LossGradLowering : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
+struct LossGradLowering : PolicyPattern<OpTy> {
+  using PolicyPattern<OpTy>::PolicyPattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -197,7 +200,7 @@ struct LossGradLowering : OpRewritePattern<OpTy> {
       lossGrad = reshapeTo(rewriter, loc, lossGrad, rowType);
     SmallVector<Value> scaleOperands{w, lossGrad};
     if (op.getReduction() == LossReduction::Mean)
-      scaleOperands.push_back(sumAll(rewriter, loc, w));
+      scaleOperands.push_back(sumAll(rewriter, loc, this->policy, w));
     Value scale = buildElementwise(
         rewriter, loc, rowType, scaleOperands,
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
@@ -209,7 +212,8 @@ struct LossGradLowering : OpRewritePattern<OpTy> {
     SmallVector<Value> operands{r.input, column(rewriter, loc, r.labels),
                                 column(rewriter, loc, scale)};
     if (softmax)
-      operands.push_back(column(rewriter, loc, rowLogSumExp(rewriter, loc, r)));
+      operands.push_back(
+          column(rewriter, loc, rowLogSumExp(rewriter, loc, this->policy, r)));
     std::optional<int64_t> ignoreIndex = op.getIgnoreIndex();
     Value grad = buildElementwise(
         rewriter, loc, tensorType(r.input), operands,
@@ -254,11 +258,13 @@ struct LossGradLowering : OpRewritePattern<OpTy> {
 
 } // namespace
 
-void populateLossLowering(RewritePatternSet &patterns) {
+void populateLossLowering(RewritePatternSet &patterns,
+                          const LoweringPolicy &policy) {
   patterns.add<LossLowering<SoftmaxCrossEntropyOp, true>,
                LossLowering<NllLossOp, false>,
                LossGradLowering<SoftmaxCrossEntropyGradOp, true>,
-               LossGradLowering<NllLossGradOp, false>>(patterns.getContext());
+               LossGradLowering<NllLossGradOp, false>>(patterns.getContext(),
+                                                       policy);
 }
 
 } // namespace effopt::lowering

@@ -28,6 +28,7 @@ struct Statistics {
   Location loc;
   RankedTensorType inputType;
   SmallVector<int64_t> axes;
+  const LoweringPolicy &policy;
 
   Type elementType() const { return inputType.getElementType(); }
   /// Statistics of f16/bf16 inputs stay in f32 (as PyTorch's CPU kernels
@@ -59,7 +60,7 @@ struct Statistics {
                                [](OpBuilder &, Location, ValueRange a) {
                                  return a[0];
                                });
-    return keep(buildSum(b, loc, first, axes, f, operands.drop_front(),
+    return keep(buildSum(b, loc, policy, first, axes, f, operands.drop_front(),
                          divisor, statType()));
   }
   Value max(Value input) const {
@@ -91,14 +92,15 @@ Value c(OpBuilder &b, Location loc, Type t, double v) {
 }
 
 template <typename OpTy, bool log>
-struct SoftmaxLowering : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
+struct SoftmaxLowering : PolicyPattern<OpTy> {
+  using PolicyPattern<OpTy>::PolicyPattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
     Statistics stats{rewriter, loc, type,
-                     {normalizeAxis(op.getAxis(), type.getRank())}};
+                     {normalizeAxis(op.getAxis(), type.getRank())},
+                     this->policy};
     Value x = op.getInput();
     Value max = stats.max(x);
     Value sum = stats.sum({x, max}, [](OpBuilder &b, Location l, ValueRange a) {
@@ -121,14 +123,15 @@ struct SoftmaxLowering : OpRewritePattern<OpTy> {
 };
 
 template <typename OpTy, bool log>
-struct SoftmaxGradLowering : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
+struct SoftmaxGradLowering : PolicyPattern<OpTy> {
+  using PolicyPattern<OpTy>::PolicyPattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getOutput());
     Statistics stats{rewriter, loc, type,
-                     {normalizeAxis(op.getAxis(), type.getRank())}};
+                     {normalizeAxis(op.getAxis(), type.getRank())},
+                     this->policy};
     Value y = op.getOutput(), dy = op.getOutputGrad();
     Value result;
     if (log) {
@@ -207,8 +210,8 @@ Value normalize(OpBuilder &b, Location loc, RankedTensorType type, Value x,
       });
 }
 
-struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct LayerNormLowering : PolicyPattern<LayerNormOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(LayerNormOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -217,7 +220,7 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
     SmallVector<int64_t> axes;
     for (int64_t d = axis; d < type.getRank(); ++d)
       axes.push_back(d);
-    Statistics stats{rewriter, loc, type, axes};
+    Statistics stats{rewriter, loc, type, axes, this->policy};
     auto [mean, rstd] =
         meanAndRstd(stats, op.getInput(), op.getEpsilon().convertToDouble());
     Value y = normalize(rewriter, loc, type, op.getInput(), mean, rstd,
@@ -229,8 +232,8 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
   }
 };
 
-struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct LayerNormGradLowering : PolicyPattern<LayerNormGradOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(LayerNormGradOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -239,8 +242,8 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
     SmallVector<int64_t> normAxes, batchAxes;
     for (int64_t d = 0; d < type.getRank(); ++d)
       (d >= axis ? normAxes : batchAxes).push_back(d);
-    Statistics rows{rewriter, loc, type, normAxes};
-    Statistics columns{rewriter, loc, type, batchAxes};
+    Statistics rows{rewriter, loc, type, normAxes, this->policy};
+    Statistics columns{rewriter, loc, type, batchAxes, this->policy};
     Value x = op.getInput(), dy = op.getOutputGrad();
     Value mean = reshapeTo(rewriter, loc, op.getMean(),
                            rows.keptType(tensorType(op.getMean())
@@ -311,13 +314,13 @@ SmallVector<int64_t> allButChannel(RankedTensorType type) {
   return axes;
 }
 
-struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct BatchNormTrainLowering : PolicyPattern<BatchNormTrainOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(BatchNormTrainOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
-    Statistics stats{rewriter, loc, type, allButChannel(type)};
+    Statistics stats{rewriter, loc, type, allButChannel(type), this->policy};
     Value var;
     auto [mean, rstd] = meanAndRstd(
         stats, op.getInput(), op.getEpsilon().convertToDouble(), &var);
@@ -356,13 +359,13 @@ struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
   }
 };
 
-struct BatchNormTrainGradLowering : OpRewritePattern<BatchNormTrainGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct BatchNormTrainGradLowering : PolicyPattern<BatchNormTrainGradOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(BatchNormTrainGradOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto type = tensorType(op.getInput());
-    Statistics stats{rewriter, loc, type, allButChannel(type)};
+    Statistics stats{rewriter, loc, type, allButChannel(type), this->policy};
     double n = static_cast<double>(stats.count());
     Value mean = channelView(rewriter, loc, op.getSavedMean(), type);
     Value rstd = channelView(rewriter, loc, op.getSavedRstd(), type);
@@ -396,8 +399,8 @@ struct BatchNormTrainGradLowering : OpRewritePattern<BatchNormTrainGradOp> {
   }
 };
 
-struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct BatchNormLowering : PolicyPattern<BatchNormOp> {
+  using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(BatchNormOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -422,14 +425,15 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
 
 } // namespace
 
-void populateNormalizationLowering(RewritePatternSet &patterns) {
+void populateNormalizationLowering(RewritePatternSet &patterns,
+                                   const LoweringPolicy &policy) {
   patterns.add<SoftmaxLowering<SoftmaxOp, false>,
                SoftmaxLowering<LogSoftmaxOp, true>,
                SoftmaxGradLowering<SoftmaxGradOp, false>,
                SoftmaxGradLowering<LogSoftmaxGradOp, true>, LayerNormLowering,
                LayerNormGradLowering, BatchNormTrainLowering,
                BatchNormTrainGradLowering, BatchNormLowering>(
-      patterns.getContext());
+      patterns.getContext(), policy);
 }
 
 } // namespace effopt::lowering

@@ -57,8 +57,8 @@ Value combine(OpBuilder &b, Location loc, Value x, Value acc, Kind kind) {
 }
 
 template <typename OpTy, Kind kind>
-struct ReductionLowering : OpRewritePattern<OpTy> {
-  using OpRewritePattern<OpTy>::OpRewritePattern;
+struct ReductionLowering : PolicyPattern<OpTy> {
+  using PolicyPattern<OpTy>::PolicyPattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -75,7 +75,7 @@ struct ReductionLowering : OpRewritePattern<OpTy> {
     if (isa<FloatType>(elementType) &&
         (kind == Kind::Sum || kind == Kind::Mean)) {
       Value reduced = buildSum(
-          rewriter, loc, op.getInput(), axes,
+          rewriter, loc, this->policy, op.getInput(), axes,
           [](OpBuilder &, Location, ValueRange args) { return args[0]; }, {},
           kind == Kind::Mean ? static_cast<double>(count) : 1.0);
       rewriter.replaceOp(op, reshapeTo(rewriter, loc, reduced, resultType));
@@ -105,12 +105,13 @@ struct ReductionLowering : OpRewritePattern<OpTy> {
 
 } // namespace
 
-void populateReductionLowering(RewritePatternSet &patterns) {
+void populateReductionLowering(RewritePatternSet &patterns,
+                               const LoweringPolicy &policy) {
   patterns.add<ReductionLowering<ReduceSumOp, Kind::Sum>,
                ReductionLowering<ReduceMeanOp, Kind::Mean>,
                ReductionLowering<ReduceMaxOp, Kind::Max>,
                ReductionLowering<ReduceMinOp, Kind::Min>>(
-      patterns.getContext());
+      patterns.getContext(), policy);
 }
 
 } // namespace effopt::lowering

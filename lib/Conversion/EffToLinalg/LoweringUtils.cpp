@@ -169,22 +169,24 @@ Value convertElements(OpBuilder &b, Location loc, Value tensor,
       [](OpBuilder &, Location, ValueRange args) { return args[0]; });
 }
 
-Type accumulatorType(Type type) {
+Type accumulatorType(Type type, const LoweringPolicy &policy) {
   if (type.isF32())
-    return Float64Type::get(type.getContext());
+    return policy.f32SumsInF64 ? Type(Float64Type::get(type.getContext()))
+                               : type;
   if (type.isF16() || type.isBF16())
     return Float32Type::get(type.getContext());
   return type;
 }
 
-Value buildSum(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+Value buildSum(OpBuilder &b, Location loc, const LoweringPolicy &policy,
+               Value input, ArrayRef<int64_t> axes,
                ScalarFn term, ValueRange operands, double divisor,
                Type resultElementType) {
   Type elementType = resultElementType
                          ? resultElementType
                          : cast<RankedTensorType>(input.getType())
                                .getElementType();
-  Type acc = accumulatorType(elementType);
+  Type acc = accumulatorType(elementType, policy);
   bool isFloat = isa<FloatType>(elementType);
   Value sum = buildReduction(
       b, loc, input, axes, scalarConstant(b, loc, acc, 0),

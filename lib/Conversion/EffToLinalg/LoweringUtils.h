@@ -15,6 +15,30 @@
 
 namespace effopt::lowering {
 
+/// Numerics the lowering leaves to the target: convert-eff-to-linalg's
+/// options, which the target backend chooses (docs/Architecture.md).
+struct LoweringPolicy {
+  /// f32 sums, means and statistics accumulate in f64 (PyTorch's CPU
+  /// acc_type<float>) instead of f32 (its CUDA one).
+  bool f32SumsInF64 = true;
+  /// f16/bf16 matrix products and convolutions read their operands in their
+  /// own type with an f32 accumulator (a tensor-core GEMM) instead of first
+  /// widening them to f32 temporaries (a BLAS that only has an f32 GEMM).
+  bool nativeLowPrecisionProducts = false;
+  /// Ungrouped convolutions as im2col + a batched GEMM (a library product)
+  /// instead of linalg's named convolution ops (loops, or a target's
+  /// convolution library).
+  bool im2colConvolutions = true;
+};
+
+/// A lowering pattern that follows the target's policy.
+template <typename OpTy>
+struct PolicyPattern : mlir::OpRewritePattern<OpTy> {
+  PolicyPattern(mlir::MLIRContext *context, const LoweringPolicy &policy)
+      : mlir::OpRewritePattern<OpTy>(context), policy(policy) {}
+  LoweringPolicy policy;
+};
+
 /// Computes one result element from one element of each operand.
 using ScalarFn = llvm::function_ref<mlir::Value(
     mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
@@ -67,10 +91,10 @@ llvm::SmallVector<mlir::Value> widenScalars(mlir::OpBuilder &b,
 mlir::Value convertElements(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value tensor, mlir::Type elementType);
 
-/// The type a float sum of `type` accumulates in: f64 for f32 (as
-/// PyTorch's CPU reductions, whose acc_type<float> is double), f32 for
-/// f16/bf16; any other type is its own.
-mlir::Type accumulatorType(mlir::Type type);
+/// The type a float sum of `type` accumulates in: for f32, f64 (as
+/// PyTorch's CPU reductions, whose acc_type<float> is double) or f32 as
+/// `policy` says; f32 for f16/bf16; any other type is its own.
+mlir::Type accumulatorType(mlir::Type type, const LoweringPolicy &policy);
 
 /// sum over `axes` of `term(element, extras...)` (`term` returns a value of
 /// the input's element type, or `resultElementType` if given), accumulated
@@ -78,7 +102,8 @@ mlir::Type accumulatorType(mlir::Type type);
 /// (means), then rounded once to the result type. A long fp32 sum
 /// accumulated in fp32 loses ~n eps of its terms' size (2e-3 relative for a
 /// batch-norm channel of 32x56x56); in f64 it is exact to fp32's precision.
-mlir::Value buildSum(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+mlir::Value buildSum(mlir::OpBuilder &b, mlir::Location loc,
+                     const LoweringPolicy &policy, mlir::Value input,
                      llvm::ArrayRef<int64_t> axes, ScalarFn term,
                      mlir::ValueRange operands = {}, double divisor = 1.0,
                      mlir::Type resultElementType = {});
@@ -133,13 +158,18 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape);
 
 /// Populate functions of the op families (one file each).
 void populateElementwiseLowering(mlir::RewritePatternSet &patterns);
-void populateReductionLowering(mlir::RewritePatternSet &patterns);
+void populateReductionLowering(mlir::RewritePatternSet &patterns,
+                               const LoweringPolicy &policy);
 void populateShapeLowering(mlir::RewritePatternSet &patterns);
-void populateContractionLowering(mlir::RewritePatternSet &patterns);
-void populateNormalizationLowering(mlir::RewritePatternSet &patterns);
-void populateLossLowering(mlir::RewritePatternSet &patterns);
+void populateContractionLowering(mlir::RewritePatternSet &patterns,
+                                 const LoweringPolicy &policy);
+void populateNormalizationLowering(mlir::RewritePatternSet &patterns,
+                                   const LoweringPolicy &policy);
+void populateLossLowering(mlir::RewritePatternSet &patterns,
+                          const LoweringPolicy &policy);
 void populateOptimizerLowering(mlir::RewritePatternSet &patterns);
-void populateConvolutionLowering(mlir::RewritePatternSet &patterns);
+void populateConvolutionLowering(mlir::RewritePatternSet &patterns,
+                                 const LoweringPolicy &policy);
 void populateLossScaleLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace effopt::lowering
