@@ -4,6 +4,7 @@
 #define EFFOPT_TRANSFORMS_PASSES_H
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Support/ExactDouble.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
