@@ -84,7 +84,8 @@ struct StepRecord {
   double timeMs = 0;
   /// Samples (rows of the first input) per second.
   double samplesPerS = 0;
-  /// The process's resident memory after the step (0 where unknown).
+  /// The process's resident memory after the step (0 where unknown, and
+  /// in a run() with neither a log nor a callback, which skips reading it).
   uint64_t rssBytes = 0;
   /// Bytes of the state, arena and io regions.
   uint64_t allocatedBytes = 0;

@@ -92,7 +92,9 @@ struct Trainer::Impl {
     return {signo != 0 || requested, signo};
   }
 
-  StepRecord runStep() {
+  /// `measureRss`: read the resident memory (a system call) even without a
+  /// log.
+  StepRecord runStep(bool measureRss) {
     Session &s = *session;
     const int64_t step = s.globalStep();
     auto t0 = std::chrono::steady_clock::now();
@@ -105,7 +107,7 @@ struct Trainer::Impl {
     r.loss = loss;
     r.timeMs = std::chrono::duration<double, std::milli>(t1 - t0).count();
     r.samplesPerS = r.timeMs > 0 ? samplesPerStep * 1000.0 / r.timeMs : 0.0;
-    r.rssBytes = rss.read();
+    r.rssBytes = log || measureRss ? rss.read() : 0;
     r.allocatedBytes = allocated;
     if (scaling->enabled())
       r.lossScale = LossScaleWatch::read(s);
@@ -147,7 +149,7 @@ StepRecord Trainer::step() {
     fail(t.options.effx, ": the step counter is at its maximum");
   t.data->checkSteps(first, 1);
   t.openLog();
-  return t.runStep();
+  return t.runStep(/*measureRss=*/true);
 }
 
 RunResult Trainer::run(int64_t count, const StepCallback &onStep) {
@@ -174,7 +176,7 @@ RunResult Trainer::run(int64_t count, const StepCallback &onStep) {
     }
     if (result.steps == count)
       break;
-    StepRecord r = t.runStep();
+    StepRecord r = t.runStep(/*measureRss=*/bool(onStep));
     ++result.steps;
     if (onStep)
       onStep(r);
