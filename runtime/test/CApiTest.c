@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int passed, failed;
@@ -139,9 +140,12 @@ static int sameFile(const char *a, const char *b) {
   return same;
 }
 
-static char tempDir[4096];
+static char tempDir[1024];
+static const char *const kTempFiles[] = {
+    "full.safetensors", "full.jsonl", "half.safetensors", "split.safetensors",
+    "split.jsonl"};
 static const char *tempFile(const char *name) {
-  static char paths[8][4200];
+  static char paths[8][1100];
   static int next;
   char *p = paths[next++ % 8];
   snprintf(p, sizeof paths[0], "%s/%s", tempDir, name);
@@ -184,11 +188,9 @@ static int testTrainer(const char *model, const char *data, int steps,
                        const char *refCkpt) {
   static float ref[kMaxSteps], got[kMaxSteps];
   const char *tmp = getenv("TMPDIR");
-  snprintf(tempDir, sizeof tempDir, "%s/effrt-capi-trainer-%d",
+  snprintf(tempDir, sizeof tempDir, "%.900s/effrt-capi-trainer-%d",
            tmp && *tmp ? tmp : "/tmp", (int)getpid());
-  char cmd[4300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", tempDir, tempDir);
-  if (steps < 4 || steps > kMaxSteps || system(cmd) != 0) {
+  if (steps < 4 || steps > kMaxSteps || mkdir(tempDir, 0700) != 0) {
     fprintf(stderr, "effrt-capi-test: bad STEPS or TMPDIR\n");
     return 2;
   }
@@ -339,8 +341,9 @@ static int testTrainer(const char *model, const char *data, int steps,
   effrt_trainer_request_stop(NULL);
   effrt_trainer_close(NULL);
 
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tempDir);
-  EXPECT(system(cmd) == 0);
+  for (size_t i = 0; i < sizeof kTempFiles / sizeof *kTempFiles; ++i)
+    remove(tempFile(kTempFiles[i]));
+  EXPECT(rmdir(tempDir) == 0);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
