@@ -13,6 +13,8 @@ PACKAGES=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   # CPU math and data formats used by the runtime.
   libopenblas-dev libopenblas0-pthread nlohmann-json3-dev zlib1g-dev
+  # libzip: only bench/npz_read.py's comparison with the runtime's .npz reader.
+  libzip-dev
   # LLVM's OpenMP runtime: threads for compiled loop nests and products.
   libomp-22-dev
   # Header-only command-line parsing (effrun) and TOML (effc --config).

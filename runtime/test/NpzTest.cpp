@@ -178,3 +178,22 @@ TEST(npzRejectsImpossibleInflatedSizes) {
   CHECK_ERROR(NpzFile::fromBytes(bytesFromVector(bytes), "r.npz"),
               "r.npz: entry 'x.npy' claims 4294967294 bytes inflated from");
 }
+
+TEST(npzRereadsAfterReleasingInflatedInput) {
+  // Inflating a mapped archive drops the compressed pages it consumed from
+  // the resident set; a second read (and a stored array of the same file
+  // viewed meanwhile) faults them back in from the file unchanged.
+  std::string path = tempPath("release.npz");
+  NamedTensors arrays = {{"a", patterned(DType::U8, {24 << 20}, 7)},
+                         {"b", patterned(DType::F32, {1000}, 8)}};
+  writeNpz(path, arrays, NpzWriteOptions{/*compress=*/true});
+  NpzFile file = NpzFile::open(path);
+  CHECK(file.read("a").sameAs(arrays[0].second));
+  CHECK(file.read("b").sameAs(arrays[1].second));
+  CHECK(file.read("a").sameAs(arrays[0].second));
+  std::string stored = tempPath("release-stored.npz");
+  writeNpz(stored, arrays);
+  NpzFile viewed = NpzFile::open(stored);
+  Tensor view = viewed.read("a");
+  CHECK(file.read("a").sameAs(view));
+}

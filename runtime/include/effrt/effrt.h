@@ -1,6 +1,6 @@
 /*===- effrt.h - The effopt runtime's C interface ----------------*- C -*-===//
  *
- * A plain C ABI over effrt::Session for other languages (Python loads
+ * A plain C ABI over effrt::Session and effrt::Trainer for other languages (Python loads
  * libeffrt.so with ctypes, RTLD_GLOBAL so that compiled code finds
  * effrt_sgemm). Every function catches every exception: a function that
  * fails returns NULL or a non-zero status, and effrt_last_error() gives the
@@ -19,7 +19,20 @@
  * instead of effrt_session_step; effrt_session_get_output then copies each
  * graph output listed in the manifest's "outputs".
  *
- * A session is not thread-safe: use one from one thread at a time.
+ * A training run (the loop effrun runs: data, log, checkpoints, signals)
+ * is an effrt_trainer:
+ *
+ *   effrt_trainer_options o;
+ *   effrt_trainer_options_init(&o);
+ *   o.effx_path = "mlp.effx"; o.data_path = "mlp.npz"; o.log_path = "loss.jsonl";
+ *   effrt_trainer *t = effrt_trainer_open(&o);
+ *   effrt_run_result r = {.struct_size = sizeof r};
+ *   if (!t || effrt_trainer_run(t, 100, NULL, NULL, &r) != 0) ...
+ *   effrt_trainer_save(t, "mlp.safetensors");
+ *   effrt_trainer_close(t);
+ *
+ * A session or trainer is not thread-safe: use one from one thread at a
+ * time (effrt_trainer_request_stop excepted).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -36,7 +49,7 @@ extern "C" {
 #endif
 
 /* The C ABI's version; grows when functions are added. */
-#define EFFRT_C_API_VERSION 2
+#define EFFRT_C_API_VERSION 3
 int effrt_api_version(void);
 
 typedef struct effrt_session effrt_session;
@@ -90,6 +103,102 @@ int effrt_session_read_state(const effrt_session *session, const char *name,
                              void *data, size_t nbytes);
 int effrt_session_write_state(effrt_session *session, const char *name,
                               const void *data, size_t nbytes);
+
+/*===----------------------------------------------------------------------===
+ * Training runs (since version 3)
+ *
+ * Structs the caller fills or receives start with struct_size, the size the
+ * caller (or, for records the library hands out, the library) was compiled
+ * with: fields are only ever added at the end, so a newer library accepts
+ * older callers (missing fields take their defaults) and a caller can tell
+ * which fields a record holds.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct effrt_trainer effrt_trainer;
+
+typedef struct effrt_trainer_options {
+  size_t struct_size;       /* sizeof(effrt_trainer_options) */
+  const char *effx_path;    /* the compiled model; required */
+  const char *data_path;    /* .npz (arrays by rows) or .bin (uint16 tokens) */
+  const char *resume_path;  /* a checkpoint to continue from; NULL: none */
+  const char *save_path;    /* effrt_trainer_save's default path, checked
+                               writable at open; NULL: none */
+  const char *log_path;     /* one JSON object per step; NULL: none. Truncated,
+                               or appended to when resuming */
+  uint64_t seed;            /* seed of the token windows (.bin data) */
+  int32_t threads;          /* 0: OMP_NUM_THREADS, else OPENBLAS_NUM_THREADS,
+                               else every hardware thread */
+  int32_t progress;         /* non-zero: progress on stderr while running */
+  int32_t handle_signals;   /* non-zero: while the trainer is open, SIGINT and
+                               SIGTERM stop a run after its step instead of
+                               killing the process */
+} effrt_trainer_options;
+
+/* Zeroes *options and sets struct_size. */
+void effrt_trainer_options_init(effrt_trainer_options *options);
+
+/* What one step did: the fields of a log line. */
+typedef struct effrt_step_record {
+  size_t struct_size;       /* sizeof(effrt_step_record) */
+  int64_t step;             /* global step, counting from 0 */
+  float loss;               /* the forward pass's loss, before the update */
+  double time_ms;           /* wall time, including copying the batch */
+  double samples_per_s;
+  uint64_t rss_bytes;       /* resident memory of the process after it */
+  uint64_t allocated_bytes; /* state + arena + io regions */
+  int32_t has_loss_scale;   /* the step is compiled with loss scaling: */
+  int32_t step_skipped;     /*   its update was skipped (inf/NaN gradients) */
+  float loss_scale;         /*   the scale after the step */
+  int64_t skipped_steps;    /*   skipped updates so far */
+} effrt_step_record;
+
+typedef struct effrt_run_result {
+  size_t struct_size;       /* sizeof(effrt_run_result) */
+  int64_t steps;            /* steps taken */
+  double seconds;           /* wall time of the run */
+  int32_t stopped;          /* ended early by a stop request */
+  int32_t signal;           /* the signal that asked for it (SIGINT, SIGTERM),
+                               else 0 */
+} effrt_run_result;
+
+/* Called after each step of effrt_trainer_run with the library's record
+ * (valid during the call). A non-zero return stops the run after this
+ * step. */
+typedef int (*effrt_step_callback)(const effrt_step_record *record,
+                                   void *user_data);
+
+/* Opens the model, the data (checked against the model's inputs), the
+ * checkpoint to resume, and checks that save_path can be written. NULL on
+ * error. */
+effrt_trainer *effrt_trainer_open(const effrt_trainer_options *options);
+/* Frees the trainer and its session (NULL is allowed); restores the signal
+ * handlers if it took them. */
+void effrt_trainer_close(effrt_trainer *trainer);
+
+/* Runs `steps` steps (checking first that the data has them), calling
+ * `callback` (may be NULL) after each. A stop request ends the run after
+ * the step in progress, and is consumed by it. Fills *result (may be NULL;
+ * set its struct_size). 0 on success, including a stopped run. */
+int effrt_trainer_run(effrt_trainer *trainer, int64_t steps,
+                      effrt_step_callback callback, void *user_data,
+                      effrt_run_result *result);
+/* Runs one step and fills *record (may be NULL; set its struct_size). 0 on
+ * success. */
+int effrt_trainer_step(effrt_trainer *trainer, effrt_step_record *record);
+/* The record of the last step. 0 on success; non-zero before any step. */
+int effrt_trainer_last_record(const effrt_trainer *trainer,
+                              effrt_step_record *record);
+/* Asks the current or next run to end after its step. Safe from another
+ * thread. */
+void effrt_trainer_request_stop(effrt_trainer *trainer);
+/* Writes a checkpoint atomically to `path`, or to save_path when NULL. 0 on
+ * success. */
+int effrt_trainer_save(effrt_trainer *trainer, const char *path);
+/* The next step's global step; -1 if trainer is NULL. */
+int64_t effrt_trainer_global_step(const effrt_trainer *trainer);
+/* The trainer's session, for the effrt_session_* functions (state, the
+ * manifest); owned by the trainer: effrt_session_close ignores it. */
+effrt_session *effrt_trainer_session(effrt_trainer *trainer);
 
 /* Sets the number of BLAS threads for the process. 0 on success. */
 int effrt_set_num_threads(int threads);

@@ -14,6 +14,8 @@ struct NpzFile::Impl {
   std::string path;
   SharedBytes bytes;
   NpzReadOptions options;
+  /// The bytes are a read-only mapping of the file (not a caller's buffer).
+  bool mapped = false;
   std::vector<zip::Entry> entries;
   std::vector<std::string> names;
   std::unordered_map<std::string, size_t> index;
@@ -56,7 +58,9 @@ NpzFile NpzFile::fromBytes(SharedBytes bytes, std::string displayName,
 }
 
 NpzFile NpzFile::open(const std::string &path, NpzReadOptions options) {
-  return fromBytes(mapFile(path), path, options);
+  NpzFile file = fromBytes(mapFile(path), path, options);
+  std::const_pointer_cast<Impl>(file.impl_)->mapped = true;
+  return file;
 }
 
 const std::string &NpzFile::path() const { return impl_->path; }
@@ -131,6 +135,8 @@ Tensor NpzFile::read(const std::string &name) const {
   }
 
   zip::Inflater inflater(p, e.compressedSize, what);
+  if (impl_->mapped)
+    inflater.releaseConsumedInput();
   NpyHeader header = readCompressedHeader(inflater, e, what);
   Tensor tensor;
   try {

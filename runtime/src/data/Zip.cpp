@@ -8,6 +8,9 @@
 #include <cstring>
 #include <unordered_set>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 using namespace effrt;
 using namespace effrt::zip;
 
@@ -264,14 +267,33 @@ std::vector<Entry> zip::readDirectory(const std::byte *data, size_t size,
 //===----------------------------------------------------------------------===//
 
 static constexpr uint64_t kChunk = 1u << 30;
+/// Output per inflate call, and so how often consumed input is released.
+static constexpr uint64_t kReleaseChunk = 64u << 20;
 
 Inflater::Inflater(const std::byte *input, uint64_t inputSize, std::string what)
-    : input_(input), inputLeft_(inputSize), what_(std::move(what)) {
+    : input_(input), released_(input), inputLeft_(inputSize),
+      what_(std::move(what)) {
   if (inflateInit2(&stream_, -MAX_WBITS) != Z_OK)
     fail(what_, ": cannot initialize zlib");
 }
 
 Inflater::~Inflater() { inflateEnd(&stream_); }
+
+void Inflater::release(bool all) {
+  if (!release_)
+    return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto consumed = reinterpret_cast<uintptr_t>(
+      all ? input_ : reinterpret_cast<const std::byte *>(stream_.next_in));
+  // Whole pages only: the first and last may hold other entries' bytes,
+  // which are still released safely (a read-only mapping refaults them).
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(released_) + page - 1) & ~(page - 1);
+  uintptr_t end = consumed & ~(page - 1);
+  if (end >= begin + kReleaseChunk / 4 || (all && end > begin)) {
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+    released_ = reinterpret_cast<const std::byte *>(end);
+  }
+}
 
 size_t Inflater::step(std::byte *out, size_t size) {
   if (stream_.avail_in == 0 && inputLeft_) {
@@ -314,9 +336,11 @@ void Inflater::read(void *out, uint64_t size) {
     if (ended_)
       fail(what_, ": corrupt compressed data (the stream ends before the "
                   "entry does)");
-    size_t produced = step(p, static_cast<size_t>(std::min(size, kChunk)));
+    size_t produced = step(
+        p, static_cast<size_t>(std::min(size, release_ ? kReleaseChunk : kChunk)));
     p += produced;
     size -= produced;
+    release(false);
   }
 }
 
@@ -326,6 +350,7 @@ void Inflater::expectEnd() {
     if (step(scratch, sizeof(scratch)))
       fail(what_, ": compressed data is longer than its header says");
   }
+  release(true);
 }
 
 //===----------------------------------------------------------------------===//

@@ -53,6 +53,11 @@ public:
   void read(void *out, uint64_t size);
   /// Throws Error unless the stream ends here.
   void expectEnd();
+  /// The input is a read-only file mapping: drop its pages from the
+  /// process's resident set once inflated (they stay in the page cache and
+  /// fault back in if read again), so inflating an entry does not keep the
+  /// compressed bytes resident next to the output.
+  void releaseConsumedInput() { release_ = true; }
   /// CRC-32 of everything produced so far.
   uint32_t crc() const { return crc_; }
 
@@ -60,8 +65,13 @@ private:
   /// Runs inflate once into [out, out+size); returns the bytes produced.
   size_t step(std::byte *out, size_t size);
 
+  /// Drops the whole pages of input consumed since the last release.
+  void release(bool all);
+
   z_stream stream_{};
   const std::byte *input_;
+  const std::byte *released_;
+  bool release_ = false;
   uint64_t inputLeft_;
   std::string what_;
   uint32_t crc_ = 0;

@@ -1,0 +1,200 @@
+//===- Trainer.cpp - The training loop ------------------------------------===//
+
+#include "effrt/Trainer.h"
+
+#include "LossScaleWatch.h"
+#include "Progress.h"
+#include "ResidentMemory.h"
+#include "StepLog.h"
+#include "StopSignals.h"
+#include "effrt/Error.h"
+#include "effrt/File.h"
+#include "effrt/Kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <thread>
+
+#include <sys/stat.h>
+
+using namespace effrt;
+
+/// Fails now, before any training, if `path` could not be written.
+static void checkWritable(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    fail(path, ": is a directory");
+  AtomicFileWriter probe(path); // creates PATH.tmp.<pid>, removed unused
+}
+
+/// One count for the compiled loops (OpenMP) and the products: `requested`,
+/// else OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, else every hardware thread.
+static int threadCount(int requested) {
+  int threads = requested;
+  for (const char *name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (const char *env = std::getenv(name); threads <= 0 && env)
+      threads = std::atoi(env);
+  if (threads <= 0)
+    threads =
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return threads;
+}
+
+struct Trainer::Impl {
+  TrainerOptions options;
+  std::unique_ptr<DataSource> data;
+  std::optional<Session> session;
+  int64_t samplesPerStep = 0;
+  uint64_t allocated = 0;
+  ResidentMemory rss;
+  std::optional<LossScaleWatch> scaling;
+  std::unique_ptr<StepLog> log;
+  std::optional<StepRecord> last;
+  std::atomic<bool> stopRequested{false};
+  std::optional<StopSignals> signals;
+
+  /// Opens everything in the order effrun has always checked it: the
+  /// .effx, the data, the --save path, the code, the checkpoint.
+  Impl(const TrainerOptions &o, std::unique_ptr<DataSource> source)
+      : options(o), data(std::move(source)) {
+    EffxFile effx = EffxFile::open(o.effx);
+    const EffxManifest &m = effx.manifest();
+    if (!data)
+      data = openDataSource(o.data, m, o.effx, o.seed);
+    if (!o.save.empty())
+      checkWritable(o.save);
+    session.emplace(effx);
+    if (!o.resume.empty())
+      session->load(o.resume);
+    setBlasThreads(threadCount(o.threads));
+    samplesPerStep = m.inputs.empty() || m.inputs[0].shape.empty()
+                         ? m.batchSize
+                         : m.inputs[0].shape[0];
+    allocated = session->allocated().total();
+    scaling.emplace(m.lossScaling);
+    if (o.handleSignals)
+      signals.emplace();
+  }
+
+  /// Creates the log at the first run or step, once its steps fit.
+  void openLog() {
+    if (!log && !options.log.empty())
+      log = std::make_unique<StepLog>(options.log, !options.resume.empty());
+  }
+
+  /// A stop request or signal, consumed: {stop?, signal}.
+  std::pair<bool, int> takeStop() {
+    int signo = signals ? StopSignals::take() : 0;
+    bool requested = stopRequested.exchange(false);
+    return {signo != 0 || requested, signo};
+  }
+
+  /// `measureRss`: read the resident memory (a system call) even without a
+  /// log.
+  StepRecord runStep(bool measureRss) {
+    Session &s = *session;
+    const int64_t step = s.globalStep();
+    auto t0 = std::chrono::steady_clock::now();
+    data->feed(s, step);
+    float scaleBefore = scaling->enabled() ? LossScaleWatch::scale(s) : 0.0f;
+    float loss = s.step();
+    auto t1 = std::chrono::steady_clock::now();
+    StepRecord r;
+    r.step = step;
+    r.loss = loss;
+    r.timeMs = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    r.samplesPerS = r.timeMs > 0 ? samplesPerStep * 1000.0 / r.timeMs : 0.0;
+    r.rssBytes = log || measureRss ? rss.read() : 0;
+    r.allocatedBytes = allocated;
+    if (scaling->enabled())
+      r.lossScale = LossScaleWatch::read(s);
+    last = r;
+    if (log)
+      log->write(r);
+    if (r.lossScale)
+      if (std::optional<std::string> stuck =
+              scaling->observe(step, *r.lossScale, scaleBefore))
+        fail(options.effx, ": ", *stuck);
+    return r;
+  }
+};
+
+Trainer::Trainer(const TrainerOptions &options)
+    : impl_(std::make_unique<Impl>(options, nullptr)) {}
+Trainer::Trainer(const TrainerOptions &options,
+                 std::unique_ptr<DataSource> data)
+    : impl_(std::make_unique<Impl>(options, std::move(data))) {}
+Trainer::~Trainer() = default;
+Trainer::Trainer(Trainer &&) noexcept = default;
+Trainer &Trainer::operator=(Trainer &&) noexcept = default;
+
+const TrainerOptions &Trainer::options() const { return impl_->options; }
+Session &Trainer::session() { return *impl_->session; }
+const Session &Trainer::session() const { return *impl_->session; }
+DataSource &Trainer::data() { return *impl_->data; }
+int64_t Trainer::globalStep() const { return impl_->session->globalStep(); }
+int64_t Trainer::samplesPerStep() const { return impl_->samplesPerStep; }
+const std::optional<StepRecord> &Trainer::lastRecord() const {
+  return impl_->last;
+}
+void Trainer::requestStop() { impl_->stopRequested = true; }
+
+StepRecord Trainer::step() {
+  Impl &t = *impl_;
+  int64_t first = t.session->globalStep();
+  if (first == INT64_MAX)
+    fail(t.options.effx, ": the step counter is at its maximum");
+  t.data->checkSteps(first, 1);
+  t.openLog();
+  return t.runStep(/*measureRss=*/true);
+}
+
+RunResult Trainer::run(int64_t count, const StepCallback &onStep) {
+  Impl &t = *impl_;
+  const int64_t first = t.session->globalStep();
+  if (count < 0)
+    fail("cannot run a negative number of steps (", count, ")");
+  if (count > INT64_MAX - first)
+    fail("cannot run ", count, " more steps after global step ", first);
+  t.data->checkSteps(first, count);
+  t.openLog();
+
+  RunResult result;
+  Progress progress(first, count, t.samplesPerStep, t.options.progress);
+  auto start = std::chrono::steady_clock::now();
+  // A stop is looked at before each step and after the last, so one that
+  // arrives during the last step is still reported.
+  for (;;) {
+    auto [stop, signo] = t.takeStop();
+    if (stop) {
+      result.stopped = true;
+      result.signal = signo;
+      break;
+    }
+    if (result.steps == count)
+      break;
+    StepRecord r = t.runStep(/*measureRss=*/bool(onStep));
+    ++result.steps;
+    if (onStep)
+      onStep(r);
+    progress.update(r.step, r.loss, r.timeMs);
+  }
+  result.seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return result;
+}
+
+void Trainer::save() const {
+  if (impl_->options.save.empty())
+    fail(impl_->options.effx,
+         ": no checkpoint path (the trainer was opened without one)");
+  save(impl_->options.save);
+}
+
+void Trainer::save(const std::string &path) const {
+  impl_->session->save(path);
+}
