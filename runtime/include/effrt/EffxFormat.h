@@ -40,11 +40,14 @@ namespace effrt {
 inline constexpr char kEffxMagic[8] = {'E', 'F', 'F', 'X', '\r', '\n', 0x1a, '\n'};
 /// The version this compiler writes and the newest this runtime reads.
 inline constexpr uint32_t kEffxVersion = 2;
-/// The manifest's "minor_version" within version 2 (0 when absent): minor
-/// versions only add fields, so every file of an older minor version reads
-/// as before. Version 2 restarted the count: its minor version 0 has every
-/// field of version 1's minor version 1 ("kind", "outputs") plus "init".
-inline constexpr uint32_t kEffxMinorVersion = 0;
+/// The manifest's "minor_version" (0 when absent): minor versions only add
+/// fields, so every file of an older minor version reads as before. 1 added
+/// "kind" ("train_step", the default, or "forward": an inference function,
+/// effc --mode forward) and, for "forward", "outputs" in place of "loss".
+/// Version 2 kept the count (its manifest is version 1's at minor version 1
+/// plus "init", which came with the new major version); its next addition
+/// is minor version 2.
+inline constexpr uint32_t kEffxMinorVersion = 1;
 inline constexpr uint64_t kEffxAlignment = 64;
 
 /// What a section holds. A reader refuses a required section of a kind it
