@@ -42,8 +42,6 @@ struct SessionOptions {
   /// Load the code section (false: a session that can set inputs, save and
   /// load, but not step — for tools and tests on machines of another target).
   bool loadCode = true;
-  /// The collectives of a multi-rank run; null: a single rank.
-  std::shared_ptr<Collectives> collectives;
 };
 
 /// Bytes the session allocated for each region.
@@ -124,7 +122,8 @@ public:
   std::byte *arenaRegion();
   std::byte *ioRegion();
 
-  /// The device the step runs on.
+  /// The device the step runs on (a multi-rank run gives it its
+  /// collectives: device().setCollectives(...)).
   Device &device();
   const Device &device() const;
 

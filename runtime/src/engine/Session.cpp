@@ -80,7 +80,7 @@ Session::Session(EffxFile file, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(file))) {
   Impl &s = *impl_;
   const EffxManifest &m = s.manifest();
-  DeviceOptions deviceOptions{s.path(), options.collectives};
+  DeviceOptions deviceOptions{s.path(), nullptr};
   s.device = options.loadCode ? createDevice(m.target, deviceOptions)
                               : createHostMemoryDevice(deviceOptions);
   s.device->allocate(RegionSizes{m.stateBytes, m.arenaBytes, m.ioBytes});
