@@ -163,8 +163,9 @@ public:
   /// marked `"init": "zeros"`; version 1: the whole state region).
   uint64_t storedStateBytes() const;
   /// Calls `write(offset, data, size)` for every stored range of the
-  /// initial state, `offset` in the state region, then releases the state
-  /// section. Bytes of the state region outside these ranges start as zero.
+  /// initial state (in pieces of at most 16 MiB), `offset` in the state
+  /// region, releasing each piece's pages once written. Bytes of the state
+  /// region outside these ranges start as zero.
   void forEachStoredState(
       const std::function<void(uint64_t offset, const std::byte *data,
                                uint64_t size)> &write) const;

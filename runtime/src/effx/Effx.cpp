@@ -156,9 +156,9 @@ static std::string describeSection(const std::vector<EffxSection> &sections,
   return text;
 }
 
-/// Pages of a file mapping are released in pieces of this size while a large
-/// section's CRC is computed, so validation never holds a whole file.
-static constexpr uint64_t kReleaseChunk = uint64_t(64) << 20;
+/// Pages of a file mapping are released in pieces of this size while a
+/// section is checked or copied, so loading never holds more of the file.
+static constexpr uint64_t kReleaseChunk = uint64_t(16) << 20;
 
 /// A fixed-size NUL-padded string of a section entry, or nullopt when it is
 /// not one (a byte after the first NUL, or a byte outside printable ASCII).
@@ -865,18 +865,26 @@ void EffxFile::forEachStoredState(
     const {
   const EffxSection &section = impl_->sections[impl_->stateSection];
   const std::byte *data = sectionData(section);
+  // Hands out `size` bytes at `at` in the section for region offset
+  // `offset`, in pieces whose pages are released once written: the file
+  // never stays resident next to the region.
+  auto give = [&](uint64_t offset, uint64_t at, uint64_t size) {
+    for (uint64_t done = 0; done < size;) {
+      uint64_t n = std::min(kReleaseChunk, size - done);
+      write(offset + done, data + at + done, n);
+      impl_->release(section.offset + at + done, n);
+      done += n;
+    }
+  };
   if (impl_->version == kEffxVersion1) {
-    if (section.size)
-      write(0, data, section.size);
+    give(0, 0, section.size);
   } else {
     // The manifest check made the section exactly the stored entries.
     uint64_t at = 0;
     for (const EffxStateEntry &e : impl_->manifest.state) {
       if (e.zeroInit || !e.byteSize)
         continue;
-      write(e.offset, data + at, e.byteSize);
-      // Release as we go: a large state never stays resident twice.
-      impl_->release(section.offset + at, e.byteSize);
+      give(e.offset, at, e.byteSize);
       at += e.byteSize;
     }
   }
