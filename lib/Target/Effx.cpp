@@ -184,15 +184,59 @@ static uint64_t alignUp(uint64_t v) {
          effrt::kEffxAlignment;
 }
 
+static uint32_t crc32Of(ArrayRef<char> bytes) {
+  return llvm::crc32(ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+}
+
+/// Copies `value` into a NUL-padded field of `size` bytes; fails if it does
+/// not fit or is not printable ASCII without spaces.
+template <size_t N>
+static LogicalResult setPadded(char (&field)[N], StringRef value,
+                               StringRef what, Location loc) {
+  if (value.size() > N)
+    return emitError(loc, "the .effx section ")
+           << what << " '" << value << "' is longer than " << N << " bytes";
+  for (char c : value)
+    if (c < 0x21 || c > 0x7e)
+      return emitError(loc, "the .effx section ")
+             << what << " '" << value
+             << "' is not printable ASCII without spaces";
+  std::memset(field, 0, N);
+  std::memcpy(field, value.data(), value.size());
+  return success();
+}
+
+static bool allZero(ArrayRef<char> bytes) {
+  return llvm::all_of(bytes, [](char c) { return c == 0; });
+}
+
 LogicalResult writeEffx(StringRef path, const StepLayout &layout,
-                        const CpuCode &code,
+                        ArrayRef<EffxSectionData> codeSections,
                         const llvm::json::Object &description, Location loc) {
+  for (const char *key : {"target", "entry"}) {
+    const llvm::json::Value *value = description.get(key);
+    if (!value || !value->getAsString() || value->getAsString()->empty())
+      return emitError(loc, "the .effx manifest needs a '")
+             << key << "' from the target backend";
+  }
+
+  // Entries that start as zeros are not stored: the manifest marks them and
+  // the initial state section holds the others' bytes in manifest order.
+  llvm::json::Array state = tensorsToJson(layout.state, true);
+  std::vector<char> storedState;
+  for (auto [tensor, entry] : llvm::zip_equal(layout.state, state)) {
+    ArrayRef<char> bytes(layout.initialState.data() + tensor.offset,
+                         tensor.bytes);
+    if (allZero(bytes))
+      (*entry.getAsObject())["init"] = "zeros";
+    else
+      storedState.insert(storedState.end(), bytes.begin(), bytes.end());
+  }
+
   llvm::json::Object manifest(description);
   manifest["format"] = "effx";
   manifest["version"] = static_cast<int64_t>(effrt::kEffxVersion);
-  manifest["target"] = "cpu-x86_64";
-  manifest["cpu"] = code.cpu;
-  manifest["entry"] = effrt::kEffxEntrySymbol;
   manifest["batch_size"] = layout.batchSize;
   manifest["regions"] = llvm::json::Object{{"state", layout.stateBytes},
                                            {"arena", layout.arenaBytes},
@@ -205,7 +249,7 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
     manifest["loss"] = llvm::json::Object{{"offset", layout.lossOffset},
                                           {"dtype", layout.lossDtype}};
   manifest["inputs"] = tensorsToJson(layout.inputs, false);
-  manifest["state"] = tensorsToJson(layout.state, true);
+  manifest["state"] = std::move(state);
   manifest["step_counter"] = layout.stepCounter.empty()
                                  ? llvm::json::Value(nullptr)
                                  : llvm::json::Value(layout.stepCounter);
@@ -215,27 +259,65 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)));
   }
 
+  // The sections in file order: manifest, code, initial state.
+  struct Placed {
+    effrt::EffxSectionKind kind;
+    StringRef target, name;
+    ArrayRef<char> bytes;
+    bool required;
+  };
+  SmallVector<Placed> placed;
+  placed.push_back({effrt::EffxSectionKind::Manifest, "", "manifest",
+                    ArrayRef<char>(manifestText.data(), manifestText.size()),
+                    true});
+  for (const EffxSectionData &section : codeSections) {
+    if (section.kind == effrt::EffxSectionKind::Manifest ||
+        section.kind == effrt::EffxSectionKind::InitialState)
+      return emitError(loc, "a target backend cannot add a manifest or an "
+                            "initial state section to an .effx");
+    placed.push_back({section.kind, section.target, section.name,
+                      section.bytes, section.required});
+  }
+  placed.push_back({effrt::EffxSectionKind::InitialState, "", "state",
+                    storedState, true});
+
+  const uint64_t tableOffset = sizeof(effrt::EffxHeader);
+  const uint64_t tableBytes = placed.size() * sizeof(effrt::EffxSectionEntry);
+  std::vector<effrt::EffxSectionEntry> table(placed.size());
+  uint64_t at = alignUp(tableOffset + tableBytes);
+  for (auto [i, p] : llvm::enumerate(placed)) {
+    for (size_t j = 0; j < i; ++j)
+      if (placed[j].kind == p.kind && placed[j].target == p.target &&
+          placed[j].name == p.name)
+        return emitError(loc, "two .effx sections of kind ")
+               << static_cast<uint32_t>(p.kind) << " for target '"
+               << p.target << "' are named '" << p.name << "'";
+    effrt::EffxSectionEntry &e = table[i];
+    e = effrt::EffxSectionEntry{};
+    e.kind = static_cast<uint32_t>(p.kind);
+    e.flags = p.required ? effrt::kEffxSectionRequired : 0;
+    if (failed(setPadded(e.target, p.target, "target", loc)) ||
+        failed(setPadded(e.name, p.name, "name", loc)))
+      return failure();
+    e.offset = at;
+    e.size = p.bytes.size();
+    e.crc32 = crc32Of(p.bytes);
+    at = alignUp(at + p.bytes.size());
+  }
+  ArrayRef<char> tableView(reinterpret_cast<const char *>(table.data()),
+                           tableBytes);
+
   effrt::EffxHeader header{};
   std::memcpy(header.magic, effrt::kEffxMagic, sizeof(header.magic));
   header.version = effrt::kEffxVersion;
   header.headerSize = sizeof(effrt::EffxHeader);
-  auto section = [](uint64_t offset, ArrayRef<char> bytes) {
-    effrt::EffxSection s{};
-    s.offset = offset;
-    s.size = bytes.size();
-    s.crc32 = llvm::crc32(ArrayRef<uint8_t>(
-        reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
-    return s;
-  };
-  ArrayRef<char> manifestBytes(manifestText.data(), manifestText.size());
-  header.manifest = section(alignUp(sizeof(header)), manifestBytes);
-  header.code = section(alignUp(header.manifest.offset + header.manifest.size),
-                        code.sharedObject);
-  header.state = section(alignUp(header.code.offset + header.code.size),
-                         layout.initialState);
+  header.sectionTableOffset = tableOffset;
+  header.sectionCount = static_cast<uint32_t>(placed.size());
+  header.sectionEntrySize = sizeof(effrt::EffxSectionEntry);
+  header.sectionTableCrc = crc32Of(tableView);
   header.headerCrc = 0;
-  header.headerCrc = llvm::crc32(ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(&header), sizeof(header)));
+  header.headerCrc = crc32Of(ArrayRef<char>(
+      reinterpret_cast<const char *>(&header), sizeof(header)));
 
   llvm::Error error = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
     uint64_t at = 0;
@@ -247,9 +329,9 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
     };
     put(0, ArrayRef<char>(reinterpret_cast<const char *>(&header),
                           sizeof(header)));
-    put(header.manifest.offset, manifestBytes);
-    put(header.code.offset, code.sharedObject);
-    put(header.state.offset, layout.initialState);
+    put(tableOffset, tableView);
+    for (auto [p, e] : llvm::zip_equal(placed, table))
+      put(e.offset, p.bytes);
     return llvm::Error::success();
   });
   if (error)

@@ -3,10 +3,15 @@
 #include "TestModels.h"
 #include "UnitTest.h"
 
+#include "effrt/Device.h"
 #include "effrt/Effx.h"
 
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <functional>
+
+#include <unistd.h>
 
 using namespace effrt;
 using namespace effrt::test;
@@ -20,8 +25,21 @@ static EffxFile openParts(const EffxParts &parts) {
   return openBytes(packEffx(parts));
 }
 
-/// The linear model's file with `edit` applied to its header; the header
-/// CRC is recomputed unless `fixCrc` is false.
+/// Recomputes the table and header CRCs of a version-2 file.
+static void fixCrcs(std::vector<std::byte> &bytes) {
+  EffxHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  uint64_t tableBytes = uint64_t(h.sectionCount) * sizeof(EffxSectionEntry);
+  if (h.sectionTableOffset <= bytes.size() &&
+      tableBytes <= bytes.size() - h.sectionTableOffset)
+    h.sectionTableCrc = crc32(bytes.data() + h.sectionTableOffset, tableBytes);
+  h.headerCrc = 0;
+  h.headerCrc = crc32(&h, sizeof h);
+  std::memcpy(bytes.data(), &h, sizeof h);
+}
+
+/// The linear model's file with `edit` applied to its header; the CRCs are
+/// recomputed unless `fixCrc` is false.
 static std::vector<std::byte>
 editedHeader(const std::function<void(EffxHeader &)> &edit,
              bool fixCrc = true) {
@@ -29,12 +47,39 @@ editedHeader(const std::function<void(EffxHeader &)> &edit,
   EffxHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
   edit(h);
-  if (fixCrc) {
-    h.headerCrc = 0;
-    h.headerCrc = crc32(&h, sizeof h);
-  }
   std::memcpy(bytes.data(), &h, sizeof h);
+  if (fixCrc)
+    fixCrcs(bytes);
   return bytes;
+}
+
+/// The linear model's file with `edit` applied to section entry `index`
+/// (0 manifest, 1 code, 2 state), CRCs recomputed.
+static std::vector<std::byte>
+editedEntry(size_t index, const std::function<void(EffxSectionEntry &)> &edit) {
+  std::vector<std::byte> bytes = packEffx(linearModel(false));
+  EffxSectionEntry e;
+  size_t at = sizeof(EffxHeader) + index * sizeof e;
+  std::memcpy(&e, bytes.data() + at, sizeof e);
+  edit(e);
+  std::memcpy(bytes.data() + at, &e, sizeof e);
+  fixCrcs(bytes);
+  return bytes;
+}
+
+/// The linear model's sections (code: 64 bytes of junk) with `edit`
+/// applied, packed.
+static std::vector<std::byte>
+editedSections(const std::function<void(std::vector<SectionSpec> &)> &edit) {
+  EffxParts parts = linearModel(false);
+  std::vector<std::byte> stored(parts.state.begin(), parts.state.begin() + 24);
+  json manifest = parts.manifest;
+  for (size_t i = 1; i < manifest["state"].size(); ++i)
+    manifest["state"][i]["init"] = "zeros";
+  std::vector<SectionSpec> sections =
+      effxSections(manifest.dump(), parts.code, stored);
+  edit(sections);
+  return packSections(sections);
 }
 
 /// The linear model with its manifest edited.
@@ -50,6 +95,8 @@ TEST(effxValidFileOpens) {
   writeFileBytes(path, packEffx(parts));
   EffxFile file = EffxFile::open(path);
   const EffxManifest &m = file.manifest();
+  CHECK_EQ(file.version(), 2u);
+  CHECK_EQ(m.version, 2u);
   CHECK_EQ(m.model, std::string("linear"));
   CHECK_EQ(m.target, std::string("cpu-x86_64"));
   CHECK_EQ(m.entry, std::string("_mlir_ciface_effx_step"));
@@ -71,9 +118,82 @@ TEST(effxValidFileOpens) {
   CHECK(m.findState("b") && m.findState("b")->offset == 64);
   CHECK(!m.findState("c"));
   CHECK(m.findInput("x") && !m.findInput("w"));
-  CHECK_EQ(file.codeSize(), 64u);
-  CHECK(std::memcmp(file.initialState(), parts.state.data(), 320) == 0);
   CHECK(m.json.find("\"pipeline\"") != std::string::npos);
+
+  // Only w is stored: b, the momentum buffers and the step start as zeros.
+  CHECK(!m.state[0].zeroInit);
+  for (size_t i = 1; i < 5; ++i)
+    CHECK(m.state[i].zeroInit);
+  CHECK_EQ(file.storedStateBytes(), 24u);
+  std::vector<std::byte> region(320, std::byte{0x5a});
+  file.copyInitialState(region.data());
+  CHECK(region == parts.state);
+
+  // The sections, by kind, target and name.
+  CHECK_EQ(file.sections().size(), 3u);
+  const EffxSection *code =
+      file.findSection(EffxSectionKind::HostCode, "cpu-x86_64", "step");
+  CHECK(code && code->size == 64 && code->required());
+  CHECK(std::memcmp(file.sectionData(*code), parts.code.data(), 64) == 0);
+  CHECK_EQ(file.sectionsFor(EffxSectionKind::HostCode, "cpu-x86_64").size(), 1u);
+  CHECK(file.sectionsFor(EffxSectionKind::HostCode, "cuda-sm_90").empty());
+  CHECK(!file.findSection(EffxSectionKind::HostCode, "cpu-x86_64", "other"));
+  CHECK(file.findSection(EffxSectionKind::Manifest, "", "manifest"));
+  CHECK_EQ(file.describe(*code), std::string("code"));
+  CHECK_EQ(effxSectionKindName(EffxSectionKind::InitialState),
+           std::string("initial_state"));
+  CHECK_EQ(effxSectionKindName(static_cast<EffxSectionKind>(7)),
+           std::string("kind 7"));
+}
+
+TEST(effxVersion1IsRead) {
+  // A version-1 file (three fixed sections, the whole state image) reads
+  // as the same model: its sections appear as a table.
+  EffxParts parts = linearModel(false);
+  EffxFile v1 = openBytes(packEffxV1(parts));
+  EffxFile v2 = openParts(parts);
+  CHECK_EQ(v1.version(), 1u);
+  CHECK_EQ(v1.manifest().version, 1u);
+  CHECK_EQ(v1.manifest().state.size(), v2.manifest().state.size());
+  for (const EffxStateEntry &e : v1.manifest().state)
+    CHECK(!e.zeroInit);
+  CHECK_EQ(v1.storedStateBytes(), 320u);
+  std::vector<std::byte> a(320, std::byte{1}), b(320, std::byte{2});
+  v1.copyInitialState(a.data());
+  v2.copyInitialState(b.data());
+  CHECK(a == b);
+  CHECK(a == parts.state);
+  CHECK_EQ(v1.sections().size(), 3u);
+  const EffxSection *code =
+      v1.findSection(EffxSectionKind::HostCode, "cpu-x86_64", "step");
+  CHECK(code && code->size == 64);
+  CHECK(std::memcmp(v1.sectionData(*code), parts.code.data(), 64) == 0);
+
+  // Its checks are version 1's.
+  std::vector<std::byte> bytes = packEffxV1(parts);
+  CHECK_ERROR(openBytes(std::vector<std::byte>(bytes.begin(), bytes.begin() + 80)),
+              "m.effx: truncated: the header needs 96 bytes but the file has 80");
+  CHECK_ERROR(openBytes(std::vector<std::byte>(bytes.begin(), bytes.end() - 4)),
+              "m.effx: truncated: state section ends at byte");
+  std::vector<std::byte> flipped = bytes;
+  EffxHeaderV1 h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  flipped[h.code.offset + 3] ^= std::byte{1};
+  CHECK_ERROR(openBytes(flipped),
+              "m.effx: corrupt code section: CRC-32 is 0x");
+  flipped = bytes;
+  flipped[20] ^= std::byte{1};
+  CHECK_ERROR(openBytes(flipped), "m.effx: corrupt header: CRC-32 is 0x");
+  EffxParts bigger = parts;
+  bigger.manifest["regions"]["state"] = 384;
+  CHECK_ERROR(openBytes(packEffxV1(bigger)),
+              "m.effx: manifest: the state region is 384 bytes but the "
+              "initial state section holds 320");
+  // The manifest's version must be the header's.
+  std::vector<std::byte> mixed = packEffx(editedManifest([](json &m) {
+    m["version"] = 1;
+  }));
+  CHECK_ERROR(openBytes(mixed), "manifest: 'version' is 1, expected 2");
 }
 
 TEST(effxMissingFile) {
@@ -96,15 +216,22 @@ TEST(effxEveryTruncationIsAnError) {
 }
 
 TEST(effxEveryByteFlipIsAnError) {
-  // Every byte except the padding between sections is covered by a CRC.
+  // Every byte except padding and the header's reserved bytes is covered by
+  // a CRC that is checked.
   std::vector<std::byte> bytes = packEffx(linearModel(false));
   EffxHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
+  std::vector<EffxSectionEntry> table(h.sectionCount);
+  std::memcpy(table.data(), bytes.data() + h.sectionTableOffset,
+              table.size() * sizeof(EffxSectionEntry));
   auto covered = [&](size_t i) {
-    if (i < sizeof h)
+    if (i < offsetof(EffxHeader, reserved))
       return true;
-    for (const EffxSection *s : {&h.manifest, &h.code, &h.state})
-      if (i >= s->offset && i < s->offset + s->size)
+    if (i >= h.sectionTableOffset &&
+        i < h.sectionTableOffset + table.size() * sizeof(EffxSectionEntry))
+      return true;
+    for (const EffxSectionEntry &s : table)
+      if (i >= s.offset && i < s.offset + s.size)
         return true;
     return false;
   };
@@ -128,6 +255,11 @@ TEST(effxEveryByteFlipIsAnError) {
     ++flips;
   }
   CHECK(flips > 500);
+  // The reserved bytes are not read.
+  std::vector<std::byte> reserved = editedHeader([](EffxHeader &h) {
+    h.reserved[3] = 9;
+  });
+  openBytes(reserved);
 }
 
 TEST(effxHeaderChecks) {
@@ -136,29 +268,157 @@ TEST(effxHeaderChecks) {
               "m.effx: not an .effx file (bad magic)");
   std::vector<std::byte> text(200, std::byte{'a'});
   CHECK_ERROR(openBytes(text), "not an .effx file");
-  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.version = 2; })),
-              "unsupported .effx version 2 (this runtime reads version 1)");
+  std::vector<std::byte> good = packEffx(linearModel(false));
+  CHECK_ERROR(openBytes(std::vector<std::byte>(good.begin(), good.begin() + 50)),
+              "m.effx: truncated: the header needs 64 bytes but the file has "
+              "50 bytes");
+  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.version = 3; })),
+              "unsupported .effx version 3 (this runtime reads versions 1 and "
+              "2; it needs a newer runtime)");
+  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.version = 0; })),
+              "unsupported .effx version 0 (this runtime reads versions 1 and "
+              "2)");
   CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.headerSize = 80; })),
-              "header size is 80, expected 96");
-  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.code.size += 1; },
+              "header size is 80, expected 64");
+  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.sectionCount += 1; },
                                      false)),
-              "corrupt header: CRC-32 is 0x");
+              "m.effx: corrupt header: CRC-32 is 0x");
   CHECK_ERROR(
-      openBytes(editedHeader([](EffxHeader &h) { h.code.offset += 8; })),
-      "code section offset");
+      openBytes(editedHeader([](EffxHeader &h) { h.sectionEntrySize = 88; })),
+      "m.effx: corrupt header: section entry size is 88, expected 96");
+  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.sectionCount = 0; })),
+              "m.effx: corrupt header: 0 sections (expected 1 to 4096)");
   CHECK_ERROR(
-      openBytes(editedHeader([](EffxHeader &h) { h.manifest.offset = 64; })),
-      "lies inside the header");
+      openBytes(editedHeader([](EffxHeader &h) { h.sectionCount = 100000; })),
+      "corrupt header: 100000 sections");
+  CHECK_ERROR(
+      openBytes(editedHeader([](EffxHeader &h) { h.sectionTableOffset = 32; })),
+      "m.effx: corrupt header: section table offset 32 lies inside the header");
+  CHECK_ERROR(
+      openBytes(editedHeader([](EffxHeader &h) { h.sectionTableOffset = 68; })),
+      "section table offset 68 is not 8-byte aligned");
   CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) {
-                h.code.offset = h.manifest.offset;
+                h.sectionTableOffset = uint64_t(1) << 40;
               })),
-              "overlaps");
-  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) {
-                h.state.size = UINT64_MAX - 32;
+              "m.effx: truncated: the section table ends at byte");
+  // A changed entry (here its reserved field) with the header's CRCs left.
+  good[sizeof(EffxHeader) + offsetof(EffxSectionEntry, reserved)] ^=
+      std::byte{1};
+  CHECK_ERROR(openBytes(good), "m.effx: corrupt section table: CRC-32 is 0x");
+}
+
+TEST(effxSectionTableChecks) {
+  auto kind = [](EffxSectionKind k) { return static_cast<uint32_t>(k); };
+  // Placement, each entry edited with correct CRCs.
+  CHECK_ERROR(openBytes(editedEntry(1, [](EffxSectionEntry &e) {
+                e.offset += 8;
+              })),
+              "m.effx: corrupt section table: code section offset");
+  CHECK_ERROR(openBytes(editedEntry(0, [](EffxSectionEntry &e) {
+                e.offset = 0;
+              })),
+              "manifest section offset 0 lies inside the header");
+  CHECK_ERROR(openBytes(editedEntry(0, [](EffxSectionEntry &e) {
+                e.offset = 128;
+              })),
+              "corrupt section table: the section table (bytes 64..352) "
+              "overlaps the manifest section (from byte 128)");
+  CHECK_ERROR(openBytes(editedEntry(2, [](EffxSectionEntry &e) {
+                e.offset -= 64;
+              })),
+              "corrupt section table: the state section (bytes");
+  CHECK_ERROR(openBytes(editedEntry(2, [](EffxSectionEntry &e) {
+                e.size = UINT64_MAX - 32;
               })),
               "ends beyond 2^64");
-  CHECK_ERROR(openBytes(editedHeader([](EffxHeader &h) { h.code.crc32 ^= 1; })),
-              "m.effx: corrupt code section: CRC-32 is");
+  CHECK_ERROR(openBytes(editedEntry(1, [](EffxSectionEntry &e) {
+                e.size += 1 << 20;
+              })),
+              "m.effx: truncated: code section ends at byte");
+  CHECK_ERROR(openBytes(editedEntry(1, [](EffxSectionEntry &e) {
+                e.crc32 ^= 1;
+              })),
+              "m.effx: corrupt code section: CRC-32 is 0x");
+  CHECK_ERROR(openBytes(editedEntry(1, [](EffxSectionEntry &e) {
+                e.name[2] = '\n';
+              })),
+              "m.effx: corrupt section table: the name of section 1 is not "
+              "printable ASCII padded with NUL bytes");
+  CHECK_ERROR(openBytes(editedEntry(1, [](EffxSectionEntry &e) {
+                e.target[20] = 'x'; // after the terminating NUL
+              })),
+              "the target of section 1 is not printable ASCII padded");
+  CHECK_ERROR(openBytes(editedEntry(2, [](EffxSectionEntry &e) {
+                e.flags |= 4;
+              })),
+              "m.effx: needs a newer runtime: the state section has flags "
+              "0x00000005 (this runtime knows 0x00000001)");
+
+  // Kinds this runtime does not know: refused if required, else skipped.
+  CHECK_ERROR(openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+                s.push_back({7, kEffxSectionRequired, "cpu-x86_64", "profile",
+                             std::vector<std::byte>(10)});
+              })),
+              "m.effx: needs a newer runtime: section kind 7 'profile' for "
+              "cpu-x86_64 is required and this runtime does not know its kind");
+  EffxFile optional = openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+    s.push_back({9, 0, "", "notes", std::vector<std::byte>(100, std::byte{1})});
+  }));
+  CHECK_EQ(optional.sections().size(), 4u);
+  CHECK_EQ(static_cast<uint32_t>(optional.sections()[3].kind), 9u);
+  CHECK(!optional.sections()[3].required());
+  // A skipped section is still checked.
+  std::vector<std::byte> bad = editedSections([&](std::vector<SectionSpec> &s) {
+    s.push_back({9, 0, "", "notes", std::vector<std::byte>(100, std::byte{1})});
+  });
+  bad[bad.size() - 5] ^= std::byte{1};
+  CHECK_ERROR(openBytes(bad),
+              "m.effx: corrupt kind 9 'notes' section: CRC-32 is 0x");
+
+  // Several code sections: device binaries next to the host code.
+  EffxFile multi = openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+    s.insert(s.begin() + 2, {kind(EffxSectionKind::DeviceCode),
+                             kEffxSectionRequired, "cuda-sm_90", "kernels",
+                             std::vector<std::byte>(300, std::byte{3})});
+    s.insert(s.begin() + 2, {kind(EffxSectionKind::DeviceCode),
+                             kEffxSectionRequired, "cuda-sm_80", "kernels",
+                             std::vector<std::byte>(200, std::byte{4})});
+  }));
+  const EffxSection *sm90 =
+      multi.findSection(EffxSectionKind::DeviceCode, "cuda-sm_90", "kernels");
+  CHECK(sm90 && sm90->size == 300 && sm90->offset % 64 == 0);
+  CHECK_EQ(multi.describe(*sm90),
+           std::string("device code 'kernels' for cuda-sm_90"));
+  CHECK_EQ(multi.sectionsFor(EffxSectionKind::DeviceCode, "cuda-sm_80").size(),
+           1u);
+
+  // Unique by (kind, target, name); exactly one manifest and initial state.
+  CHECK_ERROR(openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+                s.push_back(s[1]);
+              })),
+              "m.effx: corrupt section table: two code sections named 'step' "
+              "for cpu-x86_64");
+  CHECK_ERROR(openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+                s.push_back(s[0]);
+                s.back().name = "other";
+              })),
+              "m.effx: corrupt section table: 2 manifest sections (expected "
+              "exactly one)");
+  CHECK_ERROR(openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+                s.pop_back();
+              })),
+              "m.effx: corrupt section table: 0 state sections (expected "
+              "exactly one)");
+  CHECK_ERROR(openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+                s[0].target = "cpu-x86_64";
+              })),
+              "the manifest section has target 'cpu-x86_64' (expected none)");
+  // A name of the full 40 bytes has no terminating NUL and is fine.
+  EffxFile longName = openBytes(editedSections([&](std::vector<SectionSpec> &s) {
+    s[1].name = std::string(40, 'n');
+  }));
+  CHECK(longName.findSection(EffxSectionKind::HostCode, "cpu-x86_64",
+                             std::string(40, 'n')));
 }
 
 TEST(effxManifestChecks) {
@@ -169,15 +429,18 @@ TEST(effxManifestChecks) {
   const Case cases[] = {
       {[](json &m) { m.erase("model"); }, "manifest: 'model' is missing"},
       {[](json &m) { m["format"] = "onnx"; }, "'format' is 'onnx'"},
-      {[](json &m) { m["version"] = 3; }, "'version' is 3, expected 1"},
+      {[](json &m) { m["version"] = 3; }, "'version' is 3, expected 2"},
       {[](json &m) { m["entry"] = ""; }, "'entry' is empty"},
       {[](json &m) { m["batch_size"] = 0; }, "'batch_size' must be a positive"},
       {[](json &m) { m["regions"]["arena"] = 100; },
        "regions: 'arena' is 100 bytes, not a multiple of 64"},
       {[](json &m) { m["regions"]["io"] = -64; },
        "regions: 'io' must be a non-negative integer"},
-      {[](json &m) { m["regions"]["state"] = 384; },
-       "the state region is 384 bytes but the initial state section holds 320"},
+      {[](json &m) { m["regions"]["state"] = 256; },
+       "state entry 'optimizer.step': bytes 256..264 (int64 []) lie outside "
+       "the state region of 256 bytes"},
+      {[](json &m) { m["state"][0]["init"] = "ones"; },
+       "state entry 'w': unknown 'init' 'ones' (expected zeros)"},
       {[](json &m) { m["loss"]["offset"] = 190; }, "loss: offset 190"},
       {[](json &m) { m["loss"]["dtype"] = "int32"; },
        "loss: dtype int32 is not a floating-point type"},
@@ -267,40 +530,124 @@ TEST(effxManifestChecks) {
   parts = editedManifest([](json &m) { m["future"] = {1, 2}; });
   openParts(parts);
 
-  // Not JSON at all.
+  // The initial state section holds exactly the entries not marked zeros.
   EffxParts base = linearModel(false);
-  CHECK_ERROR(openBytes(packEffx("{\"format\": \"effx\",", base.code, base.state)),
+  json marked = base.manifest;
+  marked["state"][0]["init"] = "zeros";
+  CHECK_ERROR(openBytes(packEffx(marked.dump(), base.code,
+                                 std::vector<std::byte>(24))),
+              "m.effx: manifest: the state entries not marked 'init': 'zeros' "
+              "take 48 bytes but the initial state section holds 24");
+  CHECK_ERROR(openBytes(packEffx(base.manifest.dump(), base.code, base.state)),
+              "take 72 bytes but the initial state section holds 320");
+  // Every entry stored (none marked) is valid too.
+  std::vector<std::byte> all;
+  for (const json &e : base.manifest["state"]) {
+    uint64_t offset = e["offset"].get<uint64_t>();
+    uint64_t n = e["name"] == "w" ? 24 : e["name"] == "b" ? 8
+                 : e["name"] == "optimizer.step"           ? 8
+                 : e["name"] == "optimizer.b.momentum_buffer" ? 8 : 24;
+    all.insert(all.end(), base.state.begin() + offset,
+               base.state.begin() + offset + n);
+  }
+  EffxFile unmarked = openBytes(packEffx(base.manifest.dump(), base.code, all));
+  std::vector<std::byte> region(320);
+  unmarked.copyInitialState(region.data());
+  CHECK(region == base.state);
+
+  // Not JSON at all.
+  CHECK_ERROR(openBytes(packEffx("{\"format\": \"effx\",", base.code, {})),
               "m.effx: manifest: not valid JSON: ");
-  CHECK_ERROR(openBytes(packEffx("[1, 2]", base.code, base.state)),
+  CHECK_ERROR(openBytes(packEffx("[1, 2]", base.code, {})),
               "m.effx: manifest: not a JSON object");
+}
+
+static void loadCode(const EffxFile &file) {
+  createDevice(file.manifest().target, {file.path(), nullptr})->loadCode(file);
 }
 
 TEST(effxLoadCodeErrors) {
   // Junk instead of a shared object.
-  CHECK_ERROR(openParts(linearModel(false)).loadCode(),
+  CHECK_ERROR(loadCode(openParts(linearModel(false))),
               "m.effx: cannot load the code section: ");
   EffxParts parts = linearModel(false);
   parts.code.clear();
-  CHECK_ERROR(openParts(parts).loadCode(), "m.effx: the code section is empty");
+  CHECK_ERROR(loadCode(openParts(parts)), "m.effx: the code section is empty");
   parts = editedManifest([](json &m) { m["target"] = "cuda-sm_90"; });
-  CHECK_ERROR(openParts(parts).loadCode(),
+  CHECK_ERROR(loadCode(openParts(parts)),
               "m.effx: compiled for target 'cuda-sm_90', which this runtime "
-              "cannot run");
+              "cannot run (it runs cpu-x86_64"); // and the tests' devices
   parts = linearModel();
   parts.manifest["entry"] = "no_such_entry";
-  CHECK_ERROR(openParts(parts).loadCode(),
+  CHECK_ERROR(loadCode(openParts(parts)),
               "m.effx: the code section has no entry point 'no_such_entry'");
+  // The code must be there for the target.
+  CHECK_ERROR(loadCode(openBytes(editedSections([](std::vector<SectionSpec> &s) {
+                s[1].target = "cpu-aarch64";
+              }))),
+              "m.effx: has no code section for target cpu-x86_64");
 }
 
 TEST(effxLoadCode) {
   EffxFile linear = openParts(linearModel());
   EffxFile bigram = openParts(bigramModel());
-  EffxCode a = linear.loadCode();
-  EffxCode b = bigram.loadCode();
-  CHECK(a.entry() != nullptr);
-  CHECK(b.entry() != nullptr);
-  CHECK(a.entry() != b.entry());
+  std::unique_ptr<Device> a = createDevice("cpu-x86_64", {"a", nullptr});
+  std::unique_ptr<Device> b = createDevice("cpu-x86_64", {"b", nullptr});
+  CHECK(!a->codeLoaded());
+  a->loadCode(linear);
+  b->loadCode(bigram);
+  CHECK(a->codeLoaded() && b->codeLoaded());
   // Loading twice gives two independent copies, both usable.
-  EffxCode c = linear.loadCode();
-  CHECK(c.entry() != nullptr);
+  std::unique_ptr<Device> c = createDevice("cpu-x86_64", {"c", nullptr});
+  c->loadCode(linear);
+  CHECK(c->codeLoaded());
+  // A version-1 file's code loads too.
+  std::unique_ptr<Device> d = createDevice("cpu-x86_64", {"d", nullptr});
+  d->loadCode(openBytes(packEffxV1(linearModel())));
+  CHECK(d->codeLoaded());
+}
+
+/// Resident bytes of this process (/proc/self/statm).
+static uint64_t residentBytes() {
+  std::FILE *f = std::fopen("/proc/self/statm", "r");
+  unsigned long long size = 0, resident = 0;
+  if (f) {
+    if (std::fscanf(f, "%llu %llu", &size, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+TEST(effxOpenLeavesNoPagesResident) {
+  // A file with 64 MiB of stored state: checking it reads every byte, but
+  // none stays resident; copying the state out costs the copy only.
+  constexpr uint64_t kBytes = uint64_t(64) << 20;
+  EffxParts parts = linearModel(false);
+  parts.manifest["regions"]["state"] = kBytes + 320;
+  parts.manifest["state"].push_back({{"name", "big"},
+                                     {"dtype", "uint8"},
+                                     {"shape", {kBytes}},
+                                     {"offset", 320},
+                                     {"role", "buffer"}});
+  parts.state.resize(kBytes + 320);
+  for (uint64_t i = 320; i < parts.state.size(); ++i)
+    parts.state[i] = std::byte(i * 7 + 1);
+  std::string path = tempPath("big.effx");
+  {
+    std::vector<std::byte> bytes = packEffx(parts);
+    writeFileBytes(path, bytes);
+  }
+  std::vector<std::byte> expected = std::move(parts.state);
+  // Touch the buffer for the copy first, so only the mapping is measured.
+  std::vector<std::byte> region(kBytes + 320, std::byte{1});
+  uint64_t before = residentBytes();
+  EffxFile file = EffxFile::open(path);
+  uint64_t opened = residentBytes();
+  file.copyInitialState(region.data());
+  uint64_t copied = residentBytes();
+  CHECK(region == expected);
+  // Without releasing, each would be 64 MiB more.
+  CHECK(opened < before + (8u << 20));
+  CHECK(copied < before + (8u << 20));
 }

@@ -252,3 +252,17 @@ TEST(sessionBigramTrains) {
     loss = s.step();
   CHECK(loss < first / 4);
 }
+
+TEST(sessionVersion1TrainsTheSame) {
+  // A version-1 file of the same model trains bit for bit as the version-2
+  // file (whose zero state is not stored).
+  NamedTensors data = linearData();
+  Session v2 = openSession(linearModel(), "v2.effx");
+  std::string path = tempPath("v1.effx");
+  writeFileBytes(path, packEffxV1(linearModel()));
+  Session v1 = Session::open(path);
+  CHECK_EQ(v1.file().version(), 1u);
+  for (int64_t i = 0; i < 10; ++i)
+    CHECK_EQ(linearStep(v1, data, i), linearStep(v2, data, i));
+  CHECK(std::memcmp(v1.stateRegion(), v2.stateRegion(), 320) == 0);
+}

@@ -8,8 +8,10 @@
 #include "effrt/Npz.h"
 #include "effrt/Tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <iterator>
 
 using namespace effrt;
@@ -23,36 +25,144 @@ static uint64_t alignUp(uint64_t n) {
   return (n + kEffxAlignment - 1) / kEffxAlignment * kEffxAlignment;
 }
 
-std::vector<std::byte> effrt::test::packEffx(const std::string &manifest,
-                                             const std::vector<std::byte> &code,
-                                             const std::vector<std::byte> &state) {
+static void crcInto(uint32_t &field, const void *data, uint64_t size) {
+  field = crc32(data, size);
+}
+
+std::vector<std::byte>
+effrt::test::packSections(const std::vector<SectionSpec> &sections) {
   EffxHeader h{};
   std::memcpy(h.magic, kEffxMagic, 8);
   h.version = kEffxVersion;
   h.headerSize = sizeof(EffxHeader);
-  uint64_t offset = alignUp(sizeof(EffxHeader));
-  auto place = [&](EffxSection &s, const void *data, uint64_t size) {
+  h.sectionTableOffset = sizeof(EffxHeader);
+  h.sectionCount = static_cast<uint32_t>(sections.size());
+  h.sectionEntrySize = sizeof(EffxSectionEntry);
+  std::vector<EffxSectionEntry> table(sections.size());
+  uint64_t offset =
+      alignUp(sizeof(EffxHeader) + sections.size() * sizeof(EffxSectionEntry));
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const SectionSpec &s = sections[i];
+    EffxSectionEntry &e = table[i];
+    e = EffxSectionEntry{};
+    e.kind = s.kind;
+    e.flags = s.flags;
+    std::memcpy(e.target, s.target.data(),
+                std::min(s.target.size(), sizeof e.target));
+    std::memcpy(e.name, s.name.data(), std::min(s.name.size(), sizeof e.name));
+    e.offset = offset;
+    e.size = s.bytes.size();
+    crcInto(e.crc32, s.bytes.data(), s.bytes.size());
+    offset = alignUp(offset + s.bytes.size());
+  }
+  crcInto(h.sectionTableCrc, table.data(),
+          table.size() * sizeof(EffxSectionEntry));
+  crcInto(h.headerCrc, &h, sizeof h);
+  uint64_t end = sizeof(EffxHeader) + table.size() * sizeof(EffxSectionEntry);
+  for (const EffxSectionEntry &e : table)
+    end = std::max(end, e.offset + e.size);
+  std::vector<std::byte> out(end);
+  std::memcpy(out.data(), &h, sizeof h);
+  if (!table.empty())
+    std::memcpy(out.data() + sizeof h, table.data(),
+                table.size() * sizeof(EffxSectionEntry));
+  for (size_t i = 0; i < sections.size(); ++i)
+    if (!sections[i].bytes.empty())
+      std::memcpy(out.data() + table[i].offset, sections[i].bytes.data(),
+                  sections[i].bytes.size());
+  return out;
+}
+
+static std::vector<std::byte> bytesOf(const std::string &text) {
+  std::vector<std::byte> out(text.size());
+  std::memcpy(out.data(), text.data(), text.size());
+  return out;
+}
+
+std::vector<effrt::test::SectionSpec>
+effrt::test::effxSections(const std::string &manifest,
+                          const std::vector<std::byte> &code,
+                          const std::vector<std::byte> &storedState) {
+  auto kind = [](EffxSectionKind k) { return static_cast<uint32_t>(k); };
+  return {{kind(EffxSectionKind::Manifest), kEffxSectionRequired, "",
+           "manifest", bytesOf(manifest)},
+          {kind(EffxSectionKind::HostCode), kEffxSectionRequired,
+           "cpu-x86_64", "step", code},
+          {kind(EffxSectionKind::InitialState), kEffxSectionRequired, "",
+           "state", storedState}};
+}
+
+std::vector<std::byte>
+effrt::test::packEffx(const std::string &manifest,
+                      const std::vector<std::byte> &code,
+                      const std::vector<std::byte> &storedState) {
+  return packSections(effxSections(manifest, code, storedState));
+}
+
+std::vector<std::byte> effrt::test::packEffx(const EffxParts &parts) {
+  json manifest = parts.manifest;
+  std::vector<std::byte> stored;
+  for (json &entry : manifest["state"]) {
+    // Entries the tests made malformed are left for the reader to reject.
+    if (!entry.is_object() || !entry.contains("offset") ||
+        !entry["offset"].is_number_integer() || entry["offset"].get<int64_t>() < 0 || !entry.contains("dtype") ||
+        !entry["dtype"].is_string() || !entry.contains("shape") ||
+        !entry["shape"].is_array())
+      continue;
+    std::optional<DType> dtype = dtypeFromName(entry["dtype"].get<std::string>());
+    Shape shape;
+    bool valid = dtype.has_value();
+    for (const json &d : entry["shape"])
+      valid = valid && d.is_number_integer() && d.get<int64_t>() >= 0 &&
+              d.get<int64_t>() < (int64_t(1) << 40);
+    if (!valid)
+      continue;
+    for (const json &d : entry["shape"])
+      shape.push_back(d.get<int64_t>());
+    std::optional<uint64_t> bytes = checkedByteSize(*dtype, shape);
+    uint64_t offset = entry["offset"].get<uint64_t>();
+    if (!bytes || offset > parts.state.size() ||
+        *bytes > parts.state.size() - offset)
+      continue;
+    const std::byte *begin = parts.state.data() + offset;
+    if (std::all_of(begin, begin + *bytes,
+                    [](std::byte b) { return b == std::byte{0}; }))
+      entry["init"] = "zeros";
+    else
+      stored.insert(stored.end(), begin, begin + *bytes);
+  }
+  return packEffx(manifest.dump(), parts.code, stored);
+}
+
+std::vector<std::byte> effrt::test::packEffxV1(const EffxParts &parts) {
+  json manifest = parts.manifest;
+  manifest["version"] = 1;
+  std::string text = manifest.dump();
+  EffxHeaderV1 h{};
+  std::memcpy(h.magic, kEffxMagic, 8);
+  h.version = kEffxVersion1;
+  h.headerSize = sizeof(EffxHeaderV1);
+  uint64_t offset = alignUp(sizeof(EffxHeaderV1));
+  auto place = [&](EffxSectionV1 &s, const void *data, uint64_t size) {
     s.offset = offset;
     s.size = size;
     s.crc32 = crc32(data, size);
     offset = alignUp(offset + size);
   };
-  place(h.manifest, manifest.data(), manifest.size());
-  place(h.code, code.data(), code.size());
-  place(h.state, state.data(), state.size());
+  place(h.manifest, text.data(), text.size());
+  place(h.code, parts.code.data(), parts.code.size());
+  place(h.state, parts.state.data(), parts.state.size());
   h.headerCrc = crc32(&h, sizeof h);
   std::vector<std::byte> out(h.state.offset + h.state.size);
   std::memcpy(out.data(), &h, sizeof h);
-  std::memcpy(out.data() + h.manifest.offset, manifest.data(), manifest.size());
-  if (!code.empty())
-    std::memcpy(out.data() + h.code.offset, code.data(), code.size());
-  if (!state.empty())
-    std::memcpy(out.data() + h.state.offset, state.data(), state.size());
+  std::memcpy(out.data() + h.manifest.offset, text.data(), text.size());
+  if (!parts.code.empty())
+    std::memcpy(out.data() + h.code.offset, parts.code.data(),
+                parts.code.size());
+  if (!parts.state.empty())
+    std::memcpy(out.data() + h.state.offset, parts.state.data(),
+                parts.state.size());
   return out;
-}
-
-std::vector<std::byte> effrt::test::packEffx(const EffxParts &parts) {
-  return packEffx(parts.manifest.dump(), parts.code, parts.state);
 }
 
 std::vector<std::byte> effrt::test::testModelCode() {
@@ -77,7 +187,7 @@ static json entry(const char *name, const char *dtype, json shape,
 
 static json baseManifest(const char *model, const char *entryPoint) {
   return {{"format", "effx"},
-          {"version", 1},
+          {"version", 2},
           {"model", model},
           {"source", std::string("test/") + model + ".onnx"},
           {"target", "cpu-x86_64"},

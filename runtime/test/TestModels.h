@@ -10,9 +10,12 @@
 #ifndef EFFRT_TEST_TESTMODELS_H
 #define EFFRT_TEST_TESTMODELS_H
 
+#include "effrt/EffxFormat.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,14 +24,38 @@ namespace effrt::test {
 struct EffxParts {
   nlohmann::json manifest;
   std::vector<std::byte> code;
+  /// The image of the whole state region (packEffx stores only the entries
+  /// that are not all zeros).
   std::vector<std::byte> state;
 };
 
-/// [header][manifest][code][state], 64-byte aligned, with every CRC right.
+/// One section for packSections: `kind` raw, so tests can use unknown ones.
+struct SectionSpec {
+  uint32_t kind = 0;
+  uint32_t flags = kEffxSectionRequired;
+  std::string target, name;
+  std::vector<std::byte> bytes;
+};
+
+/// A version-2 file: [header][table][sections], 64-byte aligned, every CRC
+/// right.
+std::vector<std::byte> packSections(const std::vector<SectionSpec> &sections);
+/// The sections of a version-2 file: manifest, code for cpu-x86_64 (named
+/// "step"), initial state (`storedState` as given).
+std::vector<SectionSpec> effxSections(const std::string &manifest,
+                                      const std::vector<std::byte> &code,
+                                      const std::vector<std::byte> &storedState);
+/// packSections(effxSections(...)).
 std::vector<std::byte> packEffx(const std::string &manifest,
                                 const std::vector<std::byte> &code,
-                                const std::vector<std::byte> &state);
+                                const std::vector<std::byte> &storedState);
+/// The parts as a version-2 file, as effc writes it: state entries whose
+/// bytes in `parts.state` are all zero get "init": "zeros", the others'
+/// bytes are stored in manifest order.
 std::vector<std::byte> packEffx(const EffxParts &parts);
+/// The parts as a version-1 file: [96-byte header][manifest][code][state
+/// image], with the manifest's "version" 1.
+std::vector<std::byte> packEffxV1(const EffxParts &parts);
 
 /// The test model shared object's bytes.
 std::vector<std::byte> testModelCode();

@@ -16,6 +16,11 @@ usage: /usr/bin/python3 check_formats.py PATH/TO/effrt-inspect [--big] [--keep D
 - Bad inputs (truncated, garbage, Fortran order, bad offsets, ...) make
   effrt-inspect exit 1 with exactly one line on stderr naming the file.
 - A conversion killed at random moments never leaves a torn file.
+- .effx files written here from docs/Effx.md (version 2: section table,
+  state entries marked "init": "zeros" not stored; version 1: the three
+  fixed sections) are read by effrt-inspect, which must list the initial
+  state and every section; damaged ones (CRCs, overlaps, alignment, unknown
+  required kinds, a state section of the wrong size, ...) fail in one line.
 - --big adds a >4 GiB array to exercise zip64 sizes and offsets (needs
   ~9 GiB of disk and a minute or two).
 
@@ -282,6 +287,181 @@ def expect_failure(label, args, mention):
     return lines[0] if lines else ""
 
 
+# --------------------------------------------------------------------------
+# .effx, from the spec (docs/Effx.md)
+# --------------------------------------------------------------------------
+
+EFFX_MAGIC = b"EFFX\r\n\x1a\n"
+EFFX_HEADER = struct.Struct("<8sIIQIIII24x")
+EFFX_ENTRY = struct.Struct("<II24s40sQQII")
+EFFX_HEADER_V1 = struct.Struct("<8sII" + "QQII" * 3 + "II")
+
+
+def effx_align(n):
+    return (n + 63) // 64 * 64
+
+
+def pack_effx(sections, table_crc_xor=0):
+    """sections: [(kind, flags, target, name, bytes, offset or None)]."""
+    table_bytes = len(sections) * EFFX_ENTRY.size
+    at = effx_align(EFFX_HEADER.size + table_bytes)
+    entries, placed = [], []
+    for kind, flags, target, name, blob, offset in sections:
+        offset = at if offset is None else offset
+        at = max(at, effx_align(offset + len(blob)))
+        entries.append(EFFX_ENTRY.pack(kind, flags, target, name, offset,
+                                       len(blob), zlib.crc32(blob), 0))
+        placed.append((offset, blob))
+    table = b"".join(entries)
+    fields = [EFFX_MAGIC, 2, 64, 64, len(sections), EFFX_ENTRY.size,
+              zlib.crc32(table) ^ table_crc_xor]
+    header = EFFX_HEADER.pack(*fields, 0)
+    header = EFFX_HEADER.pack(*fields, zlib.crc32(header))
+    out = bytearray(max([64 + table_bytes] +
+                        [o + len(b) for o, b in placed]))
+    # The table last: a test may place a section over it.
+    for offset, blob in placed:
+        out[offset:offset + len(blob)] = blob
+    out[:64] = header
+    out[64:64 + table_bytes] = table
+    return bytes(out)
+
+
+def pack_effx_v1(manifest, code, image):
+    out = bytearray(128)
+    fields = []
+    for blob in (manifest, code, image):
+        off = len(out)
+        out += blob + b"\0" * (-len(blob) % 64)
+        fields += [off, len(blob), zlib.crc32(blob), 0]
+    header = EFFX_HEADER_V1.pack(EFFX_MAGIC, 1, 96, *fields, 0, 0)
+    header = EFFX_HEADER_V1.pack(EFFX_MAGIC, 1, 96, *fields,
+                                 zlib.crc32(header), 0)
+    out[:96] = header
+    return bytes(out[:fields[-4] + fields[-3]])
+
+
+def check_effx(p, rng):
+    entries = {
+        "w": rng.standard_normal((3, 5)).astype("<f4"),
+        "m": np.zeros((3, 5), "<f4"),
+        "scale": np.array(65536.0, "<f8"),
+        "mask": np.array([True, False, True]),
+        "emb": rng.integers(0, 255, (7,)).astype("|u1"),
+        "half": rng.standard_normal(9).astype("<f2"),
+        "v": np.zeros(11, "<f2"),
+        "step": np.array(0, "<i8"),
+    }
+    names = {"<f4": "float32", "<f8": "float64", "|b1": "bool", "|u1": "uint8",
+             "<f2": "float16", "<i8": "int64"}
+    state, image, stored, offset = [], bytearray(), bytearray(), 0
+    for name, a in entries.items():
+        offset = (offset + 63) // 64 * 64
+        e = {"name": name, "dtype": names[a.dtype.str], "shape": list(a.shape),
+             "offset": offset, "role": "buffer"}
+        raw = a.tobytes()
+        image += b"\0" * (offset - len(image)) + raw
+        if not raw.strip(b"\0"):
+            e["init"] = "zeros"
+        else:
+            stored += raw
+        state.append(e)
+        offset += len(raw)
+    state_bytes = effx_align(len(image))
+    image += b"\0" * (state_bytes - len(image))
+    manifest = {"format": "effx", "version": 2, "minor_version": 1,
+                "kind": "train_step", "model": "spec", "target": "cpu-x86_64",
+                "entry": "step", "batch_size": 1,
+                "regions": {"state": state_bytes, "arena": 64, "io": 64},
+                "loss": {"offset": 0, "dtype": "float32"}, "inputs": [],
+                "state": state, "step_counter": "step"}
+    text = json.dumps(manifest).encode()
+    code = bytes(rng.integers(0, 256, 300, dtype=np.uint8))
+    base = [(1, 1, b"", b"manifest", text, None),
+            (2, 1, b"cpu-x86_64", b"step", code, None),
+            (3, 1, b"cuda-sm_90", b"kernels", code[:100], None),
+            (9, 0, b"", b"notes", b"skipped", None),
+            (4, 1, b"", b"state", bytes(stored), None)]
+
+    def write(name, data):
+        with open(p(name), "wb") as f:
+            f.write(data)
+        return p(name)
+
+    good = pack_effx(base)
+    check_listing("spec-written .effx v2", write("spec.effx", good), entries)
+    proc = inspect(p("spec.effx"))
+    sections = [l.split() for l in proc.stdout.splitlines()
+                if l.startswith("# section ")]
+    got = []
+    for f in sections:
+        if f[2] == "kind":  # "kind 9" is two words
+            f = f[:2] + ["kind 9"] + f[4:]
+        kind, target, name = f[2], f[3], f[4]
+        fields = dict(x.split("=") for x in f[5:8])
+        off, size, crc = int(fields["offset"]), int(fields["size"]), fields["crc32"]
+        blob = good[off:off + size]
+        got.append((kind, target, name, size, f[8], off % 64 == 0,
+                    int(crc, 16) == zlib.crc32(blob)))
+    want = [(k, t, n, s, r, True, True) for (k, t, n, s, r) in
+            [("manifest", "-", "manifest", len(text), "required"),
+             ("host_code", "cpu-x86_64", "step", len(code), "required"),
+             ("device_code", "cuda-sm_90", "kernels", 100, "required"),
+             ("kind 9", "-", "notes", 7, "optional"),
+             ("initial_state", "-", "state", len(stored), "required")]]
+    report(".effx v2: sections listed with offsets and CRCs", got == want,
+           f"{got} != {want}")
+
+    v1 = dict(manifest, version=1)
+    v1["state"] = [{k: v for k, v in e.items() if k != "init"} for e in state]
+    check_listing("spec-written .effx v1", write("spec-v1.effx", pack_effx_v1(
+        json.dumps(v1).encode(), code, bytes(image))), entries)
+
+    def damaged(label, data, mention):
+        expect_failure(f".effx {label}", [write("bad.effx", data)], mention)
+
+    damaged("truncated", good[:-3], "truncated: state section ends at byte")
+    damaged("header only", good[:40], "the header needs 64 bytes")
+    flipped = bytearray(good)
+    flipped[len(good) - 2] ^= 1
+    damaged("state byte flipped", bytes(flipped), "corrupt state section: CRC-32")
+    damaged("table CRC", pack_effx(base, table_crc_xor=1),
+            "corrupt section table: CRC-32")
+    sec = list(base)
+    sec.append((7, 1, b"", b"future", b"x", None))
+    damaged("unknown required kind", pack_effx(sec),
+            "needs a newer runtime: section kind 7 'future' is required")
+    sec = list(base)
+    sec[1] = sec[1][:5] + (1000,)
+    damaged("misaligned section", pack_effx(sec), "is not 64-byte aligned")
+    sec = list(base)
+    sec[2] = sec[2][:5] + (64 * 2,)
+    damaged("section over the table", pack_effx(sec),
+            "the section table (bytes 64..544) overlaps")
+    sec = list(base)
+    sec.append(sec[2])
+    damaged("duplicate section", pack_effx(sec),
+            "two device code sections named 'kernels' for cuda-sm_90")
+    sec = list(base)
+    sec.append((1, 1, b"", b"second", text, None))
+    damaged("two manifests", pack_effx(sec), "2 manifest sections")
+    sec = list(base)
+    sec[1] = (2, 1, b"cpu\0x86", b"step", code, None)
+    damaged("target not NUL-padded", pack_effx(sec),
+            "the target of section 1 is not printable ASCII padded with NUL")
+    sec = list(base)
+    sec[4] = sec[4][:4] + (bytes(stored) + b"\0" * 8, None)
+    damaged("state section too long", pack_effx(sec),
+            f"take {len(stored)} bytes but the initial state section holds "
+            f"{len(stored) + 8}")
+    bad_manifest = dict(manifest)
+    bad_manifest["version"] = 1
+    sec = list(base)
+    sec[0] = (1, 1, b"", b"manifest", json.dumps(bad_manifest).encode(), None)
+    damaged("manifest version 1 in a v2 file", pack_effx(sec),
+            "'version' is 1, expected 2")
+
+
 def main():
     global INSPECT
     args = sys.argv[1:]
@@ -383,6 +563,9 @@ def main():
                       metadata={"epoch": "3"}, dtypes={"h": "bfloat16"})
         expect_failure("bfloat16 to npz", ["--write-npz", p("x.npz"),
                        p("spec.safetensors")], "bfloat16")
+
+        # ---- .effx ----
+        check_effx(p, rng)
 
         # ---- bad inputs ----
         with open(p("stored.npz"), "rb") as f:

@@ -567,7 +567,13 @@ LogicalResult compileModel(MLIRContext &context, StringRef input,
                      {"min_scale", lossScaleMin.getValue()},
                      {"growth_interval", lossScaleGrowthInterval.getValue()},
                      {"hysteresis", lossScaleHysteresis.getValue()}};
-  if (failed(effopt::writeEffx(output, *layout, *code, description,
+  description["target"] = "cpu-x86_64";
+  description["cpu"] = code->cpu;
+  description["entry"] = effrt::kEffxEntrySymbol;
+  effopt::EffxSectionData hostCode{effrt::EffxSectionKind::HostCode,
+                                   "cpu-x86_64", "step",
+                                   std::move(code->sharedObject)};
+  if (failed(effopt::writeEffx(output, *layout, hostCode, description,
                                UnknownLoc::get(&context))))
     return failure();
   auto seconds = [](auto a, auto b) {

@@ -2,16 +2,19 @@
 //
 // The layout of the training step (which tensor lives where in the state and
 // io regions) is read from @train_step after eff-step-abi, together with the
-// initial values of the persistent tensors; after lowering, the code and the
-// arena size complete it. The container format is runtime/include/effrt/
-// EffxFormat.h, shared with the runtime.
+// initial values of the persistent tensors; after lowering, the arena size
+// completes it. A target backend supplies the code as sections (host code,
+// device binaries) and the manifest fields that name the target ("target",
+// "entry", ...); writeEffx adds the manifest and the initial state. The
+// container format is runtime/include/effrt/EffxFormat.h, shared with the
+// runtime.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef EFFOPT_TARGET_EFFX_H
 #define EFFOPT_TARGET_EFFX_H
 
-#include "effopt/Target/CpuObject.h"
+#include "effrt/EffxFormat.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -54,9 +57,27 @@ mlir::FailureOr<StepLayout> readStepLayout(mlir::ModuleOp module);
 /// The dtype name the runtime uses for an element type ("float32", "bool").
 std::string dtypeName(mlir::Type elementType);
 
-/// Writes the .effx file atomically (temporary file + rename).
+/// One section a target backend contributes to an .effx: host code (for
+/// "cpu-x86_64" the ELF shared object), a device binary, ...
+struct EffxSectionData {
+  effrt::EffxSectionKind kind = effrt::EffxSectionKind::HostCode;
+  /// Up to 24 bytes; empty: not target-specific.
+  std::string target;
+  /// Up to 40 bytes; (kind, target, name) is unique in a file.
+  std::string name;
+  std::vector<char> bytes;
+  /// A runtime that does not know `kind` refuses the file (true) or skips
+  /// the section (false).
+  bool required = true;
+};
+
+/// Writes the .effx file atomically (temporary file + rename): the manifest
+/// (`description`'s fields, which must name the "target" and the "entry",
+/// plus the layout), `codeSections`, and the initial state section, which
+/// holds the bytes of every state entry that does not start as zeros (those
+/// are marked `"init": "zeros"`).
 mlir::LogicalResult writeEffx(llvm::StringRef path, const StepLayout &layout,
-                              const CpuCode &code,
+                              llvm::ArrayRef<EffxSectionData> codeSections,
                               const llvm::json::Object &description,
                               mlir::Location loc);
 

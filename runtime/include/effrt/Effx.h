@@ -2,15 +2,24 @@
 //
 // EffxFile maps an .effx (see EffxFormat.h and docs/Effx.md) and validates
 // all of it when it is opened: the header (magic, version, size, CRC), the
-// three sections (aligned, inside the file, not overlapping, CRCs), and the
+// section table (its CRC; every section aligned, inside the file, not
+// overlapping another or the table, unique by kind, target and name, of a
+// kind this runtime knows unless optional; every section's CRC), and the
 // manifest (well-formed, every tensor inside its region, state entries not
-// overlapping, known dtypes and roles, an initial state as large as the
-// state region). Every problem is an effrt::Error naming the file:
+// overlapping, known dtypes and roles, an initial state section holding
+// exactly the stored entries). Every problem is an effrt::Error naming the
+// file:
 //
 //   model.effx: truncated: code section ends at byte 9216 but the file has 4096 bytes
 //
-// loadCode() then loads the code section into the process (memfd + dlopen)
-// and finds the entry point. Nothing in this file depends on the model.
+// Version-1 files (three fixed sections) are read too: their sections are
+// presented as a table and their state image as stored entries.
+//
+// Once a section has been used (checked, parsed, copied, loaded) its pages
+// are released from the process (madvise), so an open file costs no
+// resident memory beyond what was copied out of it. Devices (Device.h) load
+// the code sections for their target; Session copies the initial state.
+// Nothing in this file depends on the model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,9 +31,11 @@
 #include "effrt/Tensor.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace effrt {
@@ -48,6 +59,9 @@ struct EffxTensor {
 
 struct EffxStateEntry : EffxTensor {
   StateRole role = StateRole::Trainable;
+  /// `"init": "zeros"`: the entry starts as zeros and has no bytes in the
+  /// initial state section (version 2).
+  bool zeroInit = false;
 };
 
 /// What the code computes: one training step, or a forward (inference)
@@ -61,8 +75,8 @@ std::string_view effxKindName(EffxKind kind);
 /// interpret ("training", "pipeline") stay in `json`.
 struct EffxManifest {
   std::string model, source, target, compiler, entry;
-  /// "minor_version" (0 when absent).
-  uint64_t minorVersion = 0;
+  /// "version" (as the header's) and "minor_version" (0 when absent).
+  uint64_t version = 0, minorVersion = 0;
   EffxKind kind = EffxKind::TrainStep;
   int64_t batchSize = 0;
   uint64_t stateBytes = 0, arenaBytes = 0, ioBytes = 0;
@@ -94,21 +108,23 @@ struct EffxManifest {
   const EffxStateEntry *findState(const std::string &name) const;
 };
 
-/// The loaded code of an .effx: keeps the shared object loaded while any
-/// copy is alive.
-class EffxCode {
-public:
-  EffxStepFn entry() const { return entry_; }
+/// One section of an .effx, as its table entry says.
+struct EffxSection {
+  /// May be a kind this runtime does not know (then the section is
+  /// optional: it was validated like any other and is otherwise ignored).
+  EffxSectionKind kind = EffxSectionKind::Manifest;
+  uint32_t flags = 0;
+  std::string target, name;
+  uint64_t offset = 0, size = 0;
+  uint32_t crc32 = 0;
 
-  struct Handle;
-
-private:
-  friend class EffxFile;
-  EffxCode(std::shared_ptr<Handle> handle, EffxStepFn entry)
-      : handle_(std::move(handle)), entry_(entry) {}
-  std::shared_ptr<Handle> handle_;
-  EffxStepFn entry_ = nullptr;
+  bool required() const { return flags & kEffxSectionRequired; }
 };
+
+/// "manifest", "host_code", "device_code", "initial_state", or "kind N".
+std::string effxSectionKindName(EffxSectionKind kind);
+/// Whether this runtime knows `kind`.
+bool isKnownEffxSectionKind(EffxSectionKind kind);
 
 /// An open, validated .effx file. Cheap to copy; copies share the mapping.
 class EffxFile {
@@ -119,30 +135,55 @@ public:
   static EffxFile fromBytes(SharedBytes bytes, std::string displayName);
 
   const std::string &path() const;
-  const EffxHeader &header() const;
+  /// The version in the header (1 or 2).
+  uint32_t version() const;
   const EffxManifest &manifest() const;
 
-  /// The code section (for "cpu-x86_64": an ELF shared object).
-  const std::byte *codeData() const;
-  uint64_t codeSize() const;
-  /// The initial bytes of the state region (manifest().stateBytes bytes).
-  const std::byte *initialState() const;
+  /// Every section in table order (version 1: manifest, code, state).
+  const std::vector<EffxSection> &sections() const;
+  /// The section of this kind, target and name, or null.
+  const EffxSection *findSection(EffxSectionKind kind,
+                                 std::string_view target,
+                                 std::string_view name) const;
+  /// The sections of this kind and target, in table order.
+  std::vector<const EffxSection *> sectionsFor(EffxSectionKind kind,
+                                               std::string_view target) const;
+  /// How messages name a section: "code", "state", "manifest", "device
+  /// code", "kind 7", with its name and target when the file has several of
+  /// that kind ("code 'step' for cpu-x86_64").
+  std::string describe(const EffxSection &section) const;
+  /// The section's bytes, valid while any copy of this EffxFile lives.
+  /// Reading them again after releaseSection() brings them back from the file.
+  const std::byte *sectionData(const EffxSection &section) const;
+  /// Drops the section's pages from this process's resident memory (a file
+  /// opened with open(); nothing for bytes given to fromBytes()).
+  void releaseSection(const EffxSection &section) const;
 
-  /// Loads the code into this process and resolves the entry point. The
-  /// process must provide effrt_sgemm, effrt_sgemm_batched and libm (effrun
-  /// and libeffrt.so do). Throws Error naming the file (and dlerror()) when
-  /// the target is not this machine's or the code cannot be loaded.
-  EffxCode loadCode() const;
+  /// Bytes of initial state the file stores (version 2: the entries not
+  /// marked `"init": "zeros"`; version 1: the whole state region).
+  uint64_t storedStateBytes() const;
+  /// Calls `write(offset, data, size)` for every stored range of the
+  /// initial state (in pieces of at most 16 MiB), `offset` in the state
+  /// region, releasing each piece's pages once written. Bytes of the state
+  /// region outside these ranges start as zero.
+  void forEachStoredState(
+      const std::function<void(uint64_t offset, const std::byte *data,
+                               uint64_t size)> &write) const;
+  /// Writes the initial state into `region` (manifest().stateBytes bytes,
+  /// host memory): zeros, then every stored range.
+  void copyInitialState(std::byte *region) const;
 
   struct Impl;
 
 private:
   explicit EffxFile(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  static EffxFile fromBytesImpl(SharedBytes bytes, std::string displayName,
+                                bool fileMapped);
   std::shared_ptr<const Impl> impl_;
 };
 
-/// The target string of code this runtime can load ("cpu-x86_64" on
-/// x86-64 hosts).
+/// The target of this machine's CPU ("cpu-x86_64" on x86-64 hosts): what
+/// the CPU device runs (Device.h).
 const char *hostTarget();
 
 } // namespace effrt

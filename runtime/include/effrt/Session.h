@@ -1,10 +1,13 @@
 //===- Session.h - Training with a compiled .effx ---------------*- C++ -*-===//
 //
-// A Session owns the three memory regions of a compiled training step —
-// state (parameters, buffers, optimizer state, step counter), arena (every
+// A Session drives one compiled step on a Device (Device.h) made for the
+// manifest's target: the device holds the three memory regions — state
+// (parameters, buffers, optimizer state, step counter), arena (every
 // temporary of the step, at offsets planned by the compiler) and io (the
-// batch and the loss, or a forward function's outputs) — allocated once, 64-byte aligned, with exactly the
-// sizes the manifest gives. Each step():
+// batch and the loss, or a forward function's outputs) — allocated once,
+// with exactly the sizes the manifest gives, and runs the code. The session
+// copies the initial state in, and inputs, outputs, the loss and state out
+// of it through the device (zero-copy views on the CPU). Each step():
 //
 //   setInput("x", rows); setInput("y", labels);   // copy one batch into io
 //   float loss = session.step();                  // forward, backward, update
@@ -21,6 +24,7 @@
 #ifndef EFFRT_SESSION_H
 #define EFFRT_SESSION_H
 
+#include "effrt/Device.h"
 #include "effrt/Effx.h"
 #include "effrt/SafeTensors.h"
 #include "effrt/Tensor.h"
@@ -91,7 +95,8 @@ public:
   std::optional<int64_t> optimizerStep() const;
 
   /// Read-only views of the state entries (valid until the next step or
-  /// load) in manifest order.
+  /// load) in manifest order; copies on a device whose memory the host
+  /// cannot address.
   NamedTensors stateTensors() const;
   /// A copy of state entry `name`.
   Tensor readState(const std::string &name) const;
@@ -111,10 +116,16 @@ public:
   /// Bytes allocated per region (equal to the manifest's "regions").
   AllocatedBytes allocated() const;
 
-  /// The raw regions (for tests and bindings).
+  /// The raw regions (for tests and bindings): null on a device whose
+  /// memory the host cannot address.
   std::byte *stateRegion();
   std::byte *arenaRegion();
   std::byte *ioRegion();
+
+  /// The device the step runs on (a multi-rank run gives it its
+  /// collectives: device().setCollectives(...)).
+  Device &device();
+  const Device &device() const;
 
   struct Impl;
 

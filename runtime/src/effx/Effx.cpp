@@ -13,22 +13,11 @@
 #include <set>
 #include <unordered_map>
 
-#include <dlfcn.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 using namespace effrt;
 using json = nlohmann::json;
-
-#ifndef MFD_CLOEXEC
-#define MFD_CLOEXEC 0x0001U
-#endif
-#ifndef MFD_EXEC
-// Linux 6.3+: ask for an executable memfd where vm.memfd_noexec would
-// otherwise make it non-executable. Older kernels reject the flag (EINVAL).
-#define MFD_EXEC 0x0010U
-#endif
 
 std::string_view effrt::stateRoleName(StateRole role) {
   switch (role) {
@@ -90,12 +79,19 @@ const EffxStateEntry *EffxManifest::findState(const std::string &name) const {
 struct EffxFile::Impl {
   std::string path;
   SharedBytes bytes;
-  EffxHeader header{};
+  /// The bytes are a read-only mapping of the file (open()), whose pages
+  /// release() drops; not for bytes given to fromBytes().
+  bool fileMapped = false;
+  uint32_t version = 0;
+  std::vector<EffxSection> sections;
+  size_t stateSection = 0; // index of the initial_state section
   EffxManifest manifest;
+
+  void release(uint64_t offset, uint64_t size) const;
 };
 
 //===----------------------------------------------------------------------===//
-// Header and sections
+// Header and section table
 //===----------------------------------------------------------------------===//
 
 static std::string hex32(uint32_t value) {
@@ -106,73 +102,325 @@ static std::string hex32(uint32_t value) {
   return out;
 }
 
+std::string effrt::effxSectionKindName(EffxSectionKind kind) {
+  switch (kind) {
+  case EffxSectionKind::Manifest:
+    return "manifest";
+  case EffxSectionKind::HostCode:
+    return "host_code";
+  case EffxSectionKind::DeviceCode:
+    return "device_code";
+  case EffxSectionKind::InitialState:
+    return "initial_state";
+  }
+  return "kind " + std::to_string(static_cast<uint32_t>(kind));
+}
+
+bool effrt::isKnownEffxSectionKind(EffxSectionKind kind) {
+  switch (kind) {
+  case EffxSectionKind::Manifest:
+  case EffxSectionKind::HostCode:
+  case EffxSectionKind::DeviceCode:
+  case EffxSectionKind::InitialState:
+    return true;
+  }
+  return false;
+}
+
+/// The short word messages use for a section of `kind`.
+static std::string kindWord(EffxSectionKind kind) {
+  switch (kind) {
+  case EffxSectionKind::Manifest:
+    return "manifest";
+  case EffxSectionKind::HostCode:
+    return "code";
+  case EffxSectionKind::DeviceCode:
+    return "device code";
+  case EffxSectionKind::InitialState:
+    return "state";
+  }
+  return "kind " + std::to_string(static_cast<uint32_t>(kind));
+}
+
+static std::string describeSection(const std::vector<EffxSection> &sections,
+                                   const EffxSection &s) {
+  std::string text = kindWord(s.kind);
+  size_t sameKind = std::count_if(
+      sections.begin(), sections.end(),
+      [&](const EffxSection &other) { return other.kind == s.kind; });
+  if (sameKind > 1 || !isKnownEffxSectionKind(s.kind)) {
+    text += " " + quoteName(s.name);
+    if (!s.target.empty())
+      text += " for " + s.target;
+  }
+  return text;
+}
+
+/// Pages of a file mapping are released in pieces of this size while a
+/// section is checked or copied, so loading never holds more of the file.
+static constexpr uint64_t kReleaseChunk = uint64_t(16) << 20;
+
+/// A fixed-size NUL-padded string of a section entry, or nullopt when it is
+/// not one (a byte after the first NUL, or a byte outside printable ASCII).
+static std::optional<std::string> paddedString(const char *field, size_t n) {
+  size_t length = 0;
+  while (length < n && field[length])
+    ++length;
+  for (size_t i = length; i < n; ++i)
+    if (field[i])
+      return std::nullopt;
+  for (size_t i = 0; i < length; ++i)
+    if (field[i] < 0x21 || field[i] > 0x7e)
+      return std::nullopt;
+  return std::string(field, length);
+}
+
 namespace {
-struct NamedSection {
-  const char *name;
-  EffxSection section;
+/// Validates the header and sections of one file and fills `sections`.
+class SectionChecker {
+public:
+  SectionChecker(const std::string &path, const SharedBytes &bytes,
+                 const std::function<void(uint64_t, uint64_t)> &release)
+      : path_(path), bytes_(bytes), release_(release) {}
+
+  /// Returns the version; fills `sections` (version 1: translated).
+  uint32_t check(std::vector<EffxSection> &sections);
+
+private:
+  template <typename... Parts> [[noreturn]] void error(const Parts &...parts) {
+    fail(path_, ": ", parts...);
+  }
+  void checkV1(std::vector<EffxSection> &sections);
+  void checkV2(std::vector<EffxSection> &sections);
+  /// Placement (aligned, after `headerEnd`, inside the file, disjoint from
+  /// each other and `reserved`) and then every CRC.
+  void checkPlacement(const std::vector<EffxSection> &sections,
+                      uint64_t headerEnd, const char *where,
+                      std::optional<std::pair<uint64_t, uint64_t>> table);
+
+  const std::string &path_;
+  const SharedBytes &bytes_;
+  const std::function<void(uint64_t, uint64_t)> &release_;
 };
 } // namespace
 
-static void checkHeader(const std::string &path, const SharedBytes &bytes,
-                        EffxHeader &header) {
-  const uint64_t fileSize = bytes.size;
+uint32_t SectionChecker::check(std::vector<EffxSection> &sections) {
+  const uint64_t fileSize = bytes_.size;
   if (fileSize == 0)
-    fail(path, ": truncated: the file is empty (not an .effx)");
+    error("truncated: the file is empty (not an .effx)");
   size_t magicBytes = std::min<uint64_t>(fileSize, sizeof(kEffxMagic));
-  if (std::memcmp(bytes.data, kEffxMagic, magicBytes) != 0)
-    fail(path, ": not an .effx file (bad magic)");
-  if (fileSize < sizeof(EffxHeader))
-    fail(path, ": truncated: the header needs ", sizeof(EffxHeader),
-         " bytes but the file has ", fileSize, " bytes");
-  std::memcpy(&header, bytes.data, sizeof(EffxHeader));
-  if (header.version != kEffxVersion)
-    fail(path, ": unsupported .effx version ", header.version,
-         " (this runtime reads version ", kEffxVersion, ")");
+  if (std::memcmp(bytes_.data, kEffxMagic, magicBytes) != 0)
+    error("not an .effx file (bad magic)");
+  uint32_t version = 0;
+  if (fileSize >= 12)
+    std::memcpy(&version, bytes_.data + 8, 4);
+  size_t needed =
+      version == kEffxVersion1 ? sizeof(EffxHeaderV1) : sizeof(EffxHeader);
+  if (fileSize < needed)
+    error("truncated: the header needs ", needed, " bytes but the file has ",
+          fileSize, " bytes");
+  if (version == kEffxVersion1)
+    checkV1(sections);
+  else if (version == kEffxVersion)
+    checkV2(sections);
+  else
+    error("unsupported .effx version ", version, " (this runtime reads ",
+          "versions ", kEffxVersion1, " and ", kEffxVersion,
+          version > kEffxVersion ? "; it needs a newer runtime)" : ")");
+  return version;
+}
+
+void SectionChecker::checkV1(std::vector<EffxSection> &sections) {
+  EffxHeaderV1 header;
+  std::memcpy(&header, bytes_.data, sizeof header);
+  if (header.headerSize != sizeof(EffxHeaderV1))
+    error("corrupt header: header size is ", header.headerSize, ", expected ",
+          sizeof(EffxHeaderV1));
+  EffxHeaderV1 zeroed = header;
+  zeroed.headerCrc = 0;
+  uint32_t crc = crc32(&zeroed, sizeof(zeroed));
+  if (crc != header.headerCrc)
+    error("corrupt header: CRC-32 is ", hex32(crc), ", the header says ",
+          hex32(header.headerCrc));
+  // The three fixed sections as a table; the code's target is the
+  // manifest's, filled in once it is parsed.
+  auto entry = [](EffxSectionKind kind, const char *name,
+                  const EffxSectionV1 &s) {
+    EffxSection e;
+    e.kind = kind;
+    e.flags = kEffxSectionRequired;
+    e.name = name;
+    e.offset = s.offset;
+    e.size = s.size;
+    e.crc32 = s.crc32;
+    return e;
+  };
+  sections = {entry(EffxSectionKind::Manifest, "manifest", header.manifest),
+              entry(EffxSectionKind::HostCode, "step", header.code),
+              entry(EffxSectionKind::InitialState, "state", header.state)};
+  checkPlacement(sections, sizeof(EffxHeaderV1), "header", std::nullopt);
+}
+
+void SectionChecker::checkV2(std::vector<EffxSection> &sections) {
+  const uint64_t fileSize = bytes_.size;
+  EffxHeader header;
+  std::memcpy(&header, bytes_.data, sizeof header);
   if (header.headerSize != sizeof(EffxHeader))
-    fail(path, ": corrupt header: header size is ", header.headerSize,
-         ", expected ", sizeof(EffxHeader));
+    error("corrupt header: header size is ", header.headerSize, ", expected ",
+          sizeof(EffxHeader));
   EffxHeader zeroed = header;
   zeroed.headerCrc = 0;
   uint32_t crc = crc32(&zeroed, sizeof(zeroed));
   if (crc != header.headerCrc)
-    fail(path, ": corrupt header: CRC-32 is ", hex32(crc), ", the header says ",
-         hex32(header.headerCrc));
+    error("corrupt header: CRC-32 is ", hex32(crc), ", the header says ",
+          hex32(header.headerCrc));
+  if (header.sectionEntrySize != sizeof(EffxSectionEntry))
+    error("corrupt header: section entry size is ", header.sectionEntrySize,
+          ", expected ", sizeof(EffxSectionEntry));
+  // Enough for any file a compiler writes; bounds the work of a bad one.
+  constexpr uint32_t kMaxSections = 4096;
+  if (header.sectionCount == 0 || header.sectionCount > kMaxSections)
+    error("corrupt header: ", header.sectionCount,
+          " sections (expected 1 to ", kMaxSections, ")");
+  const uint64_t tableOffset = header.sectionTableOffset;
+  const uint64_t tableBytes =
+      uint64_t(header.sectionCount) * sizeof(EffxSectionEntry);
+  if (tableOffset % 8)
+    error("corrupt header: section table offset ", tableOffset,
+          " is not 8-byte aligned");
+  if (tableOffset < sizeof(EffxHeader))
+    error("corrupt header: section table offset ", tableOffset,
+          " lies inside the header");
+  if (tableOffset > fileSize || tableBytes > fileSize - tableOffset)
+    error("truncated: the section table ends at byte ",
+          tableOffset > UINT64_MAX - tableBytes ? UINT64_MAX
+                                                : tableOffset + tableBytes,
+          " but the file has ", fileSize, " bytes");
+  crc = crc32(bytes_.data + tableOffset, tableBytes);
+  if (crc != header.sectionTableCrc)
+    error("corrupt section table: CRC-32 is ", hex32(crc),
+          ", the header says ", hex32(header.sectionTableCrc));
 
-  NamedSection sections[] = {{"manifest", header.manifest},
-                             {"code", header.code},
-                             {"state", header.state}};
-  for (const NamedSection &s : sections) {
-    const EffxSection &sec = s.section;
-    if (sec.offset % kEffxAlignment)
-      fail(path, ": corrupt header: ", s.name, " section offset ", sec.offset,
-           " is not ", kEffxAlignment, "-byte aligned");
-    if (sec.offset < sizeof(EffxHeader))
-      fail(path, ": corrupt header: ", s.name, " section offset ", sec.offset,
-           " lies inside the header");
-    if (sec.size > UINT64_MAX - sec.offset)
-      fail(path, ": corrupt header: ", s.name, " section (offset ", sec.offset,
-           ", size ", sec.size, ") ends beyond 2^64");
-    if (sec.offset + sec.size > fileSize)
-      fail(path, ": truncated: ", s.name, " section ends at byte ",
-           sec.offset + sec.size, " but the file has ", fileSize, " bytes");
+  sections.clear();
+  for (uint32_t i = 0; i < header.sectionCount; ++i) {
+    EffxSectionEntry raw;
+    std::memcpy(&raw, bytes_.data + tableOffset + i * sizeof raw, sizeof raw);
+    EffxSection s;
+    s.kind = static_cast<EffxSectionKind>(raw.kind);
+    s.flags = raw.flags;
+    std::optional<std::string> target =
+        paddedString(raw.target, sizeof raw.target);
+    std::optional<std::string> name = paddedString(raw.name, sizeof raw.name);
+    if (!target || !name)
+      error("corrupt section table: the ", !target ? "target" : "name",
+            " of section ", i,
+            " is not printable ASCII padded with NUL bytes");
+    s.target = *target;
+    s.name = *name;
+    s.offset = raw.offset;
+    s.size = raw.size;
+    s.crc32 = raw.crc32;
+    sections.push_back(std::move(s));
   }
-  std::sort(std::begin(sections), std::end(sections),
-            [](const NamedSection &a, const NamedSection &b) {
-              return a.section.offset < b.section.offset;
+  for (const EffxSection &s : sections) {
+    if (s.flags & ~kEffxSectionKnownFlags)
+      error("needs a newer runtime: the ", describeSection(sections, s),
+            " section has flags ", hex32(s.flags),
+            " (this runtime knows ", hex32(kEffxSectionKnownFlags), ")");
+    if (!isKnownEffxSectionKind(s.kind) && s.required())
+      error("needs a newer runtime: section ",
+            describeSection(sections, s),
+            " is required and this runtime does not know its kind");
+  }
+  for (size_t i = 0; i < sections.size(); ++i)
+    for (size_t j = i + 1; j < sections.size(); ++j)
+      if (sections[i].kind == sections[j].kind &&
+          sections[i].target == sections[j].target &&
+          sections[i].name == sections[j].name)
+        error("corrupt section table: two ", kindWord(sections[i].kind),
+              " sections named ", quoteName(sections[i].name),
+              sections[i].target.empty() ? std::string()
+                                         : " for " + sections[i].target);
+  for (EffxSectionKind kind :
+       {EffxSectionKind::Manifest, EffxSectionKind::InitialState}) {
+    size_t n = std::count_if(
+        sections.begin(), sections.end(),
+        [&](const EffxSection &s) { return s.kind == kind; });
+    if (n != 1)
+      error("corrupt section table: ", n, " ", kindWord(kind),
+            " sections (expected exactly one)");
+    for (const EffxSection &s : sections)
+      if (s.kind == kind && !s.target.empty())
+        error("corrupt section table: the ", kindWord(kind),
+              " section has target ", quoteName(s.target),
+              " (expected none)");
+  }
+  checkPlacement(sections, sizeof(EffxHeader), "section table",
+                 std::make_pair(tableOffset, tableBytes));
+}
+
+void SectionChecker::checkPlacement(
+    const std::vector<EffxSection> &sections, uint64_t headerEnd,
+    const char *where,
+    std::optional<std::pair<uint64_t, uint64_t>> table) {
+  const uint64_t fileSize = bytes_.size;
+  for (const EffxSection &s : sections) {
+    std::string what = describeSection(sections, s);
+    if (s.offset % kEffxAlignment)
+      error("corrupt ", where, ": ", what, " section offset ", s.offset,
+            " is not ", kEffxAlignment, "-byte aligned");
+    if (s.offset < headerEnd)
+      error("corrupt ", where, ": ", what, " section offset ", s.offset,
+            " lies inside the header");
+    if (s.size > UINT64_MAX - s.offset)
+      error("corrupt ", where, ": ", what, " section (offset ", s.offset,
+            ", size ", s.size, ") ends beyond 2^64");
+  }
+  // Of the sections past the end, the one ending last says how long the
+  // file should be.
+  const EffxSection *past = nullptr;
+  for (const EffxSection &s : sections)
+    if (s.offset + s.size > fileSize &&
+        (!past || s.offset + s.size > past->offset + past->size))
+      past = &s;
+  if (past)
+    error("truncated: ", describeSection(sections, *past),
+          " section ends at byte ", past->offset + past->size,
+          " but the file has ", fileSize, " bytes");
+
+  struct Range {
+    std::string what;
+    uint64_t begin, end;
+  };
+  std::vector<Range> ranges;
+  if (table && table->second)
+    ranges.push_back(
+        {"section table", table->first, table->first + table->second});
+  for (const EffxSection &s : sections)
+    if (s.size)
+      ranges.push_back({describeSection(sections, s) + " section", s.offset,
+                        s.offset + s.size});
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range &a, const Range &b) {
+              return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
             });
-  for (size_t i = 0; i + 1 < 3; ++i) {
-    const EffxSection &a = sections[i].section, &b = sections[i + 1].section;
-    if (a.offset + a.size > b.offset)
-      fail(path, ": corrupt header: the ", sections[i].name,
-           " section (bytes ", a.offset, "..", a.offset + a.size,
-           ") overlaps the ", sections[i + 1].name, " section (from byte ",
-           b.offset, ")");
-  }
-  for (const NamedSection &s : sections) {
-    uint32_t c = crc32(bytes.data + s.section.offset, s.section.size);
-    if (c != s.section.crc32)
-      fail(path, ": corrupt ", s.name, " section: CRC-32 is ", hex32(c),
-           ", the header says ", hex32(s.section.crc32));
+  for (size_t i = 0; i + 1 < ranges.size(); ++i)
+    if (ranges[i].end > ranges[i + 1].begin)
+      error("corrupt ", where, ": the ", ranges[i].what, " (bytes ",
+            ranges[i].begin, "..", ranges[i].end, ") overlaps the ",
+            ranges[i + 1].what, " (from byte ", ranges[i + 1].begin, ")");
+
+  for (const EffxSection &s : sections) {
+    uint32_t c = 0;
+    for (uint64_t done = 0; done < s.size;) {
+      uint64_t n = std::min(kReleaseChunk, s.size - done);
+      c = crc32(bytes_.data + s.offset + done, n, c);
+      release_(s.offset + done, n);
+      done += n;
+    }
+    if (c != s.crc32)
+      error("corrupt ", describeSection(sections, s), " section: CRC-32 is ",
+            hex32(c), ", the header says ", hex32(s.crc32));
   }
 }
 
@@ -186,7 +434,10 @@ class ManifestParser {
 public:
   ManifestParser(const std::string &path) : prefix_(path + ": manifest") {}
 
-  EffxManifest parse(std::string text, uint64_t stateSectionSize);
+  /// `version` is the header's; `stateSectionSize` the initial state
+  /// section's size.
+  EffxManifest parse(std::string text, uint32_t version,
+                     uint64_t stateSectionSize);
 
 private:
   template <typename... Parts> [[noreturn]] void error(const Parts &...parts) {
@@ -300,7 +551,7 @@ static void checkDisjoint(const std::string &prefix, const char *what,
   }
 }
 
-EffxManifest ManifestParser::parse(std::string text,
+EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
                                    uint64_t stateSectionSize) {
   json root;
   try {
@@ -321,8 +572,10 @@ EffxManifest ManifestParser::parse(std::string text,
   if (format != "effx")
     error("'format' is ", quoteName(format), ", expected 'effx'");
   const json &version = field(root, "version", "");
-  if (!version.is_number_unsigned() || version.get<uint64_t>() != kEffxVersion)
-    error("'version' is ", version.dump(), ", expected ", kEffxVersion);
+  if (!version.is_number_unsigned() || version.get<uint64_t>() != fileVersion)
+    error("'version' is ", version.dump(), ", expected ", fileVersion,
+          " (the header's)");
+  m.version = fileVersion;
   if (auto minor = root.find("minor_version"); minor != root.end()) {
     if (!minor->is_number_unsigned())
       error("'minor_version' must be a non-negative integer");
@@ -362,7 +615,8 @@ EffxManifest ManifestParser::parse(std::string text,
     if (size % kEffxAlignment)
       error("regions: '", name, "' is ", size, " bytes, not a multiple of ",
             kEffxAlignment);
-  if (m.stateBytes != stateSectionSize)
+  // Version 1 stores the image of the whole state region.
+  if (fileVersion == kEffxVersion1 && m.stateBytes != stateSectionSize)
     error("the state region is ", m.stateBytes,
           " bytes but the initial state section holds ", stateSectionSize);
 
@@ -443,12 +697,28 @@ EffxManifest ManifestParser::parse(std::string text,
       error(what, ": unknown role ", quoteName(role),
             " (expected trainable, frozen, buffer or optimizer_state)");
     e.role = *r;
+    // Version 1 has no "init": every byte is in the state image.
+    std::string init = string(state[i], "init", what + ": ", false);
+    if (fileVersion != kEffxVersion1 && !init.empty()) {
+      if (init != "zeros")
+        error(what, ": unknown 'init' ", quoteName(init), " (expected zeros)");
+      e.zeroInit = true;
+    }
     m.state.push_back(std::move(e));
   }
   std::vector<const EffxTensor *> entries;
   for (const EffxStateEntry &e : m.state)
     entries.push_back(&e);
   checkDisjoint(prefix_, "state entry", entries);
+  if (fileVersion != kEffxVersion1) {
+    uint64_t stored = 0;
+    for (const EffxStateEntry &e : m.state)
+      if (!e.zeroInit)
+        stored += e.byteSize; // cannot overflow: the entries are disjoint
+    if (stored != stateSectionSize)
+      error("the state entries not marked 'init': 'zeros' take ", stored,
+            " bytes but the initial state section holds ", stateSectionSize);
+  }
 
   std::string counter = string(root, "step_counter", "", false);
   if (!counter.empty()) {
@@ -489,120 +759,143 @@ EffxManifest ManifestParser::parse(std::string text,
 // EffxFile
 //===----------------------------------------------------------------------===//
 
+/// Drops the pages of [offset, offset + size) of a read-only file mapping
+/// from the process: they are clean, so the kernel simply unmaps them, and a
+/// later read faults them in again from the page cache or the file.
+static void releaseMappedRange(const std::byte *base, uint64_t offset,
+                               uint64_t size) {
+  static const uint64_t page = [] {
+    long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<uint64_t>(p) : uint64_t(4096);
+  }();
+  auto address = reinterpret_cast<uintptr_t>(base) + offset;
+  uintptr_t begin = (address + page - 1) / page * page;
+  uintptr_t end = (address + size) / page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
 EffxFile EffxFile::fromBytes(SharedBytes bytes, std::string displayName) {
+  return fromBytesImpl(std::move(bytes), std::move(displayName), false);
+}
+
+EffxFile EffxFile::fromBytesImpl(SharedBytes bytes, std::string displayName,
+                                 bool fileMapped) {
   auto impl = std::make_shared<Impl>();
   impl->path = std::move(displayName);
   impl->bytes = std::move(bytes);
-  checkHeader(impl->path, impl->bytes, impl->header);
-  const EffxSection &man = impl->header.manifest;
-  std::string text(reinterpret_cast<const char *>(impl->bytes.data + man.offset),
-                   man.size);
-  impl->manifest = ManifestParser(impl->path).parse(std::move(text),
-                                                    impl->header.state.size);
+  impl->fileMapped = fileMapped;
+  const Impl &view = *impl;
+  std::function<void(uint64_t, uint64_t)> release =
+      [&view](uint64_t offset, uint64_t size) { view.release(offset, size); };
+  impl->version = SectionChecker(impl->path, impl->bytes, release)
+                      .check(impl->sections);
+  const EffxSection *man = nullptr, *state = nullptr;
+  for (const EffxSection &s : impl->sections) {
+    if (s.kind == EffxSectionKind::Manifest)
+      man = &s;
+    if (s.kind == EffxSectionKind::InitialState)
+      state = &s;
+  }
+  std::string text(reinterpret_cast<const char *>(impl->bytes.data + man->offset),
+                   man->size);
+  impl->release(man->offset, man->size);
+  impl->manifest = ManifestParser(impl->path).parse(
+      std::move(text), impl->version, state->size);
+  impl->stateSection = static_cast<size_t>(state - impl->sections.data());
+  if (impl->version == kEffxVersion1)
+    for (EffxSection &s : impl->sections)
+      if (s.kind == EffxSectionKind::HostCode)
+        s.target = impl->manifest.target;
   return EffxFile(std::move(impl));
 }
 
 EffxFile EffxFile::open(const std::string &path) {
-  return fromBytes(mapFile(path), path);
+  return fromBytesImpl(mapFile(path), path, true);
+}
+
+void EffxFile::Impl::release(uint64_t offset, uint64_t size) const {
+  if (fileMapped && size)
+    releaseMappedRange(bytes.data, offset, size);
 }
 
 const std::string &EffxFile::path() const { return impl_->path; }
-const EffxHeader &EffxFile::header() const { return impl_->header; }
+uint32_t EffxFile::version() const { return impl_->version; }
 const EffxManifest &EffxFile::manifest() const { return impl_->manifest; }
-const std::byte *EffxFile::codeData() const {
-  return impl_->bytes.data + impl_->header.code.offset;
-}
-uint64_t EffxFile::codeSize() const { return impl_->header.code.size; }
-const std::byte *EffxFile::initialState() const {
-  return impl_->bytes.data + impl_->header.state.offset;
+const std::vector<EffxSection> &EffxFile::sections() const {
+  return impl_->sections;
 }
 
-//===----------------------------------------------------------------------===//
-// Code loading
-//===----------------------------------------------------------------------===//
+const EffxSection *EffxFile::findSection(EffxSectionKind kind,
+                                         std::string_view target,
+                                         std::string_view name) const {
+  for (const EffxSection &s : impl_->sections)
+    if (s.kind == kind && s.target == target && s.name == name)
+      return &s;
+  return nullptr;
+}
 
-struct EffxCode::Handle {
-  void *library = nullptr;
-  // The descriptor whose /proc/self/fd path names the library. It stays open
-  // while the library is loaded: the dynamic loader recognises libraries by
-  // path, so the number must not be reused for another model meanwhile.
-  int fd = -1;
-  std::string tempPath;
-  ~Handle() {
-    if (library)
-      ::dlclose(library);
-    if (fd >= 0)
-      ::close(fd);
-    if (!tempPath.empty())
-      ::unlink(tempPath.c_str());
-  }
-};
+std::vector<const EffxSection *>
+EffxFile::sectionsFor(EffxSectionKind kind, std::string_view target) const {
+  std::vector<const EffxSection *> out;
+  for (const EffxSection &s : impl_->sections)
+    if (s.kind == kind && s.target == target)
+      out.push_back(&s);
+  return out;
+}
 
-static bool writeAllBytes(int fd, const std::byte *data, uint64_t size) {
-  while (size) {
-    size_t chunk = size < (uint64_t(1) << 30) ? size : (size_t(1) << 30);
-    ssize_t n = ::write(fd, data, chunk);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
+std::string EffxFile::describe(const EffxSection &section) const {
+  return describeSection(impl_->sections, section);
+}
+
+const std::byte *EffxFile::sectionData(const EffxSection &section) const {
+  return impl_->bytes.data + section.offset;
+}
+
+void EffxFile::releaseSection(const EffxSection &section) const {
+  impl_->release(section.offset, section.size);
+}
+
+uint64_t EffxFile::storedStateBytes() const {
+  return impl_->sections[impl_->stateSection].size;
+}
+
+void EffxFile::forEachStoredState(
+    const std::function<void(uint64_t, const std::byte *, uint64_t)> &write)
+    const {
+  const EffxSection &section = impl_->sections[impl_->stateSection];
+  const std::byte *data = sectionData(section);
+  // Hands out `size` bytes at `at` in the section for region offset
+  // `offset`, in pieces whose pages are released once written: the file
+  // never stays resident next to the region.
+  auto give = [&](uint64_t offset, uint64_t at, uint64_t size) {
+    for (uint64_t done = 0; done < size;) {
+      uint64_t n = std::min(kReleaseChunk, size - done);
+      write(offset + done, data + at + done, n);
+      impl_->release(section.offset + at + done, n);
+      done += n;
     }
-    data += n;
-    size -= static_cast<uint64_t>(n);
+  };
+  if (impl_->version == kEffxVersion1) {
+    give(0, 0, section.size);
+  } else {
+    // The manifest check made the section exactly the stored entries.
+    uint64_t at = 0;
+    for (const EffxStateEntry &e : impl_->manifest.state) {
+      if (e.zeroInit || !e.byteSize)
+        continue;
+      give(e.offset, at, e.byteSize);
+      at += e.byteSize;
+    }
   }
-  return true;
+  releaseSection(section);
 }
 
-EffxCode EffxFile::loadCode() const {
-  const std::string &path = impl_->path;
-  const EffxManifest &m = impl_->manifest;
-  if (m.target != hostTarget())
-    fail(path, ": compiled for target ", quoteName(m.target),
-         ", which this runtime cannot run (it runs ", hostTarget(), ")");
-  if (codeSize() == 0)
-    fail(path, ": the code section is empty");
-
-  auto handle = std::make_shared<EffxCode::Handle>();
-  std::string libraryPath;
-  int fd = ::memfd_create("effx-code", MFD_CLOEXEC | MFD_EXEC);
-  if (fd < 0 && errno == EINVAL)
-    fd = ::memfd_create("effx-code", MFD_CLOEXEC);
-  if (fd >= 0) {
-    handle->fd = fd;
-    libraryPath = "/proc/self/fd/" + std::to_string(fd);
-  } else {
-    // No memfd (old kernel, seccomp): a temporary file, removed on unload.
-    const char *dir = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(dir && *dir ? dir : "/tmp") + "/effx-code-XXXXXX";
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    fd = ::mkstemp(buf.data());
-    if (fd < 0)
-      fail(path, ": cannot create a file for the code section: ",
-           errnoMessage(errno));
-    handle->fd = fd;
-    handle->tempPath = libraryPath = buf.data();
-  }
-  if (!writeAllBytes(fd, codeData(), codeSize()))
-    fail(path, ": cannot write the code section to ", libraryPath, ": ",
-         errnoMessage(errno));
-
-  ::dlerror();
-  handle->library = ::dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle->library) {
-    const char *why = ::dlerror();
-    fail(path, ": cannot load the code section: ", why ? why : "unknown error");
-  }
-  ::dlerror();
-  void *symbol = ::dlsym(handle->library, m.entry.c_str());
-  if (!symbol) {
-    const char *why = ::dlerror();
-    fail(path, ": the code section has no entry point ", quoteName(m.entry),
-         why ? std::string(" (") + why + ")" : std::string());
-  }
-  EffxStepFn entry;
-  static_assert(sizeof(entry) == sizeof(symbol), "function pointer size");
-  std::memcpy(&entry, &symbol, sizeof(entry));
-  return EffxCode(std::move(handle), entry);
+void EffxFile::copyInitialState(std::byte *region) const {
+  uint64_t bytes = impl_->manifest.stateBytes;
+  if (bytes)
+    std::memset(region, 0, static_cast<size_t>(bytes));
+  forEachStoredState([&](uint64_t offset, const std::byte *data, uint64_t n) {
+    std::memcpy(region + offset, data, static_cast<size_t>(n));
+  });
 }

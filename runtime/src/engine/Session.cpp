@@ -3,7 +3,6 @@
 #include "effrt/Session.h"
 
 #include "effrt/Error.h"
-#include "effrt/Kernels.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,47 +12,6 @@
 using namespace effrt;
 
 namespace {
-/// A 64-byte aligned, zero-filled region; empty regions have no storage.
-class Region {
-public:
-  Region() = default;
-  Region(const std::string &path, const char *name, uint64_t size)
-      : size_(size) {
-    if (!size)
-      return;
-    if (size > SIZE_MAX - kEffxAlignment)
-      fail(path, ": the ", name, " region of ", size,
-           " bytes is too large for this machine");
-    data_ = static_cast<std::byte *>(
-        std::aligned_alloc(kEffxAlignment, static_cast<size_t>(size)));
-    if (!data_)
-      fail(path, ": cannot allocate ", size, " bytes for the ", name,
-           " region");
-    // Touch every page now: the step then runs in committed memory, and
-    // what the process uses is what the compiler planned.
-    std::memset(data_, 0, static_cast<size_t>(size));
-  }
-  ~Region() { std::free(data_); }
-  Region(Region &&other) noexcept
-      : data_(std::exchange(other.data_, nullptr)),
-        size_(std::exchange(other.size_, 0)) {}
-  Region &operator=(Region &&other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(size_, other.size_);
-    return *this;
-  }
-
-  std::byte *data() const { return data_; }
-  uint64_t size() const { return size_; }
-  MemRef1D memref() const {
-    return MemRef1D{data_, data_, 0, static_cast<int64_t>(size_), 1};
-  }
-
-private:
-  std::byte *data_ = nullptr;
-  uint64_t size_ = 0;
-};
-
 std::string hex8(uint32_t value) {
   static const char digits[] = "0123456789abcdef";
   std::string out(8, '0');
@@ -66,20 +24,9 @@ constexpr const char *kCheckpointFormat = "effopt-checkpoint";
 constexpr const char *kCheckpointVersion = "1";
 } // namespace
 
-// Compiled code imports the kernels from the process. Referencing them here
-// links them into every program that runs a Session; such a program must
-// export them to loaded code (-rdynamic, CMake's ENABLE_EXPORTS).
-extern "C" {
-extern void *const effrt_kernel_symbols[];
-void *const effrt_kernel_symbols[] = {
-    reinterpret_cast<void *>(&effrt_sgemm),
-    reinterpret_cast<void *>(&effrt_sgemm_batched)};
-}
-
 struct Session::Impl {
   EffxFile file;
-  std::optional<EffxCode> code;
-  Region state, arena, io;
+  std::unique_ptr<Device> device;
   std::vector<bool> inputSet;
   int64_t globalStep = 0;
   float lastLoss = 0;
@@ -94,8 +41,18 @@ struct Session::Impl {
       fail(path(), ": the model has no state entry ", quoteName(name));
     return *e;
   }
+  /// A view of the entry where the host can address the state (the CPU),
+  /// else a copy.
   Tensor stateView(const EffxStateEntry &e) const {
-    return Tensor::view(e.dtype, e.shape, state.data() + e.offset, nullptr);
+    if (std::byte *state = device->hostPointer(RegionKind::State))
+      return Tensor::view(e.dtype, e.shape, state + e.offset, nullptr);
+    return readState(e);
+  }
+  Tensor readState(const EffxStateEntry &e) const {
+    Tensor t = Tensor::zeros(e.dtype, e.shape);
+    device->copyFromDevice({RegionKind::State, e.offset, e.byteSize},
+                           t.mutableData());
+    return t;
   }
 };
 
@@ -123,14 +80,18 @@ Session::Session(EffxFile file, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(file))) {
   Impl &s = *impl_;
   const EffxManifest &m = s.manifest();
-  s.state = Region(s.path(), "state", m.stateBytes);
-  s.arena = Region(s.path(), "arena", m.arenaBytes);
-  s.io = Region(s.path(), "io", m.ioBytes);
-  if (m.stateBytes)
-    std::memcpy(s.state.data(), s.file.initialState(), m.stateBytes);
+  DeviceOptions deviceOptions{s.path(), nullptr};
+  s.device = options.loadCode ? createDevice(m.target, deviceOptions)
+                              : createHostMemoryDevice(deviceOptions);
+  s.device->allocate(RegionSizes{m.stateBytes, m.arenaBytes, m.ioBytes});
+  // The regions start as zeros: only the stored entries are copied.
+  s.file.forEachStoredState(
+      [&](uint64_t offset, const std::byte *data, uint64_t size) {
+        s.device->copyToDevice({RegionKind::State, offset, size}, data);
+      });
   s.inputSet.assign(m.inputs.size(), false);
   if (options.loadCode)
-    s.code = s.file.loadCode();
+    s.device->loadCode(s.file);
 }
 
 Session Session::open(const std::string &effxPath, SessionOptions options) {
@@ -154,8 +115,8 @@ void Session::setInput(const std::string &name, const Tensor &rows,
       continue;
     expectTensor(source.empty() ? std::string_view(s.path()) : source, "input",
                  name, rows, input.dtype, input.shape);
-    if (input.byteSize)
-      std::memcpy(s.io.data() + input.offset, rows.data(), input.byteSize);
+    s.device->copyToDevice({RegionKind::Io, input.offset, input.byteSize},
+                           rows.data());
     s.inputSet[i] = true;
     return;
   }
@@ -177,7 +138,7 @@ void Session::setInputBytes(const std::string &name, const void *data,
     if (nbytes && !data)
       fail(s.path(), ": input ", quoteName(name), ": data is null");
     if (nbytes)
-      std::memcpy(s.io.data() + input.offset, data, nbytes);
+      s.device->copyToDevice({RegionKind::Io, input.offset, nbytes}, data);
     s.inputSet[i] = true;
     return;
   }
@@ -207,20 +168,18 @@ static float readLoss(const std::byte *p, DType dtype) {
   }
 }
 
-/// Calls the entry point once on the session's regions, after checking
-/// that the code is loaded and every input was set.
+/// Runs the code once on the session's regions, after checking that the
+/// code is loaded and every input was set.
 static void callEntry(Session::Impl &s, const char *what) {
   const EffxManifest &m = s.manifest();
-  if (!s.code)
+  if (!s.device->codeLoaded())
     fail(s.path(), ": this session was opened without its code; it cannot ",
          what);
   for (size_t i = 0; i < m.inputs.size(); ++i)
     if (!s.inputSet[i])
       fail(s.path(), ": input ", quoteName(m.inputs[i].name),
            " was not set before the ", what);
-  MemRef1D state = s.state.memref(), arena = s.arena.memref(),
-           io = s.io.memref();
-  s.code->entry()(&state, &arena, &io);
+  s.device->run();
 }
 
 float Session::step() {
@@ -231,7 +190,10 @@ float Session::step() {
                    "effc --mode forward, not a training step: run it with "
                    "effrt_session_forward (Session::forward)");
   callEntry(s, "step");
-  s.lastLoss = readLoss(s.io.data() + m.lossOffset, m.lossDType);
+  std::byte loss[8];
+  s.device->copyFromDevice(
+      {RegionKind::Io, m.lossOffset, dtypeSize(m.lossDType)}, loss);
+  s.lastLoss = readLoss(loss, m.lossDType);
   ++s.globalStep;
   return s.lastLoss;
 }
@@ -253,9 +215,10 @@ Tensor Session::readOutput(const std::string &name) const {
   if (!s.forwardRun)
     fail(s.path(), ": output ", quoteName(name),
          " is read before the first forward run");
-  return Tensor::view(out->dtype, out->shape, s.io.data() + out->offset,
-                      nullptr)
-      .clone();
+  Tensor t = Tensor::zeros(out->dtype, out->shape);
+  s.device->copyFromDevice({RegionKind::Io, out->offset, out->byteSize},
+                           t.mutableData());
+  return t;
 }
 
 int64_t Session::globalStep() const { return impl_->globalStep; }
@@ -266,7 +229,8 @@ std::optional<int64_t> Session::optimizerStep() const {
   if (!m.stepCounter)
     return std::nullopt;
   int64_t value;
-  std::memcpy(&value, s.state.data() + m.state[*m.stepCounter].offset, 8);
+  s.device->copyFromDevice(
+      {RegionKind::State, m.state[*m.stepCounter].offset, 8}, &value);
   return value;
 }
 
@@ -278,27 +242,35 @@ NamedTensors Session::stateTensors() const {
 }
 
 Tensor Session::readState(const std::string &name) const {
-  return impl_->stateView(impl_->stateEntry(name)).clone();
+  return impl_->readState(impl_->stateEntry(name));
 }
 
 void Session::writeState(const std::string &name, const Tensor &value) {
   Impl &s = *impl_;
   const EffxStateEntry &e = s.stateEntry(name);
   expectTensor(s.path(), "state entry", name, value, e.dtype, e.shape);
-  if (e.byteSize)
-    std::memcpy(s.state.data() + e.offset, value.data(), e.byteSize);
+  s.device->copyToDevice({RegionKind::State, e.offset, e.byteSize},
+                         value.data());
 }
 
 float Session::lastLoss() const { return impl_->lastLoss; }
 
 AllocatedBytes Session::allocated() const {
-  return AllocatedBytes{impl_->state.size(), impl_->arena.size(),
-                        impl_->io.size()};
+  const RegionSizes &sizes = impl_->device->sizes();
+  return AllocatedBytes{sizes.state, sizes.arena, sizes.io};
 }
 
-std::byte *Session::stateRegion() { return impl_->state.data(); }
-std::byte *Session::arenaRegion() { return impl_->arena.data(); }
-std::byte *Session::ioRegion() { return impl_->io.data(); }
+std::byte *Session::stateRegion() {
+  return impl_->device->hostPointer(RegionKind::State);
+}
+std::byte *Session::arenaRegion() {
+  return impl_->device->hostPointer(RegionKind::Arena);
+}
+std::byte *Session::ioRegion() {
+  return impl_->device->hostPointer(RegionKind::Io);
+}
+Device &Session::device() { return *impl_->device; }
+const Device &Session::device() const { return *impl_->device; }
 
 //===----------------------------------------------------------------------===//
 // Checkpoints
@@ -316,8 +288,10 @@ static uint32_t stateCrc(const EffxManifest &m, BytesOf bytesOf) {
 Metadata Session::checkpointMetadata() const {
   const Impl &s = *impl_;
   const EffxManifest &m = s.manifest();
-  uint32_t crc = stateCrc(m, [&](const EffxStateEntry &e) {
-    return static_cast<const void *>(s.state.data() + e.offset);
+  NamedTensors state = stateTensors();
+  size_t i = 0;
+  uint32_t crc = stateCrc(m, [&](const EffxStateEntry &) {
+    return static_cast<const void *>(state[i++].second.data());
   });
   return Metadata{{"format", kCheckpointFormat},
                   {"version", kCheckpointVersion},
@@ -403,8 +377,7 @@ void Session::load(const std::string &path) {
   }
 
   for (const EffxStateEntry &e : m.state)
-    if (e.byteSize)
-      std::memcpy(s.state.data() + e.offset, file.read(e.name).data(),
-                  e.byteSize);
+    s.device->copyToDevice({RegionKind::State, e.offset, e.byteSize},
+                           file.read(e.name).data());
   s.globalStep = step;
 }

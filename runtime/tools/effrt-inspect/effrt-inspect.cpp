@@ -10,11 +10,16 @@
 //   effrt-inspect --write-npz OUT IN [--compress]
 //     Convert IN (any readable format) to OUT.
 //
-// FILE may be .npz, .npy, .safetensors or a .bin of uint16 tokens. Errors
-// are one line on stderr and exit status 1; usage errors exit 2.
+// FILE may be .npz, .npy, .safetensors, a .bin of uint16 tokens, or an
+// .effx, whose tensors are its initial state entries (zeros where the file
+// stores none) and whose sections are listed as lines
+//   # section KIND TARGET NAME offset=O size=S crc32=XXXXXXXX required|optional
+// (TARGET "-" when none). Errors are one line on stderr and exit status 1;
+// usage errors exit 2.
 //
 //===----------------------------------------------------------------------===//
 
+#include "effrt/Effx.h"
 #include "effrt/Error.h"
 #include "effrt/File.h"
 #include "effrt/Npy.h"
@@ -36,6 +41,7 @@ struct Contents {
   std::string format;
   NamedTensors tensors;
   Metadata metadata;
+  std::vector<std::string> notes; // extra '#' lines
 };
 } // namespace
 
@@ -53,7 +59,7 @@ static std::string baseName(const std::string &path) {
 
 /// The format from the extension, else from the first bytes.
 static std::string detectFormat(const std::string &path) {
-  for (const char *ext : {".npz", ".npy", ".safetensors", ".bin"})
+  for (const char *ext : {".npz", ".npy", ".safetensors", ".bin", ".effx"})
     if (endsWith(path, ext))
       return ext + 1;
   SharedBytes bytes = mapFile(path);
@@ -64,10 +70,34 @@ static std::string detectFormat(const std::string &path) {
     return "npz";
   if (starts("\x93NUMPY", 6))
     return "npy";
+  if (starts("EFFX\r\n\x1a\n", 8))
+    return "effx";
   if (bytes.size >= 9 && static_cast<char>(bytes.data[8]) == '{')
     return "safetensors";
-  fail(path, ": unrecognized file format (expected .npz, .npy, .safetensors "
-             "or a .bin of uint16 tokens)");
+  fail(path, ": unrecognized file format (expected .npz, .npy, .safetensors, "
+             ".effx or a .bin of uint16 tokens)");
+}
+
+static void readEffx(const std::string &path, Contents &c) {
+  EffxFile file = EffxFile::open(path);
+  const EffxManifest &m = file.manifest();
+  c.metadata["effx_version"] = std::to_string(file.version());
+  c.metadata["model"] = m.model;
+  c.metadata["target"] = m.target;
+  for (const EffxSection &s : file.sections()) {
+    char line[160];
+    std::snprintf(line, sizeof line, " offset=%" PRIu64 " size=%" PRIu64
+                  " crc32=%08x %s", s.offset, s.size, s.crc32,
+                  s.required() ? "required" : "optional");
+    c.notes.push_back("section " + effxSectionKindName(s.kind) + " " +
+                      (s.target.empty() ? "-" : s.target) + " " + s.name +
+                      line);
+  }
+  auto state = std::make_shared<std::vector<std::byte>>(m.stateBytes);
+  file.copyInitialState(state->data());
+  for (const EffxStateEntry &e : m.state)
+    c.tensors.emplace_back(
+        e.name, Tensor::view(e.dtype, e.shape, state->data() + e.offset, state));
 }
 
 static Contents readContents(const std::string &path) {
@@ -81,6 +111,8 @@ static Contents readContents(const std::string &path) {
     SafeTensorsFile file = SafeTensorsFile::open(path);
     c.tensors = file.readAll();
     c.metadata = file.metadata();
+  } else if (c.format == "effx") {
+    readEffx(path, c);
   } else {
     c.tensors.emplace_back("tokens", TokenStream::open(path).tensor());
   }
@@ -148,6 +180,8 @@ static void inspect(const std::string &path) {
                     (c.tensors.size() == 1 ? " tensor\n" : " tensors\n");
   for (const auto &[key, value] : c.metadata)
     out += "# metadata " + printable(key) + "=" + printable(value) + "\n";
+  for (const std::string &note : c.notes)
+    out += "# " + printable(note) + "\n";
   for (const auto &[name, t] : c.tensors) {
     char crc[32], total[64];
     std::snprintf(crc, sizeof(crc), "crc32=%08x",
@@ -177,7 +211,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
-      usage("print or convert .npz, .npy, .safetensors and token files");
+      usage("print or convert .npz, .npy, .safetensors, .effx and token files");
       return 0;
     }
     if (args.size() == 1 && args[0].rfind("--", 0) != 0) {

@@ -1,0 +1,166 @@
+//===- Device.h - Where a compiled step runs --------------------*- C++ -*-===//
+//
+// A Device owns the memory of one compiled step and runs its code: it
+// allocates the three regions (state, arena, io) with the manifest's sizes,
+// copies bytes between them and the host, loads the code sections of an
+// .effx for its target, and runs the entry point on the regions. Session
+// (Session.h) only orchestrates: it never touches device memory except
+// through a Device, so a new kind of machine is a new Device, registered by
+// target name, in its own folder (runtime/src/cpu today; runtime/src/cuda
+// next), without edits to Session, effrun or the C interface.
+//
+// A device reaches collectives (sums and gathers across ranks) through a
+// Collectives object: a single-rank one unless another is given, so
+// multi-rank backends (MPI, NCCL; runtime/src/collectives) plug in the same
+// way. Backends whose libraries may be absent open them with DynamicLibrary
+// (DynamicLibrary.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFRT_DEVICE_H
+#define EFFRT_DEVICE_H
+
+#include "effrt/Tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace effrt {
+
+class EffxFile;
+class Device;
+
+/// The three memory regions of a compiled step (docs/Effx.md).
+enum class RegionKind { State, Arena, Io };
+inline constexpr RegionKind kRegionKinds[] = {RegionKind::State,
+                                              RegionKind::Arena, RegionKind::Io};
+/// "state", "arena", "io".
+const char *regionName(RegionKind region);
+
+/// Bytes of each region.
+struct RegionSizes {
+  uint64_t state = 0, arena = 0, io = 0;
+  uint64_t of(RegionKind region) const;
+  uint64_t total() const { return state + arena + io; }
+};
+
+/// A byte range of one region.
+struct DeviceSpan {
+  RegionKind region = RegionKind::State;
+  uint64_t offset = 0, bytes = 0;
+};
+
+/// Sums and gathers across the ranks of a multi-process run, on device
+/// memory. One object serves every device of its rank; a rank's devices
+/// call it in the same order on every rank.
+class Collectives {
+public:
+  virtual ~Collectives();
+  /// "single-rank", "mpi", "nccl", ...
+  virtual std::string name() const = 0;
+  virtual int rank() const = 0;
+  virtual int worldSize() const = 0;
+  /// In place: `data` becomes the elementwise sum of every rank's `data`.
+  virtual void allReduceSum(Device &device, DeviceSpan data, DType dtype) = 0;
+  /// `recv` (send.bytes / worldSize bytes) becomes the elementwise sum over
+  /// ranks of block rank() of every rank's `send`.
+  virtual void reduceScatterSum(Device &device, DeviceSpan send,
+                                DeviceSpan recv, DType dtype) = 0;
+  /// `recv` (send.bytes * worldSize bytes) becomes every rank's `send`, in
+  /// rank order.
+  virtual void allGather(Device &device, DeviceSpan send, DeviceSpan recv) = 0;
+  /// `data` becomes rank `root`'s `data` on every rank.
+  virtual void broadcast(Device &device, DeviceSpan data, int root) = 0;
+  virtual void barrier() = 0;
+};
+
+/// The collectives of a run with one rank: sums and broadcasts leave the
+/// data as it is; scatters and gathers copy within the device.
+std::shared_ptr<Collectives> singleRankCollectives();
+
+struct DeviceOptions {
+  /// Names the model in errors (the .effx path).
+  std::string label;
+  /// Null: single rank.
+  std::shared_ptr<Collectives> collectives;
+};
+
+/// What every device implements. Errors are effrt::Error naming the label.
+class Device {
+public:
+  explicit Device(DeviceOptions options);
+  virtual ~Device();
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  /// The target it runs, as in the manifest ("cpu-x86_64").
+  virtual std::string target() const = 0;
+
+  /// Allocates the regions with exactly these sizes, zero-filled and
+  /// committed (what a step uses is what the plan says), replacing any
+  /// previous ones.
+  virtual void allocate(const RegionSizes &sizes) = 0;
+  /// The sizes allocated.
+  const RegionSizes &sizes() const { return sizes_; }
+  /// The region's bytes if the host can address them (the CPU: zero-copy
+  /// views), else null.
+  virtual std::byte *hostPointer(RegionKind region) = 0;
+  /// Copies between the host and a region, or within the device.
+  virtual void copyToDevice(DeviceSpan dst, const void *src) = 0;
+  virtual void copyFromDevice(DeviceSpan src, void *dst) = 0;
+  virtual void copyWithinDevice(DeviceSpan src, DeviceSpan dst) = 0;
+
+  /// Loads the code of `file` (its sections for target()) and finds the
+  /// entry point.
+  virtual void loadCode(const EffxFile &file) = 0;
+  virtual bool codeLoaded() const = 0;
+  /// Runs the entry point once on the regions; returns when it has
+  /// finished.
+  virtual void run() = 0;
+
+  Collectives &collectives() const { return *collectives_; }
+  void setCollectives(std::shared_ptr<Collectives> collectives);
+  const std::string &label() const { return options_.label; }
+
+protected:
+  /// Fails unless `span` lies inside its region (`what` names the use).
+  void checkSpan(DeviceSpan span, const char *what) const;
+  RegionSizes sizes_;
+
+private:
+  DeviceOptions options_;
+  std::shared_ptr<Collectives> collectives_;
+};
+
+//===----------------------------------------------------------------------===//
+// The registry
+//===----------------------------------------------------------------------===//
+
+using DeviceFactory =
+    std::function<std::unique_ptr<Device>(const DeviceOptions &options)>;
+
+/// Makes targets for which `accepts` is true run on devices made by
+/// `create`; `name` stands for them in messages ("cpu-x86_64", "cuda-*").
+/// The devices built into libeffrt are registered on first use
+/// (runtime/src/device/Device.cpp lists them).
+void registerDevice(std::string name,
+                    std::function<bool(std::string_view target)> accepts,
+                    DeviceFactory create);
+/// The names of the registered devices, in registration order.
+std::vector<std::string> registeredDevices();
+/// A device that runs `target`. Throws Error: "LABEL: compiled for target
+/// 'cuda-sm_90', which this runtime cannot run (it runs cpu-x86_64)".
+std::unique_ptr<Device> createDevice(std::string_view target,
+                                     const DeviceOptions &options);
+/// A device in host memory that loads no code: for sessions that only set
+/// inputs, save and load (on a machine of another target too).
+std::unique_ptr<Device> createHostMemoryDevice(const DeviceOptions &options);
+
+} // namespace effrt
+
+#endif // EFFRT_DEVICE_H

@@ -1,0 +1,181 @@
+//===- CpuDevice.cpp - The device of this machine's CPU -------------------===//
+
+#include "CpuDevice.h"
+
+#include "SharedObject.h"
+
+#include "effrt/Effx.h"
+#include "effrt/Error.h"
+#include "effrt/Kernels.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+using namespace effrt;
+using namespace effrt::cpu;
+
+// Compiled code imports the kernels from the process. Referencing them here
+// links them into every program that creates a CPU device (every Session);
+// such a program must export them to loaded code (-rdynamic, CMake's
+// ENABLE_EXPORTS).
+extern "C" {
+extern void *const effrt_kernel_symbols[];
+void *const effrt_kernel_symbols[] = {
+    reinterpret_cast<void *>(&effrt_sgemm),
+    reinterpret_cast<void *>(&effrt_sgemm_batched)};
+}
+
+namespace {
+/// A 64-byte aligned, zero-filled region; empty regions have no storage.
+class Region {
+public:
+  Region() = default;
+  Region(const std::string &label, const char *name, uint64_t size)
+      : size_(size) {
+    if (!size)
+      return;
+    if (size > SIZE_MAX - kEffxAlignment)
+      fail(label, ": the ", name, " region of ", size,
+           " bytes is too large for this machine");
+    data_ = static_cast<std::byte *>(
+        std::aligned_alloc(kEffxAlignment, static_cast<size_t>(size)));
+    if (!data_)
+      fail(label, ": cannot allocate ", size, " bytes for the ", name,
+           " region");
+    // Touch every page now: the step then runs in committed memory, and
+    // what the process uses is what the compiler planned.
+    std::memset(data_, 0, static_cast<size_t>(size));
+  }
+  ~Region() { std::free(data_); }
+  Region(Region &&other) noexcept
+      : data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)) {}
+  Region &operator=(Region &&other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+
+  std::byte *data() const { return data_; }
+  MemRef1D memref() const {
+    return MemRef1D{data_, data_, 0, static_cast<int64_t>(size_), 1};
+  }
+
+private:
+  std::byte *data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+class CpuDevice final : public Device {
+public:
+  explicit CpuDevice(const DeviceOptions &options) : Device(options) {}
+
+  std::string target() const override { return hostTarget(); }
+
+  void allocate(const RegionSizes &sizes) override {
+    // Free the old regions first: the new ones may be as large.
+    state_ = Region();
+    arena_ = Region();
+    io_ = Region();
+    sizes_ = RegionSizes();
+    state_ = Region(label(), "state", sizes.state);
+    arena_ = Region(label(), "arena", sizes.arena);
+    io_ = Region(label(), "io", sizes.io);
+    sizes_ = sizes;
+  }
+
+  std::byte *hostPointer(RegionKind region) override {
+    return regionOf(region).data();
+  }
+
+  void copyToDevice(DeviceSpan dst, const void *src) override {
+    checkSpan(dst, "copy to the device");
+    if (dst.bytes)
+      std::memcpy(regionOf(dst.region).data() + dst.offset, src, dst.bytes);
+  }
+
+  void copyFromDevice(DeviceSpan src, void *dst) override {
+    checkSpan(src, "copy from the device");
+    if (src.bytes)
+      std::memcpy(dst, regionOf(src.region).data() + src.offset, src.bytes);
+  }
+
+  void copyWithinDevice(DeviceSpan src, DeviceSpan dst) override {
+    checkSpan(src, "copy within the device");
+    checkSpan(dst, "copy within the device");
+    if (src.bytes != dst.bytes)
+      fail(label(), ": copy within the device of ", src.bytes, " bytes into ",
+           dst.bytes);
+    if (src.bytes)
+      std::memmove(regionOf(dst.region).data() + dst.offset,
+                   regionOf(src.region).data() + src.offset, src.bytes);
+  }
+
+  void loadCode(const EffxFile &file) override;
+  bool codeLoaded() const override { return entry_ != nullptr; }
+
+  void run() override {
+    if (!entry_)
+      fail(label(), ": no code is loaded");
+    MemRef1D state = state_.memref(), arena = arena_.memref(),
+             io = io_.memref();
+    entry_(&state, &arena, &io);
+  }
+
+private:
+  const Region &regionOf(RegionKind region) const {
+    switch (region) {
+    case RegionKind::State:
+      return state_;
+    case RegionKind::Arena:
+      return arena_;
+    case RegionKind::Io:
+      break;
+    }
+    return io_;
+  }
+
+  Region state_, arena_, io_;
+  std::unique_ptr<SharedObject> code_;
+  EffxStepFn entry_ = nullptr;
+};
+} // namespace
+
+void CpuDevice::loadCode(const EffxFile &file) {
+  const std::string &path = file.path();
+  const EffxManifest &m = file.manifest();
+  if (!acceptsTarget(m.target))
+    fail(path, ": compiled for target ", quoteName(m.target),
+         ", which this runtime cannot run (it runs ", hostTarget(), ")");
+  std::vector<const EffxSection *> code =
+      file.sectionsFor(EffxSectionKind::HostCode, hostTarget());
+  if (code.empty())
+    fail(path, ": has no code section for target ", hostTarget());
+  if (code.size() > 1)
+    fail(path, ": has ", code.size(), " code sections for target ",
+         hostTarget(), " (expected one)");
+  const EffxSection &section = *code[0];
+  if (section.size == 0)
+    fail(path, ": the code section is empty");
+  std::unique_ptr<SharedObject> so =
+      SharedObject::load(path, file.sectionData(section), section.size);
+  // The loader has its own copy now.
+  file.releaseSection(section);
+  std::string why;
+  void *symbol = so->symbol(m.entry, &why);
+  if (!symbol)
+    fail(path, ": the code section has no entry point ", quoteName(m.entry),
+         why.empty() ? std::string() : " (" + why + ")");
+  static_assert(sizeof(entry_) == sizeof(symbol), "function pointer size");
+  std::memcpy(&entry_, &symbol, sizeof(entry_));
+  code_ = std::move(so);
+}
+
+bool cpu::acceptsTarget(std::string_view target) {
+  return target == hostTarget();
+}
+
+std::unique_ptr<Device> cpu::createCpuDevice(const DeviceOptions &options) {
+  return std::make_unique<CpuDevice>(options);
+}
