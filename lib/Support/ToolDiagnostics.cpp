@@ -5,6 +5,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 /// The file (and line:col where meaningful) a location points into.
@@ -51,9 +53,19 @@ effopt::OneLineDiagnosticHandler::OneLineDiagnosticHandler(MLIRContext *context,
     std::string where = describeLocation(diag.getLocation());
     if (!where.empty())
       os << where << ": ";
-    os << severityName(diag.getSeverity()) << ": " << diag.str();
-    for (const Diagnostic &note : diag.getNotes())
-      os << " (" << note.str() << ")";
+    std::string message = diag.str();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    os << severityName(diag.getSeverity()) << ": " << message;
+    for (const Diagnostic &note : diag.getNotes()) {
+      // The IR of the op a failing pass ran on is for compiler developers
+      // (effopt-opt shows it); in a tool's one line it is a page of noise.
+      if (StringRef(note.str()).starts_with("see current operation"))
+        continue;
+      // A note's own lines fold into the one line.
+      std::string text = note.str();
+      std::replace(text.begin(), text.end(), '\n', ' ');
+      os << " (" << text << ")";
+    }
     os << "\n";
     os.flush();
     return success();

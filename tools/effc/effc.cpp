@@ -1,46 +1,37 @@
 //===- effc.cpp - the effopt compiler driver ------------------------------===//
 //
-// effc MODEL.onnx -o OUT.effx [options]
+// effc MODEL.onnx -o OUT.effx [options | --config train.toml]
 //
-// Imports the ONNX training graph, builds the training step (eff-autodiff,
-// eff-optimizer, eff-step-abi), lowers it with the registered CPU pipeline
-// (replayable with effopt-opt --effopt-cpu-lowering), generates native code
-// and writes one self-contained .effx. Errors are one line and exit 1.
+// Maps flags (or a TOML config of the same keys) to effopt::CompileOptions,
+// calls the compiler library (effopt/Driver/Compiler.h: import, the training
+// pipeline of TrainStepOptions, the target backend's code) and writes the
+// .effx, the memory report or the IR asked for. Every error is one line,
+// "effc: error: ...", and exit status 1.
 //
 // --mode forward compiles the imported forward function instead (no
-// autodiff, no optimizer: eff-step-abi{mode=forward}): initializers are
-// read-only state, and every graph output is written to io, for inference
-// and for checking ops against ONNX's backend node tests.
+// autodiff, no optimizer): initializers are read-only state, and every graph
+// output is written to io, for inference and for checking ops against ONNX's
+// backend node tests.
 //
 //===----------------------------------------------------------------------===//
 
-#include "effopt/Conversion/Passes.h"
-#include "effopt/Conversion/Pipelines.h"
-#include "effopt/Dialect/Eff/IR/EffDialect.h"
-#include "effopt/Import/ONNX/ONNXImporter.h"
+#include "effopt/Driver/Compiler.h"
+#include "effopt/Driver/MemoryBudget.h"
+#include "effopt/Driver/MemoryReportOutput.h"
+#include "effopt/Driver/Registration.h"
+#include "effopt/Driver/TrainStep.h"
 #include "effopt/Support/ToolDiagnostics.h"
-#include "effopt/Target/CpuObject.h"
-#include "effopt/Target/Effx.h"
-#include "effopt/Transforms/Passes.h"
+#include "effopt/Target/Cpu/CpuBackend.h"
 
-#include "MemoryBudget.h"
-#include "ReportOutput.h"
 #include "TrainConfig.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllPasses.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Timer.h"
-#include "llvm/Support/ToolOutputFile.h"
-
-#include <chrono>
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace llvm;
@@ -112,8 +103,9 @@ static cl::opt<std::string>
                   cl::desc("Regex of parameters without weight decay"),
                   cl::init(""), cl::cat(category));
 
-static cl::opt<std::string> targetName("target", cl::desc("cpu (cuda later)"),
-                                       cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> targetName(
+    "target", cl::desc("Target backend (effc --help lists them)"),
+    cl::init(effopt::kCpuTargetName.str()), cl::cat(category));
 static cl::opt<std::string> cpuName(
     "cpu", cl::desc("CPU to generate code for (default: this machine's)"),
     cl::init("native"), cl::cat(category));
@@ -216,6 +208,19 @@ static cl::opt<bool> printPipeline(
     cl::cat(category));
 static cl::opt<bool> timing("time", cl::desc("Print the compile time per phase"),
                             cl::cat(category));
+// The target's numerics, overridden (to try one target's choices on
+// another, e.g. a GPU's on the CPU): hidden, for developers of targets.
+static cl::opt<std::string> f32Accumulator(
+    "f32-accumulator", cl::desc("Override the target's f32 sum type (f64, f32)"),
+    cl::init(""), cl::Hidden, cl::cat(category));
+static cl::opt<std::string> lowPrecisionProducts(
+    "low-precision-products",
+    cl::desc("Override the target's f16/bf16 products (widen, native)"),
+    cl::init(""), cl::Hidden, cl::cat(category));
+static cl::opt<std::string> convolution(
+    "convolution",
+    cl::desc("Override the target's convolutions (im2col, direct)"),
+    cl::init(""), cl::Hidden, cl::cat(category));
 
 namespace {
 
@@ -224,79 +229,19 @@ namespace {
   exit(1);
 }
 
-/// A double as pass-option text that reads back as the same double (the
-/// stream's default keeps 7 digits: --lr 0.00123456789 would train with
-/// 0.001234568).
-std::string exact(double value) {
-  char text[32];
-  for (int digits = 15; digits <= 17; ++digits) {
-    snprintf(text, sizeof text, "%.*g", digits, value);
-    if (strtod(text, nullptr) == value)
-      break;
-  }
-  return text;
+/// The enum value `text` names among `names`, or an error naming the flag.
+template <typename Enum>
+Enum parseChoice(cl::opt<std::string> &flag,
+                 std::initializer_list<std::pair<StringRef, Enum>> names,
+                 StringRef expected) {
+  for (auto [name, value] : names)
+    if (flag.getValue() == name)
+      return value;
+  die("--" + flag.ArgStr + " must be " + expected + ", got '" +
+      flag.getValue() + "'");
 }
 
-/// --loss-scale with its default: dynamic for fp16 (whose range underflows
-/// small gradients), none for bf16 and fp32.
-std::string effectiveLossScale() {
-  if (!lossScale.empty())
-    return lossScale;
-  return precision == "fp16" ? "dynamic" : "none";
-}
-
-/// The eff-level pipeline before lowering: the training step (with the
-/// remat policy and, for budget, the saved bytes to free), or with --mode
-/// forward only the layout of @forward.
-std::string stepPipeline(StringRef rematPolicy, int64_t freeBytes = 0,
-                         int64_t microBatches = accum) {
-  if (mode == "forward")
-    return "canonicalize,cse,eff-step-abi{mode=forward}";
-  double decay = weightDecay >= 0 ? weightDecay.getValue()
-                                  : (optimizer == "adamw" ? 0.01 : 0.0);
-  std::string options;
-  raw_string_ostream os(options);
-  os << "optimizer=" << optimizer << " lr=" << exact(lr)
-     << " momentum=" << exact(momentum) << " dampening=" << exact(dampening)
-     << " nesterov=" << (nesterov ? 1 : 0) << " weight-decay=" << exact(decay)
-     << " beta1=" << exact(beta1) << " beta2=" << exact(beta2)
-     << " eps=" << exact(eps) << " amsgrad=" << (amsgrad ? 1 : 0)
-     << " schedule=" << schedule << " warmup-steps=" << warmupSteps
-     << " total-steps=" << totalSteps << " min-lr=" << exact(minLr)
-     << " clip-grad-norm=" << exact(clipGradNorm);
-  if (!noWeightDecay.empty())
-    os << " no-weight-decay=" << noWeightDecay;
-  std::string rematPass;
-  if (rematPolicy != "none") {
-    rematPass = "eff-remat{policy=" + rematPolicy.str();
-    if (freeBytes > 0)
-      rematPass += " free-bytes=" + std::to_string(freeBytes);
-    if (!rematBoundary.empty())
-      rematPass += " boundary='" + rematBoundary.getValue() + "'";
-    rematPass += "},";
-  }
-  std::string autocastPass;
-  if (precision != "fp32")
-    autocastPass = "eff-autocast{precision=" + precision.getValue() + "},";
-  std::string lossScalingPass;
-  if (effectiveLossScale() != "none") {
-    raw_string_ostream ls(lossScalingPass);
-    ls << "eff-loss-scaling{init-scale=" << exact(lossScaleInit)
-       << " growth-interval=" << lossScaleGrowthInterval
-       << " hysteresis=" << lossScaleHysteresis
-       << " min-scale=" << exact(lossScaleMin)
-       << " static=" << (effectiveLossScale() == "static" ? 1 : 0) << "},";
-  }
-  std::string accumPass;
-  if (microBatches != 1)
-    accumPass = "eff-grad-accum{steps=" + std::to_string(microBatches) + "},";
-  return autocastPass + "eff-autodiff," + rematPass + accumPass +
-         lossScalingPass + "eff-optimizer{" + options +
-         "},canonicalize,cse,eff-step-abi" +
-         (scheduleMemory ? ",eff-schedule-memory" : "");
-}
-
-void checkSupportedOptions() {
+void checkFlags() {
   if (mode != "train" && mode != "forward")
     die("--mode must be train or forward, got '" + mode + "'");
   if (optLevel > 3)
@@ -316,45 +261,95 @@ void checkSupportedOptions() {
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");
   }
-  if (targetName != "cpu")
-    die("--target " + targetName + " is not available yet (only cpu)");
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
-    die("--precision must be fp32, bf16 or fp16, got '" + precision + "'");
-  if (!lossScale.empty() && lossScale != "dynamic" && lossScale != "static" &&
-      lossScale != "none")
-    die("--loss-scale must be dynamic, static or none, got '" + lossScale +
-        "'");
-  if (!(lossScaleInit > 0))
-    die("--loss-scale-init must be > 0");
-  if (lossScaleGrowthInterval < 1)
-    die("--loss-scale-growth-interval must be >= 1");
-  if (lossScaleHysteresis < 1)
-    die("--loss-scale-hysteresis must be >= 1");
-  if (!(lossScaleMin >= 0) || lossScaleMin > lossScaleInit)
-    die("--loss-scale-min must be in [0, --loss-scale-init]");
   if (StringRef(remat).starts_with("budget:")) {
-    if (!effc::parseBytes(StringRef(remat).drop_front(strlen("budget:"))))
+    if (!effopt::parseBytes(StringRef(remat).drop_front(strlen("budget:"))))
       die("--remat " + remat + ": the budget is not a byte count (like "
           "budget:3000000, budget:1.5M)");
-  } else if (remat != "none" && remat != "selective" && remat != "full" &&
-             remat != "sqrt") {
-    die("--remat must be none, selective, full, sqrt or budget:BYTES, got '" +
-        remat + "'");
   }
-  if (!rematBoundary.empty() && remat != "full")
-    die("--remat-boundary applies to --remat full only");
-  if (rematBoundary.getValue().find('\'') != std::string::npos)
-    die("--remat-boundary must not contain a single quote");
-  if (accum < 1)
-    die("--accum must be at least 1 (micro-batches per optimizer step), got " +
-        Twine(accum.getValue()));
+  if (!memoryBudget.empty()) {
+    if (remat.getNumOccurrences())
+      die("--memory-budget chooses --remat itself; give only one of them");
+    if (accum.getNumOccurrences())
+      die("--memory-budget chooses --accum itself; give only one of them");
+    if (!effopt::parseBytes(memoryBudget))
+      die("--memory-budget: '" + memoryBudget +
+          "' is not a byte count (like 3000000, 512K, 1.5M, 2G)");
+  }
   if (zero != 0)
     die("--zero is not implemented yet");
-  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
-    die("--optimizer must be sgd, adam or adamw, got '" + optimizer + "'");
 }
 
-bool parseShape(StringRef spec, effopt::ONNXImportOptions &options) {
+/// The step's options from the flags; a flag's bad value dies naming it.
+void fillStepOptions(effopt::TrainStepOptions &step) {
+  using namespace effopt;
+  step.target = targetName.getValue();
+  step.mode = mode == "forward" ? StepMode::Forward : StepMode::Train;
+  step.optimizer = parseChoice<OptimizerKind>(
+      optimizer,
+      {{"sgd", OptimizerKind::Sgd},
+       {"adam", OptimizerKind::Adam},
+       {"adamw", OptimizerKind::AdamW}},
+      "sgd, adam or adamw");
+  step.lr = lr.getValue();
+  step.weightDecay = weightDecay.getValue();
+  step.momentum = momentum.getValue();
+  step.dampening = dampening.getValue();
+  step.nesterov = nesterov.getValue();
+  step.beta1 = beta1.getValue();
+  step.beta2 = beta2.getValue();
+  step.eps = eps.getValue();
+  step.amsgrad = amsgrad.getValue();
+  step.schedule = parseChoice<LrSchedule>(
+      schedule,
+      {{"constant", LrSchedule::Constant},
+       {"linear_warmup", LrSchedule::LinearWarmup},
+       {"cosine", LrSchedule::Cosine}},
+      "constant, linear_warmup or cosine");
+  step.warmupSteps = warmupSteps.getValue();
+  step.totalSteps = totalSteps.getValue();
+  step.minLr = minLr.getValue();
+  step.clipGradNorm = clipGradNorm.getValue();
+  step.noWeightDecay = noWeightDecay.getValue();
+  // budget:BYTES is a search (CompileOptions::rematBudget); before it ran,
+  // the step has no saved bytes to free.
+  step.remat = StringRef(remat).starts_with("budget:")
+                   ? RematPolicy::Budget
+                   : parseChoice<RematPolicy>(
+                         remat,
+                         {{"none", RematPolicy::None},
+                          {"selective", RematPolicy::Selective},
+                          {"full", RematPolicy::Full},
+                          {"sqrt", RematPolicy::Sqrt}},
+                         "none, selective, full, sqrt or budget:BYTES");
+  step.rematBoundary = rematBoundary.getValue();
+  step.accum = accum.getValue();
+  step.scheduleMemory = scheduleMemory.getValue();
+  step.precision = parseChoice<Precision>(precision,
+                                          {{"fp32", Precision::FP32},
+                                           {"bf16", Precision::BF16},
+                                           {"fp16", Precision::FP16}},
+                                          "fp32, bf16 or fp16");
+  step.lossScale = lossScale.empty()
+                       ? LossScaleMode::Auto
+                       : parseChoice<LossScaleMode>(
+                             lossScale,
+                             {{"dynamic", LossScaleMode::Dynamic},
+                              {"static", LossScaleMode::Static},
+                              {"none", LossScaleMode::None}},
+                             "dynamic, static or none");
+  step.lossScaleInit = lossScaleInit.getValue();
+  step.lossScaleGrowthInterval = lossScaleGrowthInterval.getValue();
+  step.lossScaleHysteresis = lossScaleHysteresis.getValue();
+  step.lossScaleMin = lossScaleMin.getValue();
+  step.f32Accumulator = f32Accumulator.getValue();
+  step.lowPrecisionProducts = lowPrecisionProducts.getValue();
+  step.convolution = convolution.getValue();
+  step.attachMemoryReport = report || !reportJson.empty() || !reportSvg.empty();
+  if (Error error = verifyTrainStepOptions(step))
+    die(toString(std::move(error)));
+}
+
+void parseShape(StringRef spec, effopt::ONNXImportOptions &options) {
   auto [name, dims] = spec.split('=');
   if (name.empty() || dims.empty())
     die("--shape expects name=d0,d1,..., got '" + spec + "'");
@@ -368,222 +363,103 @@ bool parseShape(StringRef spec, effopt::ONNXImportOptions &options) {
     shape.push_back(dim);
   }
   options.inputShapes[name] = shape;
-  return true;
 }
 
-/// The lowering up to the memory plan: what planning a remat choice needs.
-std::string planningPipeline() {
-  effopt::CpuPipelineOptions options;
-  options.stopAfterMemoryPlan = true;
-  return effopt::cpuLoweringPipeline(options);
-}
-
-LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
-  PassManager pm(module.getContext());
-  if (failed(parsePassPipeline(pipeline, pm)))
-    return failure();
-  return pm.run(module);
-}
-
-/// Imports, builds the step (or forward function), lowers, generates code
-/// and writes `output`; errors go to the context's diagnostic handler.
-LogicalResult compileModel(MLIRContext &context, StringRef input,
-                           StringRef output, ArrayRef<std::string> constants) {
-  effopt::ONNXImportOptions importOptions;
+/// Every option of the compilation from the flags (`constants`: the
+/// --constant-input bindings of this model).
+void fillCompileOptions(effopt::CompileOptions &options,
+                        ArrayRef<std::string> constants) {
   for (const std::string &shape : shapes)
-    parseShape(shape, importOptions);
+    parseShape(shape, options.import);
   for (const std::string &binding : constants) {
     auto [name, file] = StringRef(binding).split('=');
     if (name.empty() || file.empty())
       die("--constant-input expects name=file.pb, got '" + binding + "'");
-    importOptions.constantInputs[name] = file.str();
+    options.import.constantInputs[name] = file.str();
   }
-  importOptions.freezeRegex = freeze;
+  options.import.freezeRegex = freeze;
+  fillStepOptions(options.step);
+  if (StringRef(remat).starts_with("budget:"))
+    options.rematBudget =
+        *effopt::parseBytes(StringRef(remat).drop_front(strlen("budget:")));
+  if (!memoryBudget.empty())
+    options.memoryBudget = *effopt::parseBytes(memoryBudget);
+  options.codegen.arch = cpuName;
+  options.codegen.optLevel = optLevel;
+}
 
-  using Clock = std::chrono::steady_clock;
-  auto t0 = Clock::now();
-  OwningOpRef<ModuleOp> module =
-      effopt::importONNXFile(input, &context, importOptions);
-  if (!module)
-    return failure();
-  if (!memoryBudget.empty()) {
-    if (remat.getNumOccurrences())
-      die("--memory-budget chooses --remat itself; give only one of them");
-    if (accum.getNumOccurrences())
-      die("--memory-budget chooses --accum itself; give only one of them");
-    std::optional<int64_t> budget = effc::parseBytes(memoryBudget);
-    if (!budget)
-      die("--memory-budget: '" + memoryBudget +
-          "' is not a byte count (like 3000000, 512K, 1.5M, 2G)");
-    // The global batch: the leading dimension of the batch inputs as
-    // imported. Micro-batches re-import the model with it divided.
-    auto forward = module->lookupSymbol<func::FuncOp>(effopt::eff::kForwardFuncName);
-    SmallVector<std::pair<std::string, RankedTensorType>> batchInputs;
-    for (unsigned i = 0; forward && i < forward.getNumArguments(); ++i)
-      if (auto name = forward.getArgAttrOfType<StringAttr>(
-              i, effopt::eff::kInputAttrName))
-        if (auto type =
-                dyn_cast<RankedTensorType>(forward.getArgument(i).getType()))
-          batchInputs.push_back({name.str(), type});
-    int64_t globalRows = 1;
-    bool splittable = !batchInputs.empty();
-    for (auto &[name, type] : batchInputs) {
-      if (type.getRank() == 0) {
-        splittable = false;
-        continue;
-      }
-      globalRows = std::max(globalRows, type.getDimSize(0));
-    }
-    for (auto &[name, type] : batchInputs)
-      if (type.getRank() > 0 && type.getDimSize(0) != globalRows)
-        splittable = false;
-    auto importAt = [&](int64_t rows,
-                        std::string &why) -> OwningOpRef<ModuleOp> {
-      if (rows == globalRows)
-        return OwningOpRef<ModuleOp>(cast<ModuleOp>((*module)->clone()));
-      if (!splittable) {
-        why = "the batch inputs do not share one leading (batch) dimension";
-        return {};
-      }
-      effopt::ONNXImportOptions options = importOptions;
-      for (auto &[name, type] : batchInputs) {
-        SmallVector<int64_t> shape(type.getShape());
-        shape[0] = rows;
-        options.inputShapes[name] = shape;
-      }
-      std::string firstError;
-      ScopedDiagnosticHandler capture(&context, [&](Diagnostic &d) {
-        if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-          firstError = d.str();
-        return success();
-      });
-      OwningOpRef<ModuleOp> imported =
-          effopt::importONNXFile(input, &context, options);
-      if (!imported)
-        why = firstError.empty() ? "the model does not import" : firstError;
-      return imported;
-    };
-    std::optional<effc::BudgetChoice> choice = effc::fitMemoryBudget(
-        *budget, globalRows, importAt,
-        [](StringRef policy, int64_t freeBytes, int64_t microBatches) {
-          return stepPipeline(policy, freeBytes, microBatches);
-        },
-        planningPipeline(), errs());
-    if (!choice)
-      return failure();
-    remat.setValue(choice->policy);
-    accum.setValue(choice->microBatches);
-    module = std::move(choice->module);
-  }
-  int64_t rematFreeBytes = 0;
-  std::string rematPolicy = remat;
-  if (StringRef(remat).starts_with("budget:")) {
-    int64_t budget =
-        *effc::parseBytes(StringRef(remat).drop_front(strlen("budget:")));
-    std::optional<int64_t> freeBytes = effc::fitRematBudget(
-        *module, budget, accum,
-        [](StringRef policy, int64_t bytes, int64_t microBatches) {
-          return stepPipeline(policy, bytes, microBatches);
-        },
-        planningPipeline(), errs());
-    if (!freeBytes)
-      return failure();
-    rematFreeBytes = *freeBytes;
-    rematPolicy = rematFreeBytes ? "budget" : "none";
-  }
-  auto t1 = Clock::now();
-  std::string training = stepPipeline(rematPolicy, rematFreeBytes);
-  if (failed(runPipeline(*module, training)))
+/// --print-pipeline: the pipeline as effopt-opt replays it, by name and
+/// expanded into its stages.
+void printReplayablePipeline() {
+  effopt::TrainStepOptions step;
+  fillStepOptions(step);
+  const effopt::TargetBackend &backend =
+      *effopt::lookupTargetBackend(step.target);
+  auto print = [](const OpPassManager &pm) {
+    std::string text;
+    raw_string_ostream os(text);
+    pm.printAsTextualPipeline(os);
+    return text;
+  };
+  OpPassManager stepStage("builtin.module"), lowering("builtin.module");
+  effopt::buildStepPipeline(stepStage, step, backend);
+  effopt::buildLoweringPipeline(lowering, step, backend);
+  backend.buildCodegenPipeline(lowering);
+  outs() << "effopt-opt: --effopt-train-step=\""
+         << effopt::printTrainStepOptions(step) << "\"\n"
+         << (mode == "forward" ? "forward" : "training") << ": "
+         << print(stepStage) << "\n"
+         << "lowering: " << print(lowering) << "\n";
+}
+
+/// Compiles one model into `output` (or prints what --emit asks for).
+LogicalResult compileOne(MLIRContext &context, StringRef input,
+                         StringRef output, ArrayRef<std::string> constants) {
+  effopt::CompileOptions options;
+  fillCompileOptions(options, constants);
+  if (emit == "train-step")
+    options.step.until = effopt::PipelineStage::Step;
+  FailureOr<effopt::CompiledStep> step =
+      effopt::compileModel(context, input, options, errs());
+  if (failed(step))
     return failure();
   if (emit == "train-step") {
-    module->print(outs());
+    step->module->print(outs());
+    outs() << "\n";
     return success();
   }
-  FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
-  if (failed(layout))
-    return failure();
-  auto t2 = Clock::now();
-  effc::ReportRequest reportRequest{report, reportJson, reportSvg,
-                                    sys::path::filename(input).str() +
-                                        (mode == "forward"
-                                             ? std::string(" (forward)")
-                                             : " (train_step, " + precision +
-                                                   ", remat " + remat +
-                                                   (accum > 1
-                                                        ? ", accum " +
-                                                              std::to_string(accum)
-                                                        : std::string()) +
-                                                   ")")};
-  effopt::CpuPipelineOptions loweringOptions;
-  loweringOptions.attachMemoryReport = reportRequest.any();
-  std::string lowering = effopt::cpuLoweringPipeline(loweringOptions);
-  if (failed(runPipeline(*module, lowering)))
-    return failure();
+  effopt::ReportRequest reportRequest{
+      report, reportJson, reportSvg,
+      sys::path::filename(input).str() +
+          (mode == "forward"
+               ? std::string(" (forward)")
+               : " (train_step, " + precision + ", remat " +
+                     (options.rematBudget
+                          ? remat.getValue()
+                          : effopt::stringifyRemat(options.step.remat).str()) +
+                     (options.step.accum > 1
+                          ? ", accum " + std::to_string(options.step.accum)
+                          : std::string()) +
+                     ")")};
   if (reportRequest.any() &&
-      failed(effc::emitMemoryReport(*module, *layout, reportRequest)))
+      failed(effopt::emitMemoryReport(*step->module, step->layout,
+                                      reportRequest)))
     return failure();
-  module->walk([&](LLVM::LLVMFuncOp func) {
-    if (auto bytes = func->getAttrOfType<IntegerAttr>("eff.arena_bytes"))
-      layout->arenaBytes = std::max(layout->arenaBytes, bytes.getInt());
-  });
-  // Discardable eff.* attributes mean nothing to LLVM.
-  for (NamedAttribute attr : llvm::to_vector((*module)->getDiscardableAttrs()))
-    if (attr.getName().getValue().starts_with("eff."))
-      (*module)->removeDiscardableAttr(attr.getName());
   if (emit == "llvm") {
-    module->print(outs());
+    step->module->print(outs());
+    outs() << "\n";
     return success();
   }
-  auto t3 = Clock::now();
-  effopt::CpuCodegenOptions codegen;
-  codegen.cpu = cpuName;
-  codegen.optLevel = optLevel;
-  FailureOr<effopt::CpuCode> code =
-      effopt::emitCpuSharedObject(*module, codegen);
-  if (failed(code))
+  if (failed(effopt::serializeStep(*step, options)) ||
+      failed(effopt::writeEffx(output, *step)))
     return failure();
-  auto t4 = Clock::now();
-
-  json::Object description{
-      {"model", sys::path::stem(input).str()},
-      {"source", input.str()},
-      {"compiler", "effc 0.1 (LLVM/MLIR 22)"},
-      {"opt_level", static_cast<int64_t>(optLevel)},
-      {"pipeline", "builtin.module(" + training + ")," +
-                       "builtin.module(" + effopt::cpuLoweringPipeline() + ")"}};
-  if (mode == "train")
-    description["training"] =
-        json::Object{{"optimizer", optimizer.getValue()},
-                     {"lr", lr.getValue()},
-                     {"schedule", schedule.getValue()},
-                     {"precision", precision.getValue()},
-                     {"loss_scale", effectiveLossScale()},
-                     {"remat", remat.getValue()},
-                     {"accum", accum.getValue()}};
-  if (mode == "train" && effectiveLossScale() != "none")
-    description["loss_scaling"] =
-        json::Object{{"mode", effectiveLossScale()},
-                     {"init_scale", lossScaleInit.getValue()},
-                     {"min_scale", lossScaleMin.getValue()},
-                     {"growth_interval", lossScaleGrowthInterval.getValue()},
-                     {"hysteresis", lossScaleHysteresis.getValue()}};
-  description["target"] = "cpu-x86_64";
-  description["cpu"] = code->cpu;
-  description["entry"] = effrt::kEffxEntrySymbol;
-  effopt::EffxSectionData hostCode{effrt::EffxSectionKind::HostCode,
-                                   "cpu-x86_64", "step",
-                                   std::move(code->sharedObject)};
-  if (failed(effopt::writeEffx(output, *layout, hostCode, description,
-                               UnknownLoc::get(&context))))
-    return failure();
-  auto seconds = [](auto a, auto b) {
-    return std::chrono::duration<double>(b - a).count();
-  };
-  if (timing)
+  if (timing) {
+    const effopt::CompileTimes &t = step->times;
     errs() << formatv("effc: import {0:f2} s, step {1:f2} s, "
                       "lowering {2:f2} s, codegen {3:f2} s, total {4:f2} s\n",
-                      seconds(t0, t1), seconds(t1, t2), seconds(t2, t3),
-                      seconds(t3, t4), seconds(t0, Clock::now()));
+                      t.import, t.step, t.lowering, t.codegen,
+                      t.import + t.step + t.lowering + t.codegen);
+  }
   return success();
 }
 
@@ -614,7 +490,7 @@ int compileBatch(MLIRContext &context, StringRef listPath) {
     LogicalResult result = failure();
     {
       effopt::OneLineDiagnosticHandler diagnostics(&context, os);
-      result = compileModel(context, words[0], words[1], constants);
+      result = compileOne(context, words[0], words[1], constants);
     }
     if (succeeded(result)) {
       outs() << "ok " << words[1] << "\n";
@@ -630,33 +506,68 @@ int compileBatch(MLIRContext &context, StringRef listPath) {
   return status;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
+/// Parses the command line; LLVM's several-line complaints (an unknown
+/// flag, a suggestion, a usage hint) become one line.
+void parseCommandLine(int argc, char **argv) {
+  std::string complaints;
+  raw_string_ostream os(complaints);
+  bool parsed = cl::ParseCommandLineOptions(
       argc, argv,
       "effc: compiles an ONNX training graph into a .effx training step\n\n"
       "  effc model.onnx -o model.effx --optimizer adamw --lr 3e-4\n"
       "  effrun model.effx --data data.npz --steps 100\n\n"
       "  effc model.onnx -o model.effx --mode forward   (inference: every\n"
       "  graph output in the manifest's \"outputs\"; run it with\n"
-      "  effrt_session_forward / effrt_session_get_output)\n");
+      "  effrt_session_forward / effrt_session_get_output)\n",
+      &os);
+  if (parsed)
+    return;
+  // "effc: Unknown command line argument '--lrr'.  Try: 'effc --help'"
+  // "effc: Did you mean '--lr'?"
+  SmallVector<StringRef> lines;
+  StringRef(complaints).split(lines, '\n', -1, false);
+  std::string message;
+  for (StringRef line : lines) {
+    line = line.trim();
+    StringRef tool = sys::path::filename(argv[0]);
+    if (line.consume_front(tool) && line.consume_front(":"))
+      line = line.trim();
+    line = line.split("  Try:").first.split(": See:").first.trim();
+    line.consume_back(".");
+    line.consume_back("!");
+    if (line.empty())
+      continue;
+    if (message.empty())
+      message = line.substr(0, 1).lower() + line.drop_front().str();
+    else
+      message += "; " + line.substr(0, 1).lower() + line.drop_front().str();
+  }
+  die(message + " (see effc --help)");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  effopt::registerAllTargetBackends();
+  static std::string targetHelp = [] {
+    std::string help = "Target backend:";
+    for (const std::string &name : effopt::getRegisteredTargetNames())
+      help += " " + name + " (" +
+              effopt::lookupTargetBackend(name)->getDescription().str() + ")";
+    return help;
+  }();
+  targetName.setDescription(targetHelp);
+  cl::HideUnrelatedOptions(category);
+  parseCommandLine(argc, argv);
 
   if (!configFile.empty())
     if (Error error = effc::applyTrainConfig(configFile, category, inputFile))
       die(toString(std::move(error)));
 
-  checkSupportedOptions();
+  checkFlags();
   if (printPipeline) {
-    outs() << (mode == "forward" ? "forward" : "training")
-           << ": builtin.module("
-           << stepPipeline(StringRef(remat).starts_with("budget:") ? StringRef("budget")
-                                                                   : StringRef(remat))
-           << ")\n"
-           << "lowering: builtin.module(" << effopt::cpuLoweringPipeline()
-           << ")\n";
+    printReplayablePipeline();
     return 0;
   }
   if (!batch.empty()) {
@@ -675,13 +586,12 @@ int main(int argc, char **argv) {
   effopt::registerCompilerDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  mlir::registerAllPasses();
-  effopt::registerEffoptPasses();
-  effopt::registerEffoptConversionPasses();
+  // Diagnostics are one line; the IR of a failing op is effopt-opt's to show.
+  context.printOpOnDiagnostic(false);
   if (!batch.empty())
     return compileBatch(context, batch);
   effopt::OneLineDiagnosticHandler diagnostics(&context);
-  return failed(compileModel(context, inputFile, outputFile, constantInputs))
+  return failed(compileOne(context, inputFile, outputFile, constantInputs))
              ? 1
              : 0;
 }

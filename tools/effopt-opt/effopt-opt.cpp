@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Conversion/Passes.h"
-#include "effopt/Conversion/Pipelines.h"
+#include "effopt/Driver/Registration.h"
+#include "effopt/Driver/TrainStep.h"
 #include "effopt/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -24,13 +25,16 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   effopt::registerEffoptPasses();
   effopt::registerEffoptConversionPasses();
-  effopt::registerEffoptPipelines();
+  effopt::registerAllTargetBackends();
+  effopt::registerTrainStepPipelines();
   effopt::test::registerTestCostInterfacePass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv,
       "effopt-opt: runs effopt's passes on eff-dialect .mlir files.\n\n"
       "  effopt-opt model.mlir --canonicalize\n"
       "  effopt-opt model.mlir --eff-autodiff\n"
-      "  effopt-opt step.mlir --effopt-cpu-lowering\n",
+      "  effopt-opt step.mlir --effopt-cpu-lowering\n"
+      "  effopt-opt model.mlir --effopt-train-step=\"optimizer=adamw "
+      "lr=3e-4 remat=selective\"\n",
       registry));
 }

@@ -89,10 +89,11 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
 }
 
 
-def EffCpuEntryPass : Pass<"eff-cpu-entry", "::mlir::ModuleOp"> {
+def EffStepEntryPass : Pass<"eff-step-entry", "::mlir::ModuleOp"> {
   let summary = "Wraps the bufferized @train_step into the C entry point effx_step";
   let description = [{
-    Runs after bufferization. Builds
+    Runs after bufferization, the last step shared by every target before
+    the memory plan. Builds
     `func.func @effx_step(%state: memref<?xi8>, %arena: memref<?xi8>,
     %io: memref<?xi8>)` with `llvm.emit_c_interface`: each argument of
     `@train_step` becomes a `memref.view` of its region at the offset

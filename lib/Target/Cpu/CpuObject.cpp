@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "effopt/Target/CpuObject.h"
+#include "CpuObject.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/SmallString.h"

@@ -1,7 +1,7 @@
-//===- ReportOutput.h - effc --report, --report-json, --report-svg --*- C++ -*-===//
+//===- MemoryReportOutput.h - the memory report as table, JSON, SVG -*- C++ -*-===//
 
-#ifndef EFFC_REPORTOUTPUT_H
-#define EFFC_REPORTOUTPUT_H
+#ifndef EFFOPT_DRIVER_MEMORYREPORTOUTPUT_H
+#define EFFOPT_DRIVER_MEMORYREPORTOUTPUT_H
 
 #include "effopt/Target/Effx.h"
 
@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace effc {
+namespace effopt {
 
 struct ReportRequest {
   bool table = false;     // --report: the table on stdout
@@ -23,9 +23,9 @@ struct ReportRequest {
 /// the attribute), completes it with the persistent regions of `layout` and
 /// writes what `request` asks for. Fails with one diagnostic.
 mlir::LogicalResult emitMemoryReport(mlir::ModuleOp module,
-                                     const effopt::StepLayout &layout,
+                                     const StepLayout &layout,
                                      const ReportRequest &request);
 
-} // namespace effc
+} // namespace effopt
 
-#endif // EFFC_REPORTOUTPUT_H
+#endif // EFFOPT_DRIVER_MEMORYREPORTOUTPUT_H

@@ -1,4 +1,4 @@
-// RUN: effopt-opt %s --eff-step-abi=mode=forward --convert-eff-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --eff-cpu-entry | FileCheck %s
+// RUN: effopt-opt %s --eff-step-abi=mode=forward --convert-eff-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --eff-step-entry | FileCheck %s
 
 // effc --mode forward: the entry point reads the parameter from state and
 // the input from io, and copies EVERY result of @forward (f32, i1, i64,

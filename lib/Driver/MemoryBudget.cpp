@@ -1,9 +1,10 @@
-//===- MemoryBudget.cpp - effc --memory-budget ----------------------------===//
+//===- MemoryBudget.cpp - fitting a step into a byte budget ---------------===//
 
-#include "MemoryBudget.h"
+#include "effopt/Driver/MemoryBudget.h"
 
 #include "effopt/Analysis/MemoryReport.h"
 #include "effopt/Dialect/Eff/IR/EffInterfaces.h"
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
 #include "effopt/Target/Effx.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,7 +19,7 @@
 
 using namespace mlir;
 
-namespace effc {
+namespace effopt {
 
 std::optional<int64_t> parseBytes(llvm::StringRef text) {
   text = text.trim();
@@ -47,26 +48,35 @@ std::optional<int64_t> parseBytes(llvm::StringRef text) {
 
 namespace {
 struct Plan {
-  std::string policy;
+  RematPolicy policy = RematPolicy::None;
   int64_t bytes = 0;
   int64_t stepFlops = 0, recomputedFlops = 0;
   std::string error; // why the policy does not apply to this model
 };
 } // namespace
 
-static LogicalResult runPipeline(ModuleOp module, llvm::StringRef pipeline) {
+/// Runs a stage of the pipeline (built by `build`) on `module`.
+template <typename Build>
+static LogicalResult runStage(ModuleOp module, Build build) {
   PassManager pm(module.getContext());
-  if (failed(parsePassPipeline(pipeline, pm)))
-    return failure();
+  build(pm);
   return pm.run(module);
 }
 
-static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
-                       const TrainingPipeline &training,
-                       llvm::StringRef lowering, int64_t freeBytes = 0,
+/// Plans `step` with `policy`, `freeBytes` and `microBatches` instead of its
+/// own: the step, its lowering and the memory plan.
+static Plan planPolicy(ModuleOp imported, const TrainStepOptions &step,
+                       RematPolicy policy, int64_t freeBytes = 0,
                        int64_t microBatches = 1) {
   Plan plan;
-  plan.policy = policy.str();
+  plan.policy = policy;
+  TrainStepOptions options;
+  options.copyOptionValuesFrom(step);
+  options.remat = policy;
+  options.rematFreeBytes = freeBytes;
+  options.accum = microBatches;
+  options.attachMemoryReport = false;
+  const TargetBackend &backend = *lookupTargetBackend(options.target);
   OwningOpRef<ModuleOp> module(cast<ModuleOp>(imported->clone()));
   // A policy may not apply (full without repeated blocks): keep its
   // message for the table instead of printing it as an error.
@@ -76,7 +86,9 @@ static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
       firstError = d.str();
     return success();
   });
-  if (failed(runPipeline(*module, training(policy, freeBytes, microBatches)))) {
+  if (failed(runStage(*module, [&](OpPassManager &pm) {
+        buildStepPipeline(pm, options, backend);
+      }))) {
     plan.error = firstError.empty() ? "cannot be built" : firstError;
     return plan;
   }
@@ -84,20 +96,22 @@ static Plan planPolicy(ModuleOp imported, llvm::StringRef policy,
     // Ops in the micro-batch loop run once per micro-batch.
     int64_t times = 1;
     for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
-      if (p->hasAttr("eff.accumulation"))
+      if (p->hasAttr(eff::kAccumulationLoopAttrName))
         times *= microBatches;
     plan.stepFlops += times * op.getFlops();
     if (op->hasAttr("eff.recomputed"))
       plan.recomputedFlops += times * op.getFlops();
   });
   FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
-  if (failed(layout) || failed(runPipeline(*module, lowering))) {
+  if (failed(layout) || failed(runStage(*module, [&](OpPassManager &pm) {
+        buildLoweringPipeline(pm, options, backend);
+      }))) {
     plan.error = firstError.empty() ? "cannot be lowered" : firstError;
     return plan;
   }
   int64_t arena = 0;
   module->walk([&](func::FuncOp func) {
-    if (auto bytes = func->getAttrOfType<IntegerAttr>("eff.arena_bytes"))
+    if (auto bytes = func->getAttrOfType<IntegerAttr>(eff::kArenaBytesAttrName))
       arena = std::max(arena, bytes.getInt());
   });
   plan.bytes = layout->stateBytes + arena + layout->ioBytes;
@@ -112,8 +126,7 @@ static double recomputedPercent(const Plan &plan) {
 std::optional<BudgetChoice>
 fitMemoryBudget(int64_t budget, int64_t globalRows,
                 const MicroBatchImporter &importAt,
-                const TrainingPipeline &training, llvm::StringRef lowering,
-                llvm::raw_ostream &log) {
+                const TrainStepOptions &step, llvm::raw_ostream &log) {
   log << "effc: memory budget " << effopt::formatBytes(budget) << " ("
       << budget << " bytes), global batch " << globalRows
       << " rows; planned memory per micro-batch count and remat policy:\n";
@@ -133,19 +146,20 @@ fitMemoryBudget(int64_t budget, int64_t globalRows,
       break; // a batch dimension that cannot be rebound stays so
     }
     std::optional<Plan> best;
-    for (llvm::StringRef policy : {"none", "selective", "sqrt", "full"}) {
-      Plan plan = planPolicy(*imported, policy, training, lowering, 0, k);
+    for (RematPolicy policy : {RematPolicy::None, RematPolicy::Selective,
+                               RematPolicy::Sqrt, RematPolicy::Full}) {
+      Plan plan = planPolicy(*imported, step, policy, 0, k);
       if (!plan.error.empty()) {
         log << llvm::formatv("  accum {0,-3} batch {1,-5} {2,-10} does not "
                              "apply: {3}\n",
-                             k, rows, policy, plan.error);
+                             k, rows, stringifyRemat(policy), plan.error);
         continue;
       }
       bool fits = plan.bytes <= budget;
       log << llvm::formatv("  accum {0,-3} batch {1,-5} {2,-10} {3,12} bytes "
                            "({4,10})  recomputes {5:f1}% of the step's FLOPs  "
                            "{6}\n",
-                           k, rows, policy, plan.bytes,
+                           k, rows, stringifyRemat(policy), plan.bytes,
                            effopt::formatBytes(plan.bytes),
                            recomputedPercent(plan),
                            fits ? "fits" : "too large");
@@ -161,7 +175,7 @@ fitMemoryBudget(int64_t budget, int64_t globalRows,
           "effc: chose --accum {0} --remat {1} (micro-batch {2} rows): the "
           "fewest micro-batches, then the least recomputation, that fit "
           "({3} bytes planned, {4} to spare)\n",
-          k, best->policy, rows, best->bytes,
+          k, stringifyRemat(best->policy), rows, best->bytes,
           effopt::formatBytes(budget - best->bytes));
       return BudgetChoice{best->policy, best->bytes, k, std::move(imported)};
     }
@@ -171,18 +185,17 @@ fitMemoryBudget(int64_t budget, int64_t globalRows,
         "effc: error: cannot fit {0} bytes: the smallest planned memory is "
         "{1} bytes ({2}) with --accum {3} --remat {4}, {5} bytes over\n",
         budget, smallest->bytes, effopt::formatBytes(smallest->bytes),
-        smallestK, smallest->policy, smallest->bytes - budget);
+        smallestK, stringifyRemat(smallest->policy), smallest->bytes - budget);
   else
     log << "effc: error: cannot fit the budget: no remat policy applies\n";
   return std::nullopt;
 }
 
 std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
-                                      int64_t microBatches,
-                                      const TrainingPipeline &training,
-                                      llvm::StringRef lowering,
+                                      const TrainStepOptions &step,
                                       llvm::raw_ostream &log) {
-  Plan none = planPolicy(imported, "none", training, lowering, 0, microBatches);
+  int64_t microBatches = step.accum;
+  Plan none = planPolicy(imported, step, RematPolicy::None, 0, microBatches);
   if (!none.error.empty()) {
     log << "effc: error: " << none.error << "\n";
     return std::nullopt;
@@ -197,9 +210,10 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
   // ask for what is still missing, and for more each time that gained
   // nothing.
   int64_t freeBytes = none.bytes - budget;
-  int64_t smallest = none.bytes, step = std::max<int64_t>(1, freeBytes / 64);
+  int64_t smallest = none.bytes,
+          increment = std::max<int64_t>(1, freeBytes / 64);
   auto attempt = [&](int64_t bytes) -> std::optional<Plan> {
-    Plan plan = planPolicy(imported, "budget", training, lowering, bytes,
+    Plan plan = planPolicy(imported, step, RematPolicy::Budget, bytes,
                            microBatches);
     if (!plan.error.empty()) {
       log << "effc: error: " << plan.error << "\n";
@@ -244,13 +258,13 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
     if (p.bytes < smallest)
       smallest = p.bytes;
     else
-      step *= 2;
-    freeBytes += std::max(p.bytes - budget, step);
+      increment *= 2;
+    freeBytes += std::max(p.bytes - budget, increment);
   }
   // The floor of this policy: every block recomputed as a whole (full
   // checkpointing's plan, or less), or every value without blocks.
   int64_t everything = std::numeric_limits<int64_t>::max() / 16;
-  Plan all = planPolicy(imported, "budget", training, lowering, everything,
+  Plan all = planPolicy(imported, step, RematPolicy::Budget, everything,
                         microBatches);
   if (all.error.empty()) {
     log << llvm::formatv("  every block recomputed:  planned {0,12} bytes "
@@ -268,4 +282,4 @@ std::optional<int64_t> fitRematBudget(ModuleOp imported, int64_t budget,
   return std::nullopt;
 }
 
-} // namespace effc
+} // namespace effopt

@@ -1,11 +1,11 @@
-//===- CpuEntry.cpp - the C entry point of a compiled training step -------===//
+//===- StepEntry.cpp - the C entry point of a compiled training step ------===//
 
 #include "effopt/Conversion/Passes.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 
 namespace effopt {
-#define GEN_PASS_DEF_EFFCPUENTRYPASS
+#define GEN_PASS_DEF_EFFSTEPENTRYPASS
 #include "effopt/Conversion/Passes.h.inc"
 } // namespace effopt
 
@@ -17,7 +17,7 @@ namespace {
 /// The symbol the runtime looks up (through the C interface wrapper).
 constexpr StringLiteral kEntryName = "effx_step";
 
-struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
+struct EffStepEntryPass : impl::EffStepEntryPassBase<EffStepEntryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -29,7 +29,7 @@ struct EffCpuEntryPass : impl::EffCpuEntryPassBase<EffCpuEntryPass> {
         forward ? eff::kForwardFuncName : eff::kTrainStepFuncName);
     auto lossOffset = module->getAttrOfType<IntegerAttr>(eff::kLossOffsetAttrName);
     if (!step || (!forward && !lossOffset)) {
-      module.emitError("eff-cpu-entry needs a bufferized ")
+      module.emitError("eff-step-entry needs a bufferized ")
           << (forward ? "@forward" : "@train_step")
           << " with the layout of eff-step-abi";
       return signalPassFailure();

@@ -1,7 +1,7 @@
 //===- CpuObject.h - native code for the CPU target -------------*- C++ -*-===//
 
-#ifndef EFFOPT_TARGET_CPUOBJECT_H
-#define EFFOPT_TARGET_CPUOBJECT_H
+#ifndef EFFOPT_LIB_TARGET_CPU_CPUOBJECT_H
+#define EFFOPT_LIB_TARGET_CPU_CPUOBJECT_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -31,4 +31,4 @@ mlir::FailureOr<CpuCode> emitCpuSharedObject(mlir::ModuleOp module,
 
 } // namespace effopt
 
-#endif // EFFOPT_TARGET_CPUOBJECT_H
+#endif // EFFOPT_LIB_TARGET_CPU_CPUOBJECT_H

@@ -1,6 +1,6 @@
-//===- ReportOutput.cpp - effc --report, --report-json, --report-svg ------===//
+//===- MemoryReportOutput.cpp - the memory report as table, JSON, SVG -----===//
 
-#include "ReportOutput.h"
+#include "effopt/Driver/MemoryReportOutput.h"
 
 #include "effopt/Analysis/MemoryReport.h"
 
@@ -11,7 +11,7 @@
 
 using namespace mlir;
 
-namespace effc {
+namespace effopt {
 
 static effopt::MemoryCategory categoryOfRole(llvm::StringRef role) {
   if (role == "buffer")
@@ -79,4 +79,4 @@ LogicalResult emitMemoryReport(ModuleOp module,
   return success();
 }
 
-} // namespace effc
+} // namespace effopt

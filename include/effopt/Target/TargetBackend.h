@@ -1,0 +1,92 @@
+//===- TargetBackend.h - what a compilation target implements ---*- C++ -*-===//
+//
+// The training step is built and lowered the same way for every target up to
+// the memory plan (eff passes, eff -> linalg, fusion, bufferization, library
+// calls, the step entry, one arena). A TargetBackend supplies what differs:
+//
+//   - the alignment of every offset in the regions and the arena;
+//   - the lowering policy, where numerics are the target's choice
+//     (accumulator type, how f16/bf16 products compute, convolutions);
+//   - its code generation pipeline, from the memory-planned module on;
+//   - serialization: the .effx sections of its code and the manifest fields
+//     that name the target and the entry point.
+//
+// Backends register by name (effc --target NAME, TrainStepOptions::target).
+// docs/Architecture.md draws the seam.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFOPT_TARGET_TARGETBACKEND_H
+#define EFFOPT_TARGET_TARGETBACKEND_H
+
+#include "effopt/Conversion/Passes.h"
+#include "effopt/Target/Effx.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/JSON.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace effopt {
+
+/// How a backend generates code (effc --arch/--cpu, --opt-level).
+struct CodegenOptions {
+  /// The processor to generate code for: a CPU name, or "native" for the
+  /// compiling machine's; a GPU architecture for a GPU target.
+  std::string arch = "native";
+  /// LLVM's optimization level, 0-3.
+  unsigned optLevel = 3;
+};
+
+/// What a backend contributes to the .effx.
+struct TargetArtifacts {
+  /// Its code: host code, device binaries.
+  std::vector<EffxSectionData> sections;
+  /// Manifest fields that describe the code: at least "target" (what the
+  /// runtime's device is chosen by) and "entry".
+  llvm::json::Object manifest;
+};
+
+class TargetBackend {
+public:
+  virtual ~TargetBackend();
+
+  /// The name users pick it by ("cpu").
+  virtual llvm::StringRef getName() const = 0;
+  /// One line for --help and error messages.
+  virtual llvm::StringRef getDescription() const = 0;
+
+  /// Byte alignment (a power of two) of every region offset, region size
+  /// and arena buffer: what its loads, vector units and libraries need.
+  virtual int64_t getAlignment() const = 0;
+
+  /// convert-eff-to-linalg's options: the numerics the target chooses.
+  virtual ConvertEffToLinalgPassOptions getLoweringPolicy() const = 0;
+
+  /// Appends the passes that take the memory-planned module (after
+  /// eff-memory-plan: one entry function over the state, arena and io
+  /// regions) to what serialize() reads.
+  virtual void buildCodegenPipeline(mlir::OpPassManager &pm) const = 0;
+
+  /// The code of `module` (the codegen pipeline's output) as .effx sections
+  /// and manifest fields. Errors are diagnostics on the module.
+  virtual mlir::FailureOr<TargetArtifacts>
+  serialize(mlir::ModuleOp module, const CodegenOptions &options) const = 0;
+};
+
+/// Makes `backend` available under its name (a second one of the same name
+/// replaces the first).
+void registerTargetBackend(std::unique_ptr<TargetBackend> backend);
+
+/// The backend registered as `name`, or null.
+const TargetBackend *lookupTargetBackend(llvm::StringRef name);
+
+/// The registered names, sorted.
+std::vector<std::string> getRegisteredTargetNames();
+
+} // namespace effopt
+
+#endif // EFFOPT_TARGET_TARGETBACKEND_H

@@ -1,0 +1,327 @@
+//===- TrainStep.cpp - the training pipeline, typed -----------------------===//
+
+#include "effopt/Driver/TrainStep.h"
+
+#include "effopt/Conversion/Passes.h"
+#include "effopt/Transforms/Passes.h"
+
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+
+namespace effopt {
+
+LossScaleMode TrainStepOptions::effectiveLossScale() const {
+  if (lossScale != LossScaleMode::Auto)
+    return lossScale;
+  // fp16's range underflows small gradients; bf16 has fp32's.
+  return precision == Precision::FP16 ? LossScaleMode::Dynamic
+                                      : LossScaleMode::None;
+}
+
+double TrainStepOptions::effectiveWeightDecay() const {
+  if (weightDecay >= 0)
+    return weightDecay;
+  return optimizer == OptimizerKind::AdamW ? 0.01 : 0.0;
+}
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
+  if (!lookupTargetBackend(options.target)) {
+    std::string known;
+    for (const std::string &name : getRegisteredTargetNames())
+      known += (known.empty() ? "" : ", ") + name;
+    return fail("--target " + options.target + " is not a target effc was "
+                "built with (" + known + ")");
+  }
+  if (!(options.lossScaleInit > 0))
+    return fail("--loss-scale-init must be > 0");
+  if (options.lossScaleGrowthInterval < 1)
+    return fail("--loss-scale-growth-interval must be >= 1");
+  if (options.lossScaleHysteresis < 1)
+    return fail("--loss-scale-hysteresis must be >= 1");
+  if (!(options.lossScaleMin >= 0) ||
+      options.lossScaleMin > options.lossScaleInit)
+    return fail("--loss-scale-min must be in [0, --loss-scale-init]");
+  if (!options.rematBoundary.empty() && options.remat != RematPolicy::Full)
+    return fail("--remat-boundary applies to --remat full only");
+  if (options.rematFreeBytes < 0)
+    return fail("remat-free-bytes must be >= 0");
+  if (options.accum < 1)
+    return fail("--accum must be at least 1 (micro-batches per optimizer "
+                "step), got " +
+                llvm::Twine(static_cast<int64_t>(options.accum)));
+  auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
+    return value.empty() || llvm::is_contained(allowed, value);
+  };
+  if (!oneOf(options.f32Accumulator, {"f64", "f32"}))
+    return fail("f32-accumulator must be f64 or f32, got '" +
+                options.f32Accumulator + "'");
+  if (!oneOf(options.lowPrecisionProducts, {"widen", "native"}))
+    return fail("low-precision-products must be widen or native, got '" +
+                options.lowPrecisionProducts + "'");
+  if (!oneOf(options.convolution, {"im2col", "direct"}))
+    return fail("convolution must be im2col or direct, got '" +
+                options.convolution + "'");
+  return llvm::Error::success();
+}
+
+StringRef stringifyOptimizer(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::Sgd:
+    return "sgd";
+  case OptimizerKind::Adam:
+    return "adam";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  llvm_unreachable("unknown optimizer");
+}
+
+StringRef stringifySchedule(LrSchedule schedule) {
+  switch (schedule) {
+  case LrSchedule::Constant:
+    return "constant";
+  case LrSchedule::LinearWarmup:
+    return "linear_warmup";
+  case LrSchedule::Cosine:
+    return "cosine";
+  }
+  llvm_unreachable("unknown schedule");
+}
+
+StringRef stringifyRemat(RematPolicy policy) {
+  switch (policy) {
+  case RematPolicy::None:
+    return "none";
+  case RematPolicy::Selective:
+    return "selective";
+  case RematPolicy::Full:
+    return "full";
+  case RematPolicy::Sqrt:
+    return "sqrt";
+  case RematPolicy::Budget:
+    return "budget";
+  }
+  llvm_unreachable("unknown remat policy");
+}
+
+StringRef stringifyPrecision(Precision precision) {
+  switch (precision) {
+  case Precision::FP32:
+    return "fp32";
+  case Precision::BF16:
+    return "bf16";
+  case Precision::FP16:
+    return "fp16";
+  }
+  llvm_unreachable("unknown precision");
+}
+
+StringRef stringifyLossScale(LossScaleMode mode) {
+  switch (mode) {
+  case LossScaleMode::Auto:
+    return "auto";
+  case LossScaleMode::Dynamic:
+    return "dynamic";
+  case LossScaleMode::Static:
+    return "static";
+  case LossScaleMode::None:
+    return "none";
+  }
+  llvm_unreachable("unknown loss scale mode");
+}
+
+void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
+                       const TargetBackend &backend) {
+  EffStepAbiPassOptions abi;
+  abi.alignment = backend.getAlignment();
+  if (options.mode == StepMode::Forward) {
+    // The imported @forward as it is: no autodiff, no optimizer.
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    abi.mode = "forward";
+    pm.addPass(createEffStepAbiPass(abi));
+    return;
+  }
+  // Casts before autodiff, so the backward differentiates through them.
+  if (options.precision != Precision::FP32) {
+    EffAutocastPassOptions autocast;
+    autocast.precision = stringifyPrecision(options.precision).str();
+    pm.addPass(createEffAutocastPass(autocast));
+  }
+  pm.addPass(createEffAutodiffPass());
+  if (options.remat != RematPolicy::None) {
+    EffRematPassOptions remat;
+    remat.policy = stringifyRemat(options.remat).str();
+    remat.freeBytes = options.rematFreeBytes;
+    remat.boundary = options.rematBoundary;
+    pm.addPass(createEffRematPass(remat));
+  }
+  // The micro-batch loop wraps the (rematerialized) forward/backward; loss
+  // scaling and the optimizer see its averaged gradients.
+  if (options.accum != 1) {
+    EffGradAccumPassOptions accum;
+    accum.steps = options.accum;
+    pm.addPass(createEffGradAccumPass(accum));
+  }
+  LossScaleMode lossScale = options.effectiveLossScale();
+  if (lossScale != LossScaleMode::None) {
+    EffLossScalingPassOptions scaling;
+    scaling.initScale = options.lossScaleInit;
+    scaling.growthInterval = options.lossScaleGrowthInterval;
+    scaling.hysteresis = options.lossScaleHysteresis;
+    scaling.minScale = options.lossScaleMin;
+    scaling.staticScale = lossScale == LossScaleMode::Static;
+    pm.addPass(createEffLossScalingPass(scaling));
+  }
+  EffOptimizerPassOptions optimizer;
+  optimizer.optimizer = stringifyOptimizer(options.optimizer).str();
+  optimizer.lr = options.lr;
+  optimizer.momentum = options.momentum;
+  optimizer.dampening = options.dampening;
+  optimizer.nesterov = options.nesterov;
+  optimizer.weightDecay = options.effectiveWeightDecay();
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
+  optimizer.amsgrad = options.amsgrad;
+  optimizer.schedule = stringifySchedule(options.schedule).str();
+  optimizer.warmupSteps = options.warmupSteps;
+  optimizer.totalSteps = options.totalSteps;
+  optimizer.minLr = options.minLr;
+  optimizer.clipGradNorm = options.clipGradNorm;
+  optimizer.noWeightDecay = options.noWeightDecay;
+  pm.addPass(createEffOptimizerPass(optimizer));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createEffStepAbiPass(abi));
+  if (options.scheduleMemory)
+    pm.addPass(createEffScheduleMemoryPass());
+}
+
+void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
+                           const TargetBackend &backend) {
+  // eff-level cleanup first drops the dead forward outputs.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // eff -> linalg on tensors with the target's numerics; fuse elementwise
+  // chains into one loop nest. No CSE from here on: eff.save lowers to
+  // nothing, so a value that eff-remat recomputes in the backward would be
+  // merged back into its forward twin and kept alive (CSE ran on eff, where
+  // saves differ).
+  ConvertEffToLinalgPassOptions policy = backend.getLoweringPolicy();
+  if (!options.f32Accumulator.empty())
+    policy.f32Accumulator = options.f32Accumulator;
+  if (!options.lowPrecisionProducts.empty())
+    policy.lowPrecisionProducts = options.lowPrecisionProducts;
+  if (!options.convolution.empty())
+    policy.convolution = options.convolution;
+  pm.addPass(createConvertEffToLinalgPass(policy));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createEffFuseElementwisePass());
+  pm.addPass(createCanonicalizerPass());
+  // Bufferize with in-place updates of the state arguments.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  // Products to the runtime's GEMM; the entry point over the three regions;
+  // one arena.
+  pm.addPass(createEffLinalgToBlasPass());
+  pm.addPass(createEffStepEntryPass());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createCanonicalizerPass());
+  EffMemoryPlanPassOptions plan;
+  plan.attachReport = options.attachMemoryReport;
+  pm.addPass(createEffMemoryPlanPass(plan));
+}
+
+llvm::Error buildTrainStepPipeline(OpPassManager &pm,
+                                   const TrainStepOptions &options) {
+  if (llvm::Error error = verifyTrainStepOptions(options))
+    return error;
+  const TargetBackend &backend = *lookupTargetBackend(options.target);
+  buildStepPipeline(pm, options, backend);
+  if (options.until == PipelineStage::Step)
+    return llvm::Error::success();
+  buildLoweringPipeline(pm, options, backend);
+  if (options.until == PipelineStage::MemoryPlan)
+    return llvm::Error::success();
+  backend.buildCodegenPipeline(pm);
+  return llvm::Error::success();
+}
+
+std::string printTrainStepPipeline(const TrainStepOptions &options) {
+  OpPassManager pm("builtin.module");
+  if (llvm::Error error = buildTrainStepPipeline(pm, options))
+    return "<" + llvm::toString(std::move(error)) + ">";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pm.printAsTextualPipeline(os);
+  return text;
+}
+
+std::string printTrainStepOptions(const TrainStepOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  options.print(os);
+  StringRef printed(text);
+  // print() wraps the options in braces; the pipeline's option string has
+  // none.
+  if (printed.starts_with("{") && printed.ends_with("}"))
+    printed = printed.drop_front().drop_back();
+  return printed.str();
+}
+
+void registerTrainStepPipelines() {
+  registerPassPipeline(
+      "effopt-train-step",
+      "The whole training pipeline effc runs after importing a model: the "
+      "training step (or forward function), its lowering to one planned "
+      "arena and the target's code generation",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainStepOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (llvm::Error error = buildTrainStepPipeline(pm, options))
+          return errorHandler(llvm::toString(std::move(error)));
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionsHandler) {
+        optionsHandler(TrainStepOptions());
+      });
+  for (const std::string &name : getRegisteredTargetNames()) {
+    std::string argument = "effopt-" + name + "-lowering";
+    std::string description =
+        "Lower a laid-out step (after eff-step-abi) for target " + name +
+        ", as effc --target " + name + " does";
+    registerPassPipeline(
+        argument, description,
+        [name](OpPassManager &pm, StringRef text,
+               function_ref<LogicalResult(const Twine &)> errorHandler) {
+          if (!text.empty())
+            return errorHandler("this pipeline takes no options");
+          TrainStepOptions options;
+          options.target = name;
+          const TargetBackend &backend = *lookupTargetBackend(name);
+          buildLoweringPipeline(pm, options, backend);
+          backend.buildCodegenPipeline(pm);
+          return success();
+        },
+        [](function_ref<void(const detail::PassOptions &)>) {});
+  }
+}
+
+} // namespace effopt

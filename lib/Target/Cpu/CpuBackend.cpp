@@ -1,0 +1,125 @@
+//===- CpuBackend.cpp - the CPU target ------------------------------------===//
+//
+// The CPU's choices: 64-byte alignment (a cache line, AVX-512 loads);
+// PyTorch's CPU numerics (f32 sums in f64; f16/bf16 GEMM operands widened to
+// f32, since the BLAS has only an f32 GEMM; convolutions as im2col + GEMM);
+// loops as native code through LLVM, the outermost parallel loop of each
+// large nest on OpenMP threads; one ELF shared object as the .effx host code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Target/Cpu/CpuBackend.h"
+
+#include "CpuObject.h"
+
+#include "effopt/Conversion/Passes.h"
+#include "effopt/Target/TargetBackend.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/TargetParser/Triple.h"
+
+using namespace mlir;
+
+namespace effopt {
+namespace {
+
+class CpuBackend : public TargetBackend {
+public:
+  StringRef getName() const override { return kCpuTargetName; }
+  StringRef getDescription() const override {
+    return "native code for this machine's CPU (or --cpu NAME): LLVM, "
+           "OpenMP threads, OpenBLAS GEMMs";
+  }
+
+  int64_t getAlignment() const override { return 64; }
+
+  ConvertEffToLinalgPassOptions getLoweringPolicy() const override {
+    ConvertEffToLinalgPassOptions policy;
+    policy.f32Accumulator = "f64";
+    policy.lowPrecisionProducts = "widen";
+    policy.convolution = "im2col";
+    return policy;
+  }
+
+  void buildCodegenPipeline(OpPassManager &pm) const override {
+    // Loops: the outermost parallel loop of each large nest runs on OpenMP
+    // threads, everything else is sequential; one kernel function per nest.
+    pm.addPass(createConvertLinalgToParallelLoopsPass());
+    pm.addPass(createEffParallelLoopsPass());
+    pm.addPass(createEffOutlineKernelsPass());
+    pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+    // f16/bf16 arithmetic left in the loops (the lowering computes each eff
+    // op in f32; what remains are exact ops such as max, compare, select)
+    // runs in f32 with one rounding per op, math functions too; bf16
+    // conversions become integer code (no AVX512-BF16 or libgcc libcall
+    // needed, PyTorch's rounding bit for bit).
+    math::MathExtendToSupportedTypesOptions extend;
+    extend.targetTypeStr = "f32";
+    pm.addPass(math::createMathExtendToSupportedTypes(extend));
+    arith::ArithEmulateUnsupportedFloatsOptions emulate;
+    emulate.sourceTypeStrs = {"bf16", "f16"};
+    emulate.targetTypeStr = "f32";
+    pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+    pm.addPass(createEffExpandBF16ConversionsPass());
+    // Views at dynamic offsets (a micro-batch's rows of a batch input)
+    // leave affine.apply behind.
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    math::MathExpandOpsPassOptions expand;
+    expand.opMnemonics = {"rsqrt"};
+    pm.addPass(math::createMathExpandOpsPass(expand));
+    pm.addPass(createConvertMathToLibmPass());
+    pm.addPass(createConvertToLLVMPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+  }
+
+  FailureOr<TargetArtifacts>
+  serialize(ModuleOp module, const CodegenOptions &options) const override {
+    // Discardable eff.* attributes of the step ABI mean nothing to LLVM.
+    for (NamedAttribute attr :
+         llvm::to_vector(module->getDiscardableAttrs()))
+      if (attr.getName().getValue().starts_with("eff."))
+        module->removeDiscardableAttr(attr.getName());
+    CpuCodegenOptions codegen;
+    codegen.cpu = options.arch;
+    codegen.optLevel = options.optLevel;
+    FailureOr<CpuCode> code = emitCpuSharedObject(module, codegen);
+    if (failed(code))
+      return failure();
+    // The runtime picks its CPU device by this name (effrt hostTarget()).
+    std::string target =
+        (kCpuTargetName + "-" + llvm::Triple(code->triple).getArchName()).str();
+    TargetArtifacts artifacts;
+    artifacts.sections.push_back(EffxSectionData{
+        effrt::EffxSectionKind::HostCode, target, "step",
+        std::move(code->sharedObject)});
+    artifacts.manifest["target"] = target;
+    artifacts.manifest["cpu"] = code->cpu;
+    artifacts.manifest["entry"] = effrt::kEffxEntrySymbol;
+    return artifacts;
+  }
+};
+
+} // namespace
+
+void registerCpuTargetBackend() {
+  registerTargetBackend(std::make_unique<CpuBackend>());
+}
+
+} // namespace effopt
