@@ -99,7 +99,7 @@ static Plan planPolicy(ModuleOp imported, const TrainStepOptions &step,
       if (p->hasAttr(eff::kAccumulationLoopAttrName))
         times *= microBatches;
     plan.stepFlops += times * op.getFlops();
-    if (op->hasAttr("eff.recomputed"))
+    if (op->hasAttr(eff::kRecomputedAttrName))
       plan.recomputedFlops += times * op.getFlops();
   });
   FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);

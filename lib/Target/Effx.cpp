@@ -3,6 +3,7 @@
 #include "effopt/Target/Effx.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Support/StorageBytes.h"
 #include "effrt/EffxFormat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,9 +31,6 @@ std::string dtypeName(Type t) {
   return "unsupported";
 }
 
-static int64_t elementBytes(Type t) {
-  return std::max<int64_t>(1, (t.getIntOrFloatBitWidth() + 7) / 8);
-}
 
 /// Copies the raw little-endian bytes of `value` (one byte per bool) to `out`.
 static LogicalResult copyInitialValue(ElementsAttr value, RankedTensorType type,
@@ -61,7 +59,7 @@ static LogicalResult copyInitialValue(ElementsAttr value, RankedTensorType type,
   }
   ArrayRef<char> raw = dense.getRawData();
   if (dense.isSplat()) {
-    int64_t size = elementBytes(element);
+    int64_t size = storageBytes(element, 1);
     for (int64_t at = 0; at < bytes; at += size)
       std::memcpy(out + at, raw.data(), size);
     return success();
@@ -74,13 +72,13 @@ static LogicalResult copyInitialValue(ElementsAttr value, RankedTensorType type,
 }
 
 FailureOr<StepLayout> readStepLayout(ModuleOp module) {
-  auto kind = module->getAttrOfType<StringAttr>("eff.step_kind");
-  bool forward = kind && kind.getValue() == "forward";
+  auto kind = module->getAttrOfType<StringAttr>(eff::kStepKindAttrName);
+  bool forward = kind && kind.getValue() == eff::kForwardStepKind;
   auto func = module.lookupSymbol<func::FuncOp>(
       forward ? eff::kForwardFuncName : eff::kTrainStepFuncName);
-  auto stateBytes = module->getAttrOfType<IntegerAttr>("eff.state_bytes");
-  auto ioBytes = module->getAttrOfType<IntegerAttr>("eff.io_bytes");
-  auto lossOffset = module->getAttrOfType<IntegerAttr>("eff.loss_offset");
+  auto stateBytes = module->getAttrOfType<IntegerAttr>(eff::kStateBytesAttrName);
+  auto ioBytes = module->getAttrOfType<IntegerAttr>(eff::kIoBytesAttrName);
+  auto lossOffset = module->getAttrOfType<IntegerAttr>(eff::kLossOffsetAttrName);
   if (!func || !stateBytes || !ioBytes || (!forward && !lossOffset))
     return module.emitError("no ")
            << (forward ? "@forward" : "@train_step")
@@ -109,8 +107,8 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module) {
     tensor.dtype = dtypeName(type.getElementType());
     tensor.shape.assign(type.getShape().begin(), type.getShape().end());
     tensor.offset =
-        func.getArgAttrOfType<IntegerAttr>(i, "eff.offset").getInt();
-    tensor.bytes = type.getNumElements() * elementBytes(type.getElementType());
+        func.getArgAttrOfType<IntegerAttr>(i, eff::kOffsetAttrName).getInt();
+    tensor.bytes = storageBytes(type);
     if (auto symbol =
             func.getArgAttrOfType<FlatSymbolRefAttr>(i, eff::kParameterAttrName)) {
       auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
@@ -150,8 +148,8 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module) {
       tensor.role = "output";
       tensor.dtype = dtypeName(type.getElementType());
       tensor.shape.assign(type.getShape().begin(), type.getShape().end());
-      tensor.offset = func.getResultAttrOfType<IntegerAttr>(r, "eff.offset").getInt();
-      tensor.bytes = type.getNumElements() * elementBytes(type.getElementType());
+      tensor.offset = func.getResultAttrOfType<IntegerAttr>(r, eff::kOffsetAttrName).getInt();
+      tensor.bytes = storageBytes(type);
       if (failed(checkDtype(tensor, "output")))
         return failure();
       for (const StepTensor &other : layout.outputs)

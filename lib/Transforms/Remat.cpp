@@ -37,7 +37,7 @@ using namespace effopt::eff;
 namespace effopt {
 namespace {
 
-constexpr llvm::StringLiteral kRecomputedAttrName = "eff.recomputed";
+using eff::kRecomputedAttrName;
 
 int64_t tensorBytes(Type type) { return storageBytes(type); }
 

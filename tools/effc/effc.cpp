@@ -107,8 +107,12 @@ static cl::opt<std::string> targetName(
     "target", cl::desc("Target backend (effc --help lists them)"),
     cl::init(effopt::kCpuTargetName.str()), cl::cat(category));
 static cl::opt<std::string> cpuName(
-    "cpu", cl::desc("CPU to generate code for (default: this machine's)"),
-    cl::init("native"), cl::cat(category));
+    "arch",
+    cl::desc("Processor to generate code for: a CPU name for --target cpu "
+             "(default: this machine's)"),
+    cl::value_desc("name"), cl::init("native"), cl::cat(category));
+static cl::alias cpuAlias("cpu", cl::desc("Alias for --arch"),
+                          cl::aliasopt(cpuName), cl::cat(category));
 static cl::opt<std::string> precision(
     "precision",
     cl::desc("fp32, or bf16/fp16 mixed precision (eff-autocast: GEMMs and "

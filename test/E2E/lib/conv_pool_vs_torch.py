@@ -127,7 +127,7 @@ def run(cmd):
 def train_effopt(args, work, onnx_path, npz_path, steps):
     effx = os.path.join(work, "model.effx")
     run([tool(args, "effc"), onnx_path, "-o", effx, "--optimizer", "sgd",
-         "--lr", repr(args.lr)])
+         "--lr", repr(args.lr)] + args.effc)
     if args.runner.startswith("shim:"):
         out = os.path.join(work, "final.npz")
         text = run([sys.executable, args.runner[5:], effx, npz_path,
@@ -206,6 +206,8 @@ def main():
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--effc", action="append", default=[],
+                    help="an extra effc flag (e.g. --effc=--convolution=direct)")
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-5)
     args = ap.parse_args()

@@ -735,7 +735,8 @@ def part_train(args):
     log = os.path.join(args.work, tag + ".jsonl")
     ckpt = os.path.join(args.work, tag + ".safetensors")
     run([os.path.join(args.bin, "effc"), path, "-o", effx, "--optimizer",
-         "sgd", "--lr", repr(args.lr), "--momentum", repr(args.momentum)])
+         "sgd", "--lr", repr(args.lr), "--momentum", repr(args.momentum)]
+        + args.effc)
     run([os.path.join(args.bin, "effrun"), effx, "--data", npz, "--steps",
          str(steps), "--log", log, "--save", ckpt, "--quiet"])
     ours = [json.loads(line)["loss"] for line in open(log)]
@@ -792,6 +793,8 @@ def main():
     ap.add_argument("--precision", default="bf16", choices=["bf16", "fp16"])
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--effc", action="append", default=[],
+                    help="an extra effc flag for training steps")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
     ap.add_argument("--loss-rtol", type=float,

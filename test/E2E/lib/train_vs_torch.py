@@ -229,6 +229,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=12)
     add_training_args(ap)
+    ap.add_argument("--effc", action="append", default=[],
+                    help="an extra effc flag (e.g. --effc=--f32-accumulator=f32)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
@@ -244,7 +246,8 @@ def main():
     effx = os.path.join(args.work, args.model + ".effx")
     log = os.path.join(args.work, "loss.jsonl")
     ckpt = os.path.join(args.work, "final.safetensors")
-    run([os.path.join(args.bin, "effc"), onnx_path, "-o", effx] + effc_flags(args))
+    run([os.path.join(args.bin, "effc"), onnx_path, "-o", effx] + effc_flags(args)
+        + args.effc)
     run([os.path.join(args.bin, "effrun"), effx, "--data", npz_path,
          "--steps", str(args.steps), "--log", log, "--save", ckpt, "--quiet"])
     ours = [json.loads(line) for line in open(log)]

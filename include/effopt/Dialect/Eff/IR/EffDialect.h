@@ -41,6 +41,9 @@ inline constexpr llvm::StringLiteral kSkipStepAttrName = "eff.skip_step";
 /// treats the loop's body like the step's own body).
 inline constexpr llvm::StringLiteral kAccumulationLoopAttrName =
     "eff.accumulation";
+/// Unit attribute of an op eff-remat cloned into the backward (a
+/// recomputation); the budget search counts its FLOPs.
+inline constexpr llvm::StringLiteral kRecomputedAttrName = "eff.recomputed";
 
 // The step ABI (declared in EffBase.td as the dialect's discardable
 // attributes, verified by the dialect).
