@@ -72,70 +72,32 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   return llvm::Error::success();
 }
 
+/// The name an enum option gives `value` (its cl::values are the one
+/// spelling of every value).
+template <typename Enum>
+static StringRef nameOf(TrainStepOptions::Option<Enum> TrainStepOptions::*option,
+                        Enum value) {
+  // Parsers are looked up, never changed: one instance serves every call.
+  static TrainStepOptions names;
+  std::optional<StringRef> name = (names.*option).getParser().findArgStrForValue(value);
+  assert(name && "an enum value without a name");
+  return *name;
+}
+
 StringRef stringifyOptimizer(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::Sgd:
-    return "sgd";
-  case OptimizerKind::Adam:
-    return "adam";
-  case OptimizerKind::AdamW:
-    return "adamw";
-  }
-  llvm_unreachable("unknown optimizer");
+  return nameOf(&TrainStepOptions::optimizer, kind);
 }
-
 StringRef stringifySchedule(LrSchedule schedule) {
-  switch (schedule) {
-  case LrSchedule::Constant:
-    return "constant";
-  case LrSchedule::LinearWarmup:
-    return "linear_warmup";
-  case LrSchedule::Cosine:
-    return "cosine";
-  }
-  llvm_unreachable("unknown schedule");
+  return nameOf(&TrainStepOptions::schedule, schedule);
 }
-
 StringRef stringifyRemat(RematPolicy policy) {
-  switch (policy) {
-  case RematPolicy::None:
-    return "none";
-  case RematPolicy::Selective:
-    return "selective";
-  case RematPolicy::Full:
-    return "full";
-  case RematPolicy::Sqrt:
-    return "sqrt";
-  case RematPolicy::Budget:
-    return "budget";
-  }
-  llvm_unreachable("unknown remat policy");
+  return nameOf(&TrainStepOptions::remat, policy);
 }
-
 StringRef stringifyPrecision(Precision precision) {
-  switch (precision) {
-  case Precision::FP32:
-    return "fp32";
-  case Precision::BF16:
-    return "bf16";
-  case Precision::FP16:
-    return "fp16";
-  }
-  llvm_unreachable("unknown precision");
+  return nameOf(&TrainStepOptions::precision, precision);
 }
-
 StringRef stringifyLossScale(LossScaleMode mode) {
-  switch (mode) {
-  case LossScaleMode::Auto:
-    return "auto";
-  case LossScaleMode::Dynamic:
-    return "dynamic";
-  case LossScaleMode::Static:
-    return "static";
-  case LossScaleMode::None:
-    return "none";
-  }
-  llvm_unreachable("unknown loss scale mode");
+  return nameOf(&TrainStepOptions::lossScale, mode);
 }
 
 void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,

@@ -192,6 +192,22 @@ private:
   }
   void checkV1(std::vector<EffxSection> &sections);
   void checkV2(std::vector<EffxSection> &sections);
+  /// The header of a version (EffxHeaderV1, EffxHeader), its size and CRC
+  /// checked.
+  template <typename Header> Header checkedHeader() {
+    Header header;
+    std::memcpy(&header, bytes_.data, sizeof header);
+    if (header.headerSize != sizeof(Header))
+      error("corrupt header: header size is ", header.headerSize,
+            ", expected ", sizeof(Header));
+    Header zeroed = header;
+    zeroed.headerCrc = 0;
+    uint32_t crc = crc32(&zeroed, sizeof(zeroed));
+    if (crc != header.headerCrc)
+      error("corrupt header: CRC-32 is ", hex32(crc), ", the header says ",
+            hex32(header.headerCrc));
+    return header;
+  }
   /// Placement (aligned, after `headerEnd`, inside the file, disjoint from
   /// each other and `reserved`) and then every CRC.
   void checkPlacement(const std::vector<EffxSection> &sections,
@@ -231,17 +247,7 @@ uint32_t SectionChecker::check(std::vector<EffxSection> &sections) {
 }
 
 void SectionChecker::checkV1(std::vector<EffxSection> &sections) {
-  EffxHeaderV1 header;
-  std::memcpy(&header, bytes_.data, sizeof header);
-  if (header.headerSize != sizeof(EffxHeaderV1))
-    error("corrupt header: header size is ", header.headerSize, ", expected ",
-          sizeof(EffxHeaderV1));
-  EffxHeaderV1 zeroed = header;
-  zeroed.headerCrc = 0;
-  uint32_t crc = crc32(&zeroed, sizeof(zeroed));
-  if (crc != header.headerCrc)
-    error("corrupt header: CRC-32 is ", hex32(crc), ", the header says ",
-          hex32(header.headerCrc));
+  EffxHeaderV1 header = checkedHeader<EffxHeaderV1>();
   // The three fixed sections as a table; the code's target is the
   // manifest's, filled in once it is parsed.
   auto entry = [](EffxSectionKind kind, const char *name,
@@ -263,17 +269,7 @@ void SectionChecker::checkV1(std::vector<EffxSection> &sections) {
 
 void SectionChecker::checkV2(std::vector<EffxSection> &sections) {
   const uint64_t fileSize = bytes_.size;
-  EffxHeader header;
-  std::memcpy(&header, bytes_.data, sizeof header);
-  if (header.headerSize != sizeof(EffxHeader))
-    error("corrupt header: header size is ", header.headerSize, ", expected ",
-          sizeof(EffxHeader));
-  EffxHeader zeroed = header;
-  zeroed.headerCrc = 0;
-  uint32_t crc = crc32(&zeroed, sizeof(zeroed));
-  if (crc != header.headerCrc)
-    error("corrupt header: CRC-32 is ", hex32(crc), ", the header says ",
-          hex32(header.headerCrc));
+  EffxHeader header = checkedHeader<EffxHeader>();
   if (header.sectionEntrySize != sizeof(EffxSectionEntry))
     error("corrupt header: section entry size is ", header.sectionEntrySize,
           ", expected ", sizeof(EffxSectionEntry));
@@ -296,7 +292,7 @@ void SectionChecker::checkV2(std::vector<EffxSection> &sections) {
           tableOffset > UINT64_MAX - tableBytes ? UINT64_MAX
                                                 : tableOffset + tableBytes,
           " but the file has ", fileSize, " bytes");
-  crc = crc32(bytes_.data + tableOffset, tableBytes);
+  uint32_t crc = crc32(bytes_.data + tableOffset, tableBytes);
   if (crc != header.sectionTableCrc)
     error("corrupt section table: CRC-32 is ", hex32(crc),
           ", the header says ", hex32(header.sectionTableCrc));
