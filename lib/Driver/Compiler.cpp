@@ -122,14 +122,6 @@ FailureOr<CompiledStep> compileModel(MLIRContext &context, StringRef path,
   return step;
 }
 
-/// Runs one stage built by `build` on `module`.
-template <typename Build>
-static LogicalResult runStage(ModuleOp module, Build build) {
-  PassManager pm(module.getContext());
-  build(static_cast<OpPassManager &>(pm));
-  return pm.run(module);
-}
-
 /// How it was compiled, for the manifest.
 static llvm::json::Object describe(StringRef modelName,
                                    const TrainStepOptions &step) {
@@ -168,7 +160,7 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
   const TargetBackend &backend = *lookupTargetBackend(stepOptions.target);
   CompiledStep step;
   auto start = Clock::now();
-  if (failed(runStage(*module, [&](OpPassManager &pm) {
+  if (failed(runPipelineStage(*module, [&](OpPassManager &pm) {
         buildStepPipeline(pm, stepOptions, backend);
       })))
     return failure();
@@ -183,20 +175,16 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
     return step;
 
   start = Clock::now();
-  if (failed(runStage(*step.module, [&](OpPassManager &pm) {
+  if (failed(runPipelineStage(*step.module, [&](OpPassManager &pm) {
         buildLoweringPipeline(pm, stepOptions, backend);
       })))
     return failure();
-  step.module->walk([&](FunctionOpInterface func) {
-    if (auto bytes =
-            func->getAttrOfType<IntegerAttr>(eff::kArenaBytesAttrName))
-      step.layout.arenaBytes = std::max(step.layout.arenaBytes, bytes.getInt());
-  });
+  step.layout.arenaBytes = plannedArenaBytes(*step.module);
   if (stepOptions.until == PipelineStage::MemoryPlan) {
     step.times.lowering = secondsSince(start);
     return step;
   }
-  if (failed(runStage(*step.module, [&](OpPassManager &pm) {
+  if (failed(runPipelineStage(*step.module, [&](OpPassManager &pm) {
         backend.buildCodegenPipeline(pm);
       })))
     return failure();

@@ -55,14 +55,6 @@ struct Plan {
 };
 } // namespace
 
-/// Runs a stage of the pipeline (built by `build`) on `module`.
-template <typename Build>
-static LogicalResult runStage(ModuleOp module, Build build) {
-  PassManager pm(module.getContext());
-  build(pm);
-  return pm.run(module);
-}
-
 /// Plans `step` with `policy`, `freeBytes` and `microBatches` instead of its
 /// own: the step, its lowering and the memory plan.
 static Plan planPolicy(ModuleOp imported, const TrainStepOptions &step,
@@ -86,7 +78,7 @@ static Plan planPolicy(ModuleOp imported, const TrainStepOptions &step,
       firstError = d.str();
     return success();
   });
-  if (failed(runStage(*module, [&](OpPassManager &pm) {
+  if (failed(runPipelineStage(*module, [&](OpPassManager &pm) {
         buildStepPipeline(pm, options, backend);
       }))) {
     plan.error = firstError.empty() ? "cannot be built" : firstError;
@@ -103,18 +95,14 @@ static Plan planPolicy(ModuleOp imported, const TrainStepOptions &step,
       plan.recomputedFlops += times * op.getFlops();
   });
   FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
-  if (failed(layout) || failed(runStage(*module, [&](OpPassManager &pm) {
+  if (failed(layout) || failed(runPipelineStage(*module, [&](OpPassManager &pm) {
         buildLoweringPipeline(pm, options, backend);
       }))) {
     plan.error = firstError.empty() ? "cannot be lowered" : firstError;
     return plan;
   }
-  int64_t arena = 0;
-  module->walk([&](func::FuncOp func) {
-    if (auto bytes = func->getAttrOfType<IntegerAttr>(eff::kArenaBytesAttrName))
-      arena = std::max(arena, bytes.getInt());
-  });
-  plan.bytes = layout->stateBytes + arena + layout->ioBytes;
+  plan.bytes =
+      layout->stateBytes + plannedArenaBytes(*module) + layout->ioBytes;
   return plan;
 }
 

@@ -6,6 +6,7 @@
 #include "effopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -222,6 +223,24 @@ llvm::Error buildTrainStepPipeline(OpPassManager &pm,
     return llvm::Error::success();
   backend.buildCodegenPipeline(pm);
   return llvm::Error::success();
+}
+
+LogicalResult
+runPipelineStage(ModuleOp module,
+                 function_ref<void(OpPassManager &)> build) {
+  PassManager pm(module.getContext());
+  build(pm);
+  return pm.run(module);
+}
+
+int64_t plannedArenaBytes(ModuleOp module) {
+  int64_t arena = 0;
+  module->walk([&](FunctionOpInterface func) {
+    if (auto bytes =
+            func->getAttrOfType<IntegerAttr>(eff::kArenaBytesAttrName))
+      arena = std::max(arena, bytes.getInt());
+  });
+  return arena;
 }
 
 std::string printTrainStepPipeline(const TrainStepOptions &options) {

@@ -239,6 +239,15 @@ void buildLoweringPipeline(mlir::OpPassManager &pm,
                            const TrainStepOptions &options,
                            const TargetBackend &backend);
 
+/// Runs the passes `build` appends (a stage above) on `module`.
+mlir::LogicalResult
+runPipelineStage(mlir::ModuleOp module,
+                 llvm::function_ref<void(mlir::OpPassManager &)> build);
+
+/// The arena bytes eff-memory-plan planned for `module` (after the
+/// lowering stage).
+int64_t plannedArenaBytes(mlir::ModuleOp module);
+
 /// The pipeline as text that `effopt-opt --pass-pipeline=...` runs.
 std::string printTrainStepPipeline(const TrainStepOptions &options);
 
