@@ -20,7 +20,7 @@ PACKAGES=(
   # Header-only command-line parsing (effrun) and TOML (effc --config).
   libcli11-dev libtomlplusplus-dev
   # Reference framework and exporters for examples and numerical tests.
-  python3 python3-torch python3-onnx python3-numpy python3-sklearn
+  python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn
   # A real text corpus for the language-model example.
   bible-kjv
 )

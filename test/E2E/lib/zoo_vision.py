@@ -1,0 +1,54 @@
+"""torchvision classification models at small sizes, for zoo_vs_torch.py.
+
+Each function returns a ZooCase: the model wrapped with cross-entropy (the
+loss is the graph's first output), a batch size and its batches."""
+import numpy as np
+import torch
+import torchvision
+
+from zoo_vs_torch import ZooCase
+
+
+class WithLoss(torch.nn.Module):
+    """model(x) -> (cross_entropy(model(x), y), logits)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, y):
+        logits = self.model(x)
+        return torch.nn.functional.cross_entropy(logits, y), logits
+
+
+def images(batch, channels, size, classes, seed=0):
+    def batches(step):
+        rng = np.random.RandomState(seed * 1000 + step)
+        return {"x": rng.randn(batch, channels, size, size).astype(np.float32),
+                "y": rng.randint(0, classes, size=batch).astype(np.int64)}
+    return batches
+
+
+def resnet18():
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(num_classes=10)
+    # 64x64 leaves layer4 2x2: BatchNorm over 4x2x2 values, not 2 (whose
+    # normalisation is ill-conditioned enough to amplify rounding).
+    return ZooCase(WithLoss(model), 4, images(4, 3, 64, 10, seed=1), ("logits",))
+
+
+def squeezenet():
+    torch.manual_seed(0)
+    model = torchvision.models.squeezenet1_1(num_classes=10)
+    model.classifier[0].p = 0.0  # its dropout: masks are drawn differently
+    return ZooCase(WithLoss(model), 2, images(2, 3, 48, 10), ("logits",))
+
+
+def densenet():
+    """A small DenseNet (concat-heavy blocks; node names without repeated
+    indices that policy full could once find)."""
+    torch.manual_seed(0)
+    model = torchvision.models.DenseNet(growth_rate=8, block_config=(2, 2),
+                                        num_init_features=16, bn_size=2,
+                                        num_classes=10)
+    return ZooCase(WithLoss(model), 2, images(2, 3, 32, 10), ("logits",))

@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Trains a model as people write it (torchvision, torch.nn) with effopt and
+with PyTorch 1.13, exported the ordinary way, and compares them.
+
+    zoo_vs_torch.py --model zoo_vision:resnet18 --bin BUILD/bin \\
+        --libeffrt BUILD/lib/libeffrt.so --work DIR --steps 3 \\
+        [--mode stepwise|trajectory] [--effc=--remat=full]
+
+--model names MODULE:FUNCTION, a function of a module beside this script
+(zoo_*.py) that returns a ZooCase: the module (its forward takes the graph
+inputs and returns the loss, or a tuple with the loss first), the batch size
+and batches(step) -> {input name: numpy array}. The model is exported as a
+user would (torch.onnx.export, TRAINING mode, do_constant_folding=False,
+opset 17), compiled with effc and run through libeffrt's C interface.
+
+Modes:
+- stepwise (default): before every step, effopt's state is set to PyTorch's
+  (parameters, buffers, optimizer state), both take one step on the same
+  batch, and the loss and the whole updated state are compared. Chaotic
+  trajectories (BatchNorm nets with tiny batches) cannot drift apart: every
+  step is checked from the same state.
+  Each tensor is compared with a float64 PyTorch step from the same state:
+  effopt may be --ref-factor times as far from it as PyTorch float32 is.
+  A ReLU input within float32 rounding of zero can still take the other
+  side in one of the two (a real discontinuity, not a bug): cases choose
+  data where no step meets one, and a failure names the tensor to look at.
+- trajectory: both train from the same initial state without resyncing;
+  per-step losses and the final state are compared.
+
+Also checks that every trainable parameter of PyTorch is trained by effopt
+and nothing else is (buffers, frozen parameters keep their roles).
+Prints one line per step and "<model>: PASS" or "<model>: FAIL (...)".
+"""
+import argparse
+import copy
+import ctypes
+import importlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Dict
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from train_vs_torch import export, run  # noqa: E402
+
+
+@dataclass
+class ZooCase:
+    model: torch.nn.Module
+    batch_size: int
+    batches: Callable[[int], Dict[str, np.ndarray]]
+    # Names of the graph outputs after the loss (the exporter needs one name
+    # per output the forward returns).
+    extra_outputs: tuple = ()
+    # Tolerances for this model (fp32 defaults; deep nets may need more).
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    # Stepwise: how many times PyTorch float32's distance from float64 effopt
+    # may be from it.
+    ref_factor: float = 10.0
+    notes: str = ""
+    effc_flags: list = field(default_factory=list)
+
+
+NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64,
+             "int32": np.int32, "bool": np.bool_, "float16": np.float16,
+             "uint8": np.uint8, "int8": np.int8}
+
+
+class Session:
+    """An effrt_session through ctypes."""
+
+    def __init__(self, libeffrt, effx):
+        self.lib = lib = ctypes.CDLL(libeffrt, mode=ctypes.RTLD_GLOBAL)
+        vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+        lib.effrt_session_open.restype = vp
+        lib.effrt_session_open.argtypes = [cp]
+        lib.effrt_session_close.argtypes = [vp]
+        lib.effrt_session_manifest.restype = cp
+        lib.effrt_session_manifest.argtypes = [vp]
+        lib.effrt_session_set_input.argtypes = [vp, cp, vp, sz]
+        lib.effrt_session_step.argtypes = [vp, ctypes.POINTER(ctypes.c_float)]
+        lib.effrt_session_read_state.argtypes = [vp, cp, vp, sz]
+        lib.effrt_session_write_state.argtypes = [vp, cp, vp, sz]
+        lib.effrt_last_error.restype = cp
+        lib.effrt_set_num_threads(1)
+        self.handle = lib.effrt_session_open(effx.encode())
+        if not self.handle:
+            raise SystemExit("effrt_session_open: " + self.error())
+        self.manifest = json.loads(lib.effrt_session_manifest(self.handle))
+        self.state = {e["name"]: e for e in self.manifest["state"]}
+        self.inputs = {e["name"]: e for e in self.manifest["inputs"]}
+
+    def error(self):
+        return self.lib.effrt_last_error().decode(errors="replace")
+
+    def check(self, status, what):
+        if status != 0:
+            raise SystemExit("%s: %s" % (what, self.error()))
+
+    def read(self, name):
+        e = self.state[name]
+        a = np.empty(e["shape"], dtype=NP_DTYPES[e["dtype"]])
+        self.check(self.lib.effrt_session_read_state(
+            self.handle, name.encode(), a.ctypes.data, a.nbytes), "read " + name)
+        return a
+
+    def write(self, name, value):
+        e = self.state[name]
+        a = np.ascontiguousarray(value, dtype=NP_DTYPES[e["dtype"]])
+        if list(a.shape) != list(e["shape"]):
+            a = a.reshape(e["shape"])
+        self.check(self.lib.effrt_session_write_state(
+            self.handle, name.encode(), a.ctypes.data, a.nbytes), "write " + name)
+
+    def step(self, batch):
+        for name, e in self.inputs.items():
+            a = np.ascontiguousarray(batch[name], dtype=NP_DTYPES[e["dtype"]])
+            self.check(self.lib.effrt_session_set_input(
+                self.handle, name.encode(), a.ctypes.data, a.nbytes),
+                "input " + name)
+        loss = ctypes.c_float()
+        self.check(self.lib.effrt_session_step(self.handle, ctypes.byref(loss)),
+                   "step")
+        return loss.value
+
+
+def torch_state(model):
+    """{name: tensor} of parameters and buffers, tied tensors once (under
+    the first name, as the ONNX initializers)."""
+    out, seen = {}, set()
+    for k, v in model.state_dict(keep_vars=True).items():
+        if v.data_ptr() in seen and v.numel() > 0:
+            continue
+        seen.add(v.data_ptr())
+        out[k] = v
+    return out
+
+
+def make_optimizer(model, args):
+    params = [p for p in model.parameters() if p.requires_grad]
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum,
+                               weight_decay=args.weight_decay)
+    return torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
+
+
+def effc_flags(args):
+    flags = ["--optimizer", args.optimizer, "--lr", repr(args.lr),
+             "--weight-decay", repr(args.weight_decay)]
+    if args.optimizer == "sgd":
+        flags += ["--momentum", repr(args.momentum)]
+    return flags
+
+
+def optimizer_slots(opt, param_names):
+    """{effx state name: tensor} of PyTorch's optimizer state."""
+    out = {}
+    for p, name in param_names.items():
+        for slot, v in opt.state.get(p, {}).items():
+            if torch.is_tensor(v) and v.dim() > 0:
+                out["optimizer.%s.%s" % (name, slot)] = v
+    return out
+
+
+def compare(what, got, want, exact, rtol, atol, ref_factor):
+    """A failure line, or None. `exact` is the float64 result from the same
+    state (None in trajectory mode): effopt may then also be `ref_factor`
+    times as far from it as PyTorch's float32 result is (largest difference
+    over the tensor) -- summation order alone moves a BatchNorm net's
+    gradients by more than any fixed tolerance."""
+    if got.shape != want.shape:
+        return "%s: shape %s, torch %s" % (what, got.shape, want.shape)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    bound = atol + rtol * np.abs(w)
+    if exact is not None:
+        g_err = np.abs(g - exact)
+        torch_err = np.abs(w - exact).max() if w.size else 0.0
+        bad = g_err > bound + ref_factor * torch_err
+        if bad.any():
+            return ("%s: %d of %d values differ from float64, max abs err %.3g "
+                    "(torch float32's %.3g)" % (what, int(bad.sum()), g.size,
+                                                g_err.max(), torch_err))
+        return None
+    err = np.abs(g - w)
+    bad = err > bound
+    if bad.any():
+        return "%s: %d of %d values differ, max abs err %.3g" % (
+            what, int(bad.sum()), err.size, err.max())
+    return None
+
+
+def as_torch(array, dtype=None):
+    t = torch.from_numpy(array)
+    return t.to(dtype) if dtype is not None and t.is_floating_point() else t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True, help="MODULE:FUNCTION")
+    ap.add_argument("--bin", required=True, help="directory with effc")
+    ap.add_argument("--libeffrt", required=True, help="path of libeffrt.so")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--mode", choices=["stepwise", "trajectory"],
+                    default="stepwise")
+    ap.add_argument("--optimizer", choices=["sgd", "adamw"], default="sgd")
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--weight-decay", type=float, default=0.0)
+    ap.add_argument("--rtol", type=float, default=None)
+    ap.add_argument("--atol", type=float, default=None)
+    ap.add_argument("--ref-factor", type=float, default=None,
+                    help="stepwise: effopt may be this many times as far "
+                         "from float64 as PyTorch float32 is")
+    ap.add_argument("--effc", action="append", default=[],
+                    help="an extra effc flag (e.g. --effc=--remat=full)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    os.makedirs(args.work, exist_ok=True)
+
+    module_name, func_name = args.model.split(":")
+    case = getattr(importlib.import_module(module_name), func_name)()
+    label = func_name
+    rtol = case.rtol if args.rtol is None else args.rtol
+    atol = case.atol if args.atol is None else args.atol
+    ref_factor = case.ref_factor if args.ref_factor is None else args.ref_factor
+    model = case.model
+    model.train()
+    for path, m in model.named_modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+            raise SystemExit("%s: dropout %s has p=%g; effopt and PyTorch draw "
+                             "different masks: set p=0 for a comparison"
+                             % (label, path, m.p))
+
+    first = case.batches(0)
+    names = list(first)
+    onnx_path = os.path.join(args.work, label + ".onnx")
+    export(model, tuple(torch.from_numpy(first[k]) for k in names), names,
+           onnx_path, output_names=("loss",) + tuple(case.extra_outputs))
+    effx = os.path.join(args.work, label + ".effx")
+    run([os.path.join(args.bin, "effc"), onnx_path, "-o", effx]
+        + effc_flags(args) + case.effc_flags + args.effc)
+
+    session = Session(args.libeffrt, effx)
+    state = torch_state(model)
+    param_names = {v: k for k, v in state.items()
+                   if isinstance(v, torch.nn.Parameter)}
+    failures = []
+
+    # Roles: exactly PyTorch's trainable parameters are trained.
+    for name, v in state.items():
+        entry = session.state.get(name)
+        trainable = isinstance(v, torch.nn.Parameter) and v.requires_grad
+        if entry is None:
+            if trainable:
+                failures.append("parameter %s is not in the compiled state" % name)
+            continue
+        if trainable != (entry["role"] == "trainable"):
+            failures.append("%s: role %s, but PyTorch %s it" % (
+                name, entry["role"], "trains" if trainable else "does not train"))
+
+    opt = make_optimizer(model, args)
+
+    def sync(step):
+        """effopt's state := PyTorch's."""
+        for name, v in state.items():
+            if name in session.state:
+                session.write(name, v.detach().numpy())
+        for name, v in optimizer_slots(opt, param_names).items():
+            if name in session.state:
+                session.write(name, v.detach().numpy())
+        counter = session.manifest.get("step_counter")
+        if counter:
+            session.write(counter, np.array(step, dtype=np.int64))
+
+    # The float64 twin that gives the exact answer of each step.
+    model64 = copy.deepcopy(model).double() if args.mode == "stepwise" else None
+    opt64 = make_optimizer(model64, args) if model64 is not None else None
+    state64 = torch_state(model64) if model64 is not None else {}
+    names64 = ({v: k for k, v in state64.items()
+                if isinstance(v, torch.nn.Parameter)} if model64 else {})
+
+    def torch_step(m, o, batch, dtype):
+        o.zero_grad()
+        out = m(*[as_torch(batch[k], dtype) for k in names])
+        loss = out[0] if isinstance(out, (tuple, list)) else out
+        loss.backward()
+        o.step()
+        return float(loss)
+
+    sync(0)
+    print("step  effopt        torch         rel.err")
+    for i in range(args.steps):
+        batch = case.batches(i)
+        exact = {}
+        if args.mode == "stepwise":
+            if i > 0:
+                sync(i)
+            model64.load_state_dict(model.state_dict())
+            opt64.load_state_dict(opt.state_dict())
+            torch_step(model64, opt64, batch, torch.float64)
+            exact = {k: v.detach().numpy() for k, v in list(state64.items())
+                     + list(optimizer_slots(opt64, names64).items())}
+        got = session.step(batch)
+        ref = torch_step(model, opt, batch, None)
+        ok = abs(got - ref) <= atol + rtol * abs(ref)
+        print("%4d  %-12.7g  %-12.7g  %.2e%s" % (
+            i, got, ref, abs(got - ref) / max(abs(ref), 1e-30),
+            "" if ok else "  MISMATCH"))
+        if not ok:
+            failures.append("step %d: loss %.7g, torch %.7g" % (i, got, ref))
+        if args.mode == "stepwise" or i == args.steps - 1:
+            # The updated state, from the same state and batch.
+            checked = 0
+            for name, v in list(state.items()) + list(
+                    optimizer_slots(opt, param_names).items()):
+                if name not in session.state or name.endswith(
+                        "num_batches_tracked"):
+                    continue
+                bad = compare("step %d %s" % (i, name), session.read(name),
+                              v.detach().numpy(), exact.get(name), rtol,
+                              atol, ref_factor)
+                checked += 1
+                if bad:
+                    failures.append(bad)
+                    print(bad)
+            print("      state after step %d: %d tensors compared" % (i, checked))
+
+    for f in failures[:20]:
+        print("MISMATCH " + f)
+    print("%s: %s" % (label, "PASS" if not failures else
+                      "FAIL (%d mismatches)" % len(failures)))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
