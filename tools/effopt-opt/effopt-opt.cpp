@@ -17,6 +17,7 @@
 
 namespace effopt::test {
 void registerTestCostInterfacePass();
+void registerTestForwardBlocksPass();
 } // namespace effopt::test
 
 int main(int argc, char **argv) {
@@ -28,6 +29,7 @@ int main(int argc, char **argv) {
   effopt::registerAllTargetBackends();
   effopt::registerTrainStepPipelines();
   effopt::test::registerTestCostInterfacePass();
+  effopt::test::registerTestForwardBlocksPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv,
       "effopt-opt: runs effopt's passes on eff-dialect .mlir files.\n\n"
