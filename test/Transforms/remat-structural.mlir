@@ -1,6 +1,6 @@
 // RUN: effopt-opt %s --eff-autodiff --eff-remat=policy=none | FileCheck %s --check-prefix=NONE
 // RUN: effopt-opt %s --eff-autodiff --eff-remat=policy=full | FileCheck %s --check-prefix=FULL
-// RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=100000" | FileCheck %s --check-prefix=FULL
+// RUN: effopt-opt %s --eff-autodiff --eff-remat="policy=budget free-bytes=100000" | FileCheck %s --check-prefix=BUDGETALL
 
 // A DenseNet in miniature whose node names have no repeated scopes
 // (torchvision names its blocks denseblock1, denselayer2, ... without an
@@ -8,23 +8,37 @@
 // separators (test/Analysis/forward-blocks.mlir) are the stem's outputs,
 // the dense block's last concatenation and the transition after it;
 // nothing inside the dense block separates, since every layer reads the
-// stem's output. One boundary after the dense block: the concatenation is
-// the only value kept, both blocks are recomputed in their backward. A
-// budget no plan meets recomputes the same blocks as wholes.
+// stem's output. One boundary at the concatenation, and, the dense block
+// being large, one after layer 2's bottleneck (where only the stem's
+// output, layer 1's output and the bottleneck cross): four values kept
+// (none keeps seven), each block recomputed in its backward.
 
 // NONE-LABEL: func.func @forward_backward
 // NONE-COUNT-7: eff.save
 // NONE-NOT: eff.save
 
 // FULL-LABEL: func.func @forward_backward
+// FULL: %[[LB:.*]] = eff.linear %{{.*}}, %arg2
 // FULL: %[[C2:.*]] = eff.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64}
-// FULL: %[[S:.*]] = eff.save %[[C2]]
+// FULL: %[[SLB:.*]] = eff.save %[[LB]]
+// FULL-NEXT: %[[SC2:.*]] = eff.save %[[C2]]
+// FULL-COUNT-2: eff.save
 // FULL-NOT: eff.save
-// FULL: eff.linear %[[S]], %arg3 {eff.recomputed
+// FULL: eff.linear %[[SC2]], %arg3 {eff.recomputed
 // FULL: eff.softmax_cross_entropy_grad
+// FULL: eff.relu %[[SLB]] {eff.recomputed}
 // FULL: eff.linear %arg5, %arg0 {eff.recomputed
 // FULL: eff.concat {{.*}}eff.recomputed
 // FULL: return
+
+// A budget no plan meets recomputes every block as a whole: what stays
+// inside one (the bottleneck, read in the next block, is recomputed with
+// it from the kept stem and layer 1 outputs).
+// BUDGETALL-LABEL: func.func @forward_backward
+// BUDGETALL-COUNT-3: eff.save
+// BUDGETALL-NOT: eff.save
+// BUDGETALL: eff.linear %{{.*}}, %arg3 {eff.recomputed
+// BUDGETALL: eff.concat {{.*}}eff.recomputed
 
 module {
   eff.parameter trainable @w0 : tensor<8x8xf32>

@@ -53,12 +53,25 @@ public:
   /// written by each op that produces an activation).
   int64_t activationBytes() const { return totalBytes; }
 
-  /// The separators chosen as block boundaries (indices into
-  /// separators()): about sqrt(activation bytes / separator bytes) blocks
-  /// of balanced activation bytes, as Chen et al. 2016 choose them -- the
-  /// kept separators and the largest block's recomputed activations cost
-  /// about the same. Empty when the forward has no separator.
-  llvm::ArrayRef<int64_t> boundaries() const { return chosen; }
+  /// A block boundary: the gap after forward op `position`.
+  struct Boundary {
+    int64_t position = 0;
+    /// Activation bytes written by the ops up to and including `position`.
+    int64_t bytesBefore = 0;
+    /// Bytes of the float tensors crossing here that no earlier boundary
+    /// crosses: what cutting here keeps in addition.
+    int64_t newBytes = 0;
+  };
+
+  /// The block boundaries, in order: gaps that at most one float tensor
+  /// crosses besides those an earlier boundary keeps already -- the
+  /// separators, and also the gaps between the layers of a region whose
+  /// long-lived tensors are kept anyway (a dense block's features: each
+  /// layer adds one). Chosen greedily in blocks of about sqrt(activation
+  /// bytes * separator bytes) (Chen et al. 2016: k blocks keep about k
+  /// tensors and recompute one block at a time, least near sqrt(n)
+  /// blocks). Empty when the forward has no separator.
+  llvm::ArrayRef<Boundary> boundaries() const { return chosen; }
 
   /// The block of a forward op (0 for the ops before the first boundary);
   /// -1 for an op outside the forward.
@@ -75,7 +88,11 @@ private:
   llvm::DenseMap<mlir::Operation *, int64_t> indexOf;
   std::vector<int64_t> opBytes;
   std::vector<Separator> cuts;
-  std::vector<int64_t> chosen;
+  std::vector<Boundary> chosen;
+  /// Per float activation that crosses a gap: its producer's index and
+  /// its last forward reader's.
+  std::vector<std::pair<int64_t, int64_t>> lifetimes;
+  std::vector<mlir::Value> floatValues;
   int64_t totalBytes = 0;
 };
 

@@ -66,7 +66,9 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
       the gaps of the forward that a single float tensor crosses
       (separators: everything after reads what came before only through
       it), about sqrt(activation bytes / separator bytes) blocks balanced
-      by the bytes the ops write (Chen et al. 2016). With `boundary=REGEX`,
+      by the bytes the ops write (Chen et al. 2016); a block between two
+      separators worth more than two (a dense block) is cut further where
+      at most one tensor crosses besides those every cut there keeps. With `boundary=REGEX`,
       segments of the forward that start at each op whose node name
       matches. A forward with none of these is an error.
     - `sqrt`: the forward cut into ceil(sqrt(n)) segments of equal op count
