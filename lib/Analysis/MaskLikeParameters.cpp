@@ -33,7 +33,9 @@ static bool isLayoutOp(Operation *op) {
 }
 
 /// Elementwise ops that scale or shift a value by a constant (or negate
-/// it): `(1 - mask) * -10000` is still a mask.
+/// it): `mask * 0.5` added to scores is still a mask. (The value test below
+/// looks at the initializer's own values, so a 0/1 mask turned additive by
+/// `(1 - mask) * -10000` is not flagged: conservative.)
 static bool isConstantScaling(Operation *op, Value through) {
   if (isa<eff::NegOp>(op))
     return true;

@@ -18,6 +18,7 @@
 namespace effopt::test {
 void registerTestCostInterfacePass();
 void registerTestForwardBlocksPass();
+void registerTestMaskLikeParametersPass();
 } // namespace effopt::test
 
 int main(int argc, char **argv) {
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
   effopt::registerTrainStepPipelines();
   effopt::test::registerTestCostInterfacePass();
   effopt::test::registerTestForwardBlocksPass();
+  effopt::test::registerTestMaskLikeParametersPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv,
       "effopt-opt: runs effopt's passes on eff-dialect .mlir files.\n\n"
