@@ -117,8 +117,25 @@ def _first_line(e):
     text = str(e).strip() or type(e).__name__
     for line in text.splitlines():
         if line.strip():
-            return line.strip()
+            # torch's "... is not supported. Please feel free to request..."
+            return line.strip().split(" Please feel free")[0]
     return text
+
+
+@contextlib.contextmanager
+def _no_initializer_deduplication():
+    """The exporter merges parameters with equal values; meta tensors have
+    none, so every one would look equal to every other of its shape."""
+    name = "_jit_pass_onnx_deduplicate_initializers"
+    original = getattr(torch._C, name, None)
+    if original is None:
+        yield
+        return
+    setattr(torch._C, name, lambda graph, params, training: params)
+    try:
+        yield
+    finally:
+        setattr(torch._C, name, original)
 
 
 @contextlib.contextmanager
@@ -199,7 +216,8 @@ def export(model, inputs, targets, loss_fn, path, plan=False):
             warnings.simplefilter("ignore")
             try:
                 if plan:
-                    with _on_meta(model), torch.no_grad():
+                    with _on_meta(model), _no_initializer_deduplication(), \
+                            torch.no_grad():
                         meta_args = tuple(a.to("meta") for a in args)
                         # Meta tensors have no data for the exporter's own
                         # shape inference: effc runs ONNX's instead.
