@@ -16,7 +16,7 @@ from ._lib import CompileError
 from .report import MemoryReport
 from .trainer import Trainer
 
-__all__ = ["compile", "plan", "Trainer", "MemoryReport", "ExportError",
+__all__ = ["compile", "plan", "load", "Trainer", "MemoryReport", "ExportError",
            "CompileError"]
 
 # Keyword arguments that are not effc flags of the same name.
@@ -97,3 +97,17 @@ def plan(model, example_inputs, loss_fn=None, example_targets=None,
         prefix = os.path.join(d, "report")
         _lib.compile_onnx(onnx_path, None, prefix, _flags(options, info.frozen))
         return MemoryReport(prefix)
+
+
+def load(effx_path):
+    """A Trainer over an .effx compiled by effc (state under the ONNX
+    initializer names; no memory report)."""
+    info = _export.ExportInfo()
+    return Trainer(os.path.abspath(effx_path), None, info, None)
+
+
+def set_num_threads(threads):
+    """Threads of the compiled loops and the BLAS for this process (effrun
+    --threads)."""
+    if _lib.runtime().effrt_set_num_threads(int(threads)) != 0:
+        raise _lib.runtime_error("set_num_threads")

@@ -74,6 +74,7 @@ def runtime():
             "effrt_session_read_state": (ctypes.c_int, [p, s, p, ctypes.c_size_t]),
             "effrt_session_write_state": (ctypes.c_int, [p, s, p, ctypes.c_size_t]),
             "effrt_last_error": (s, []),
+            "effrt_set_num_threads": (ctypes.c_int, [ctypes.c_int]),
         }
         for name, (res, args) in sigs.items():
             f = getattr(lib, name)

@@ -48,7 +48,7 @@ class Trainer:
             raise _lib.runtime_error(f"cannot open {effx_path}")
         self._workdir = workdir  # keeps the .effx and report files alive
         self.effx_path = effx_path
-        self._report = MemoryReport(report_prefix)
+        self._report = MemoryReport(report_prefix) if report_prefix else None
         self._info = info
         self.manifest = json.loads(self._rt.effrt_session_manifest(self._session))
         self._inputs = [(i["name"], i["dtype"], tuple(i["shape"]))
@@ -130,6 +130,9 @@ class Trainer:
     # -- memory -----------------------------------------------------------
     def memory_report(self):
         """The exact memory plan of the compiled step (MemoryReport)."""
+        if self._report is None:
+            raise RuntimeError("no memory report: this trainer was opened "
+                               "from an .effx (effc --report prints it)")
         return self._report
 
     def allocated_bytes(self):
