@@ -20,8 +20,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -50,16 +53,57 @@ std::string reportTitle(llvm::StringRef input,
   return title + ")";
 }
 
+/// Runs `body` with file descriptor 2 sent to a temporary file and returns
+/// what was written there. llvm::cl reports a bad option value ("for the
+/// --lr option: 'x' is not a number") on llvm::errs() only; the C ABI
+/// prints nothing and returns that line instead.
+template <typename Body>
+std::string captureStderr(Body body) {
+  llvm::errs().flush();
+  std::FILE *capture = std::tmpfile();
+  int saved = capture ? dup(2) : -1;
+  if (saved < 0 || dup2(fileno(capture), 2) < 0) {
+    if (saved >= 0)
+      close(saved);
+    if (capture)
+      std::fclose(capture);
+    body();
+    return "";
+  }
+  body();
+  llvm::errs().flush();
+  dup2(saved, 2);
+  close(saved);
+  std::string text;
+  std::rewind(capture);
+  char buffer[512];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, capture)) > 0)
+    text.append(buffer, n);
+  std::fclose(capture);
+  return text;
+}
+
 int compile(const char *onnxPath, const char *effxPath,
             const char *reportPrefix, int count, const char *const *names,
             const char *const *values, std::string &message) {
   effopt::CompileOptions options;
-  for (int i = 0; i < count; ++i)
-    if (llvm::Error error =
-            effopt::applyCompilerFlag(options, names[i], values[i])) {
-      message = llvm::toString(std::move(error));
+  for (int i = 0; i < count; ++i) {
+    llvm::Error error = llvm::Error::success();
+    std::string printed = captureStderr([&] {
+      error = effopt::applyCompilerFlag(options, names[i], values[i]);
+    });
+    if (error) {
+      // ": for the --lr option: 'x' is not a number" is the better line.
+      llvm::StringRef detail =
+          llvm::StringRef(printed).trim().split('\n').first.trim();
+      detail.consume_front(":");
+      message = detail.empty() ? llvm::toString(std::move(error))
+                               : (llvm::consumeError(std::move(error)),
+                                  detail.trim().str());
       return 1;
     }
+  }
   if (options.memoryBudget && options.rematBudget) {
     message = "--memory-budget chooses --remat itself; give only one of them";
     return 1;

@@ -82,6 +82,8 @@ Error applyCompilerFlag(CompileOptions &options, StringRef name,
   if (succeeded(options.step.parseFromString(text, os)))
     return Error::success();
   StringRef message = StringRef(complaint).trim().split('\n').first.trim();
+  if (message.contains("no such option"))
+    return flagError(name, "no such option (effc --help lists them)");
   if (message.empty())
     return flagError(name, "unknown option or bad value '" + value + "'");
   return flagError(name, message);

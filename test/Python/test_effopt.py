@@ -226,6 +226,29 @@ def test_bad_option_names_the_flag():
                        optimizer="lion")
 
 
+def test_every_effc_flag_is_an_option_by_the_same_name():
+    """effc's flags and the C ABI's names cannot drift apart."""
+    import os
+    import re
+    import subprocess
+    from effopt import _lib
+    effc = os.path.join(os.environ["EFFOPT_BUILD_DIR"], "bin", "effc")
+    help_text = subprocess.run([effc, "--help"], capture_output=True, text=True).stdout
+    flags = set(re.findall(r"^\s+--([a-z0-9-]+)", help_text, re.M))
+    command_line_only = {"help", "help-list", "version", "batch", "config",
+                         "constant-input", "emit", "print-pipeline", "report",
+                         "report-json", "report-svg", "time", "zero"}
+    assert {"lr", "optimizer", "freeze", "memory-budget", "remat"} <= flags
+    for flag in sorted(flags - command_line_only):
+        with pytest.raises(effopt.CompileError) as e:
+            _lib.compile_onnx("/nonexistent/model.onnx", None, None, [(flag, "1")])
+        assert "no such option" not in str(e.value), flag
+    with pytest.raises(effopt.CompileError, match=r"^--lrr: no such option"):
+        _lib.compile_onnx("/nonexistent/model.onnx", None, None, [("lrr", "1")])
+    with pytest.raises(effopt.CompileError, match=r"--lr option: 'x' is not a number"):
+        _lib.compile_onnx("/nonexistent/model.onnx", None, None, [("lr", "x")])
+
+
 def test_plan_of_a_billion_parameters_in_seconds():
     # 1.2B parameters on the meta device: nothing is allocated or read.
     model = GPT(vocab=50257, d=2048, layers=20, heads=16, T=256, device="meta")
