@@ -123,14 +123,23 @@ int compile(const char *onnxPath, const char *effxPath,
       firstError = d.str();
     return success();
   });
-  auto fail = [&] {
-    message = firstError.empty() ? "compilation failed" : firstError;
-    return 1;
-  };
-  // The budget searches print their table to a log; keep it out of the
-  // caller's stderr.
+  // The budget searches print their table and their verdict to a log; keep
+  // it out of the caller's stderr, and take the verdict as the message.
   std::string log;
   llvm::raw_string_ostream logStream(log);
+  auto fail = [&] {
+    message = firstError;
+    if (message.empty()) {
+      llvm::SmallVector<llvm::StringRef> lines;
+      llvm::StringRef(log).split(lines, '\n');
+      for (llvm::StringRef line : lines)
+        if (line.consume_front("effc: error: "))
+          message = line.str();
+    }
+    if (message.empty())
+      message = "compilation failed";
+    return 1;
+  };
   FailureOr<effopt::CompiledStep> step =
       effopt::compileModel(context, onnxPath, options, logStream);
   if (failed(step))

@@ -33,7 +33,7 @@ def _byte_count(value):
     return text
 
 
-def _flags(options, frozen):
+def _flags(options, frozen, shapes):
     """effc's flags from the keyword arguments: weight_decay=0.1 is
     --weight-decay 0.1, betas=(b1, b2) is --beta1 --beta2."""
     flags = []
@@ -56,6 +56,8 @@ def _flags(options, frozen):
         elif isinstance(value, float):
             value = repr(value)
         flags.append((name, str(value)))
+    for name, dims in shapes.items():
+        flags.append(("shape", f"{name}={','.join(map(str, dims))}"))
     regex = _export.freeze_regex(frozen)
     if regex:
         flags.append(("freeze", regex))
@@ -76,11 +78,15 @@ def compile(model, example_inputs, loss_fn=None, example_targets=None,
     precision, accum, memory_budget, target, ...). Returns a Trainer."""
     workdir = tempfile.TemporaryDirectory(prefix="effopt-")
     onnx_path = os.path.join(workdir.name, type(model).__name__ + ".onnx")
+    # A memory budget keeps the example batch as the global batch and may
+    # split it into micro-batches: the batch dimension must be a symbol.
+    split = options.get("memory_budget") is not None
     info = _export.export(model, _tuple(example_inputs),
-                          _tuple(example_targets), loss_fn, onnx_path)
+                          _tuple(example_targets), loss_fn, onnx_path,
+                          dynamic_batch=split)
     effx_path = os.path.join(workdir.name, "model.effx")
     prefix = os.path.join(workdir.name, "report")
-    _lib.compile_onnx(onnx_path, effx_path, prefix, _flags(options, info.frozen))
+    _lib.compile_onnx(onnx_path, effx_path, prefix, _flags(options, info.frozen, info.shapes))
     return Trainer(effx_path, prefix, info, workdir)
 
 
@@ -93,9 +99,10 @@ def plan(model, example_inputs, loss_fn=None, example_targets=None,
         onnx_path = os.path.join(d, type(model).__name__ + ".onnx")
         info = _export.export(model, _tuple(example_inputs),
                               _tuple(example_targets), loss_fn, onnx_path,
-                              plan=True)
+                              plan=True,
+                              dynamic_batch=options.get("memory_budget") is not None)
         prefix = os.path.join(d, "report")
-        _lib.compile_onnx(onnx_path, None, prefix, _flags(options, info.frozen))
+        _lib.compile_onnx(onnx_path, None, prefix, _flags(options, info.frozen, info.shapes))
         return MemoryReport(prefix)
 
 

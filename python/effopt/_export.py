@@ -7,6 +7,7 @@ registered buffers and its parameters with requires_grad=False are frozen
 (effc --freeze with an anchored regex of their names).
 """
 import contextlib
+import gc
 import inspect
 import io
 import os
@@ -32,6 +33,7 @@ class ExportInfo:
         self.initializers = []    # float initializer names (the state)
         self.aliases = {}         # state_dict name -> initializer name
         self.frozen = []          # initializer names effc freezes
+        self.shapes = {}          # input -> shape, for a dynamic batch
 
 
 def as_tensor(value, what):
@@ -196,14 +198,25 @@ def freeze_regex(names):
                            for n in names) + ")$"
 
 
-def export(model, inputs, targets, loss_fn, path, plan=False):
+def export(model, inputs, targets, loss_fn, path, plan=False,
+           dynamic_batch=False):
     """Writes the training graph to `path`; returns an ExportInfo. With
     plan=True no weight is read or written: the model is traced on the meta
-    device and its initializers point at a sparse external data file."""
+    device and its initializers point at a sparse external data file. With
+    dynamic_batch=True the inputs' leading dimension is the symbol "batch"
+    (info.shapes holds the example's shapes for effc --shape), so a memory
+    budget can split the batch into micro-batches."""
     inputs = tuple(as_tensor(x, f"example_inputs[{i}]") for i, x in enumerate(inputs))
     targets = tuple(as_tensor(x, f"example_targets[{i}]") for i, x in enumerate(targets))
     info = ExportInfo()
     info.input_names = input_names(model, len(inputs), len(targets))
+    dynamic_axes = None
+    if dynamic_batch:
+        dynamic_axes = {n: {0: "batch"} for n, a in
+                        zip(info.input_names, inputs + targets) if a.dim() > 0}
+        info.shapes = {n: list(a.shape) for n, a in
+                       zip(info.input_names, inputs + targets)
+                       if n in dynamic_axes}
     wrapper = _WithLoss(model, loss_fn, len(inputs))
     args = inputs + targets
     was_training = model.training
@@ -211,6 +224,7 @@ def export(model, inputs, targets, loss_fn, path, plan=False):
     state = None if plan else {k: v.detach().clone()
                                for k, v in model.state_dict().items()}
     f = io.BytesIO()
+    failure = None
     try:
         with _module_tracker(model) as stack, warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -226,23 +240,32 @@ def export(model, inputs, targets, loss_fn, path, plan=False):
                             training=torch.onnx.TrainingMode.TRAINING,
                             do_constant_folding=False, opset_version=OPSET,
                             input_names=info.input_names, output_names=["loss"],
-                            onnx_shape_inference=False)
+                            dynamic_axes=dynamic_axes, onnx_shape_inference=False)
                 else:
                     torch.onnx.export(
                         wrapper, args, f,
                         training=torch.onnx.TrainingMode.TRAINING,
                         do_constant_folding=False, opset_version=OPSET,
-                        input_names=info.input_names, output_names=["loss"])
+                        input_names=info.input_names, output_names=["loss"],
+                        dynamic_axes=dynamic_axes)
             except ExportError:
                 raise
-            except Exception as e:
+            except Exception as e:  # torch's, of any kind: one line
                 where = f" in module '{stack[-1]}'" if stack and stack[-1] else ""
-                raise ExportError(f"cannot export {type(model).__name__}{where}: "
-                                  f"{_first_line(e)}") from None
+                failure = (f"cannot export {type(model).__name__}{where}: "
+                           f"{_first_line(e)}")
     finally:
         if state is not None:
             model.load_state_dict(state)
         model.train(was_training)
+    if failure:
+        # Raised here, not in the handler: torch's exception (and the
+        # frames holding the exporter's graphs) must not stay alive as this
+        # one's context. A TorchScript graph freed under a live Python
+        # wrapper makes the next export fail in pybind11 ("Unable to cast
+        # from non-held to held instance").
+        gc.collect()
+        raise ExportError(failure)
 
     m = onnx.load_from_string(f.getvalue())
     if plan:

@@ -226,6 +226,48 @@ def test_bad_option_names_the_flag():
                        optimizer="lion")
 
 
+def test_memory_budget_splits_the_example_batch():
+    torch.manual_seed(5)
+    model = MLP()
+    batches = mlp_data(seed=5)
+    ref = copy.deepcopy(model)
+    kwargs = dict(loss_fn=F.cross_entropy, example_targets=(batches[0][1],),
+                  optimizer="sgd", lr=0.1, momentum=0.9)
+    whole = effopt.plan(model, (batches[0][0],), **kwargs).total_bytes
+    trainer = effopt.compile(model, (batches[0][0],), memory_budget=whole - 64,
+                             **kwargs)
+    report = trainer.memory_report()
+    assert report.total_bytes <= whole - 64
+    assert "accum" in report.to_dict()["title"]
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    ours, theirs = train_both(ref, trainer, opt, batches,
+                              lambda m, b: F.cross_entropy(m(b[0]), b[1]))
+    assert_close(ours, theirs, "losses")
+    with pytest.raises(effopt.CompileError, match=r"^cannot fit 1024 bytes: the smallest"):
+        effopt.compile(model, (batches[0][0],), memory_budget="1KiB", **kwargs)
+
+
+def test_effrun_resumes_what_save_wrote(mlp_trainer, tmp_path):
+    import json
+    import os
+    import subprocess
+    _, trainer, batches = mlp_trainer
+    trainer.save(tmp_path / "ckpt.safetensors")
+    x, y = batches[7]
+    # effrun's step i reads rows [i*B, (i+1)*B): the batch at the resumed step.
+    n = trainer.global_step + 1
+    np.savez(tmp_path / "data.npz", x=np.concatenate([x.numpy()] * n),
+             target=np.concatenate([y.numpy()] * n))
+    effrun = os.path.join(os.environ["EFFOPT_BUILD_DIR"], "bin", "effrun")
+    subprocess.run([effrun, trainer.effx_path, "--data", str(tmp_path / "data.npz"),
+                    "--steps", "1", "--resume", str(tmp_path / "ckpt.safetensors"),
+                    "--log", str(tmp_path / "log.jsonl"), "-q"], check=True)
+    with open(tmp_path / "log.jsonl") as f:
+        logged = json.loads(f.readline())
+    assert logged["step"] == trainer.global_step
+    assert logged["loss"] == pytest.approx(trainer.step(x, y), rel=1e-6)
+
+
 def test_every_effc_flag_is_an_option_by_the_same_name():
     """effc's flags and the C ABI's names cannot drift apart."""
     import os
