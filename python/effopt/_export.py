@@ -115,6 +115,32 @@ def _module_tracker(model):
             h.remove()
 
 
+def _module_of_op(wrapper, model, args, message):
+    """The module path running the op an export failure names ('aten::X'),
+    from a trace that records module scopes (as the exporter's own does)."""
+    match = re.search(r"'(aten::[A-Za-z0-9_.]+)'", message)
+    if not match:
+        return None
+    names = {m: n for n, m in model.named_modules()}
+    trace_map = {m: "effopt::" + names.get(m, "") for m in wrapper.modules()}
+    trace_map.update({m: "effopt::" + n for m, n in names.items()})
+    previous = torch.jit._trace._trace_module_map
+    torch.jit._trace._trace_module_map = trace_map
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph, _ = torch.jit._get_trace_graph(wrapper, args)
+        for node in graph.nodes():
+            if node.kind() == match.group(1):
+                scope = node.scopeName().split("effopt::")[-1]
+                return scope or None
+    except Exception:
+        return None
+    finally:
+        torch.jit._trace._trace_module_map = previous
+    return None
+
+
 def _first_line(e):
     text = str(e).strip() or type(e).__name__
     for line in text.splitlines():
@@ -225,6 +251,7 @@ def export(model, inputs, targets, loss_fn, path, plan=False,
                                for k, v in model.state_dict().items()}
     f = io.BytesIO()
     failure = None
+    failed_tracing = False
     try:
         with _module_tracker(model) as stack, warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -251,9 +278,15 @@ def export(model, inputs, targets, loss_fn, path, plan=False,
             except ExportError:
                 raise
             except Exception as e:  # torch's, of any kind: one line
-                where = f" in module '{stack[-1]}'" if stack and stack[-1] else ""
-                failure = (f"cannot export {type(model).__name__}{where}: "
-                           f"{_first_line(e)}")
+                failure = _first_line(e)
+                where = stack[-1] if stack and stack[-1] else None
+                failed_tracing = bool(stack)
+        if failure and not failed_tracing and not plan:
+            # The exporter failed converting the trace: find the module.
+            where = _module_of_op(wrapper, model, args, failure)
+        if failure:
+            where = f" in module '{where}'" if where else ""
+            failure = f"cannot export {type(model).__name__}{where}: {failure}"
     finally:
         if state is not None:
             model.load_state_dict(state)
