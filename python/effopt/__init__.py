@@ -19,16 +19,13 @@ from .trainer import Trainer
 __all__ = ["compile", "plan", "load", "Trainer", "MemoryReport", "ExportError",
            "CompileError"]
 
-# Keyword arguments that are not effc flags of the same name.
-_RENAMED = {"memory_budget": "memory-budget"}
-
-
 def _byte_count(value):
+    """effc's byte counts: 2GiB and 2GB are 2G (binary units, as effc's)."""
     if isinstance(value, int):
         return str(value)
     text = str(value).strip()
     for suffix in ("iB", "B"):
-        if text.endswith(suffix) and text[:-len(suffix)][-1:].isalpha():
+        if text.endswith(suffix):
             return text[:-len(suffix)]
     return text
 
