@@ -217,7 +217,10 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
         buildStepPipeline(pm, stepOptions, backend);
       })))
     return failure();
-  FailureOr<StepLayout> layout = readStepLayout(*module);
+  // The initial state is only needed for the .effx: a plan (until the
+  // memory plan) never copies the weights.
+  FailureOr<StepLayout> layout = readStepLayout(
+      *module, stepOptions.until == PipelineStage::Codegen);
   if (failed(layout))
     return failure();
   step.layout = std::move(*layout);

@@ -457,7 +457,8 @@ LogicalResult compileOne(MLIRContext &context, StringRef input,
                      (options.step.accum > 1
                           ? ", accum " + std::to_string(options.step.accum)
                           : std::string()) +
-                     ")")};
+                     ")"),
+      /*tablePath=*/""};
   if (reportRequest.any() &&
       failed(effopt::emitMemoryReport(*step->module, step->layout,
                                       reportRequest)))
