@@ -59,6 +59,18 @@ Error applyCompilerFlag(CompileOptions &options, StringRef name,
     options.step.remat = RematPolicy::Budget;
     return Error::success();
   }
+  if (name == "mask-like") {
+    if (value == "warn")
+      options.maskLike = MaskLikePolicy::Warn;
+    else if (value == "error")
+      options.maskLike = MaskLikePolicy::Error;
+    else if (value == "freeze")
+      options.maskLike = MaskLikePolicy::Freeze;
+    else
+      return flagError(name, "must be warn, error or freeze, got '" + value +
+                                 "'");
+    return Error::success();
+  }
   if (name == "arch" || name == "cpu") {
     options.codegen.arch = value.str();
     return Error::success();
