@@ -325,6 +325,8 @@ static LogicalResult evaluateElementwise(Evaluation &e, Type resultType, Fn fn,
       return e.decline();
     operands.push_back(&e.in(i));
   }
+  if (arity != 0 && operands.size() == 1) // Max(x) is x
+    return e.result(*operands.front());
   if (arity == 0 || operands.size() <= arity) {
     auto result = elementwise(e, operands, resultType, fn, failureMessage);
     if (failed(result))
@@ -913,8 +915,29 @@ static LogicalResult evaluateTile(Evaluation &e) {
 }
 
 static LogicalResult evaluateScatterND(Evaluation &e) {
-  if (e.ctx.getString("reduction", "none") != "none")
+  std::string reduction = e.ctx.getString("reduction", "none");
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
     return e.decline();
+  // Each update is combined with the element as it stands: repeated
+  // indices accumulate in the order they are listed.
+  auto combine = [&](auto old, auto update) -> decltype(old) {
+    using T = decltype(old);
+    if (reduction == "add") {
+      if constexpr (std::is_integral_v<T>)
+        return wrapAdd(old, update);
+      return old + update;
+    }
+    if (reduction == "mul") {
+      if constexpr (std::is_integral_v<T>)
+        return wrapMul(old, update);
+      return old * update;
+    }
+    if (reduction == "max")
+      return std::max(old, update);
+    if (reduction == "min")
+      return std::min(old, update);
+    return update;
+  };
   std::optional<ArrayRef<int64_t>> indices = intsOf(e, 1);
   if (!indices || !e.has(2))
     return success();
@@ -946,11 +969,14 @@ static LogicalResult evaluateScatterND(Evaluation &e) {
     }
     for (int64_t j = 0; j < chunk; ++j) {
       if (result.isFloat())
-        result.floats[offset + j] = updates.floats[i * chunk + j];
+        result.floats[offset + j] =
+            combine(result.floats[offset + j], updates.floats[i * chunk + j]);
       else
-        result.ints[offset + j] = updates.ints[i * chunk + j];
+        result.ints[offset + j] =
+            combine(result.ints[offset + j], updates.ints[i * chunk + j]);
     }
   }
+  wrapToWidth(result);
   return e.result(std::move(result));
 }
 
