@@ -11,7 +11,8 @@
 //
 // Float initializers become parameters (weights stay in the loaded protobuf
 // or the memory-mapped external data file, referenced by resource blobs, not
-// copied); other initializers become constants. A float initializer is a
+// copied); other initializers become constants. A node whose inputs are all
+// constants is evaluated (ConstantFolding.h) rather than converted. A float initializer is a
 // `trainable` parameter only if a gradient can reach it from the loss, as
 // eff-autodiff will ask (the ops' GradientOpInterface): one read only through
 // comparisons, `where` conditions, shape queries or integer ops (the causal
