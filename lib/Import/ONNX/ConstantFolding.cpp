@@ -25,7 +25,6 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
-#include <limits>
 #include <type_traits>
 
 using namespace mlir;
@@ -123,9 +122,10 @@ static void wrapToWidth(Tensor &tensor) {
     return;
   bool isUnsigned = tensor.elementType.isUnsignedInteger() || width == 1;
   for (int64_t &v : tensor.ints)
-    v = isUnsigned ? static_cast<int64_t>(static_cast<uint64_t>(v) &
-                                          llvm::maskTrailingOnes<uint64_t>(width))
-                   : llvm::SignExtend64(static_cast<uint64_t>(v), width);
+    v = isUnsigned
+            ? static_cast<int64_t>(static_cast<uint64_t>(v) &
+                                   llvm::maskTrailingOnes<uint64_t>(width))
+            : llvm::SignExtend64(static_cast<uint64_t>(v), width);
 }
 
 static std::optional<Tensor> fromAttr(DenseElementsAttr attr) {
@@ -155,8 +155,8 @@ static DenseElementsAttr toAttr(const Tensor &tensor) {
     for (double v : tensor.floats) {
       APFloat value(v);
       bool losesInfo;
-      value.convert(floatType.getFloatSemantics(),
-                    APFloat::rmNearestTiesToEven, &losesInfo);
+      value.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                    &losesInfo);
       values.push_back(value);
     }
     return DenseElementsAttr::get(type, values);
@@ -191,10 +191,9 @@ static int64_t product(ArrayRef<int64_t> values) {
 /// For every element of a tensor shaped `to` (row-major), the element of a
 /// tensor shaped `from` whose coordinates `inIndex` computes from the
 /// output's coordinates.
-static std::vector<int64_t>
-mapIndices(ArrayRef<int64_t> to, ArrayRef<int64_t> from,
-           function_ref<int64_t(ArrayRef<int64_t> out, unsigned inAxis)>
-               inIndex) {
+static std::vector<int64_t> mapIndices(
+    ArrayRef<int64_t> to, ArrayRef<int64_t> from,
+    function_ref<int64_t(ArrayRef<int64_t> out, unsigned inAxis)> inIndex) {
   int64_t count = product(to);
   SmallVector<int64_t> fromStrides = rowMajorStrides(from);
   SmallVector<int64_t> out(to.size(), 0);
@@ -275,9 +274,8 @@ elementwise(Evaluation &e, ArrayRef<const Tensor *> operands, Type resultType,
   SmallVector<std::vector<int64_t>> sources;
   for (const Tensor *operand : operands)
     sources.push_back(broadcastSources(operand->shape, *shape));
-  bool asFloat = llvm::any_of(operands, [](const Tensor *t) {
-    return t->isFloat();
-  });
+  bool asFloat =
+      llvm::any_of(operands, [](const Tensor *t) { return t->isFloat(); });
   Tensor result{*shape, resultType, {}, {}};
   int64_t count = product(*shape);
   bool resultIsFloat = result.isFloat();
@@ -376,9 +374,11 @@ static Type firstType(Evaluation &e) { return e.in(0).elementType; }
         return std::optional<T>(FLOAT_EXPR);                                   \
     });                                                                        \
   }
+// clang-format off
 BINARY(Add, wrapAdd(a, b), a + b)
 BINARY(Sub, wrapSub(a, b), a - b)
 BINARY(Mul, wrapMul(a, b), a * b)
+// clang-format on
 #undef BINARY
 
 static LogicalResult evaluateDiv(Evaluation &e) {
@@ -430,9 +430,13 @@ static LogicalResult evaluatePow(Evaluation &e) {
     if constexpr (std::is_integral_v<T>) {
       if (v[1] < 0)
         return std::optional<T>(v[0] == 1 ? 1 : 0);
-      T result = 1;
-      for (T i = 0; i < v[1] && i < 64; ++i)
-        result = wrapMul(result, v[0]);
+      // By squaring, wrapping as the integer type does.
+      T result = 1, base = v[0];
+      for (T exponent = v[1]; exponent > 0; exponent >>= 1) {
+        if (exponent & 1)
+          result = wrapMul(result, base);
+        base = wrapMul(base, base);
+      }
       return std::optional<T>(result);
     } else {
       return std::optional<T>(std::pow(v[0], v[1]));
@@ -482,9 +486,11 @@ COMPARE(GreaterOrEqual, >=)
       return std::optional<bool>(EXPR);                                        \
     });                                                                        \
   }
-LOGICAL(And, a &&b)
+// clang-format off
+LOGICAL(And, a && b)
 LOGICAL(Or, a || b)
 LOGICAL(Xor, a != b)
+// clang-format on
 #undef LOGICAL
 
 static LogicalResult evaluateNot(Evaluation &e) {
@@ -564,9 +570,9 @@ static LogicalResult castTo(Evaluation &e, Type to) {
 }
 
 static LogicalResult evaluateCast(Evaluation &e) {
-  return castTo(e, convertElementType(static_cast<int32_t>(e.ctx.getInt(
-                                          "to", 0)),
-                                      e.ctx.context()));
+  return castTo(e,
+                convertElementType(static_cast<int32_t>(e.ctx.getInt("to", 0)),
+                                   e.ctx.context()));
 }
 
 static LogicalResult evaluateCastLike(Evaluation &e) {
@@ -615,8 +621,10 @@ static LogicalResult evaluateReshape(Evaluation &e) {
     if (dim == 0 && !allowZero) {
       if (i >= data.shape.size())
         return e.error("shape " + eff::formatShape(*target) +
-                       " copies dimension " + Twine(i) + " (0) of an input of "
-                       "rank " + Twine(data.shape.size()));
+                       " copies dimension " + Twine(i) +
+                       " (0) of an input of "
+                       "rank " +
+                       Twine(data.shape.size()));
       dim = data.shape[i];
     } else if (dim == -1) {
       if (inferred)
@@ -636,8 +644,7 @@ static LogicalResult evaluateReshape(Evaluation &e) {
     shape[*inferred] = count / *known;
   if (!boundedElementCount(shape) || product(shape) != count)
     return e.error("cannot reshape " + eff::formatShape(data.shape) + " (" +
-                   Twine(count) + " elements) to " +
-                   eff::formatShape(*target));
+                   Twine(count) + " elements) to " + eff::formatShape(*target));
   return e.result(withShape(data, shape));
 }
 
@@ -646,13 +653,13 @@ static LogicalResult evaluateFlatten(Evaluation &e) {
   int64_t rank = data.shape.size();
   int64_t axis = e.ctx.getInt("axis", 1);
   if (axis < -rank || axis > rank)
-    return e.error("axis " + Twine(axis) + " is out of range [" +
-                   Twine(-rank) + ", " + Twine(rank) + "]");
+    return e.error("axis " + Twine(axis) + " is out of range [" + Twine(-rank) +
+                   ", " + Twine(rank) + "]");
   if (axis < 0)
     axis += rank;
   ArrayRef<int64_t> shape = data.shape;
-  return e.result(withShape(
-      data, {product(shape.take_front(axis)), product(shape.drop_front(axis))}));
+  return e.result(withShape(data, {product(shape.take_front(axis)),
+                                   product(shape.drop_front(axis))}));
 }
 
 static LogicalResult evaluateUnsqueeze(Evaluation &e) {
@@ -766,11 +773,11 @@ static LogicalResult evaluateTranspose(Evaluation &e) {
     shape.push_back(data.shape[perm[d]]);
     inverse[perm[d]] = d;
   }
-  return e.result(data.select(
-      shape, mapIndices(shape, data.shape, [&](ArrayRef<int64_t> out,
-                                               unsigned d) {
-        return out[inverse[d]];
-      })));
+  return e.result(
+      data.select(shape, mapIndices(shape, data.shape,
+                                    [&](ArrayRef<int64_t> out, unsigned d) {
+                                      return out[inverse[d]];
+                                    })));
 }
 
 static LogicalResult evaluateGather(Evaluation &e) {
@@ -867,11 +874,11 @@ static LogicalResult evaluateSlice(Evaluation &e) {
     stride[*d] = step;
     shape[*d] = count;
   }
-  return e.result(data.select(
-      shape, mapIndices(shape, data.shape, [&](ArrayRef<int64_t> out,
-                                               unsigned d) {
-        return begin[d] + out[d] * stride[d];
-      })));
+  return e.result(
+      data.select(shape, mapIndices(shape, data.shape,
+                                    [&](ArrayRef<int64_t> out, unsigned d) {
+                                      return begin[d] + out[d] * stride[d];
+                                    })));
 }
 
 static LogicalResult evaluateExpand(Evaluation &e) {
@@ -907,11 +914,11 @@ static LogicalResult evaluateTile(Evaluation &e) {
   }
   if (!e.fits(shape))
     return success();
-  return e.result(data.select(
-      shape, mapIndices(shape, data.shape, [&](ArrayRef<int64_t> out,
-                                               unsigned d) {
-        return out[d] % data.shape[d];
-      })));
+  return e.result(
+      data.select(shape, mapIndices(shape, data.shape,
+                                    [&](ArrayRef<int64_t> out, unsigned d) {
+                                      return out[d] % data.shape[d];
+                                    })));
 }
 
 static LogicalResult evaluateScatterND(Evaluation &e) {
