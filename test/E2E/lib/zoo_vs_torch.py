@@ -249,7 +249,10 @@ def main():
     model = case.model
     model.train()
     for path, m in model.named_modules():
-        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+        # torchvision's StochasticDepth (Swin, ConvNeXt) drops rows at random
+        # too.
+        if (isinstance(m, torch.nn.modules.dropout._DropoutNd)
+                or type(m).__name__ == "StochasticDepth") and m.p > 0:
             raise SystemExit("%s: dropout %s has p=%g; effopt and PyTorch draw "
                              "different masks: set p=0 for a comparison"
                              % (label, path, m.p))
