@@ -96,5 +96,10 @@ def convnext_tiny():
 
 
 def googlenet():
-    return _small(torchvision.models.googlenet, aux_logits=False,
+    case = _small(torchvision.models.googlenet, aux_logits=False,
                   init_weights=True)
+    # Its inception4e branches see 4x4 maps: ReLU inputs within rounding of
+    # zero move up to 2% of a step's change in norm, differently with each
+    # OpenBLAS kernel (lit's environment has no OPENBLAS_CORETYPE).
+    case.norm_rtol = 3e-2
+    return case
