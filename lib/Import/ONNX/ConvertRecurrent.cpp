@@ -364,9 +364,14 @@ LogicalResult Unroller::runDirection(int64_t d, bool reverse,
   }
 
   // GRU without linear_before_reset multiplies R's hidden block by r*h, so
-  // R is used as its update/reset block and its hidden block separately.
-  Value rGates = r, rHidden;
-  if (n.cell == Cell::GRU) {
+  // R is used as its update/reset block and its hidden block separately;
+  // with it, h R^T is one GEMM whose bias is [0, 0, Rb_h].
+  Value rGates = r, rHidden, hBiasAll;
+  if (n.cell == Cell::GRU && n.linearBeforeReset && hiddenGateBias)
+    hBiasAll = ctx.create<eff::ConcatOp>(
+        ValueRange{ctx.splat(0.0, n.elementType, {2 * H}), hiddenGateBias},
+        int64_t(0));
+  if (n.cell == Cell::GRU && !n.linearBeforeReset) {
     rGates = ctx.create<eff::SliceOp>(r, ArrayRef<int64_t>{0, 0},
                                       ArrayRef<int64_t>{2 * H, H},
                                       ArrayRef<int64_t>{1, 1});
@@ -419,18 +424,22 @@ LogicalResult Unroller::runDirection(int64_t d, bool reverse,
     }
     case Cell::GRU: {
       SmallVector<Value, 4> xg = splitGates(xt, 3); // z, r, h
-      Value zPre = xg[0], rPre = xg[1];
+      Value zPre = xg[0], rPre = xg[1], hPre = xg[2];
+      // h R^T: one GEMM for all gates with linear_before_reset (the hidden
+      // block's bias inside), else the update/reset blocks only.
+      SmallVector<Value, 4> hg;
+      if (h)
+        hg = n.linearBeforeReset ? splitGates(linearT(h, r, hBiasAll), 3)
+                                 : splitGates(linearT(h, rGates), 2);
       if (h) {
-        SmallVector<Value, 4> hg = splitGates(linearT(h, rGates), 2);
         zPre = add(zPre, hg[0]);
         rPre = add(rPre, hg[1]);
       }
       Value z = activate(act[0], clipped(zPre));
       Value reset = activate(act[0], clipped(rPre));
-      Value hPre = xg[2];
       if (n.linearBeforeReset) {
         // r * (h R_h^T + Rb_h); with h = 0 only the bias is left.
-        Value hh = h ? linearT(h, rHidden, hiddenGateBias) : hiddenGateBias;
+        Value hh = h ? hg[2] : hiddenGateBias;
         if (hh)
           hPre = add(hPre, mul(reset, hh));
       } else if (h) {
@@ -438,8 +447,7 @@ LogicalResult Unroller::runDirection(int64_t d, bool reverse,
       }
       Value cand = activate(act[1], clipped(hPre));
       // (1 - z) * cand + z * h = cand + z * (h - cand).
-      h = h ? add(cand, mul(z, sub(h, cand)))
-            : sub(cand, mul(z, cand));
+      h = h ? add(cand, mul(z, sub(h, cand))) : sub(cand, mul(z, cand));
       break;
     }
     }
