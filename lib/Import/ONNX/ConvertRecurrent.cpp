@@ -138,8 +138,8 @@ FailureOr<RecurrentNode> readNode(NodeContext &ctx, Cell cell) {
       names.push_back(names[i]);
   }
   if (names.size() != perDirection * n.directions)
-    return fail(ctx.error("attribute 'activations' has " +
-                          Twine(names.size()) + " names, expected " +
+    return fail(ctx.error("attribute 'activations' has " + Twine(names.size()) +
+                          " names, expected " +
                           Twine(perDirection * n.directions)));
   for (int64_t d = 0; d < n.directions; ++d) {
     n.activations.emplace_back();
@@ -154,8 +154,8 @@ FailureOr<RecurrentNode> readNode(NodeContext &ctx, Cell cell) {
 
   RankedTensorType x = ctx.inputType(0);
   if (x.getRank() != 3)
-    return fail(ctx.error("input 'X' must have rank 3, not " +
-                          Twine(x.getRank())));
+    return fail(
+        ctx.error("input 'X' must have rank 3, not " + Twine(x.getRank())));
   if (!isa<FloatType>(x.getElementType()))
     return fail(ctx.error("input 'X' must be a floating-point tensor"));
   n.elementType = x.getElementType();
@@ -186,9 +186,9 @@ FailureOr<RecurrentNode> readNode(NodeContext &ctx, Cell cell) {
           " in every row (variable-length sequences are not supported: pad "
           "them and mask the loss instead of packing)"));
   }
-  SmallVector<int64_t> stateShape = n.batchMajor
-                                        ? SmallVector<int64_t>{n.batch, d, n.hidden}
-                                        : SmallVector<int64_t>{d, n.batch, n.hidden};
+  SmallVector<int64_t> stateShape =
+      n.batchMajor ? SmallVector<int64_t>{n.batch, d, n.hidden}
+                   : SmallVector<int64_t>{d, n.batch, n.hidden};
   if (ctx.hasInput(5) && failed(checkShape(ctx, 5, "initial_h", stateShape)))
     return failure();
   if (cell == Cell::LSTM) {
@@ -270,10 +270,9 @@ Value Unroller::initialState(unsigned i, int64_t d) {
   // Absent, or zeros (torch's exporter expands a zero constant): a null
   // state, whose products are left out.
   DenseElementsAttr constant = ctx.constantInput(i);
-  if (!ctx.hasInput(i) ||
-      (constant && constant.isSplat() &&
-       isa<FloatType>(constant.getElementType()) &&
-       constant.getSplatValue<APFloat>().isZero()))
+  if (!ctx.hasInput(i) || (constant && constant.isSplat() &&
+                           isa<FloatType>(constant.getElementType()) &&
+                           constant.getSplatValue<APFloat>().isZero()))
     return {};
   Value state = ctx.input(i);
   if (n.batchMajor)
@@ -319,9 +318,8 @@ Value Unroller::clipped(Value value) {
 
 Value Unroller::linearT(Value a, Value b, Value bias) {
   return ctx.create<eff::LinearOp>(
-      a, b, bias, ctx.builder.getBoolAttr(false),
-      ctx.builder.getBoolAttr(true), ctx.builder.getF64FloatAttr(1.0),
-      ctx.builder.getF64FloatAttr(1.0));
+      a, b, bias, ctx.builder.getBoolAttr(false), ctx.builder.getBoolAttr(true),
+      ctx.builder.getF64FloatAttr(1.0), ctx.builder.getF64FloatAttr(1.0));
 }
 
 LogicalResult Unroller::runDirection(int64_t d, bool reverse,
@@ -342,7 +340,8 @@ LogicalResult Unroller::runDirection(int64_t d, bool reverse,
     if (n.cell == Cell::GRU && n.linearBeforeReset) {
       hiddenGateBias = sliceLast(rb, 2 * H, 3 * H);
       rb = ctx.create<eff::ConcatOp>(
-          ValueRange{sliceLast(rb, 0, 2 * H), ctx.splat(0.0, n.elementType, {H})},
+          ValueRange{sliceLast(rb, 0, 2 * H),
+                     ctx.splat(0.0, n.elementType, {H})},
           int64_t(0));
     }
     xBias = add(wb, rb);
@@ -479,10 +478,10 @@ LogicalResult Unroller::run() {
     for (int64_t t = 0; t < T; ++t)
       for (int64_t d = 0; d < D; ++d)
         rows.push_back(ctx.reshape(hiddens[d][t], {1, 1, B, H}));
-    Value y = rows.size() == 1 ? rows[0]
-                               : ctx.reshape(ctx.create<eff::ConcatOp>(
-                                                 rows, int64_t(0)),
-                                             {T, D, B, H});
+    Value y = rows.size() == 1
+                  ? rows[0]
+                  : ctx.reshape(ctx.create<eff::ConcatOp>(rows, int64_t(0)),
+                                {T, D, B, H});
     if (n.batchMajor)
       y = ctx.create<eff::TransposeOp>(y, ArrayRef<int64_t>{2, 0, 1, 3});
     ctx.setOutput(0, y);
