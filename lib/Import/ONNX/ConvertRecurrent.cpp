@@ -347,15 +347,15 @@ LogicalResult Unroller::runDirection(int64_t d, bool reverse,
     xBias = add(wb, rb);
   }
 
-  // All steps' input projections in one GEMM: [T*B, I] x [G*H, I]^T.
+  // All steps' input projections in one GEMM: [T*B, I] x [G*H, I]^T, whose
+  // rows are cut into the T steps' [B, G*H].
   Value xProj = linearT(ctx.reshape(x, {T * B, n.inputSize}), w, xBias);
-  xProj = ctx.reshape(xProj, {T, B, G * H});
   SmallVector<Value> steps;
   if (T == 1) {
     steps.push_back(xProj);
   } else {
-    SmallVector<Type> types(
-        T, RankedTensorType::get({1, B, G * H}, n.elementType));
+    SmallVector<Type> types(T,
+                            RankedTensorType::get({B, G * H}, n.elementType));
     auto split = ctx.build<eff::SplitOp>(types, xProj, int64_t(0));
     if (!split)
       return failure();
@@ -391,7 +391,7 @@ LogicalResult Unroller::runDirection(int64_t d, bool reverse,
   hiddens.assign(T, Value());
   for (int64_t step = 0; step < T; ++step) {
     int64_t t = reverse ? T - 1 - step : step;
-    Value xt = ctx.reshape(steps[t], {B, G * H});
+    Value xt = steps[t];
     if (!xt)
       return failure();
     switch (n.cell) {
@@ -477,23 +477,20 @@ LogicalResult Unroller::run() {
     SmallVector<Value> rows;
     for (int64_t t = 0; t < T; ++t)
       for (int64_t d = 0; d < D; ++d)
-        rows.push_back(ctx.reshape(hiddens[d][t], {1, 1, B, H}));
-    Value y = rows.size() == 1
-                  ? rows[0]
-                  : ctx.reshape(ctx.create<eff::ConcatOp>(rows, int64_t(0)),
-                                {T, D, B, H});
+        rows.push_back(hiddens[d][t]);
+    Value y = rows.size() == 1 ? rows[0]
+                               : ctx.create<eff::ConcatOp>(rows, int64_t(0));
+    y = ctx.reshape(y, {T, D, B, H});
     if (n.batchMajor)
       y = ctx.create<eff::TransposeOp>(y, ArrayRef<int64_t>{2, 0, 1, 3});
     ctx.setOutput(0, y);
   }
   // Y_h, Y_c: [D, B, H] (batch-major: [B, D, H]).
   auto finalState = [&](ArrayRef<Value> states) {
-    SmallVector<Value, 2> rows;
-    for (Value s : states)
-      rows.push_back(ctx.reshape(s, {1, B, H}));
-    Value state = rows.size() == 1
-                      ? rows[0]
-                      : ctx.create<eff::ConcatOp>(rows, int64_t(0));
+    Value state = states.size() == 1
+                      ? states[0]
+                      : ctx.create<eff::ConcatOp>(states, int64_t(0));
+    state = ctx.reshape(state, {D, B, H});
     if (n.batchMajor)
       state = ctx.create<eff::TransposeOp>(state, ArrayRef<int64_t>{1, 0, 2});
     return state;
