@@ -21,6 +21,8 @@ PACKAGES=(
   libcli11-dev libtomlplusplus-dev
   # Reference framework and exporters for examples and numerical tests.
   python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn
+  # The Python package's tests (test/Python, run by scripts/test.sh).
+  python3-pytest
   # A real text corpus for the language-model example.
   bible-kjv
 )

@@ -2,6 +2,7 @@
 
 #include "effopt/Analysis/ModelSummary.h"
 
+#include "effopt/Analysis/MaskLikeParameters.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -89,6 +90,24 @@ void effopt::printModelSummary(ModuleOp module, llvm::raw_ostream &os,
        << llvm::left_justify(eff::stringifyParamRole(param.getRole()), 9)
        << "  " << typeString(param.getType()) << "\n";
   }
+
+  // What training will update, and initializers that look like buffers.
+  SmallVector<StringRef> trained;
+  for (auto param : parameters)
+    if (param.getRole() == eff::ParamRole::Trainable)
+      trained.push_back(param.getSymName());
+  os << "trains: " << trained.size() << " tensors";
+  for (auto [i, name] : llvm::enumerate(trained)) {
+    if (i == maxRows) {
+      os << ", ... and " << trained.size() - maxRows << " more";
+      break;
+    }
+    os << (i ? ", " : ": ") << name;
+  }
+  os << "\n";
+  MaskLikeParameters maskLike(module);
+  for (const MaskLikeParameters::Entry &entry : maskLike.entries())
+    os << "warning: " << MaskLikeParameters::warning(entry) << "\n";
 
   auto forward = module.lookupSymbol<func::FuncOp>(eff::kForwardFuncName);
   if (!forward)

@@ -2,6 +2,8 @@
 
 #include "effopt/Driver/Compiler.h"
 
+#include "effopt/Analysis/MaskLikeParameters.h"
+
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
 #include "effopt/Driver/MemoryBudget.h"
 
@@ -10,6 +12,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 
 #include <chrono>
 
@@ -54,6 +57,54 @@ static BatchInputs batchInputsOf(ModuleOp module) {
   return batch;
 }
 
+/// Warns about, refuses or freezes (by re-importing with them frozen) the
+/// trainable initializers that look like buffers.
+static LogicalResult handleMaskLikeParameters(MLIRContext &context,
+                                              StringRef path,
+                                              CompileOptions &options,
+                                              OwningOpRef<ModuleOp> &module,
+                                              llvm::raw_ostream &log) {
+  if (options.step.mode == StepMode::Forward)
+    return success();
+  MaskLikeParameters maskLike(*module);
+  if (maskLike.entries().empty())
+    return success();
+  SmallVector<StringRef> trained;
+  for (auto param : module->getOps<eff::ParameterOp>())
+    if (param.getRole() == eff::ParamRole::Trainable)
+      trained.push_back(param.getSymName());
+  std::string freeze = options.import.freezeRegex;
+  for (MaskLikeParameters::Entry entry : maskLike.entries()) {
+    std::string warning = MaskLikeParameters::warning(entry);
+    switch (options.maskLike) {
+    case MaskLikePolicy::Error:
+      return emitError(entry.parameter.getLoc(), warning)
+             << " (--mask-like=error)";
+    case MaskLikePolicy::Warn:
+      log << "effc: warning: " << warning << "\n";
+      break;
+    case MaskLikePolicy::Freeze: {
+      std::string exact =
+          "^" + llvm::Regex::escape(entry.parameter.getSymName()) + "$";
+      log << "effc: freezing '" << entry.parameter.getSymName()
+          << "' (--mask-like=freeze): it is only " << entry.use << "\n";
+      freeze = freeze.empty() ? exact : "(" + freeze + ")|" + exact;
+      break;
+    }
+    }
+  }
+  if (options.maskLike == MaskLikePolicy::Warn) {
+    log << "effc: training " << trained.size() << " tensors:";
+    for (StringRef name : trained)
+      log << " " << name;
+    log << "\n";
+    return success();
+  }
+  options.import.freezeRegex = freeze;
+  module = importONNXFile(path, &context, options.import);
+  return success(static_cast<bool>(module));
+}
+
 FailureOr<CompiledStep> compileModel(MLIRContext &context, StringRef path,
                                      CompileOptions &options,
                                      llvm::raw_ostream &log) {
@@ -61,6 +112,8 @@ FailureOr<CompiledStep> compileModel(MLIRContext &context, StringRef path,
   OwningOpRef<ModuleOp> module =
       importONNXFile(path, &context, options.import);
   if (!module)
+    return failure();
+  if (failed(handleMaskLikeParameters(context, path, options, module, log)))
     return failure();
   if (options.memoryBudget && options.rematBudget)
     return emitError(UnknownLoc::get(&context),
@@ -164,7 +217,10 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
         buildStepPipeline(pm, stepOptions, backend);
       })))
     return failure();
-  FailureOr<StepLayout> layout = readStepLayout(*module);
+  // The initial state is only needed for the .effx: a plan (until the
+  // memory plan) never copies the weights.
+  FailureOr<StepLayout> layout = readStepLayout(
+      *module, stepOptions.until == PipelineStage::Codegen);
   if (failed(layout))
     return failure();
   step.layout = std::move(*layout);

@@ -94,7 +94,8 @@ static Plan planPolicy(ModuleOp imported, const TrainStepOptions &step,
     if (op->hasAttr(eff::kRecomputedAttrName))
       plan.recomputedFlops += times * op.getFlops();
   });
-  FailureOr<effopt::StepLayout> layout = effopt::readStepLayout(*module);
+  FailureOr<effopt::StepLayout> layout = 
+      effopt::readStepLayout(*module, /*withInitialState=*/false);
   if (failed(layout) || failed(runPipelineStage(*module, [&](OpPassManager &pm) {
         buildLoweringPipeline(pm, options, backend);
       }))) {

@@ -72,6 +72,10 @@ LogicalResult emitMemoryReport(ModuleOp module,
                          os << llvm::formatv("{0:2}", report->toJSON()) << "\n";
                        })))
     return failure();
+  if (!request.tablePath.empty() &&
+      failed(writeFile(module.getLoc(), request.tablePath,
+                       [&](llvm::raw_ostream &os) { report->printTable(os); })))
+    return failure();
   if (!request.svgPath.empty() &&
       failed(writeFile(module.getLoc(), request.svgPath,
                        [&](llvm::raw_ostream &os) { report->writeSvg(os); })))

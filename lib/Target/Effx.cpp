@@ -71,7 +71,7 @@ static LogicalResult copyInitialValue(ElementsAttr value, RankedTensorType type,
   return success();
 }
 
-FailureOr<StepLayout> readStepLayout(ModuleOp module) {
+FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
   auto kind = module->getAttrOfType<StringAttr>(eff::kStepKindAttrName);
   bool forward = kind && kind.getValue() == eff::kForwardStepKind;
   auto func = module.lookupSymbol<func::FuncOp>(
@@ -92,7 +92,8 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module) {
     layout.lossDtype = dtypeName(
         cast<ShapedType>(func.getResultTypes()[0]).getElementType());
   }
-  layout.initialState.assign(layout.stateBytes, 0);
+  if (withInitialState)
+    layout.initialState.assign(layout.stateBytes, 0);
   auto checkDtype = [&](const StepTensor &t, StringRef what) -> LogicalResult {
     if (t.dtype != "unsupported")
       return success();
@@ -114,7 +115,8 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module) {
       auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
       tensor.name = parameter.getSymName().str();
       tensor.role = eff::stringifyParamRole(parameter.getRole()).str();
-      if (auto value = parameter.getInitialValue())
+      if (auto value = parameter.getInitialValue();
+          value && withInitialState)
         if (failed(copyInitialValue(*value, type,
                                     layout.initialState.data() + tensor.offset,
                                     tensor.bytes, parameter.getLoc())))

@@ -12,6 +12,7 @@
 
 #include "effopt/Transforms/Passes.h"
 
+#include "effopt/Analysis/ForwardBlocks.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
 #include "effopt/Support/StorageBytes.h"
@@ -180,19 +181,29 @@ private:
         segmentOf[op] = forwardIndex[op] / size;
       return success();
     }
-    // full: repeated-structure scopes of the ONNX node names.
+    // full: the repeated-structure scopes of the ONNX node names where they
+    // give blocks (a transformer's layers, one block each) ...
     llvm::StringMap<int64_t> ids;
     for (Operation *op : forwardOps) {
       std::string scope = repeatedScopeOf(nodeNameOf(op->getLoc()));
       segmentOf[op] =
           scope.empty() ? -1 : ids.try_emplace(scope, ids.size()).first->second;
     }
-    if (ids.empty() && policy == "budget")
-      return success(); // no whole-block candidates
-    if (ids.empty())
+    if (!ids.empty())
+      return success();
+    // ... otherwise blocks between separators of the forward's dataflow
+    // (single tensors every later op reaches the earlier ones through).
+    ForwardBlocks blocks(func);
+    if (blocks.numBlocks() < 2) {
+      if (policy == "budget")
+        return success(); // no whole-block candidates
       return func.emitError(
-          "eff-remat: policy full found no repeated blocks in the ONNX node "
-          "names (like /layers.3/...); give boundary=REGEX");
+          "eff-remat: policy full found no blocks: no repeated scopes in the "
+          "ONNX node names (like /layers.3/...) and no single tensor that "
+          "separates the forward; give boundary=REGEX");
+    }
+    for (Operation *op : forwardOps)
+      segmentOf[op] = blocks.blockOf(op);
     return success();
   }
 

@@ -59,6 +59,13 @@ static cl::list<std::string> constantInputs(
 static cl::opt<std::string>
     freeze("freeze", cl::desc("Freeze parameters whose name matches"),
            cl::value_desc("regex"), cl::cat(category));
+static cl::opt<std::string> maskLike(
+    "mask-like",
+    cl::desc("Trainable initializers used only as masks (added to a "
+             "softmax's input with values 0 and -inf, compared, cast to "
+             "integers): warn (one line each, the default), error, or "
+             "freeze them"),
+    cl::value_desc("warn|error|freeze"), cl::init("warn"), cl::cat(category));
 
 static cl::opt<std::string> optimizer("optimizer",
                                       cl::desc("sgd, adam or adamw"),
@@ -257,7 +264,7 @@ void checkFlags() {
          std::initializer_list<cl::Option *>{
              &optimizer, &lr, &weightDecay, &momentum, &dampening, &nesterov,
              &beta1, &beta2, &eps, &amsgrad, &schedule, &warmupSteps,
-             &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze,
+             &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory})
@@ -382,6 +389,12 @@ void fillCompileOptions(effopt::CompileOptions &options,
     options.import.constantInputs[name] = file.str();
   }
   options.import.freezeRegex = freeze;
+  if (maskLike == "error")
+    options.maskLike = effopt::MaskLikePolicy::Error;
+  else if (maskLike == "freeze")
+    options.maskLike = effopt::MaskLikePolicy::Freeze;
+  else if (maskLike != "warn")
+    die("--mask-like must be warn, error or freeze, got '" + maskLike + "'");
   fillStepOptions(options.step);
   if (StringRef(remat).starts_with("budget:"))
     options.rematBudget =
@@ -444,7 +457,8 @@ LogicalResult compileOne(MLIRContext &context, StringRef input,
                      (options.step.accum > 1
                           ? ", accum " + std::to_string(options.step.accum)
                           : std::string()) +
-                     ")")};
+                     ")"),
+      /*tablePath=*/""};
   if (reportRequest.any() &&
       failed(effopt::emitMemoryReport(*step->module, step->layout,
                                       reportRequest)))

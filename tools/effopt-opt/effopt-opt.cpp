@@ -17,6 +17,8 @@
 
 namespace effopt::test {
 void registerTestCostInterfacePass();
+void registerTestForwardBlocksPass();
+void registerTestMaskLikeParametersPass();
 } // namespace effopt::test
 
 int main(int argc, char **argv) {
@@ -28,6 +30,8 @@ int main(int argc, char **argv) {
   effopt::registerAllTargetBackends();
   effopt::registerTrainStepPipelines();
   effopt::test::registerTestCostInterfacePass();
+  effopt::test::registerTestForwardBlocksPass();
+  effopt::test::registerTestMaskLikeParametersPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv,
       "effopt-opt: runs effopt's passes on eff-dialect .mlir files.\n\n"

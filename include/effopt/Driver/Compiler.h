@@ -29,8 +29,15 @@
 
 namespace effopt {
 
+/// What to do with trainable initializers that look like buffers
+/// (MaskLikeParameters: attention masks and the like).
+enum class MaskLikePolicy { Warn, Error, Freeze };
+
 struct CompileOptions {
   ONNXImportOptions import;
+  /// Training steps only: warn about mask-like initializers (one line each on
+  /// the log), refuse the model, or freeze them.
+  MaskLikePolicy maskLike = MaskLikePolicy::Warn;
   /// The pipeline. The budget searches below set its remat, remat-free-bytes
   /// and accum options to what they chose.
   TrainStepOptions step;

@@ -16,7 +16,11 @@ struct ReportRequest {
   std::string jsonPath;   // --report-json
   std::string svgPath;    // --report-svg
   std::string title;
-  bool any() const { return table || !jsonPath.empty() || !svgPath.empty(); }
+  std::string tablePath;  // the table into a file (the Python package)
+  bool any() const {
+    return table || !jsonPath.empty() || !svgPath.empty() ||
+           !tablePath.empty();
+  }
 };
 
 /// Takes the arena report eff-memory-plan attached to `module` (and removes

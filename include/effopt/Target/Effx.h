@@ -51,8 +51,11 @@ struct StepLayout {
 
 /// Reads the layout eff-step-abi recorded on @train_step (or on @forward
 /// with eff-step-abi{mode=forward}) and copies every persistent tensor's
-/// initial value into `initialState`.
-mlir::FailureOr<StepLayout> readStepLayout(mlir::ModuleOp module);
+/// initial value into `initialState` (unless `withInitialState` is false:
+/// planning a model whose weights are never needed, e.g. effopt.plan on a
+/// billion parameters, copies nothing).
+mlir::FailureOr<StepLayout> readStepLayout(mlir::ModuleOp module,
+                                           bool withInitialState = true);
 
 /// The dtype name the runtime uses for an element type ("float32", "bool").
 std::string dtypeName(mlir::Type elementType);

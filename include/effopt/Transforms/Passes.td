@@ -61,9 +61,16 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
       larger than their inputs (attention scores).
     - `full`: keep only values that cross a block boundary and recompute the
       rest of each block in its backward. Blocks are the repeated scopes of
-      the ONNX node names (`/blocks.3/...`, `/layers/2/...`), or with
-      `boundary=REGEX` segments of the forward that start at each op whose
-      node name matches.
+      the ONNX node names (`/blocks.3/...`, `/layers/2/...`) where they
+      give any; otherwise they come from the graph itself (ForwardBlocks):
+      the gaps of the forward that a single float tensor crosses
+      (separators: everything after reads what came before only through
+      it), about sqrt(activation bytes / separator bytes) blocks balanced
+      by the bytes the ops write (Chen et al. 2016); a block between two
+      separators worth more than two (a dense block) is cut further where
+      at most one tensor crosses besides those every cut there keeps. With `boundary=REGEX`,
+      segments of the forward that start at each op whose node name
+      matches. A forward with none of these is an error.
     - `sqrt`: the forward cut into ceil(sqrt(n)) segments of equal op count
       (Chen et al. 2016), then as `full`.
     - `budget`: the set of saved values whose recomputation frees at least

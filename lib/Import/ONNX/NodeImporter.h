@@ -3,8 +3,9 @@
 //
 // Each ONNX op family has a file of converters (`Convert*.cpp`) that turn one
 // `NodeProto` into eff ops through a `NodeContext`. Converters fold as they
-// build (`createOrFold`), so the shape arithmetic exporters emit becomes
-// constants as soon as it is imported.
+// build (`createOrFold`), and a node whose inputs are all constants is
+// evaluated instead of converted (ConstantFolding.h), so the shape arithmetic
+// exporters emit becomes constants as soon as it is imported.
 //
 // A model can pass ONNX's checker and still give an op operands it does not
 // accept (a Sub of shapes that do not broadcast). eff's builders would abort

@@ -11,7 +11,8 @@
 //
 // Float initializers become parameters (weights stay in the loaded protobuf
 // or the memory-mapped external data file, referenced by resource blobs, not
-// copied); other initializers become constants. A float initializer is a
+// copied); other initializers become constants. A node whose inputs are all
+// constants is evaluated (ConstantFolding.h) rather than converted. A float initializer is a
 // `trainable` parameter only if a gradient can reach it from the loss, as
 // eff-autodiff will ask (the ops' GradientOpInterface): one read only through
 // comparisons, `where` conditions, shape queries or integer ops (the causal
@@ -28,6 +29,7 @@
 
 #include "effopt/Import/ONNX/ONNXImporter.h"
 
+#include "ConstantFolding.h"
 #include "NodeImporter.h"
 #include "RecognizeComposites.h"
 
@@ -759,14 +761,6 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
                           << node.op_type() << "' of domain '" << node.domain()
                           << "'",
            failure();
-  const ConverterMap &converters = getConverters();
-  auto converter = converters.find(node.op_type());
-  if (converter == converters.end())
-    return emitError(loc) << "node '" << nodeName << "': unsupported ONNX op '"
-                          << node.op_type() << "' (opset " << opset << ")"
-                          << controlFlowHint(node),
-           failure();
-
   onnx::NodeProto named = node;
   named.set_name(nodeName);
   NodeContext nodeContext(named, opset, builder, loc, values, useCounts);
@@ -786,10 +780,24 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
                                  "') is empty, but it is not optional");
     }
   }
-  // A converter that built an op its operands do not fit has reported the
-  // node's error, whatever it returned.
-  if (failed(converter->second(nodeContext)) || nodeContext.hasErrors())
+  // A node over constants is evaluated (shape arithmetic, masks); the rest
+  // is converted. A converter that built an op its operands do not fit has
+  // reported the node's error, whatever it returned.
+  FailureOr<bool> folded = foldConstantNode(nodeContext);
+  if (failed(folded))
     return failure();
+  if (!*folded) {
+    const ConverterMap &converters = getConverters();
+    auto converter = converters.find(node.op_type());
+    if (converter == converters.end())
+      return emitError(loc) << "node '" << nodeName
+                            << "': unsupported ONNX op '" << node.op_type()
+                            << "' (opset " << opset << ")"
+                            << controlFlowHint(node),
+             failure();
+    if (failed(converter->second(nodeContext)) || nodeContext.hasErrors())
+      return failure();
+  }
   for (int i = 0; i < node.output_size(); ++i) {
     if (node.output(i).empty())
       continue;

@@ -9,16 +9,17 @@ For each policy: effc --remat P --report-json, effrun N steps with --log and
 equal those of `none` exactly; the report's activation bytes at the peak must
 be smaller than none's for every policy but none.
 
-usage: remat_identical.py --model gpt|cnn --bin DIR --work DIR
+usage: remat_identical.py --model gpt|cnn|densenet --bin DIR --work DIR
                           [--policies program,none,selective,full,sqrt,budget]
-                          [--steps 6] [--accum K]
+                          [--steps 6] [--accum K] [--strip-names]
 (budget: --remat budget:B with B halfway between none and the smallest plan
 of the policies before it; program: --remat none --schedule-memory=false, the
 order autodiff and the optimizer built. When given, program is the reference
 every other policy must equal, so eff-schedule-memory is checked too, and
 none's planned total must not exceed program's; --accum K: the model compiled
 at B/K rows with --accum K, so that every policy runs inside the micro-batch
-loop)
+loop; --strip-names: every ONNX node renamed n0, n1, ..., so that --remat full
+finds blocks from the graph alone)
 """
 import argparse
 import json
@@ -44,6 +45,37 @@ def model_and_data(name, steps):
     if name == "cnn":
         model, B, data = t.make("cnn", steps, 0)
         return model, B, data, ("loss", "logits")
+    if name == "densenet":
+        # torchvision's DenseNet, small: its node names (/features/
+        # denseblock1/denselayer2/...) have no repeated scopes, so --remat
+        # full finds its blocks from the dataflow.
+        import torch
+        import torchvision
+
+        class DenseNetLoss(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = torchvision.models.DenseNet(
+                    growth_rate=8, block_config=(3, 3), num_init_features=16,
+                    bn_size=2, num_classes=10)
+                # The small-input stem (a 3x3 convolution, no pooling), so
+                # that the dense blocks' activations, not the stem's
+                # backward, make the peak.
+                features = self.net.features
+                features.conv0 = torch.nn.Conv2d(3, 16, 3, padding=1,
+                                                 bias=False)
+                features.pool0 = torch.nn.Identity()
+
+            def forward(self, x, y):
+                logits = self.net(x)
+                return torch.nn.functional.cross_entropy(logits, y), logits
+
+        torch.manual_seed(0)
+        x, y = ex.digits_data()
+        idx = ex.epoch_rows(len(x), steps * 16, 0)
+        images = np.repeat(x[idx].reshape(-1, 1, 8, 8), 3, axis=1)
+        return DenseNetLoss(), 16, {"x": np.ascontiguousarray(images),
+                                    "y": y[idx]}, ("loss", "logits")
     raise SystemExit("unknown model " + name)
 
 
@@ -64,6 +96,7 @@ def main():
     ap.add_argument("--boundary", default="")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--accum", type=int, default=1)
+    ap.add_argument("--strip-names", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
 
@@ -73,6 +106,13 @@ def main():
     import torch
     first = tuple(torch.from_numpy(data[k][:B // args.accum]) for k in names)
     t.export(model, first, names, onnx_path, output_names=outputs)
+    if args.strip_names:
+        # Node names that say nothing about the structure ("n0", "n1", ...).
+        import onnx
+        m = onnx.load(onnx_path)
+        for i, node in enumerate(m.graph.node):
+            node.name = "n%d" % i
+        onnx.save_model(m, onnx_path)
     npz = os.path.join(args.work, "data.npz")
     np.savez(npz, **data)
 

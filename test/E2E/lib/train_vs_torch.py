@@ -97,7 +97,11 @@ def make(name, steps, seed):
 def export(model, batch, names, path, output_names=("loss", "logits")):
     """ONNX export in training mode; puts back the state the export's trace
     mutated (BatchNorm running statistics)."""
-    state = {k: v.clone() for k, v in model.state_dict().items()}
+    current = model.state_dict()
+    state = type(current)((k, v.clone()) for k, v in current.items())
+    # Modules that check their state's version (torchvision's MNASNet) need
+    # the metadata back.
+    state._metadata = getattr(current, "_metadata", None)
     f = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -52,3 +52,49 @@ def densenet():
                                         num_init_features=16, bn_size=2,
                                         num_classes=10)
     return ZooCase(WithLoss(model), 2, images(2, 3, 32, 10), ("logits",))
+
+
+def _small(builder, size=64, batch=4, **kw):
+    """At 64x64 and batch 4 the last stages keep 2x2 maps: BatchNorm over
+    2 values (32x32, batch 2, 1x1 maps) turns rounding into gradients of
+    1e8 and no two implementations agree."""
+    torch.manual_seed(0)
+    model = builder(num_classes=10, **kw)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0  # masks are drawn differently
+    return ZooCase(WithLoss(model), batch, images(batch, 3, size, 10, seed=1),
+                   ("logits",))
+
+
+def mobilenet_v2():
+    return _small(torchvision.models.mobilenet_v2, width_mult=0.25)
+
+
+def mobilenet_v3_small():
+    return _small(torchvision.models.mobilenet_v3_small, width_mult=0.25)
+
+
+def efficientnet_b0():
+    return _small(torchvision.models.efficientnet_b0, stochastic_depth_prob=0.0)
+
+
+def shufflenet_v2():
+    return _small(torchvision.models.shufflenet_v2_x0_5)
+
+
+def regnet_y_400mf():
+    return _small(torchvision.models.regnet_y_400mf)
+
+
+def mnasnet():
+    return _small(torchvision.models.mnasnet0_5)
+
+
+def convnext_tiny():
+    return _small(torchvision.models.convnext_tiny, stochastic_depth_prob=0.0)
+
+
+def googlenet():
+    return _small(torchvision.models.googlenet, aux_logits=False,
+                  init_weights=True)

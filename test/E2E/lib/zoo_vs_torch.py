@@ -63,6 +63,7 @@ class ZooCase:
     # Stepwise: how many times PyTorch float32's distance from float64 effopt
     # may be from it.
     ref_factor: float = 10.0
+    norm_rtol: float = 1e-2
     notes: str = ""
     effc_flags: list = field(default_factory=list)
 
@@ -168,12 +169,17 @@ def optimizer_slots(opt, param_names):
     return out
 
 
-def compare(what, got, want, exact, rtol, atol, ref_factor):
+def compare(what, got, want, exact, before, rtol, atol, ref_factor,
+            norm_rtol):
     """A failure line, or None. `exact` is the float64 result from the same
     state (None in trajectory mode): effopt may then also be `ref_factor`
     times as far from it as PyTorch's float32 result is (largest difference
     over the tensor) -- summation order alone moves a BatchNorm net's
-    gradients by more than any fixed tolerance."""
+    gradients by more than any fixed tolerance. Where that fails, the
+    tensor still passes when its distance from float64 is within norm_rtol
+    of the change the step made to it (L2 norms): a ReLU or max-pool input
+    within rounding of its switch point routes a few gradients differently
+    in any two implementations, while a wrong gradient misses by O(1)."""
     if got.shape != want.shape:
         return "%s: shape %s, torch %s" % (what, got.shape, want.shape)
     g, w = got.astype(np.float64), want.astype(np.float64)
@@ -182,11 +188,18 @@ def compare(what, got, want, exact, rtol, atol, ref_factor):
         g_err = np.abs(g - exact)
         torch_err = np.abs(w - exact).max() if w.size else 0.0
         bad = g_err > bound + ref_factor * torch_err
-        if bad.any():
-            return ("%s: %d of %d values differ from float64, max abs err %.3g "
-                    "(torch float32's %.3g)" % (what, int(bad.sum()), g.size,
-                                                g_err.max(), torch_err))
-        return None
+        if not bad.any():
+            return None
+        change = np.linalg.norm(exact - before) if before is not None else 0.0
+        off = np.linalg.norm(g - exact)
+        if change > 0 and off <= norm_rtol * change:
+            print("      %s: %d values off, within %.1e of the step's change "
+                  "in norm" % (what, int(bad.sum()), off / change))
+            return None
+        return ("%s: %d of %d values differ from float64, max abs err %.3g "
+                "(torch float32's %.3g), %.2g of the step's change in norm"
+                % (what, int(bad.sum()), g.size, g_err.max(), torch_err,
+                   off / change if change > 0 else float("inf")))
     err = np.abs(g - w)
     bad = err > bound
     if bad.any():
@@ -236,7 +249,10 @@ def main():
     model = case.model
     model.train()
     for path, m in model.named_modules():
-        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0:
+        # torchvision's StochasticDepth (Swin, ConvNeXt) drops rows at random
+        # too.
+        if (isinstance(m, torch.nn.modules.dropout._DropoutNd)
+                or type(m).__name__ == "StochasticDepth") and m.p > 0:
             raise SystemExit("%s: dropout %s has p=%g; effopt and PyTorch draw "
                              "different masks: set p=0 for a comparison"
                              % (label, path, m.p))
@@ -301,7 +317,7 @@ def main():
     print("step  effopt        torch         rel.err")
     for i in range(args.steps):
         batch = case.batches(i)
-        exact = {}
+        exact, before = {}, {}
         if args.mode == "stepwise":
             if i > 0:
                 sync(i)
@@ -310,6 +326,9 @@ def main():
             torch_step(model64, opt64, batch, torch.float64)
             exact = {k: v.detach().numpy() for k, v in list(state64.items())
                      + list(optimizer_slots(opt64, names64).items())}
+            before = {k: v.detach().numpy().astype(np.float64)
+                      for k, v in list(state.items())
+                      + list(optimizer_slots(opt, param_names).items())}
         got = session.step(batch)
         ref = torch_step(model, opt, batch, None)
         ok = abs(got - ref) <= atol + rtol * abs(ref)
@@ -327,8 +346,9 @@ def main():
                         "num_batches_tracked"):
                     continue
                 bad = compare("step %d %s" % (i, name), session.read(name),
-                              v.detach().numpy(), exact.get(name), rtol,
-                              atol, ref_factor)
+                              v.detach().numpy(), exact.get(name),
+                              before.get(name), rtol, atol, ref_factor,
+                              case.norm_rtol)
                 checked += 1
                 if bad:
                     failures.append(bad)

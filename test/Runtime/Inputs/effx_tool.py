@@ -14,6 +14,7 @@
   effx_tool.py IN OUT add KIND FLAGS TARGET NAME FILE
                                         add a section (TARGET "-" for none)
   effx_tool.py IN info                  print the manifest's regions and size
+  effx_tool.py IN manifest              print the manifest (JSON, sorted keys)
   effx_tool.py IN sections              print the section table, one line
                                         each: KIND TARGET NAME SIZE FLAGS
 
@@ -139,6 +140,9 @@ def main(argv):
     if argv[2] == "info":
         print(json.dumps(effx.manifest["regions"], sort_keys=True))
         print(sum(effx.manifest["regions"].values()))
+        return
+    if argv[2] == "manifest":
+        print(json.dumps(effx.manifest, sort_keys=True))
         return
     if argv[2] == "sections":
         for kind, flags, target, name, _, blob in effx.sections:

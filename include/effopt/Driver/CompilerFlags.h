@@ -1,0 +1,29 @@
+//===- CompilerFlags.h - effc's flags by name into CompileOptions -*- C++ -*-===//
+//
+// The options of a compilation named as effc's flags, for front ends that
+// are not a command line (the C ABI, hence the Python package). The
+// training-step options are parsed by TrainStepOptions itself (the same
+// declarations effc's flags and `effopt-opt --effopt-train-step` use), so a
+// name is either one of them or one of the few options CompileOptions holds
+// outside the pipeline: shape, freeze, memory-budget, remat=budget:BYTES,
+// arch, opt-level.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFOPT_DRIVER_COMPILERFLAGS_H
+#define EFFOPT_DRIVER_COMPILERFLAGS_H
+
+#include "effopt/Driver/Compiler.h"
+
+#include "llvm/Support/Error.h"
+
+namespace effopt {
+
+/// Sets the option effc calls `--name` to `value`; fails with one line
+/// naming the flag ("--lr: 'x' is not a number") or an unknown name.
+llvm::Error applyCompilerFlag(CompileOptions &options, llvm::StringRef name,
+                              llvm::StringRef value);
+
+} // namespace effopt
+
+#endif // EFFOPT_DRIVER_COMPILERFLAGS_H

@@ -1,0 +1,125 @@
+"""Transformer-family models as people write them (torchvision's ViT and Swin,
+torch.nn's TransformerEncoder and MultiheadAttention) at small sizes, for
+zoo_vs_torch.py.
+
+Their exports compute shapes and pads from the input's shape (Shape, Gather,
+Where/Equal/ConstantOfShape, Mod/Sub/Concat chains): the importer folds them
+(lib/Import/ONNX/ConstantFolding.cpp). Every dropout is p=0: effopt and
+PyTorch would draw different masks."""
+import numpy as np
+import torch
+import torchvision
+from torchvision.models.swin_transformer import SwinTransformer
+
+from zoo_vision import WithLoss, images
+from zoo_vs_torch import ZooCase
+
+
+def vit():
+    """A tiny VisionTransformer: the class token is `expand`ed to the batch
+    (Expand of a shape computed from Shape), the encoder is
+    nn.MultiheadAttention."""
+    torch.manual_seed(0)
+    model = torchvision.models.VisionTransformer(
+        image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+        mlp_dim=64, num_classes=10)
+    return ZooCase(WithLoss(model), 4, images(4, 3, 32, 10, seed=2),
+                   ("logits",))
+
+
+def swin():
+    """A tiny SwinTransformer: window 3 on 7x7 and 4x4 maps, so the windows
+    are padded (F.pad with pads computed from the shape) and shifted (the
+    shifted-window attention masks are built by slice assignments)."""
+    torch.manual_seed(0)
+    model = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2],
+                            num_heads=[2, 2], window_size=[3, 3],
+                            stochastic_depth_prob=0.0, num_classes=10)
+    return ZooCase(WithLoss(model), 2, images(2, 3, 28, 10, seed=3),
+                   ("logits",))
+
+
+def swin_t():
+    """torchvision's swin_t itself (28M parameters) on 32x32 images: every
+    stage pads its 8x8 .. 1x1 maps to the 7x7 window."""
+    torch.manual_seed(0)
+    model = torchvision.models.swin_t(num_classes=10)
+    # swin_t fixes stochastic depth at 0.2: random, like dropout.
+    for m in model.modules():
+        if isinstance(m, torchvision.ops.StochasticDepth):
+            m.p = 0.0
+    return ZooCase(WithLoss(model), 1, images(1, 3, 32, 10, seed=4),
+                   ("logits",))
+
+
+class PaddedEncoder(torch.nn.Module):
+    """Token classifier over nn.TransformerEncoder with a key padding mask
+    (True marks padding), mean-pooled over the tokens that are not."""
+
+    def __init__(self, vocab=20, d=32, heads=4, layers=2, classes=5):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d)
+        layer = torch.nn.TransformerEncoderLayer(
+            d, heads, dim_feedforward=64, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers,
+                                                   enable_nested_tensor=False)
+        self.head = torch.nn.Linear(d, classes)
+
+    def forward(self, tokens, pad, y):
+        h = self.encoder(self.embed(tokens), src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).to(h.dtype)
+        pooled = (h * keep).sum(1) / keep.sum(1)
+        logits = self.head(pooled)
+        return torch.nn.functional.cross_entropy(logits, y), logits
+
+
+def padded_tokens(batch, length, vocab, classes, seed=0):
+    def batches(step):
+        rng = np.random.RandomState(seed * 1000 + step)
+        lengths = rng.randint(2, length + 1, size=batch)
+        pad = np.arange(length)[None, :] >= lengths[:, None]
+        return {"tokens": rng.randint(0, vocab, size=(batch, length)).astype(
+                    np.int64),
+                "pad": pad,
+                "y": rng.randint(0, classes, size=batch).astype(np.int64)}
+    return batches
+
+
+def transformer_encoder():
+    torch.manual_seed(0)
+    return ZooCase(PaddedEncoder(), 4, padded_tokens(4, 8, 20, 5, seed=5),
+                   ("logits",))
+
+
+class MaskedAttention(torch.nn.Module):
+    """nn.MultiheadAttention with a float attention mask given as an input
+    (causal: -inf above the diagonal), then a linear head per token."""
+
+    def __init__(self, d=16, heads=2, classes=6):
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(d, heads, dropout=0.0,
+                                                batch_first=True)
+        self.head = torch.nn.Linear(d, classes)
+
+    def forward(self, x, mask, y):
+        h, _ = self.attn(x, x, x, attn_mask=mask, need_weights=False)
+        logits = self.head(h)
+        return torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), y.flatten()), logits
+
+
+def causal_sequences(batch, length, d, classes, seed=0):
+    def batches(step):
+        rng = np.random.RandomState(seed * 1000 + step)
+        mask = np.triu(np.full((length, length), -np.inf, np.float32), 1)
+        return {"x": rng.randn(batch, length, d).astype(np.float32),
+                "mask": mask,
+                "y": rng.randint(0, classes, size=(batch, length)).astype(
+                    np.int64)}
+    return batches
+
+
+def masked_attention():
+    torch.manual_seed(0)
+    return ZooCase(MaskedAttention(), 3, causal_sequences(3, 6, 16, 6, seed=6),
+                   ("logits",))
