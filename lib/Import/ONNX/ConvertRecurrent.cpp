@@ -30,6 +30,12 @@ namespace {
 
 enum class Cell { RNN, GRU, LSTM };
 
+/// The most steps (sequence length times directions) one node is unrolled
+/// into: about 15 eff ops each, and compile time grows with them
+/// (docs/Importer.md); a longer sequence is refused rather than imported for
+/// minutes.
+constexpr int64_t kMaxUnrolledSteps = 4096;
+
 /// Gates per cell: W and R hold this many [hidden, *] blocks.
 int64_t gateCount(Cell cell) {
   switch (cell) {
@@ -164,6 +170,11 @@ FailureOr<RecurrentNode> readNode(NodeContext &ctx, Cell cell) {
   n.inputSize = x.getDimSize(2);
   if (n.seqLength < 1)
     return fail(ctx.error("the sequence is empty"));
+  if (n.seqLength * n.directions > kMaxUnrolledSteps)
+    return fail(ctx.error(
+        "sequence length " + Twine(n.seqLength) + " x " + Twine(n.directions) +
+        " direction(s) is more than the " + Twine(kMaxUnrolledSteps) +
+        " steps effopt unrolls; split the sequence into shorter chunks"));
 
   int64_t gh = n.gates * n.hidden, d = n.directions;
   if (failed(checkShape(ctx, 1, "W", {d, gh, n.inputSize})) ||

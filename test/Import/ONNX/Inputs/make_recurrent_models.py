@@ -11,8 +11,9 @@ converter must handle: all of LSTM's inputs (B, initial_h, initial_c,
 peepholes P, a constant sequence_lens equal to T) bidirectional; GRU with
 linear_before_reset 0 and 1; RNN reverse with Relu and batch-major layout;
 and models that must be rejected (run-time and short sequence_lens, an
-activation eff does not unroll, input_forget). Every model passes
-`onnx.checker.check_model(full_check=True)` and strict shape inference.
+activation eff does not unroll, input_forget, a sequence too long to
+unroll). Every model passes `onnx.checker.check_model(full_check=True)`
+and strict shape inference.
 With --torch, also exports nn.EmbeddingBag as torch 1.13 does (a Loop),
 which the importer refuses with a workaround. With --node-tests DIR, also
 writes the valid models as ONNX node tests (DIR/test_recurrent_NAME with
@@ -128,6 +129,16 @@ def rnn_short_seq_lens():
 def gru_elu_activation():
     return recurrent("gru_elu_activation", "GRU", 3,
                      activations=["Sigmoid", "Elu"])
+
+
+@model
+def rnn_too_long():
+    g = Graph("rnn_too_long")
+    x = g.input("X", F, [5000, 1, 1])
+    g.op("RNN", [x, g.param("W", [1, 1, 1]), g.param("R", [1, 1, 1])],
+         outputs=["", "Y_h"], name="/rnn/RNN", hidden_size=1)
+    g.output("Y_h", F, [1, 1, 1])
+    return g.model()
 
 
 @model
