@@ -45,6 +45,7 @@ void populateNormalizationConverters(ConverterMap &converters);
 void populateLossConverters(ConverterMap &converters);
 void populateActivationConverters(ConverterMap &converters);
 void populateIndexingConverters(ConverterMap &converters);
+void populateRecurrentConverters(ConverterMap &converters);
 
 /// The most elements a tensor may have: a larger shape (or one with a
 /// negative dimension) is taken to be malformed, and would overflow the

@@ -85,6 +85,7 @@ const ConverterMap &getConverters() {
     populateContractionConverters(map);
     populateNormalizationConverters(map);
     populateLossConverters(map);
+    populateRecurrentConverters(map);
     return map;
   }();
   return converters;
@@ -712,6 +713,28 @@ LogicalResult ModelImporter::buildForward() {
   return success();
 }
 
+/// What to do instead of a control-flow node, as a tail of its error ("" for
+/// other ops). torch exports nn.EmbeddingBag as a Loop whose body gathers
+/// rows of the table and reduces them, one bag per iteration.
+static std::string controlFlowHint(const onnx::NodeProto &node) {
+  if (node.op_type() != "Loop" && node.op_type() != "If" &&
+      node.op_type() != "Scan")
+    return "";
+  bool gathers = false, reduces = false;
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.has_g())
+      for (const onnx::NodeProto &inner : attr.g().node()) {
+        gathers |= inner.op_type() == "Gather";
+        reduces |= StringRef(inner.op_type()).starts_with("Reduce");
+      }
+  if (node.op_type() == "Loop" && gathers && reduces)
+    return ": control flow is not supported, and this Loop is how torch "
+           "exports nn.EmbeddingBag; use nn.Embedding and a sum/mean over the "
+           "bag dimension instead";
+  return ": control flow is not supported (the importer needs a static "
+         "graph); compute the loop or branch outside the model, or unroll it";
+}
+
 LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
                                         unsigned index) {
   std::string nodeName = nodeDisplayName(node, index);
@@ -769,7 +792,8 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
     if (converter == converters.end())
       return emitError(loc) << "node '" << nodeName
                             << "': unsupported ONNX op '" << node.op_type()
-                            << "' (opset " << opset << ")",
+                            << "' (opset " << opset << ")"
+                            << controlFlowHint(node),
              failure();
     if (failed(converter->second(nodeContext)) || nodeContext.hasErrors())
       return failure();
