@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Driver/Compiler.h"
+#include "effopt/Driver/CompilerFlags.h"
 #include "effopt/Driver/MemoryBudget.h"
 #include "effopt/Driver/MemoryReportOutput.h"
 #include "effopt/Driver/Registration.h"
@@ -360,28 +361,18 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
     die(toString(std::move(error)));
 }
 
-void parseShape(StringRef spec, effopt::ONNXImportOptions &options) {
-  auto [name, dims] = spec.split('=');
-  if (name.empty() || dims.empty())
-    die("--shape expects name=d0,d1,..., got '" + spec + "'");
-  SmallVector<int64_t> shape;
-  SmallVector<StringRef> parts;
-  dims.split(parts, ',');
-  for (StringRef part : parts) {
-    int64_t dim;
-    if (part.trim().getAsInteger(10, dim) || dim <= 0)
-      die("--shape " + name + ": '" + part + "' is not a positive integer");
-    shape.push_back(dim);
-  }
-  options.inputShapes[name] = shape;
-}
-
 /// Every option of the compilation from the flags (`constants`: the
 /// --constant-input bindings of this model).
 void fillCompileOptions(effopt::CompileOptions &options,
                         ArrayRef<std::string> constants) {
+  // The flags the compiler C ABI also takes by name are parsed by the same
+  // code (effopt/Driver/CompilerFlags.h).
+  auto apply = [&](StringRef name, StringRef value) {
+    if (Error error = effopt::applyCompilerFlag(options, name, value))
+      die(toString(std::move(error)));
+  };
   for (const std::string &shape : shapes)
-    parseShape(shape, options.import);
+    apply("shape", shape);
   for (const std::string &binding : constants) {
     auto [name, file] = StringRef(binding).split('=');
     if (name.empty() || file.empty())
@@ -389,12 +380,7 @@ void fillCompileOptions(effopt::CompileOptions &options,
     options.import.constantInputs[name] = file.str();
   }
   options.import.freezeRegex = freeze;
-  if (maskLike == "error")
-    options.maskLike = effopt::MaskLikePolicy::Error;
-  else if (maskLike == "freeze")
-    options.maskLike = effopt::MaskLikePolicy::Freeze;
-  else if (maskLike != "warn")
-    die("--mask-like must be warn, error or freeze, got '" + maskLike + "'");
+  apply("mask-like", maskLike);
   fillStepOptions(options.step);
   if (StringRef(remat).starts_with("budget:"))
     options.rematBudget =
