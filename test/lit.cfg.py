@@ -2,6 +2,7 @@
 # lit configuration for effopt's regression and end-to-end tests.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -40,6 +41,10 @@ for optional in ["effrt-inspect", "effrt-unit-tests", "effopt-import-fuzzer",
         tools.append(optional)
         config.available_features.add(optional)
 llvm_config.add_tool_substitutions(tools, [config.effopt_tools_dir])
+# Data-parallel tests start ranks with Open MPI's mpirun (openmpi-bin, which
+# scripts/install-deps.sh installs).
+if shutil.which("mpirun"):
+    config.available_features.add("mpirun")
 
 # Where effc and effrun live, for scripts that run them.
 config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))

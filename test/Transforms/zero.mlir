@@ -1,0 +1,56 @@
+// RUN: effopt-opt %s --eff-zero="world-size=2" | FileCheck %s
+// RUN: effopt-opt %s --eff-zero="world-size=1" | FileCheck %s --check-prefix=ONE
+// RUN: effopt-opt %s --eff-zero="world-size=4" --eff-loss-scaling | FileCheck %s --check-prefix=SCALED
+// RUN: effopt-opt %s --eff-zero="world-size=2" --convert-eff-to-linalg | FileCheck %s --check-prefix=LOWER
+
+// The joint step as eff-autodiff leaves it: loss = sum(w * x).
+module {
+  eff.parameter trainable @w : tensor<4xf32>
+  eff.parameter buffer @running : tensor<4xf32>
+  func.func @forward_backward(%w: tensor<4xf32> {eff.parameter = @w},
+                              %running: tensor<4xf32> {eff.parameter = @running},
+                              %x: tensor<4xf32> {eff.input = "x"})
+      -> (tensor<f32> {eff.output = "loss"}, tensor<4xf32> {eff.buffer_update = @running},
+          tensor<4xf32> {eff.gradient = @w}) {
+    %p = eff.mul %w, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %loss = eff.reduce_sum %p {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+    %seed = eff.constant {eff.loss_seed} dense<1.0> : tensor<f32>
+    %gb = eff.broadcast_to %seed : tensor<f32> to tensor<4xf32>
+    %gw = eff.mul %gb, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    return %loss, %x, %gw : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+  }
+}
+
+// The loss and the gradient are summed over the ranks and divided by N,
+// right before the return; the buffer update stays per rank.
+// CHECK: module attributes {eff.world_size = 2 : i64}
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK: %[[LOSS:.*]] = eff.reduce_sum
+// CHECK: %[[GW:.*]] = eff.mul %{{.*}}, %[[X:[a-z0-9]+]]
+// CHECK: %[[N:.*]] = eff.constant dense<2.000000e+00> : tensor<f32>
+// CHECK: %[[LSUM:.*]] = eff.all_reduce %[[LOSS]] {world_size = 2 : i64} : tensor<f32>
+// CHECK: %[[LMEAN:.*]] = eff.div %[[LSUM]], %[[N]]
+// CHECK: %[[GSUM:.*]] = eff.all_reduce %[[GW]] {world_size = 2 : i64} : tensor<4xf32>
+// CHECK: %[[GMEAN:.*]] = eff.div %[[GSUM]], %[[N]]
+// CHECK: return %[[LMEAN]], %[[X]], %[[GMEAN]]
+// CHECK-NOT: eff.all_reduce
+
+// One rank: nothing to sum; the world size is still recorded.
+// ONE: module attributes {eff.world_size = 1 : i64}
+// ONE-NOT: eff.all_reduce
+
+// Loss scaling unscales the summed (scaled) gradients: an overflow on any
+// rank reaches every rank.
+// SCALED: %[[SUM:.*]] = eff.all_reduce %{{.*}} {world_size = 4 : i64} : tensor<4xf32>
+// SCALED: %[[MEAN:.*]] = eff.div %[[SUM]]
+// SCALED: eff.unscale_gradients %{{.*}}, %[[MEAN]]
+
+// The CPU lowering: a buffer of its own, summed in place by the runtime.
+// LOWER: func.func private @effrt_allreduce_sum_f32(!llvm.ptr, i64)
+// LOWER: %[[BUF:.*]] = memref.alloc() : memref<4xf32>
+// LOWER: bufferization.materialize_in_destination %{{.*}} in writable %[[BUF]]
+// LOWER: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
+// LOWER: %[[PTR:.*]] = llvm.inttoptr
+// LOWER: %[[COUNT:.*]] = arith.constant 4 : i64
+// LOWER: call @effrt_allreduce_sum_f32(%[[PTR]], %[[COUNT]])
+// LOWER: bufferization.to_tensor %[[BUF]] restrict writable
