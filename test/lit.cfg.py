@@ -36,7 +36,8 @@ llvm_config.with_environment("PATH", config.effopt_tools_dir, append_path=True)
 tools = ["effopt-opt", "effopt-translate", "effc"]
 config.available_features.add("effc")
 for optional in ["effrt-inspect", "effrt-unit-tests", "effopt-import-fuzzer",
-                 "effrun", "effrt-make-test-model", "effrt-capi-test"]:
+                 "effrun", "effrt-make-test-model", "effrt-capi-test",
+                 "effrt-collectives-test"]:
     if os.path.exists(os.path.join(config.effopt_tools_dir, optional)):
         tools.append(optional)
         config.available_features.add(optional)
