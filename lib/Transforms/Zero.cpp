@@ -182,10 +182,9 @@ void EffZeroPass::runOnOperation() {
                                 labelType.clone(builder.getF32Type()), counted);
     SmallVector<int64_t> axes =
         llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
-    count = ReduceSumOp::create(builder, loc,
-                                RankedTensorType::get({}, builder.getF32Type()),
-                                ones, builder.getDenseI64ArrayAttr(axes),
-                                builder.getBoolAttr(false));
+    count = ReduceSumOp::create(
+        builder, loc, RankedTensorType::get({}, builder.getF32Type()), ones,
+        builder.getDenseI64ArrayAttr(axes), builder.getBoolAttr(false));
     hasTargets = CmpOp::create(
         builder, loc, RankedTensorType::get({}, builder.getI1Type()),
         CmpPredicate::gt, count, scalarF32(builder, loc, 0.0));
@@ -217,8 +216,7 @@ void EffZeroPass::runOnOperation() {
     if (!type || !type.getElementType().isF32()) {
       func.emitError("eff-zero: ")
           << (isLoss ? "the loss" : "gradient result " + std::to_string(i))
-          << " is " << value.getType()
-          << "; only f32 tensors are all-reduced";
+          << " is " << value.getType() << "; only f32 tensors are all-reduced";
       return signalPassFailure();
     }
     returnOp->setOperand(i, combine(value));

@@ -124,7 +124,8 @@ int run(const std::string &backend) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2 || (std::strcmp(argv[1], "mpi") && std::strcmp(argv[1], "single"))) {
+  if (argc != 2 ||
+      (std::strcmp(argv[1], "mpi") && std::strcmp(argv[1], "single"))) {
     std::fprintf(stderr, "usage: effrt-collectives-test single|mpi\n");
     return 2;
   }

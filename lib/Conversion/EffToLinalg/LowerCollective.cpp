@@ -44,9 +44,8 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
     if (!module.lookupSymbol<func::FuncOp>(kAllReduceF32)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
-      auto callee =
-          func::FuncOp::create(rewriter, module.getLoc(), kAllReduceF32,
-                               calleeType);
+      auto callee = func::FuncOp::create(rewriter, module.getLoc(),
+                                         kAllReduceF32, calleeType);
       callee.setPrivate();
     }
 
@@ -60,8 +59,8 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
     Value address =
         arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), base);
     Value pointer = LLVM::IntToPtrOp::create(rewriter, loc, ptrType, address);
-    Value count = arith::ConstantIntOp::create(rewriter, loc,
-                                               type.getNumElements(), 64);
+    Value count =
+        arith::ConstantIntOp::create(rewriter, loc, type.getNumElements(), 64);
     func::CallOp::create(rewriter, loc, kAllReduceF32, TypeRange{},
                          ValueRange{pointer, count});
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(

@@ -131,8 +131,7 @@ public:
       fail(device.label(), ": broadcast from rank ", root, " of ", size_);
     std::byte *p = host(device, data, "broadcast");
     forChunks(data.bytes, [&](uint64_t first, int count) {
-      check(mpi_.MPI_Bcast(p + first, count, byte_, root, world_),
-            "MPI_Bcast");
+      check(mpi_.MPI_Bcast(p + first, count, byte_, root, world_), "MPI_Bcast");
     });
   }
 
@@ -182,8 +181,7 @@ private:
     std::byte *base = device.hostPointer(span.region);
     if (!base && span.bytes)
       fail(device.label(), ": MPI ", what,
-           " needs memory the host can address (device ", device.target(),
-           ")");
+           " needs memory the host can address (device ", device.target(), ")");
     return base ? base + span.offset : nullptr;
   }
 

@@ -10,8 +10,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 using namespace effrt;

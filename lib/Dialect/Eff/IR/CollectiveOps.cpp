@@ -7,7 +7,6 @@ using namespace effopt::eff;
 
 LogicalResult AllReduceOp::verify() {
   if (getWorldSize() < 1)
-    return emitOpError("world_size must be at least 1, got ")
-           << getWorldSize();
+    return emitOpError("world_size must be at least 1, got ") << getWorldSize();
   return success();
 }
