@@ -121,7 +121,9 @@ int run(const Options &o) {
 
   if (!o.save.empty())
     trainer.save();
-  if (!o.quiet) {
+  // Rank 0 speaks for a data-parallel run.
+  bool speaks = !options.collectives || options.collectives->rank() == 0;
+  if (!o.quiet && speaks) {
     std::fprintf(stderr, "effrun: %" PRId64 " steps in %.2f s", r.steps,
                  r.seconds);
     if (r.steps)
