@@ -122,6 +122,11 @@ void EffZeroPass::runOnOperation() {
         << static_cast<int64_t>(worldSize);
     return signalPassFailure();
   }
+  if (bucketBytes < 0) {
+    module.emitError("eff-zero: bucket-bytes must be at least 0, got ")
+        << static_cast<int64_t>(bucketBytes);
+    return signalPassFailure();
+  }
   if (stage < 0 || stage > 3) {
     module.emitError("eff-zero: stage must be 0, 1, 2 or 3, got ")
         << static_cast<int64_t>(stage);
@@ -157,15 +162,9 @@ void EffZeroPass::runOnOperation() {
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   builder.setInsertionPoint(returnOp);
   Location loc = withProvenance(func.getLoc(), Provenance::Gradient);
-  auto allReduce = [&](Value v) -> Value {
-    ++numAllReduces;
-    numAllReducedBytes += effopt::eff::detail::tensorBytes(v.getType());
-    return AllReduceOp::create(builder, loc, v.getType(), v,
-                               builder.getI64IntegerAttr(worldSize));
-  };
   // CountedMean: this rank's count of targets (a rank without any adds
-  // nothing: its mean is 0/0) and the global count.
-  Value count, hasTargets, globalCount;
+  // nothing: its mean is 0/0); summed over the ranks with the rest.
+  Value count, hasTargets;
   if (weighting->kind == RankWeighting::CountedMean) {
     Value labels = weighting->labels;
     auto labelType = cast<RankedTensorType>(labels.getType());
@@ -182,31 +181,21 @@ void EffZeroPass::runOnOperation() {
                                 labelType.clone(builder.getF32Type()), counted);
     SmallVector<int64_t> axes =
         llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
-    count = ReduceSumOp::create(
-        builder, loc, RankedTensorType::get({}, builder.getF32Type()), ones,
-        builder.getDenseI64ArrayAttr(axes), builder.getBoolAttr(false));
+    count = ReduceSumOp::create(builder, loc,
+                                RankedTensorType::get({}, builder.getF32Type()),
+                                ones, builder.getDenseI64ArrayAttr(axes),
+                                builder.getBoolAttr(false));
     hasTargets = CmpOp::create(
         builder, loc, RankedTensorType::get({}, builder.getI1Type()),
         CmpPredicate::gt, count, scalarF32(builder, loc, 0.0));
-    globalCount = allReduce(count);
   }
-  Value ranks = scalarF32(builder, loc, static_cast<double>(worldSize));
-  auto combine = [&](Value v) -> Value {
-    switch (weighting->kind) {
-    case RankWeighting::Sum:
-      return allReduce(v);
-    case RankWeighting::EqualMean:
-      return DivOp::create(builder, loc, allReduce(v), ranks);
-    case RankWeighting::CountedMean: {
-      Value product = MulOp::create(builder, loc, v, count);
-      Value weighted =
-          WhereOp::create(builder, loc, product.getType(), hasTargets, product,
-                          scalarF32(builder, loc, 0.0));
-      return DivOp::create(builder, loc, allReduce(weighted), globalCount);
-    }
-    }
-    llvm_unreachable("unknown weighting");
-  };
+
+  // What each rank contributes: the count, then the loss and the gradients
+  // in result order (weighted by the count for a counted mean).
+  SmallVector<unsigned> resultIndices;
+  SmallVector<Value> summands;
+  if (count)
+    summands.push_back(count);
   for (unsigned i = 0; i < returnOp.getNumOperands(); ++i) {
     Value value = returnOp.getOperand(i);
     bool isLoss = i == 0;
@@ -219,6 +208,50 @@ void EffZeroPass::runOnOperation() {
           << " is " << value.getType() << "; only f32 tensors are all-reduced";
       return signalPassFailure();
     }
-    returnOp->setOperand(i, combine(value));
+    if (count) {
+      Value product = MulOp::create(builder, loc, value, count);
+      value = WhereOp::create(builder, loc, product.getType(), hasTargets,
+                              product, scalarF32(builder, loc, 0.0));
+    }
+    resultIndices.push_back(i);
+    summands.push_back(value);
   }
+
+  // Buckets in that order: one all-reduce sums each.
+  SmallVector<Value> sums;
+  SmallVector<Value> bucket;
+  int64_t bucketed = 0;
+  auto flush = [&]() {
+    if (bucket.empty())
+      return;
+    auto op = AllReduceOp::create(builder, loc, bucket,
+                                  builder.getI64IntegerAttr(worldSize));
+    llvm::append_range(sums, op.getResults());
+    ++numAllReduces;
+    numAllReducedBytes += bucketed;
+    bucket.clear();
+    bucketed = 0;
+  };
+  for (Value v : summands) {
+    int64_t bytes = effopt::eff::detail::tensorBytes(v.getType());
+    if (!bucket.empty() && bucketed + bytes > bucketBytes)
+      flush();
+    bucket.push_back(v);
+    bucketed += bytes;
+  }
+  flush();
+
+  // The global values: sums divided by the global count, by N, or not.
+  ArrayRef<Value> results = sums;
+  Value divisor;
+  if (count) {
+    divisor = results.front();
+    results = results.drop_front();
+  } else if (weighting->kind == RankWeighting::EqualMean) {
+    divisor = scalarF32(builder, loc, static_cast<double>(worldSize));
+  }
+  for (auto [i, sum] : llvm::zip_equal(resultIndices, results))
+    returnOp->setOperand(
+        i, divisor ? DivOp::create(builder, loc, sum, divisor).getResult()
+                   : sum);
 }

@@ -25,13 +25,11 @@ module {
 // CHECK: %[[ONES:.*]] = eff.cast %[[COUNTED]]
 // CHECK: %[[COUNT:.*]] = eff.reduce_sum %[[ONES]]
 // CHECK: %[[HAS:.*]] = eff.cmp gt, %[[COUNT]]
-// CHECK: %[[TOTAL:.*]] = eff.all_reduce %[[COUNT]] {world_size = 2 : i64} : tensor<f32>
 // CHECK: %[[LW:.*]] = eff.mul %[[LOSS]], %[[COUNT]]
 // CHECK: %[[LW0:.*]] = eff.where %[[HAS]], %[[LW]]
-// CHECK: %[[LSUM:.*]] = eff.all_reduce %[[LW0]]
-// CHECK: %[[LMEAN:.*]] = eff.div %[[LSUM]], %[[TOTAL]]
 // CHECK: %[[GW:.*]] = eff.mul %[[W]], %[[COUNT]]
 // CHECK: %[[GW0:.*]] = eff.where %[[HAS]], %[[GW]]
-// CHECK: %[[GSUM:.*]] = eff.all_reduce %[[GW0]] {world_size = 2 : i64} : tensor<5xf32>
-// CHECK: %[[GMEAN:.*]] = eff.div %[[GSUM]], %[[TOTAL]]
+// CHECK: %[[SUM:.*]]:3 = eff.all_reduce %[[COUNT]], %[[LW0]], %[[GW0]] {world_size = 2 : i64} : tensor<f32>, tensor<f32>, tensor<5xf32>
+// CHECK: %[[LMEAN:.*]] = eff.div %[[SUM]]#1, %[[SUM]]#0
+// CHECK: %[[GMEAN:.*]] = eff.div %[[SUM]]#2, %[[SUM]]#0
 // CHECK: return %[[LMEAN]], %[[GMEAN]]

@@ -169,8 +169,12 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     so N ranks together see N*B; the step then updates every rank's
     parameters with the mean over all of them, like one process with
     `eff-grad-accum steps=N`. Stage 0 (plain data parallel): every gradient
-    (`eff.gradient` result) becomes `eff.all_reduce` of it times 1/N, and
+    (`eff.gradient` result) is summed over the ranks and divided by N, and
     the loss (result 0) too, so every rank logs the global mean loss. The
+    sums are `eff.all_reduce` ops over buckets: the values in result order
+    (the loss first), a bucket closing before the tensor that would take it
+    past `bucket-bytes`. They are placed after the whole backward (no
+    overlap with it yet). The
     module gets `eff.world_size = N`, which the manifest records and the
     runtime checks against the ranks it runs on.
 
@@ -190,12 +194,16 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     Option<"stage", "stage", "int64_t", /*default=*/"0",
            "ZeRO stage (0: plain data parallel; 1-3 not yet)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
-           "Ranks of the run (N)">
+           "Ranks of the run (N)">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Largest bucket of tensors summed by one all-reduce (25 MiB, as "
+           "DDP; a larger tensor is a bucket of its own)">
   ];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];
   let statistics = [
-    Statistic<"numAllReduces", "all-reduces", "eff.all_reduce ops placed">,
+    Statistic<"numAllReduces", "all-reduces",
+              "eff.all_reduce ops placed (one per bucket)">,
     Statistic<"numAllReducedBytes", "all-reduced-bytes",
               "Bytes all-reduced per step">
   ];
