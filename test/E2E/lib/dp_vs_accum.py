@@ -3,7 +3,7 @@
 --accum N on one process and against PyTorch at the global batch.
 
     dp_vs_accum.py --model mlp --ranks 2 --steps 3 --bin BUILD/bin --work DIR
-                   [optimizer flags as train_vs_torch.py]
+                   [--accum K] [optimizer flags as train_vs_torch.py]
 
 The model is exported at the micro-batch B and compiled twice: with
 --accum N (one process, N*B rows a step) and with --world-size N (each of N
@@ -11,7 +11,9 @@ ranks B rows a step; rank r of step i reads rows [(i*N + r)*B, ...), the
 rows micro-batch r of the accumulated step i reads). The first is run by
 effrun, the second by `mpirun -np N effrun` and by `effrun --nproc N`.
 Per-step losses and final parameters must equal each other (fp32
-reduction-order tolerance) and PyTorch's, trained with batch N*B. The GPT's
+reduction-order tolerance) and PyTorch's, trained with batch N*B. With
+--accum K every rank accumulates K micro-batches, and N ranks train like
+--accum N*K (batch N*K*B). The GPT's
 targets have ignored positions in different numbers per rank: its token
 mean must be the global one (weighted by every rank's count).
 """
@@ -80,13 +82,16 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--accum", type=int, default=1,
+                    help="micro-batches of every rank (K): N ranks then "
+                         "train like --accum N*K")
     t.add_training_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
-    N = args.ranks
+    N, K = args.ranks, args.accum
 
-    model, B, data = t.make(args.model, args.steps * N, args.seed)
+    model, B, data = t.make(args.model, args.steps * N * K, args.seed)
     if args.model == "gpt":
         # Ignored targets (-100) in a different number on every rank, one
         # rank of step 0 with none counted: the loss is the global token
@@ -115,14 +120,14 @@ def main():
             env=mpi_env())
         return [json.loads(line)["loss"] for line in open(log)], t.read_safetensors(ckpt)
 
-    accum = train("accum", compile("accum", ["--accum", str(N)]),
+    accum = train("accum", compile("accum", ["--accum", str(N * K)]),
                   lambda e: [effrun, e])
-    dp = compile("dp", ["--world-size", str(N)])
+    dp = compile("dp", ["--world-size", str(N), "--accum", str(K)])
     mpi = train("mpirun", dp,
                 lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
     nproc = train("nproc", dp, lambda e: [effrun, e, "--nproc", str(N)])
     # Only rank 0 writes: one log line per step, not N.
-    ref_losses, ref_state = t.train_torch(model, data, N * B, args)
+    ref_losses, ref_state = t.train_torch(model, data, N * K * B, args)
 
     failures = compare("accum vs torch", *accum, ref_losses, ref_state, args)
     failures += compare("mpirun vs accum", *mpi, *accum, args)
