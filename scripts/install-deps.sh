@@ -17,6 +17,10 @@ PACKAGES=(
   libzip-dev
   # LLVM's OpenMP runtime: threads for compiled loop nests and products.
   libomp-22-dev
+  # Open MPI: collectives of data-parallel runs (mpirun -np N effrun); effrun
+  # opens libmpi.so.40 at run time, so it is not needed to build or run one
+  # process.
+  libopenmpi-dev openmpi-bin
   # Header-only command-line parsing (effrun) and TOML (effc --config).
   libcli11-dev libtomlplusplus-dev
   # Reference framework and exporters for examples and numerical tests.

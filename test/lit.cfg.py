@@ -2,6 +2,7 @@
 # lit configuration for effopt's regression and end-to-end tests.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -35,11 +36,16 @@ llvm_config.with_environment("PATH", config.effopt_tools_dir, append_path=True)
 tools = ["effopt-opt", "effopt-translate", "effc"]
 config.available_features.add("effc")
 for optional in ["effrt-inspect", "effrt-unit-tests", "effopt-import-fuzzer",
-                 "effrun", "effrt-make-test-model", "effrt-capi-test"]:
+                 "effrun", "effrt-make-test-model", "effrt-capi-test",
+                 "effrt-collectives-test"]:
     if os.path.exists(os.path.join(config.effopt_tools_dir, optional)):
         tools.append(optional)
         config.available_features.add(optional)
 llvm_config.add_tool_substitutions(tools, [config.effopt_tools_dir])
+# Data-parallel tests start ranks with Open MPI's mpirun (openmpi-bin, which
+# scripts/install-deps.sh installs).
+if shutil.which("mpirun"):
+    config.available_features.add("mpirun")
 
 # Where effc and effrun live, for scripts that run them.
 config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))

@@ -192,7 +192,10 @@ static llvm::json::Object describe(StringRef modelName,
       {"precision", stringifyPrecision(step.precision)},
       {"loss_scale", stringifyLossScale(lossScale)},
       {"remat", stringifyRemat(step.remat)},
-      {"accum", static_cast<int64_t>(step.accum)}};
+      {"accum", static_cast<int64_t>(step.accum)},
+      {"zero", static_cast<int64_t>(step.zero)}};
+  // The runtime checks it against the ranks it runs on.
+  description["world_size"] = static_cast<int64_t>(step.worldSize);
   if (lossScale != LossScaleMode::None)
     description["loss_scaling"] = llvm::json::Object{
         {"mode", stringifyLossScale(lossScale)},

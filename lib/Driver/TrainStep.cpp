@@ -58,6 +58,15 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
     return fail("--accum must be at least 1 (micro-batches per optimizer "
                 "step), got " +
                 llvm::Twine(static_cast<int64_t>(options.accum)));
+  if (options.worldSize < 1)
+    return fail("--world-size must be at least 1 (ranks), got " +
+                llvm::Twine(static_cast<int64_t>(options.worldSize)));
+  if (options.zero < 0 || options.zero > 3)
+    return fail("--zero must be 0, 1, 2 or 3, got " +
+                llvm::Twine(static_cast<int64_t>(options.zero)));
+  if (options.zero != 0)
+    return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
+                " is not implemented yet (stage 0, plain data parallel, is)");
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };
@@ -133,6 +142,14 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     EffGradAccumPassOptions accum;
     accum.steps = options.accum;
     pm.addPass(createEffGradAccumPass(accum));
+  }
+  // After accumulation (the sum of the ranks' accumulated gradients), before
+  // loss scaling (an overflow on any rank then skips the step on all).
+  if (options.worldSize != 1 || options.zero != 0) {
+    EffZeroPassOptions zero;
+    zero.stage = options.zero;
+    zero.worldSize = options.worldSize;
+    pm.addPass(createEffZeroPass(zero));
   }
   LossScaleMode lossScale = options.effectiveLossScale();
   if (lossScale != LossScaleMode::None) {

@@ -196,8 +196,16 @@ static cl::opt<int64_t> accum(
              "of the compiled batch size B (K*B rows per step; gradients and "
              "loss are the mean over them)"),
     cl::value_desc("K"), cl::init(1), cl::cat(category));
-static cl::opt<int64_t> zero("zero", cl::desc("ZeRO stage"), cl::init(0),
-                             cl::cat(category));
+static cl::opt<int64_t> zero(
+    "zero",
+    cl::desc("ZeRO stage of a data-parallel step: 0 sums the gradients over "
+             "the ranks (1-3, sharding, not yet)"),
+    cl::value_desc("K"), cl::init(0), cl::cat(category));
+static cl::opt<int64_t> worldSize(
+    "world-size",
+    cl::desc("Ranks of a data-parallel run (mpirun -np N effrun, or effrun "
+             "--nproc N); global batch N*B"),
+    cl::value_desc("N"), cl::init(1), cl::cat(category));
 static cl::opt<std::string> batch(
     "batch",
     cl::desc("Compile many models in one process: each line of the file is "
@@ -266,7 +274,7 @@ void checkFlags() {
              &optimizer, &lr, &weightDecay, &momentum, &dampening, &nesterov,
              &beta1, &beta2, &eps, &amsgrad, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
-             &remat, &rematBoundary, &memoryBudget, &accum, &zero,
+             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory})
       if (option->getNumOccurrences())
@@ -287,8 +295,6 @@ void checkFlags() {
       die("--memory-budget: '" + memoryBudget +
           "' is not a byte count (like 3000000, 512K, 1.5M, 2G)");
   }
-  if (zero != 0)
-    die("--zero is not implemented yet");
 }
 
 /// The step's options from the flags; a flag's bad value dies naming it.
@@ -335,6 +341,8 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
                          "none, selective, full, sqrt or budget:BYTES");
   step.rematBoundary = rematBoundary.getValue();
   step.accum = accum.getValue();
+  step.zero = zero.getValue();
+  step.worldSize = worldSize.getValue();
   step.scheduleMemory = scheduleMemory.getValue();
   step.precision = parseChoice<Precision>(precision,
                                           {{"fp32", Precision::FP32},

@@ -36,6 +36,10 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
       (the grouped one with one group) and a reduction for the filter
       gradient, which a target maps to its convolution library.
 
+    `eff.all_reduce` becomes a call of the runtime's
+    `effrt_allreduce_sum_f32` on a buffer of its own (a `memref.alloc` the
+    input is copied into, returned with `bufferization.to_tensor restrict`).
+
     An op without a lowering is an error naming the op at its location.
   }];
   let options = [
@@ -54,7 +58,8 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::scf::SCFDialect"];
+    "::mlir::scf::SCFDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
 def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {

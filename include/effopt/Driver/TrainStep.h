@@ -151,6 +151,14 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
   Option<int64_t> accum{*this, "accum",
                         llvm::cl::desc("Micro-batches per optimizer step"),
                         llvm::cl::init(1)};
+  // Data parallel (eff-zero).
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage (0: plain data parallel)"),
+                       llvm::cl::init(0)};
+  Option<int64_t> worldSize{
+      *this, "world-size",
+      llvm::cl::desc("Ranks of a data-parallel run (1: one process)"),
+      llvm::cl::init(1)};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),

@@ -160,6 +160,55 @@ def EffGradAccumPass : Pass<"eff-grad-accum", "::mlir::ModuleOp"> {
   ];
 }
 
+def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
+  let summary = "Data parallel across ranks: gradients summed over the run";
+  let description = [{
+    Runs on `func.func @forward_backward` after `eff-grad-accum` and before
+    `eff-loss-scaling` and `eff-optimizer`, and keeps its contract. Every
+    rank runs the same step on its own B rows (K*B with `eff-grad-accum`),
+    so N ranks together see N*B; the step then updates every rank's
+    parameters with the mean over all of them, like one process with
+    `eff-grad-accum steps=N`. Stage 0 (plain data parallel): every gradient
+    (`eff.gradient` result) is summed over the ranks and divided by N, and
+    the loss (result 0) too, so every rank logs the global mean loss. The
+    sums are `eff.all_reduce` ops over buckets: the values in result order
+    (the loss first), a bucket closing before the tensor that would take it
+    past `bucket-bytes`. They are placed after the whole backward (no
+    overlap with it yet). The
+    module gets `eff.world_size = N`, which the manifest records and the
+    runtime checks against the ranks it runs on.
+
+    The ranks combine as eff-grad-accum's micro-batches: a mean-reduced
+    `softmax_cross_entropy` / `nll_loss` with `ignore_index` weighs each
+    rank by its count of non-ignored targets (from the labels argument of
+    the step) and divides by the all-reduced count, so the mean is global
+    (a rank with none adds nothing); a sum-reduced one adds up; any other
+    loss is the plain mean of the N results. Buffers (BatchNorm running
+    statistics) stay per rank, as in PyTorch DDP without SyncBatchNorm.
+    `world-size=1` leaves the step as it is (all-reduces of one rank).
+    Stages 1-3 (sharded optimizer state, gradients, parameters) are not
+    implemented yet and are errors, as are `stage` outside 0-3 and
+    `world-size < 1`.
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", /*default=*/"0",
+           "ZeRO stage (0: plain data parallel; 1-3 not yet)">,
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
+           "Ranks of the run (N)">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Largest bucket of tensors summed by one all-reduce (25 MiB, as "
+           "DDP; a larger tensor is a bucket of its own)">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect",
+                           "::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numAllReduces", "all-reduces",
+              "eff.all_reduce ops placed (one per bucket)">,
+    Statistic<"numAllReducedBytes", "all-reduced-bytes",
+              "Bytes all-reduced per step">
+  ];
+}
+
 def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
   let summary = "Turns the joint forward/backward into a training step";
   let description = [{

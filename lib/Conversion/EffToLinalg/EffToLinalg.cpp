@@ -7,6 +7,8 @@
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace effopt {
@@ -52,7 +54,9 @@ struct ConvertEffToLinalgPass
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,
-                           scf::SCFDialect, func::FuncDialect>();
+                           scf::SCFDialect, func::FuncDialect,
+                           bufferization::BufferizationDialect,
+                           memref::MemRefDialect, LLVM::LLVMDialect>();
     target.addIllegalDialect<eff::EffDialect>();
     // Persistent state stays declared at module level; the driver reads it.
     target.addLegalOp<eff::ParameterOp>();
@@ -67,6 +71,7 @@ struct ConvertEffToLinalgPass
     lowering::populateOptimizerLowering(patterns);
     lowering::populateConvolutionLowering(patterns, *policy);
     lowering::populateLossScaleLowering(patterns);
+    lowering::populateCollectiveLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

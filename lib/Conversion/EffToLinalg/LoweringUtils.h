@@ -171,6 +171,7 @@ void populateOptimizerLowering(mlir::RewritePatternSet &patterns);
 void populateConvolutionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);
 void populateLossScaleLowering(mlir::RewritePatternSet &patterns);
+void populateCollectiveLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace effopt::lowering
 

@@ -83,6 +83,17 @@ public:
 /// data as it is; scatters and gathers copy within the device.
 std::shared_ptr<Collectives> singleRankCollectives();
 
+/// Whether this process was started by Open MPI's mpirun
+/// (OMPI_COMM_WORLD_SIZE or PMIX_RANK is set).
+bool launchedByMpirun();
+/// The collectives of MPI_COMM_WORLD (runtime/src/collectives/Mpi.cpp):
+/// one per process, initialising MPI on first use; Open MPI's libmpi.so.40
+/// is opened at run time. Throws Error when it cannot be loaded.
+std::shared_ptr<Collectives> mpiCollectives();
+/// Ends MPI if mpiCollectives() started it: MPI_Finalize, or with `failed`
+/// MPI_Abort, so that no rank waits forever on one that failed.
+void finishMpi(bool failed);
+
 struct DeviceOptions {
   /// Names the model in errors (the .effx path).
   std::string label;

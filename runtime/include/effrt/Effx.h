@@ -99,6 +99,9 @@ struct EffxManifest {
     double minScale = 0;
   };
   std::optional<LossScaling> lossScaling;
+  /// "world_size": the ranks the step was compiled for (eff-zero: it
+  /// sums its gradients across them); 1 when absent.
+  int64_t worldSize = 1;
   /// The manifest text as stored.
   std::string json;
 

@@ -16,6 +16,13 @@
  *
  * As in BLAS, C is not read when beta == 0.
  *
+ *   effrt_allreduce_sum_f32: in place, `data[0..count)` (inside the step's
+ *                         memory) becomes the sum over the ranks of the
+ *                         run of every rank's `data` (the device's
+ *                         Collectives; one rank: left as it is). Every
+ *                         rank calls it in the same order. A failure ends
+ *                         the process (all ranks) with one line.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef EFFRT_KERNELS_H
@@ -37,6 +44,8 @@ void effrt_sgemm_batched(int32_t transA, int32_t transB, int64_t batch,
                          const float *A, int64_t lda, int64_t strideA,
                          const float *B, int64_t ldb, int64_t strideB,
                          float beta, float *C, int64_t ldc, int64_t strideC);
+
+void effrt_allreduce_sum_f32(float *data, int64_t count);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -62,6 +62,12 @@ struct TrainerOptions {
   /// killing the process (the previous handlers come back when the last
   /// such trainer is destroyed).
   bool handleSignals = false;
+  /// The ranks of a data-parallel run (mpiCollectives() under mpirun);
+  /// null: one rank. Their number must be the manifest's world_size. At
+  /// step i rank r reads the batch a single process reads at step
+  /// i*N + r (rows [(i*N + r)*B, (i*N + r + 1)*B) of an .npz); only rank 0
+  /// writes the log, the checkpoints and the progress.
+  std::shared_ptr<Collectives> collectives;
 };
 
 /// In-graph loss scaling after a step (models compiled with it only).

@@ -8,8 +8,10 @@
 #include "effrt/Error.h"
 #include "effrt/Kernels.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 using namespace effrt;
@@ -23,7 +25,8 @@ extern "C" {
 extern void *const effrt_kernel_symbols[];
 void *const effrt_kernel_symbols[] = {
     reinterpret_cast<void *>(&effrt_sgemm),
-    reinterpret_cast<void *>(&effrt_sgemm_batched)};
+    reinterpret_cast<void *>(&effrt_sgemm_batched),
+    reinterpret_cast<void *>(&effrt_allreduce_sum_f32)};
 }
 
 namespace {
@@ -58,6 +61,7 @@ public:
   }
 
   std::byte *data() const { return data_; }
+  uint64_t size() const { return size_; }
   MemRef1D memref() const {
     return MemRef1D{data_, data_, 0, static_cast<int64_t>(size_), 1};
   }
@@ -120,7 +124,27 @@ public:
       fail(label(), ": no code is loaded");
     MemRef1D state = state_.memref(), arena = arena_.memref(),
              io = io_.memref();
+    // The step's collective calls (effrt_allreduce_sum_f32) find this
+    // device, and through it the rank's Collectives.
+    CpuDevice *outer = std::exchange(running, this);
     entry_(&state, &arena, &io);
+    running = outer;
+  }
+
+  /// The device whose step is running, for the kernels it calls.
+  static CpuDevice *running;
+
+  /// The span of `bytes` bytes at `p`, which lies in one of the regions.
+  std::optional<DeviceSpan> spanOf(const void *p, uint64_t bytes) const {
+    for (RegionKind kind : kRegionKinds) {
+      const Region &region = regionOf(kind);
+      auto *begin = region.data();
+      auto *at = static_cast<const std::byte *>(p);
+      if (begin && at >= begin && bytes <= region.size() &&
+          static_cast<uint64_t>(at - begin) <= region.size() - bytes)
+        return DeviceSpan{kind, static_cast<uint64_t>(at - begin), bytes};
+    }
+    return std::nullopt;
   }
 
 private:
@@ -140,7 +164,32 @@ private:
   std::unique_ptr<SharedObject> code_;
   EffxStepFn entry_ = nullptr;
 };
+CpuDevice *CpuDevice::running = nullptr;
+
 } // namespace
+
+// Compiled code calls this between its own loops: an exception cannot
+// unwind through it, so a failure ends the process (every rank, through
+// finishMpi) with one line.
+extern "C" void effrt_allreduce_sum_f32(float *data, int64_t count) {
+  try {
+    CpuDevice *device = CpuDevice::running;
+    if (!device)
+      fail("effrt_allreduce_sum_f32 called outside a step");
+    if (count < 0)
+      fail("effrt_allreduce_sum_f32 of ", count, " elements");
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(float);
+    std::optional<DeviceSpan> span = device->spanOf(data, bytes);
+    if (!span)
+      fail(device->label(), ": all-reduce of ", bytes,
+           " bytes outside the step's memory");
+    device->collectives().allReduceSum(*device, *span, DType::F32);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "effrun: error: %s\n", e.what());
+    finishMpi(/*failed=*/true);
+    std::_Exit(1);
+  }
+}
 
 void CpuDevice::loadCode(const EffxFile &file) {
   const std::string &path = file.path();

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -747,6 +749,12 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
       if (!m.findState(name))
         error("loss_scaling: the state has no ", quoteName(name));
     m.lossScaling = ls;
+  }
+  if (auto world = root.find("world_size"); world != root.end()) {
+    if (!world->is_number_unsigned() || world->get<uint64_t>() == 0 ||
+        world->get<uint64_t>() > static_cast<uint64_t>(INT_MAX))
+      error("'world_size' must be a positive integer");
+    m.worldSize = static_cast<int64_t>(world->get<uint64_t>());
   }
   return m;
 }

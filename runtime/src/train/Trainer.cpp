@@ -43,8 +43,38 @@ static int threadCount(int requested) {
   return threads;
 }
 
+namespace {
+/// The batches of one rank of N: its step i is the source's step i*N + r,
+/// so the N ranks of a step read the rows one process reads in N steps
+/// (those of one step of `--accum N`).
+class RankSource final : public DataSource {
+public:
+  RankSource(std::unique_ptr<DataSource> source, int rank, int worldSize)
+      : source_(std::move(source)), rank_(rank), worldSize_(worldSize) {}
+  const std::string &path() const override { return source_->path(); }
+  void checkSteps(int64_t first, int64_t count) const override {
+    if (count == 0)
+      return source_->checkSteps(first, 0);
+    if (first > (INT64_MAX - worldSize_) / worldSize_ ||
+        count > (INT64_MAX - worldSize_) / worldSize_ - first)
+      fail(path(), ": steps [", first, ", ", first + count,
+           ") are too many for ", worldSize_, " ranks");
+    // Every rank checks every rank's rows: they all fail alike.
+    source_->checkSteps(first * worldSize_, count * worldSize_);
+  }
+  void feed(Session &session, int64_t step) override {
+    source_->feed(session, step * worldSize_ + rank_);
+  }
+
+private:
+  std::unique_ptr<DataSource> source_;
+  int64_t rank_, worldSize_;
+};
+} // namespace
+
 struct Trainer::Impl {
   TrainerOptions options;
+  int rank = 0;
   std::unique_ptr<DataSource> data;
   std::optional<Session> session;
   int64_t samplesPerStep = 0;
@@ -62,11 +92,32 @@ struct Trainer::Impl {
       : options(o), data(std::move(source)) {
     EffxFile effx = EffxFile::open(o.effx);
     const EffxManifest &m = effx.manifest();
+    const int ranks = o.collectives ? o.collectives->worldSize() : 1;
+    if (m.worldSize != ranks)
+      fail(o.effx, ": compiled for ", m.worldSize, " rank",
+           m.worldSize == 1 ? "" : "s", " (--world-size ", m.worldSize,
+           ") but running on ", ranks,
+           m.worldSize > 1 && ranks == 1
+               ? " (start it with mpirun -np " +
+                     std::to_string(m.worldSize) + " effrun ... or effrun "
+                     "--nproc " + std::to_string(m.worldSize) + ")"
+               : std::string());
+    rank = o.collectives ? o.collectives->rank() : 0;
+    if (rank != 0) {
+      // Rank 0 writes for all.
+      options.save.clear();
+      options.log.clear();
+      options.progress = false;
+    }
     if (!data)
       data = openDataSource(o.data, m, o.effx, o.seed);
-    if (!o.save.empty())
-      checkWritable(o.save);
+    if (ranks > 1)
+      data = std::make_unique<RankSource>(std::move(data), rank, ranks);
+    if (!options.save.empty())
+      checkWritable(options.save);
     session.emplace(effx);
+    if (o.collectives)
+      session->device().setCollectives(o.collectives);
     if (!o.resume.empty())
       session->load(o.resume);
     setBlasThreads(threadCount(o.threads));
@@ -189,6 +240,8 @@ RunResult Trainer::run(int64_t count, const StepCallback &onStep) {
 }
 
 void Trainer::save() const {
+  if (impl_->rank != 0)
+    return;
   if (impl_->options.save.empty())
     fail(impl_->options.effx,
          ": no checkpoint path (the trainer was opened without one)");
@@ -196,5 +249,7 @@ void Trainer::save() const {
 }
 
 void Trainer::save(const std::string &path) const {
+  if (impl_->rank != 0)
+    return; // rank 0 saves the run's one checkpoint
   impl_->session->save(path);
 }

@@ -2,7 +2,12 @@
 //
 //   effrun OUT.effx --data DATA.npz|CORPUS.bin --steps N
 //          [--save CKPT.safetensors] [--log LOSS.jsonl] [--resume CKPT]
-//          [--seed S] [--threads T] [--quiet]
+//          [--seed S] [--threads T] [--quiet] [--nproc N] [--mpi]
+//
+// Under mpirun (or with --mpi) every process is one rank of a data-parallel
+// run, its collectives Open MPI's (effrt::mpiCollectives); `--nproc N`
+// starts N local ranks itself by running `mpirun -np N` on this command
+// line (docs/Distributed.md).
 //
 // Runs N training steps of a compiled model (see docs/UserGuide.md, "Running
 // training with effrun"). Every input is checked before the first step; a
@@ -20,11 +25,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include "effrt/Device.h"
+
+#include <cerrno>
 #include <cinttypes>
 #include <climits>
 #include <cstdio>
 #include <new>
+#include <cstring>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
 
 using namespace effrt;
 
@@ -35,8 +47,42 @@ struct Options {
   int64_t steps = 0;
   uint64_t seed = 0;
   int threads = 0;
-  bool quiet = false;
+  int nproc = 0;
+  bool quiet = false, mpi = false;
 };
+
+/// Replaces this process with `mpirun -np N --oversubscribe` running the
+/// same command line without --nproc. Returns only on failure.
+int execMpirun(int nproc, int argc, char **argv) {
+  std::vector<std::string> args = {"mpirun", "-np", std::to_string(nproc),
+                                   "--oversubscribe"};
+  args.push_back(argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--nproc") {
+      ++i; // and its value
+      continue;
+    }
+    if (arg.rfind("--nproc=", 0) == 0)
+      continue;
+    args.push_back(arg);
+  }
+  // mpirun refuses root unless told; a container's user is often root.
+  if (::geteuid() == 0) {
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  std::vector<char *> cargs;
+  for (std::string &a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  ::execvp("mpirun", cargs.data());
+  std::fprintf(stderr,
+               "effrun: error: --nproc %d: cannot run mpirun: %s (install "
+               "openmpi-bin)\n",
+               nproc, std::strerror(errno));
+  return 1;
+}
 
 int run(const Options &o) {
   TrainerOptions options;
@@ -49,6 +95,8 @@ int run(const Options &o) {
   options.threads = o.threads;
   options.progress = !o.quiet;
   options.handleSignals = true;
+  if (o.mpi || launchedByMpirun())
+    options.collectives = mpiCollectives();
   Trainer trainer(options);
 
   const int64_t first = trainer.globalStep();
@@ -73,7 +121,9 @@ int run(const Options &o) {
 
   if (!o.save.empty())
     trainer.save();
-  if (!o.quiet) {
+  // Rank 0 speaks for a data-parallel run.
+  bool speaks = !options.collectives || options.collectives->rank() == 0;
+  if (!o.quiet && speaks) {
     std::fprintf(stderr, "effrun: %" PRId64 " steps in %.2f s", r.steps,
                  r.seconds);
     if (r.steps)
@@ -111,6 +161,11 @@ int main(int argc, char **argv) {
                  "OMP_NUM_THREADS, else all hardware threads)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--quiet,-q", o.quiet, "print nothing but errors");
+  app.add_option("--nproc", o.nproc,
+                 "start N local ranks (data parallel) through mpirun -np N")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--mpi", o.mpi,
+               "one rank of an MPI run (implied when started by mpirun)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -120,8 +175,15 @@ int main(int argc, char **argv) {
     return 2;
   }
 
+  if (o.nproc > 0 && !launchedByMpirun())
+    return execMpirun(o.nproc, argc, argv);
+
+  bool failed = true;
   try {
-    return run(o);
+    int status = run(o);
+    failed = status != 0;
+    finishMpi(failed);
+    return status;
   } catch (const Error &e) {
     std::fprintf(stderr, "effrun: error: %s\n", e.what());
   } catch (const std::bad_alloc &) {
@@ -131,5 +193,8 @@ int main(int argc, char **argv) {
   } catch (...) {
     std::fprintf(stderr, "effrun: error: internal error: unknown exception\n");
   }
+  // The other ranks may be waiting in a collective: end them too.
+  std::fflush(stderr);
+  finishMpi(failed);
   return 1;
 }

@@ -317,3 +317,13 @@ func.func @constant() -> tensor<2x3xi64> {
   %0 = eff.constant dense<1> : tensor<2x3xi64>
   return %0 : tensor<2x3xi64>
 }
+
+// -----
+
+// A bucket of 320 f32 over 4 ranks: (N - 1) / N of the elements in
+// additions; each tensor read and written once.
+func.func @all_reduce_bucket(%a: tensor<256xf32>, %b: tensor<64xf32>) -> (tensor<256xf32>, tensor<64xf32>) {
+  // expected-remark @+1 {{flops = 240, read = 1280, written = 1280}}
+  %0:2 = eff.all_reduce %a, %b {world_size = 4 : i64} : tensor<256xf32>, tensor<64xf32>
+  return %0#0, %0#1 : tensor<256xf32>, tensor<64xf32>
+}

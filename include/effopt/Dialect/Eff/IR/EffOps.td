@@ -34,5 +34,6 @@ include "effopt/Dialect/Eff/IR/EffLossOps.td"
 include "effopt/Dialect/Eff/IR/EffGradientOps.td"
 include "effopt/Dialect/Eff/IR/EffOptimizerOps.td"
 include "effopt/Dialect/Eff/IR/EffLossScaleOps.td"
+include "effopt/Dialect/Eff/IR/EffCollectiveOps.td"
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFOPS_TD

@@ -1,0 +1,113 @@
+//===- LowerCollective.cpp - eff.all_reduce to the runtime's collective ---===//
+//
+// A collective runs in the runtime (MPI across processes), so eff.all_reduce
+// becomes one call of `effrt_allreduce_sum_f32(ptr, count)` (effrt/Kernels.h)
+// on a buffer of its own that holds the whole bucket: each input is copied
+// into its contiguous view of a fresh memref (memref.subview, reshaped;
+// bufferization.materialize_in_destination), the call sums the buffer in
+// place across the ranks, and each result is its view as a tensor
+// (bufferization.to_tensor restrict: the views do not overlap). The memory
+// plan places the buffer like any other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace effopt::eff;
+
+namespace effopt::lowering {
+namespace {
+
+constexpr StringLiteral kAllReduceF32 = "effrt_allreduce_sum_f32";
+
+/// eff.all_reduce (f32) -> copy the bucket into one buffer, call the
+/// runtime on it once.
+struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AllReduceOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t total = 0;
+    for (Value input : op.getInputs()) {
+      auto type = cast<RankedTensorType>(input.getType());
+      if (!type.hasStaticShape() || !type.getElementType().isF32())
+        return rewriter.notifyMatchFailure(op, "needs static f32 tensors");
+      total += type.getNumElements();
+    }
+    auto module = op->getParentOfType<ModuleOp>();
+    auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext());
+    auto calleeType =
+        rewriter.getFunctionType({ptrType, rewriter.getI64Type()}, {});
+    if (!module.lookupSymbol<func::FuncOp>(kAllReduceF32)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      auto callee = func::FuncOp::create(rewriter, module.getLoc(),
+                                         kAllReduceF32, calleeType);
+      callee.setPrivate();
+    }
+
+    // One buffer; each input a contiguous view of it, in order.
+    Value buffer = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get({total}, rewriter.getF32Type()));
+    SmallVector<Value> views;
+    int64_t offset = 0;
+    for (Value input : op.getInputs()) {
+      auto type = cast<RankedTensorType>(input.getType());
+      int64_t n = type.getNumElements();
+      Value view = buffer;
+      if (op.getInputs().size() > 1 || type.getRank() != 1) {
+        view = memref::SubViewOp::create(
+            rewriter, loc, buffer, ArrayRef<int64_t>{offset},
+            ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+        if (type.getRank() == 0) {
+          view = memref::CollapseShapeOp::create(
+              rewriter, loc, view, ArrayRef<ReassociationIndices>{});
+        } else if (type.getRank() != 1) {
+          ReassociationIndices all =
+              llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+          view = memref::ExpandShapeOp::create(
+              rewriter, loc, type.getShape(), view,
+              ArrayRef<ReassociationIndices>{all});
+        }
+      }
+      auto copy = bufferization::MaterializeInDestinationOp::create(
+          rewriter, loc, input, view);
+      copy.setWritableAttr(rewriter.getUnitAttr());
+      views.push_back(view);
+      offset += n;
+    }
+
+    Value base =
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+    Value address =
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), base);
+    Value pointer = LLVM::IntToPtrOp::create(rewriter, loc, ptrType, address);
+    Value count = arith::ConstantIntOp::create(rewriter, loc, total, 64);
+    func::CallOp::create(rewriter, loc, kAllReduceF32, TypeRange{},
+                         ValueRange{pointer, count});
+    SmallVector<Value> results;
+    for (auto [input, view] : llvm::zip_equal(op.getInputs(), views))
+      results.push_back(bufferization::ToTensorOp::create(
+          rewriter, loc, input.getType(), view, /*restrict=*/true,
+          /*writable=*/true));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateCollectiveLowering(RewritePatternSet &patterns) {
+  patterns.add<AllReduceLowering>(patterns.getContext());
+}
+
+} // namespace effopt::lowering

@@ -1,0 +1,257 @@
+//===- Zero.cpp - eff-zero: data parallel across the ranks of a run -------===//
+//
+// Stage 0: every rank computes the gradients of its own rows; before the
+// optimizer sees them each is summed over the ranks (eff.all_reduce) and
+// divided by N, so every rank applies the same mean update, as one process
+// accumulating the N ranks' micro-batches would (eff-grad-accum steps=N).
+// The loss is averaged the same way, so every rank reports the global one. A
+// token mean with ignore_index weighs each rank by its count of targets
+// (the global mean, not a mean of means); a sum-reduced loss adds up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Transforms/Passes.h"
+
+#include "effopt/Dialect/Eff/IR/EffInterfaces.h"
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Provenance.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFZEROPASS
+#include "effopt/Transforms/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+using namespace effopt;
+using namespace effopt::eff;
+
+namespace {
+
+struct EffZeroPass : effopt::impl::EffZeroPassBase<EffZeroPass> {
+  using EffZeroPassBase::EffZeroPassBase;
+  void runOnOperation() override;
+};
+
+/// How the ranks' losses (and so their gradients) combine into the global
+/// one, as eff-grad-accum combines micro-batches.
+struct RankWeighting {
+  enum Kind {
+    /// The plain mean of the N ranks' results.
+    EqualMean,
+    /// A sum-reduced loss: the ranks' results add up.
+    Sum,
+    /// A mean over the targets that are not `ignoreIndex`: each rank weighs
+    /// its count of them, and the sum is divided by the global count.
+    CountedMean,
+  } kind = EqualMean;
+  /// CountedMean: the step's argument holding every label of the rank.
+  Value labels;
+  int64_t ignoreIndex = 0;
+};
+
+/// Finds the loss op of the step (a classification loss anywhere in it,
+/// also inside an accumulation loop) and how ranks combine it.
+FailureOr<RankWeighting> classifyLoss(func::FuncOp func) {
+  RankWeighting weighting;
+  Operation *lossOp = nullptr;
+  LogicalResult result = success();
+  func.walk([&](Operation *op) {
+    auto classify = [&](auto loss) {
+      lossOp = loss;
+      if (loss.getReduction() == LossReduction::Sum) {
+        weighting.kind = RankWeighting::Sum;
+        return;
+      }
+      if (loss.getReduction() != LossReduction::Mean)
+        return;
+      std::optional<int64_t> ignore = loss.getIgnoreIndex();
+      if (!ignore)
+        return;
+      if (loss.getWeight()) {
+        result = loss.emitOpError(
+            "with per-class weights and ignore_index is not supported by "
+            "eff-zero");
+        return;
+      }
+      // The rank's labels: a step argument, sliced per micro-batch
+      // (eff-grad-accum) or reshaped on the way.
+      Value labels = loss.getLabels();
+      while (Operation *def = labels.getDefiningOp()) {
+        if (!isa<tensor::ExtractSliceOp, ReshapeOp, CastOp>(def))
+          break;
+        labels = def->getOperand(0);
+      }
+      auto arg = dyn_cast<BlockArgument>(labels);
+      if (!arg || arg.getOwner() != &func.getBody().front()) {
+        result = loss.emitOpError(
+            "with ignore_index: eff-zero cannot find its labels among the "
+            "step's inputs, to count the targets of each rank");
+        return;
+      }
+      weighting.kind = RankWeighting::CountedMean;
+      weighting.labels = arg;
+      weighting.ignoreIndex = *ignore;
+    };
+    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
+      classify(loss);
+    else if (auto loss = dyn_cast<NllLossOp>(op))
+      classify(loss);
+    return lossOp ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (failed(result))
+    return failure();
+  return weighting;
+}
+
+Value scalarF32(OpBuilder &b, Location loc, double value) {
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  return ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+}
+
+} // namespace
+
+void EffZeroPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (worldSize < 1) {
+    module.emitError("eff-zero: world-size must be at least 1, got ")
+        << static_cast<int64_t>(worldSize);
+    return signalPassFailure();
+  }
+  if (bucketBytes < 0) {
+    module.emitError("eff-zero: bucket-bytes must be at least 0, got ")
+        << static_cast<int64_t>(bucketBytes);
+    return signalPassFailure();
+  }
+  if (stage < 0 || stage > 3) {
+    module.emitError("eff-zero: stage must be 0, 1, 2 or 3, got ")
+        << static_cast<int64_t>(stage);
+    return signalPassFailure();
+  }
+  if (stage != 0) {
+    module.emitError("eff-zero: stage ")
+        << static_cast<int64_t>(stage)
+        << " (sharded optimizer state, gradients or parameters) is not "
+           "implemented yet; stage 0 (plain data parallel) is";
+    return signalPassFailure();
+  }
+  auto func = module.lookupSymbol<func::FuncOp>(kForwardBackwardFuncName);
+  if (!func || func.isExternal()) {
+    module.emitError("eff-zero expects func.func @forward_backward; run "
+                     "eff-autodiff first");
+    return signalPassFailure();
+  }
+  if (func->hasAttr("eff.loss_scaled")) {
+    func.emitError("eff-zero runs before eff-loss-scaling (the gradients it "
+                   "sums are the scaled ones, so an overflow on any rank "
+                   "skips the step on all)");
+    return signalPassFailure();
+  }
+  OpBuilder builder(&getContext());
+  module->setAttr("eff.world_size", builder.getI64IntegerAttr(worldSize));
+  if (worldSize == 1)
+    return; // a sum over one rank is the value itself
+  FailureOr<RankWeighting> weighting = classifyLoss(func);
+  if (failed(weighting))
+    return signalPassFailure();
+
+  auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  builder.setInsertionPoint(returnOp);
+  Location loc = withProvenance(func.getLoc(), Provenance::Gradient);
+  // CountedMean: this rank's count of targets (a rank without any adds
+  // nothing: its mean is 0/0); summed over the ranks with the rest.
+  Value count, hasTargets;
+  if (weighting->kind == RankWeighting::CountedMean) {
+    Value labels = weighting->labels;
+    auto labelType = cast<RankedTensorType>(labels.getType());
+    auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
+    Value ignore = ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(
+            scalarLabel, builder.getIntegerAttr(labelType.getElementType(),
+                                                weighting->ignoreIndex)));
+    Value counted =
+        CmpOp::create(builder, loc, labelType.clone(builder.getI1Type()),
+                      CmpPredicate::ne, labels, ignore);
+    Value ones = CastOp::create(builder, loc,
+                                labelType.clone(builder.getF32Type()), counted);
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
+    count = ReduceSumOp::create(builder, loc,
+                                RankedTensorType::get({}, builder.getF32Type()),
+                                ones, builder.getDenseI64ArrayAttr(axes),
+                                builder.getBoolAttr(false));
+    hasTargets = CmpOp::create(
+        builder, loc, RankedTensorType::get({}, builder.getI1Type()),
+        CmpPredicate::gt, count, scalarF32(builder, loc, 0.0));
+  }
+
+  // What each rank contributes: the count, then the loss and the gradients
+  // in result order (weighted by the count for a counted mean).
+  SmallVector<unsigned> resultIndices;
+  SmallVector<Value> summands;
+  if (count)
+    summands.push_back(count);
+  for (unsigned i = 0; i < returnOp.getNumOperands(); ++i) {
+    Value value = returnOp.getOperand(i);
+    bool isLoss = i == 0;
+    if (!isLoss && !func.getResultAttr(i, kGradientAttrName))
+      continue;
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !type.getElementType().isF32()) {
+      func.emitError("eff-zero: ")
+          << (isLoss ? "the loss" : "gradient result " + std::to_string(i))
+          << " is " << value.getType() << "; only f32 tensors are all-reduced";
+      return signalPassFailure();
+    }
+    if (count) {
+      Value product = MulOp::create(builder, loc, value, count);
+      value = WhereOp::create(builder, loc, product.getType(), hasTargets,
+                              product, scalarF32(builder, loc, 0.0));
+    }
+    resultIndices.push_back(i);
+    summands.push_back(value);
+  }
+
+  // Buckets in that order: one all-reduce sums each.
+  SmallVector<Value> sums;
+  SmallVector<Value> bucket;
+  int64_t bucketed = 0;
+  auto flush = [&]() {
+    if (bucket.empty())
+      return;
+    auto op = AllReduceOp::create(builder, loc, bucket,
+                                  builder.getI64IntegerAttr(worldSize));
+    llvm::append_range(sums, op.getResults());
+    ++numAllReduces;
+    numAllReducedBytes += bucketed;
+    bucket.clear();
+    bucketed = 0;
+  };
+  for (Value v : summands) {
+    int64_t bytes = effopt::eff::detail::tensorBytes(v.getType());
+    if (!bucket.empty() && bucketed + bytes > bucketBytes)
+      flush();
+    bucket.push_back(v);
+    bucketed += bytes;
+  }
+  flush();
+
+  // The global values: sums divided by the global count, by N, or not.
+  ArrayRef<Value> results = sums;
+  Value divisor;
+  if (count) {
+    divisor = results.front();
+    results = results.drop_front();
+  } else if (weighting->kind == RankWeighting::EqualMean) {
+    divisor = scalarF32(builder, loc, static_cast<double>(worldSize));
+  }
+  for (auto [i, sum] : llvm::zip_equal(resultIndices, results))
+    returnOp->setOperand(
+        i, divisor ? DivOp::create(builder, loc, sum, divisor).getResult()
+                   : sum);
+}

@@ -1,0 +1,235 @@
+//===- Mpi.cpp - Collectives across processes, on Open MPI ----------------===//
+//
+// The collectives of a run started by mpirun: every rank is a process and
+// MPI_COMM_WORLD is the group. Open MPI is reached through dlopen
+// (libmpi.so.40, Debian's libopenmpi3), so libeffrt builds without MPI
+// headers and effrun runs single-process programs where MPI is absent.
+//
+// Without headers, the few types and constants used are declared here. In
+// Open MPI a communicator, datatype or operation handle is a pointer to an
+// exported global object (MPI_COMM_WORLD is &ompi_mpi_comm_world, MPI_FLOAT
+// &ompi_mpi_float, MPI_SUM &ompi_mpi_op_sum): they are found with dlsym
+// like the functions. MPI_IN_PLACE is (void *)1 in Open MPI's mpi.h.
+//
+// Errors: MPI's default handler (MPI_ERRORS_ARE_FATAL) aborts every rank
+// with Open MPI's own message, so a failed collective never hangs the
+// others; finishMpi(true) does the same for an error of effrun's own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effrt/Device.h"
+
+#include "effrt/DynamicLibrary.h"
+#include "effrt/Error.h"
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+
+#include <dlfcn.h>
+
+using namespace effrt;
+
+namespace {
+
+/// Opaque handles: pointers to Open MPI's exported objects.
+using MpiComm = void *;
+using MpiDatatype = void *;
+using MpiOp = void *;
+void *const kMpiInPlace = reinterpret_cast<void *>(1);
+constexpr int kMpiThreadSerialized = 2; // MPI_THREAD_SERIALIZED in Open MPI
+
+#define EFFRT_MPI_SYMBOLS(X)                                                   \
+  X(MPI_Initialized, int, int *)                                               \
+  X(MPI_Finalized, int, int *)                                                 \
+  X(MPI_Init_thread, int, int *, char ***, int, int *)                         \
+  X(MPI_Finalize, int)                                                         \
+  X(MPI_Abort, int, MpiComm, int)                                              \
+  X(MPI_Comm_rank, int, MpiComm, int *)                                        \
+  X(MPI_Comm_size, int, MpiComm, int *)                                        \
+  X(MPI_Allreduce, int, const void *, void *, int, MpiDatatype, MpiOp,         \
+    MpiComm)                                                                   \
+  X(MPI_Reduce_scatter_block, int, const void *, void *, int, MpiDatatype,     \
+    MpiOp, MpiComm)                                                            \
+  X(MPI_Allgather, int, const void *, int, MpiDatatype, void *, int,           \
+    MpiDatatype, MpiComm)                                                      \
+  X(MPI_Bcast, int, void *, int, MpiDatatype, int, MpiComm)                    \
+  X(MPI_Barrier, int, MpiComm)
+EFFRT_SYMBOL_TABLE(MpiSymbols, EFFRT_MPI_SYMBOLS);
+
+class Mpi final : public Collectives {
+public:
+  Mpi() : library_(open()) {
+    mpi_.bind(library_);
+    world_ = handle("ompi_mpi_comm_world");
+    float_ = handle("ompi_mpi_float");
+    double_ = handle("ompi_mpi_double");
+    byte_ = handle("ompi_mpi_byte");
+    sum_ = handle("ompi_mpi_op_sum");
+    int initialized = 0;
+    mpi_.MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      if (mpi_.MPI_Init_thread(nullptr, nullptr, kMpiThreadSerialized,
+                               &provided) != 0)
+        fail("MPI_Init_thread failed");
+      ownsInit_ = true;
+    }
+    mpi_.MPI_Comm_rank(world_, &rank_);
+    mpi_.MPI_Comm_size(world_, &size_);
+  }
+
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int worldSize() const override { return size_; }
+
+  void allReduceSum(Device &device, DeviceSpan data, DType dtype) override {
+    auto [sumDtype, bytes] = sumType(device, dtype, "all-reduce");
+    MpiDatatype type = sumDtype;
+    uint64_t element = bytes;
+    std::byte *p = host(device, data, "all-reduce");
+    forChunks(data.bytes / element, [&](uint64_t first, int count) {
+      check(mpi_.MPI_Allreduce(kMpiInPlace, p + first * element, count, type,
+                               sum_, world_),
+            "MPI_Allreduce");
+    });
+  }
+
+  void reduceScatterSum(Device &device, DeviceSpan send, DeviceSpan recv,
+                        DType dtype) override {
+    auto [type, element] = sumType(device, dtype, "reduce-scatter");
+    if (send.bytes != recv.bytes * static_cast<uint64_t>(size_))
+      fail(device.label(), ": reduce-scatter of ", send.bytes, " bytes into ",
+           recv.bytes, " bytes across ", size_, " ranks");
+    uint64_t count = recv.bytes / element;
+    if (count > INT_MAX)
+      fail(device.label(), ": reduce-scatter blocks of ", count,
+           " elements are more than MPI counts (", INT_MAX, ")");
+    check(mpi_.MPI_Reduce_scatter_block(host(device, send, "reduce-scatter"),
+                                        host(device, recv, "reduce-scatter"),
+                                        static_cast<int>(count), type, sum_,
+                                        world_),
+          "MPI_Reduce_scatter_block");
+  }
+
+  void allGather(Device &device, DeviceSpan send, DeviceSpan recv) override {
+    if (recv.bytes != send.bytes * static_cast<uint64_t>(size_))
+      fail(device.label(), ": all-gather of ", send.bytes, " bytes into ",
+           recv.bytes, " bytes across ", size_, " ranks");
+    if (send.bytes > INT_MAX)
+      fail(device.label(), ": all-gather blocks of ", send.bytes,
+           " bytes are more than MPI counts (", INT_MAX, ")");
+    check(mpi_.MPI_Allgather(host(device, send, "all-gather"),
+                             static_cast<int>(send.bytes), byte_,
+                             host(device, recv, "all-gather"),
+                             static_cast<int>(send.bytes), byte_, world_),
+          "MPI_Allgather");
+  }
+
+  void broadcast(Device &device, DeviceSpan data, int root) override {
+    if (root < 0 || root >= size_)
+      fail(device.label(), ": broadcast from rank ", root, " of ", size_);
+    std::byte *p = host(device, data, "broadcast");
+    forChunks(data.bytes, [&](uint64_t first, int count) {
+      check(mpi_.MPI_Bcast(p + first, count, byte_, root, world_), "MPI_Bcast");
+    });
+  }
+
+  void barrier() override { check(mpi_.MPI_Barrier(world_), "MPI_Barrier"); }
+
+  /// MPI_Finalize, or MPI_Abort on every rank after a failure.
+  void finish(bool failed) {
+    int finalized = 0;
+    mpi_.MPI_Finalized(&finalized);
+    if (finalized)
+      return;
+    if (failed)
+      mpi_.MPI_Abort(world_, 1);
+    else if (ownsInit_)
+      mpi_.MPI_Finalize();
+  }
+
+private:
+  static DynamicLibrary open() {
+    // Open MPI loads its components (dlopen'ed plugins) that resolve
+    // libmpi's symbols from the global scope: make them global first.
+    for (const char *file : {"libmpi.so.40", "libmpi.so"})
+      if (dlopen(file, RTLD_NOW | RTLD_GLOBAL))
+        break;
+    return DynamicLibrary::open("MPI (Open MPI's libmpi)",
+                                {"libmpi.so.40", "libmpi.so"});
+  }
+
+  void *handle(const char *symbol) const {
+    void *address = library_.symbol(symbol);
+    if (!address)
+      fail(library_.name(), " (", library_.fileName(), ") has no symbol '",
+           symbol, "': only Open MPI is supported");
+    return address;
+  }
+
+  std::pair<MpiDatatype, uint64_t> sumType(Device &device, DType dtype,
+                                           const char *what) const {
+    if (dtype == DType::F32)
+      return {float_, 4};
+    if (dtype == DType::F64)
+      return {double_, 8};
+    fail(device.label(), ": MPI ", what, " sums only f32 and f64 tensors");
+  }
+
+  static std::byte *host(Device &device, DeviceSpan span, const char *what) {
+    std::byte *base = device.hostPointer(span.region);
+    if (!base && span.bytes)
+      fail(device.label(), ": MPI ", what,
+           " needs memory the host can address (device ", device.target(), ")");
+    return base ? base + span.offset : nullptr;
+  }
+
+  /// Calls `body(first, count)` over [0, total) in pieces MPI's int counts
+  /// can hold.
+  template <typename Fn> static void forChunks(uint64_t total, Fn body) {
+    for (uint64_t first = 0; first < total;) {
+      uint64_t count = std::min<uint64_t>(total - first, INT_MAX);
+      body(first, static_cast<int>(count));
+      first += count;
+    }
+  }
+
+  static void check(int code, const char *what) {
+    if (code != 0)
+      fail(what, " failed with MPI error ", code);
+  }
+
+  DynamicLibrary library_;
+  MpiSymbols mpi_;
+  MpiComm world_ = nullptr;
+  MpiDatatype float_ = nullptr, double_ = nullptr, byte_ = nullptr;
+  MpiOp sum_ = nullptr;
+  int rank_ = 0, size_ = 1;
+  bool ownsInit_ = false;
+};
+
+std::mutex mpiMutex;
+std::shared_ptr<Mpi> mpiInstance;
+
+} // namespace
+
+bool effrt::launchedByMpirun() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK"})
+    if (std::getenv(name))
+      return true;
+  return false;
+}
+
+std::shared_ptr<Collectives> effrt::mpiCollectives() {
+  std::lock_guard<std::mutex> lock(mpiMutex);
+  if (!mpiInstance)
+    mpiInstance = std::make_shared<Mpi>();
+  return mpiInstance;
+}
+
+void effrt::finishMpi(bool failed) {
+  std::lock_guard<std::mutex> lock(mpiMutex);
+  if (mpiInstance)
+    mpiInstance->finish(failed);
+}

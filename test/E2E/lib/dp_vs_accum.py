@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Data parallel (effc --world-size N, eff-zero stage 0) on MPI against
+--accum N on one process and against PyTorch at the global batch.
+
+    dp_vs_accum.py --model mlp --ranks 2 --steps 3 --bin BUILD/bin --work DIR
+                   [--accum K] [optimizer flags as train_vs_torch.py]
+
+The model is exported at the micro-batch B and compiled twice: with
+--accum N (one process, N*B rows a step) and with --world-size N (each of N
+ranks B rows a step; rank r of step i reads rows [(i*N + r)*B, ...), the
+rows micro-batch r of the accumulated step i reads). The first is run by
+effrun, the second by `mpirun -np N effrun` and by `effrun --nproc N`.
+Per-step losses and final parameters must equal each other (fp32
+reduction-order tolerance) and PyTorch's, trained with batch N*B. With
+--accum K every rank accumulates K micro-batches, and N ranks train like
+--accum N*K (batch N*K*B). The GPT's
+targets have ignored positions in different numbers per rank: its token
+mean must be the global one (weighted by every rank's count).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train_vs_torch as t  # noqa: E402
+
+
+def mpi_env():
+    env = dict(os.environ)
+    # mpirun refuses root unless told (CI containers run as root).
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return env
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, env=env)
+    if r.returncode != 0:
+        raise SystemExit("FAILED: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+    return r
+
+
+def compare(label, losses, state, ref_losses, ref_state, args):
+    failures = 0
+    for i, (got, ref) in enumerate(zip(losses, ref_losses)):
+        if abs(got - ref) > args.atol + args.rtol * abs(ref):
+            print("%s: step %d loss %.8g, expected %.8g MISMATCH" % (label, i, got, ref))
+            failures += 1
+    if len(losses) != len(ref_losses):
+        print("%s: %d steps logged, expected %d MISMATCH" % (label, len(losses), len(ref_losses)))
+        failures += 1
+    worst = 0.0
+    for name, want in ref_state.items():
+        if name.endswith(".mask") and name not in state:
+            continue  # a constant buffer folded into the code
+        if name not in state:
+            print("%s: checkpoint misses %r MISMATCH" % (label, name))
+            failures += 1
+            continue
+        err = np.abs(state[name].astype(np.float64) - want.astype(np.float64))
+        bound = args.atol + args.rtol * np.abs(want.astype(np.float64))
+        if (err > bound).any():
+            print("%s: %s differs, max abs err %.3g MISMATCH" % (label, name, err.max()))
+            failures += 1
+        worst = max(worst, float(err.max()) if err.size else 0.0)
+    print("%s: %d steps, %d tensors, max abs param err %.3g" %
+          (label, len(losses), len(ref_state), worst))
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--accum", type=int, default=1,
+                    help="micro-batches of every rank (K): N ranks then "
+                         "train like --accum N*K")
+    t.add_training_args(ap)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.work, exist_ok=True)
+    N, K = args.ranks, args.accum
+
+    model, B, data = t.make(args.model, args.steps * N * K, args.seed)
+    if args.model == "gpt":
+        # Ignored targets (-100) in a different number on every rank, one
+        # rank of step 0 with none counted: the loss is the global token
+        # mean, which weighs each rank by its count.
+        import accum_vs_torch
+        data["targets"] = accum_vs_torch.ignore_targets(data["targets"], B,
+                                                        args.seed)
+    names = list(data)
+    onnx_path = os.path.join(args.work, "model.onnx")
+    npz_path = os.path.join(args.work, "data.npz")
+    t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names), names,
+             onnx_path)
+    np.savez(npz_path, **data)
+    effc, effrun = os.path.join(args.bin, "effc"), os.path.join(args.bin, "effrun")
+
+    def compile(label, flags):
+        effx = os.path.join(args.work, label + ".effx")
+        run([effc, onnx_path, "-o", effx] + t.effc_flags(args) + flags)
+        return effx
+
+    def train(label, effx, launcher):
+        log = os.path.join(args.work, label + ".jsonl")
+        ckpt = os.path.join(args.work, label + ".safetensors")
+        run(launcher(effx) + ["--data", npz_path, "--steps", str(args.steps),
+                              "--log", log, "--save", ckpt, "--quiet"],
+            env=mpi_env())
+        return [json.loads(line)["loss"] for line in open(log)], t.read_safetensors(ckpt)
+
+    accum = train("accum", compile("accum", ["--accum", str(N * K)]),
+                  lambda e: [effrun, e])
+    dp = compile("dp", ["--world-size", str(N), "--accum", str(K)])
+    mpi = train("mpirun", dp,
+                lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
+    nproc = train("nproc", dp, lambda e: [effrun, e, "--nproc", str(N)])
+    # Only rank 0 writes: one log line per step, not N.
+    ref_losses, ref_state = t.train_torch(model, data, N * K * B, args)
+
+    failures = compare("accum vs torch", *accum, ref_losses, ref_state, args)
+    failures += compare("mpirun vs accum", *mpi, *accum, args)
+    failures += compare("nproc vs accum", *nproc, *accum, args)
+    failures += compare("mpirun vs torch", *mpi, ref_losses, ref_state, args)
+    print("%s: %s" % (args.model, "PASS" if failures == 0 else
+                      "FAIL (%d mismatches)" % failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

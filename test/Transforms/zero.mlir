@@ -1,0 +1,67 @@
+// RUN: effopt-opt %s --eff-zero="world-size=2" | FileCheck %s
+// RUN: effopt-opt %s --eff-zero="world-size=1" | FileCheck %s --check-prefix=ONE
+// RUN: effopt-opt %s --eff-zero="world-size=4" --eff-loss-scaling | FileCheck %s --check-prefix=SCALED
+// RUN: effopt-opt %s --eff-zero="world-size=2 bucket-bytes=4" | FileCheck %s --check-prefix=BUCKETS
+// RUN: effopt-opt %s --eff-zero="world-size=2" --convert-eff-to-linalg | FileCheck %s --check-prefix=LOWER
+
+// The joint step as eff-autodiff leaves it: loss = sum(w * x).
+module {
+  eff.parameter trainable @w : tensor<4xf32>
+  eff.parameter buffer @running : tensor<4xf32>
+  func.func @forward_backward(%w: tensor<4xf32> {eff.parameter = @w},
+                              %running: tensor<4xf32> {eff.parameter = @running},
+                              %x: tensor<4xf32> {eff.input = "x"})
+      -> (tensor<f32> {eff.output = "loss"}, tensor<4xf32> {eff.buffer_update = @running},
+          tensor<4xf32> {eff.gradient = @w}) {
+    %p = eff.mul %w, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %loss = eff.reduce_sum %p {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+    %seed = eff.constant {eff.loss_seed} dense<1.0> : tensor<f32>
+    %gb = eff.broadcast_to %seed : tensor<f32> to tensor<4xf32>
+    %gw = eff.mul %gb, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    return %loss, %x, %gw : tensor<f32>, tensor<4xf32>, tensor<4xf32>
+  }
+}
+
+// The loss and the gradient are summed over the ranks in one bucket (one
+// all-reduce) and divided by N, right before the return; the buffer update
+// stays per rank.
+// CHECK: module attributes {eff.world_size = 2 : i64}
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK: %[[LOSS:.*]] = eff.reduce_sum
+// CHECK: %[[GW:.*]] = eff.mul %{{.*}}, %[[X:[a-z0-9]+]]
+// CHECK: %[[SUM:.*]]:2 = eff.all_reduce %[[LOSS]], %[[GW]] {world_size = 2 : i64} : tensor<f32>, tensor<4xf32>
+// CHECK: %[[N:.*]] = eff.constant dense<2.000000e+00> : tensor<f32>
+// CHECK: %[[LMEAN:.*]] = eff.div %[[SUM]]#0, %[[N]]
+// CHECK: %[[GMEAN:.*]] = eff.div %[[SUM]]#1, %[[N]]
+// CHECK: return %[[LMEAN]], %[[X]], %[[GMEAN]]
+// CHECK-NOT: eff.all_reduce
+
+// A bucket closes before the tensor that would take it past bucket-bytes.
+// BUCKETS: eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<f32>
+// BUCKETS: eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<4xf32>
+
+// One rank: nothing to sum; the world size is still recorded.
+// ONE: module attributes {eff.world_size = 1 : i64}
+// ONE-NOT: eff.all_reduce
+
+// Loss scaling unscales the summed (scaled) gradients: an overflow on any
+// rank reaches every rank.
+// SCALED: %[[SUM:.*]]:2 = eff.all_reduce %{{.*}}, %{{.*}} {world_size = 4 : i64} : tensor<f32>, tensor<4xf32>
+// SCALED: %[[MEAN:.*]] = eff.div %[[SUM]]#1
+// SCALED: eff.unscale_gradients %{{.*}}, %[[MEAN]]
+
+// The CPU lowering: the bucket in one buffer of its own, each tensor a
+// contiguous view of it, summed in place by one call of the runtime.
+// LOWER: func.func private @effrt_allreduce_sum_f32(!llvm.ptr, i64)
+// LOWER: %[[BUF:.*]] = memref.alloc() : memref<5xf32>
+// LOWER: %[[V0:.*]] = memref.subview %[[BUF]][0] [1] [1]
+// LOWER: %[[S0:.*]] = memref.collapse_shape %[[V0]] []
+// LOWER: bufferization.materialize_in_destination %{{.*}} in writable %[[S0]]
+// LOWER: %[[V1:.*]] = memref.subview %[[BUF]][1] [4] [1]
+// LOWER: bufferization.materialize_in_destination %{{.*}} in writable %[[V1]]
+// LOWER: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
+// LOWER: %[[PTR:.*]] = llvm.inttoptr
+// LOWER: %[[COUNT:.*]] = arith.constant 5 : i64
+// LOWER: call @effrt_allreduce_sum_f32(%[[PTR]], %[[COUNT]])
+// LOWER: bufferization.to_tensor %[[S0]] restrict writable
+// LOWER: bufferization.to_tensor %[[V1]] restrict writable
