@@ -14,6 +14,8 @@
 
 #include "effopt/Transforms/Passes.h"
 
+#include "effopt/Transforms/LossWeighting.h"
+
 #include "effopt/Dialect/Eff/IR/EffInterfaces.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
@@ -36,23 +38,6 @@ using namespace effopt::eff;
 
 namespace {
 
-/// How one micro-batch's loss weighs in the mean over the K*B rows.
-struct LossWeighting {
-  enum Kind {
-    /// A mean over a count that is the same in every micro-batch (or an
-    /// unknown loss): the plain mean of the K micro-batch results.
-    EqualMean,
-    /// A sum-reduced loss: the K results add up, nothing to divide.
-    Sum,
-    /// A mean-reduced classification loss with ignore_index: each
-    /// micro-batch weighs its count of non-ignored targets, and the sum is
-    /// divided by the global count.
-    CountedMean,
-  } kind = EqualMean;
-  Value labels;           // CountedMean: the loss's labels in @forward_backward
-  int64_t ignoreIndex = 0;
-};
-
 /// Looks through casts and reshapes from the loss to the op that reduces it.
 FailureOr<LossWeighting> classifyLoss(Value loss) {
   Value v = loss;
@@ -63,35 +48,7 @@ FailureOr<LossWeighting> classifyLoss(Value loss) {
     }
     break;
   }
-  LossWeighting weighting;
-  Operation *def = v.getDefiningOp();
-  auto classify = [&](auto op) -> LogicalResult {
-    if (op.getReduction() == LossReduction::Sum) {
-      weighting.kind = LossWeighting::Sum;
-      return success();
-    }
-    if (op.getReduction() != LossReduction::Mean)
-      return success();
-    if (op.getWeight())
-      return op.emitOpError(
-          "with per-class weights is not supported by eff-grad-accum (the "
-          "mean's denominator would be the summed class weights of the "
-          "counted targets)");
-    if (std::optional<int64_t> ignore = op.getIgnoreIndex()) {
-      weighting.kind = LossWeighting::CountedMean;
-      weighting.labels = op.getLabels();
-      weighting.ignoreIndex = *ignore;
-    }
-    return success();
-  };
-  if (auto op = dyn_cast_or_null<SoftmaxCrossEntropyOp>(def)) {
-    if (failed(classify(op)))
-      return failure();
-  } else if (auto op = dyn_cast_or_null<NllLossOp>(def)) {
-    if (failed(classify(op)))
-      return failure();
-  }
-  return weighting;
+  return classifyLossOp(v.getDefiningOp(), "eff-grad-accum");
 }
 
 RankedTensorType withElementType(Value v, Type element) {
@@ -104,12 +61,6 @@ Value toF32(OpBuilder &b, Location loc, Value v) {
   if (type.getElementType().isF32())
     return v;
   return CastOp::create(b, loc, type.clone(b.getF32Type()), v);
-}
-
-Value scalarF32(OpBuilder &b, Location loc, double value) {
-  auto type = RankedTensorType::get({}, b.getF32Type());
-  return ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
 }
 
 struct EffGradAccumPass

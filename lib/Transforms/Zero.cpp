@@ -12,6 +12,8 @@
 
 #include "effopt/Transforms/Passes.h"
 
+#include "effopt/Transforms/LossWeighting.h"
+
 #include "effopt/Dialect/Eff/IR/EffInterfaces.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
@@ -36,81 +38,35 @@ struct EffZeroPass : effopt::impl::EffZeroPassBase<EffZeroPass> {
   void runOnOperation() override;
 };
 
-/// How the ranks' losses (and so their gradients) combine into the global
-/// one, as eff-grad-accum combines micro-batches.
-struct RankWeighting {
-  enum Kind {
-    /// The plain mean of the N ranks' results.
-    EqualMean,
-    /// A sum-reduced loss: the ranks' results add up.
-    Sum,
-    /// A mean over the targets that are not `ignoreIndex`: each rank weighs
-    /// its count of them, and the sum is divided by the global count.
-    CountedMean,
-  } kind = EqualMean;
-  /// CountedMean: the step's argument holding every label of the rank.
-  Value labels;
-  int64_t ignoreIndex = 0;
-};
-
 /// Finds the loss op of the step (a classification loss anywhere in it,
 /// also inside an accumulation loop) and how ranks combine it.
-FailureOr<RankWeighting> classifyLoss(func::FuncOp func) {
-  RankWeighting weighting;
+FailureOr<LossWeighting> classifyLoss(func::FuncOp func) {
   Operation *lossOp = nullptr;
-  LogicalResult result = success();
   func.walk([&](Operation *op) {
-    auto classify = [&](auto loss) {
-      lossOp = loss;
-      if (loss.getReduction() == LossReduction::Sum) {
-        weighting.kind = RankWeighting::Sum;
-        return;
-      }
-      if (loss.getReduction() != LossReduction::Mean)
-        return;
-      std::optional<int64_t> ignore = loss.getIgnoreIndex();
-      if (!ignore)
-        return;
-      if (loss.getWeight()) {
-        result = loss.emitOpError(
-            "with per-class weights and ignore_index is not supported by "
-            "eff-zero");
-        return;
-      }
-      // The rank's labels: a step argument, sliced per micro-batch
-      // (eff-grad-accum) or reshaped on the way.
-      Value labels = loss.getLabels();
-      while (Operation *def = labels.getDefiningOp()) {
-        if (!isa<tensor::ExtractSliceOp, ReshapeOp, CastOp>(def))
-          break;
-        labels = def->getOperand(0);
-      }
-      auto arg = dyn_cast<BlockArgument>(labels);
-      if (!arg || arg.getOwner() != &func.getBody().front()) {
-        result = loss.emitOpError(
-            "with ignore_index: eff-zero cannot find its labels among the "
-            "step's inputs, to count the targets of each rank");
-        return;
-      }
-      weighting.kind = RankWeighting::CountedMean;
-      weighting.labels = arg;
-      weighting.ignoreIndex = *ignore;
-    };
-    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
-      classify(loss);
-    else if (auto loss = dyn_cast<NllLossOp>(op))
-      classify(loss);
-    return lossOp ? WalkResult::interrupt() : WalkResult::advance();
+    if (isa<SoftmaxCrossEntropyOp, NllLossOp>(op)) {
+      lossOp = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
   });
-  if (failed(result))
-    return failure();
+  FailureOr<LossWeighting> weighting = classifyLossOp(lossOp, "eff-zero");
+  if (failed(weighting) || weighting->kind != LossWeighting::CountedMean)
+    return weighting;
+  // The rank's labels: a step argument, sliced per micro-batch
+  // (eff-grad-accum) or reshaped on the way.
+  Value labels = weighting->labels;
+  while (Operation *def = labels.getDefiningOp()) {
+    if (!isa<tensor::ExtractSliceOp, ReshapeOp, CastOp>(def))
+      break;
+    labels = def->getOperand(0);
+  }
+  auto arg = dyn_cast<BlockArgument>(labels);
+  if (!arg || arg.getOwner() != &func.getBody().front())
+    return lossOp->emitOpError(
+        "with ignore_index: eff-zero cannot find its labels among the "
+        "step's inputs, to count the targets of each rank");
+  weighting->labels = arg;
   return weighting;
-}
-
-Value scalarF32(OpBuilder &b, Location loc, double value) {
-  auto type = RankedTensorType::get({}, b.getF32Type());
-  return ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
 }
 
 } // namespace
@@ -155,7 +111,7 @@ void EffZeroPass::runOnOperation() {
   module->setAttr("eff.world_size", builder.getI64IntegerAttr(worldSize));
   if (worldSize == 1)
     return; // a sum over one rank is the value itself
-  FailureOr<RankWeighting> weighting = classifyLoss(func);
+  FailureOr<LossWeighting> weighting = classifyLoss(func);
   if (failed(weighting))
     return signalPassFailure();
 
@@ -165,7 +121,7 @@ void EffZeroPass::runOnOperation() {
   // CountedMean: this rank's count of targets (a rank without any adds
   // nothing: its mean is 0/0); summed over the ranks with the rest.
   Value count, hasTargets;
-  if (weighting->kind == RankWeighting::CountedMean) {
+  if (weighting->kind == LossWeighting::CountedMean) {
     Value labels = weighting->labels;
     auto labelType = cast<RankedTensorType>(labels.getType());
     auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
@@ -247,7 +203,7 @@ void EffZeroPass::runOnOperation() {
   if (count) {
     divisor = results.front();
     results = results.drop_front();
-  } else if (weighting->kind == RankWeighting::EqualMean) {
+  } else if (weighting->kind == LossWeighting::EqualMean) {
     divisor = scalarF32(builder, loc, static_cast<double>(worldSize));
   }
   for (auto [i, sum] : llvm::zip_equal(resultIndices, results))
