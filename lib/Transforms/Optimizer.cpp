@@ -238,12 +238,14 @@ LogicalResult EffOptimizerPass::checkOptions(Location loc) {
                              "clip-grad-norm must be >= 0";
   // torch.optim.Adafactor's own checks.
   if (!(beta2Decay <= 0))
-    return emitError(loc) << "beta2-decay must be <= 0, got " << beta2Decay;
+    return emitError(loc) << "beta2-decay must be <= 0, got "
+                          << formatExactDouble(beta2Decay);
   if (!(eps2 >= 0))
-    return emitError(loc) << "eps2 must be >= 0, got " << eps2;
+    return emitError(loc) << "eps2 must be >= 0, got "
+                          << formatExactDouble(eps2);
   if (!(clipThreshold >= 1))
     return emitError(loc) << "clip-threshold must be >= 1, got "
-                          << clipThreshold;
+                          << formatExactDouble(clipThreshold);
   if (nesterov && (momentum <= 0 || dampening != 0))
     return emitError(loc) << "nesterov needs momentum > 0 and dampening 0 "
                              "(as torch.optim.SGD)";
