@@ -18,7 +18,9 @@ Default mode: a small net with a 4-D convolution weight, matrices, vectors
 and a scalar parameter is trained by effc + effrun and by PyTorch from the
 same weights and data, once per configuration; every step's loss, the final
 parameters and every optimizer slot (row_var, col_var, variance, step) are
-compared. Prints one line per configuration and `N passed, M failed`.
+compared, and half the steps, --save, --resume and the rest must equal the
+straight run bit for bit. Prints one line per configuration and
+`N passed, M failed`.
 
 --gpt: the small GPT of examples/ trained by effopt with Adafactor (its
 default lr) and with AdamW, and by the PyTorch transcription; prints the
@@ -320,7 +322,41 @@ def small_net_run(args, name, c):
     except RuntimeError as e:
         return False, str(e), 0.0, 0.0
     ref_losses, ref_state = train_torch(model, data, rows, steps, c)
-    return compare(args, ours, state, ref_losses, ref_state, steps)
+    result = compare(args, ours, state, ref_losses, ref_state, steps)
+    resumed = check_resume(args, work, npz, ours, state, steps)
+    if resumed:
+        return False, result[1] + "; " + resumed, result[2], result[3]
+    return result
+
+
+def check_resume(args, work, npz, losses, state, steps):
+    """None when `steps // 2` steps, --save, --resume and the rest equal the
+    straight run bit for bit (losses and every tensor of the checkpoint),
+    else what differs."""
+    effx = os.path.join(work, "model.effx")
+    log = os.path.join(work, "resume.jsonl")
+    mid = os.path.join(work, "mid.safetensors")
+    end = os.path.join(work, "resumed.safetensors")
+    first = steps // 2
+    if os.path.exists(log):
+        os.remove(log)
+    try:
+        run([tool(args, "effrun"), effx, "--data", npz, "--steps", str(first),
+             "--log", log, "--save", mid, "--quiet"])
+        run([tool(args, "effrun"), effx, "--data", npz, "--steps",
+             str(steps - first), "--resume", mid, "--log", log, "--save", end,
+             "--quiet"])
+    except RuntimeError as e:
+        return "resume: " + str(e)
+    again = [json.loads(line)["loss"] for line in open(log) if line.strip()]
+    resumed = read_safetensors(end)
+    if again != losses:
+        return "resume: the losses differ from the straight run"
+    differ = sorted(k for k in state
+                    if k not in resumed or state[k].tobytes() != resumed[k].tobytes())
+    if differ:
+        return "resume: differs from the straight run in " + ", ".join(differ)
+    return None
 
 
 def gpt(args):
