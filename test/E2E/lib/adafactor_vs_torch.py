@@ -117,7 +117,8 @@ def cfg(**kw):
     """torch.optim.Adafactor's defaults; lr None: effc's default (1e-2)."""
     c = dict(lr=None, weight_decay=0.0, beta2_decay=-0.8, eps1=None,
              eps2=1e-3, d=1.0, schedule="constant", warmup=0, total=0,
-             min_lr=0.0, clip=0.0, no_decay="", accum=1)
+             min_lr=0.0, clip=0.0, no_decay="", accum=1, loss_scale=None,
+             precision="fp32", tol=None)
     c.update(kw)
     return c
 
@@ -136,6 +137,16 @@ CONFIGS = {
     # gradient of 2B rows), with linear warmup.
     "clip_accum_warmup": cfg(lr=0.03, clip=0.5, accum=2,
                              schedule="linear_warmup", warmup=4),
+    # fp16 with dynamic loss scaling from 2^19: the first steps overflow
+    # fp16 and are skipped (parameters, factors, step counter and schedule
+    # kept: checked bit for bit against the initial state) while the scale
+    # halves; with warmup, so a schedule that advanced on a skipped step
+    # would show. fp16 GEMM operands: compared at rtol 2e-2 / atol 5e-3.
+    "fp16_loss_scale_skips_warmup": cfg(lr=0.05, weight_decay=0.1,
+                                        precision="fp16",
+                                        loss_scale=2.0 ** 19,
+                                        schedule="linear_warmup", warmup=4,
+                                        tol=(2e-2, 5e-3)),
 }
 
 
@@ -179,6 +190,11 @@ def effc_flags(c):
         flags += ["--no-weight-decay", c["no_decay"]]
     if c["accum"] != 1:
         flags += ["--accum", str(c["accum"])]
+    if c["precision"] != "fp32":
+        flags += ["--precision", c["precision"]]
+    if c["loss_scale"]:
+        flags += ["--loss-scale", "dynamic", "--loss-scale-init",
+                  repr(c["loss_scale"])]
     return flags
 
 
@@ -196,22 +212,33 @@ def torch_optimizer(model, c):
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lr_factor(c, lr))
 
 
-def train_torch(model, data, rows, steps, c):
+def train_torch(model, data, rows, steps, c, skipped=()):
+    """PyTorch's run. Steps in `skipped` (where effopt's loss scaling found
+    the scaled gradients overflowing; whether S * g overflows depends on how
+    each implementation sums, f32 or f64) take no optimizer or scheduler
+    step and halve the loss scale, as torch.cuda.amp.GradScaler does; the
+    others scale by a power of two and back, which fp32 does exactly."""
     names = list(data)
     opt, sched = torch_optimizer(model, c)
+    scale = c["loss_scale"]
     losses = []
+    taken = 0
     for i in range(steps):
         batch = [torch.from_numpy(data[k][i * rows:(i + 1) * rows])
                  for k in names]
         opt.zero_grad()
         out = model(*batch)
         loss = out[0] if isinstance(out, tuple) else out
+        losses.append(float(loss))
         loss.backward()
+        if i in skipped:
+            scale *= 0.5
+            continue
         if c["clip"] > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), c["clip"])
         opt.step()
         sched.step()
-        losses.append(float(loss))
+        taken += 1
     state, seen = {}, set()
     for k, v in model.state_dict(keep_vars=True).items():
         if v.data_ptr() in seen:
@@ -222,7 +249,12 @@ def train_torch(model, data, rows, steps, c):
         for slot, value in opt.state[p].items():
             if slot != "step":
                 state["optimizer.%s.%s" % (name, slot)] = value.numpy().copy()
-    state["optimizer.step"] = np.array(steps, np.int64)
+    state["optimizer.step"] = np.array(taken, np.int64)
+    if scale:
+        state["loss_scale.scale"] = np.array(np.float32(c["loss_scale"]) *
+                                             np.float32(0.5) ** len(skipped),
+                                             np.float32)
+        state["loss_scale.skipped_steps"] = np.array(steps - taken, np.int64)
     return losses, state
 
 
@@ -236,15 +268,17 @@ def run(cmd):
 
 
 def train_effopt(args, work, onnx_path, npz, flags, steps):
-    """effc + effrun: (losses, final state)."""
+    """effc + effrun: (losses, final state, the steps loss scaling
+    skipped)."""
     effx = os.path.join(work, "model.effx")
     log = os.path.join(work, "loss.jsonl")
     ckpt = os.path.join(work, "final.safetensors")
     run([tool(args, "effc"), onnx_path, "-o", effx] + flags)
     run([tool(args, "effrun"), effx, "--data", npz, "--steps", str(steps),
          "--log", log, "--save", ckpt, "--quiet"])
-    losses = [json.loads(line)["loss"] for line in open(log) if line.strip()]
-    return losses, read_safetensors(ckpt)
+    rows = [json.loads(line) for line in open(log) if line.strip()]
+    skipped = {r["step"] for r in rows if r.get("step_skipped")}
+    return [r["loss"] for r in rows], read_safetensors(ckpt), skipped
 
 
 def compare(args, ours, state, ref_losses, ref_state, steps):
@@ -317,16 +351,56 @@ def small_net_run(args, name, c):
            output_names=["loss"])
     np.savez(npz, **data)
     try:
-        ours, state = train_effopt(args, work, onnx_path, npz, effc_flags(c),
-                                   steps)
+        ours, state, skipped = train_effopt(args, work, onnx_path, npz,
+                                            effc_flags(c), steps)
     except RuntimeError as e:
         return False, str(e), 0.0, 0.0
-    ref_losses, ref_state = train_torch(model, data, rows, steps, c)
+    if c["loss_scale"]:
+        problem = check_skips(args, work, npz, skipped)
+        if problem:
+            return False, problem, 0.0, 0.0
+    elif skipped:
+        return False, "steps skipped without loss scaling", 0.0, 0.0
+    ref_losses, ref_state = train_torch(model, data, rows, steps, c, skipped)
+    if c["tol"]:
+        args = argparse.Namespace(**vars(args))
+        args.rtol, args.atol = c["tol"]
+        args.state_rtol = args.state_atol = None
     result = compare(args, ours, state, ref_losses, ref_state, steps)
+    if skipped:
+        result = (result[0], "%d steps skipped; %s" % (len(skipped), result[1]),
+                  result[2], result[3])
     resumed = check_resume(args, work, npz, ours, state, steps)
     if resumed:
         return False, result[1] + "; " + resumed, result[2], result[3]
     return result
+
+
+def check_skips(args, work, npz, skipped):
+    """None when step 0 was skipped and the skipped steps from 0 on left
+    every parameter and optimizer tensor bit-identical to the initial state
+    (step counter 0), else what is wrong."""
+    if 0 not in skipped:
+        return "expected an fp16 overflow on step 0, skipped %s" % sorted(skipped)
+    first = 0
+    while first in skipped:
+        first += 1
+    effx = os.path.join(work, "model.effx")
+    init = os.path.join(work, "init.safetensors")
+    after = os.path.join(work, "skipped.safetensors")
+    try:
+        run([tool(args, "effrun"), effx, "--data", npz, "--steps", "0",
+             "--save", init, "--quiet"])
+        run([tool(args, "effrun"), effx, "--data", npz, "--steps", str(first),
+             "--save", after, "--quiet"])
+    except RuntimeError as e:
+        return "skips: " + str(e)
+    a, b = read_safetensors(init), read_safetensors(after)
+    moved = sorted(k for k in a if not k.startswith("loss_scale.")
+                   and a[k].tobytes() != b[k].tobytes())
+    if moved:
+        return "skipped steps changed " + ", ".join(moved)
+    return None
 
 
 def check_resume(args, work, npz, losses, state, steps):
@@ -379,7 +453,7 @@ def gpt(args):
                                   repr(args.adamw_lr)])):
         work = os.path.join(args.work, opt)
         os.makedirs(work, exist_ok=True)
-        runs[opt] = train_effopt(args, work, onnx_path, npz, flags, steps)
+        runs[opt] = train_effopt(args, work, onnx_path, npz, flags, steps)[:2]
     ref_losses, ref_state = train_torch(model, data, B, steps,
                                         cfg(lr=args.adafactor_lr))
     ok, msg, abs_err, rel_err = compare(args, runs["adafactor"][0],
