@@ -94,9 +94,16 @@ static Value mean(OpBuilder &builder, Location loc, Value value,
 }
 
 static Value meanOfAll(OpBuilder &builder, Location loc, Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   return mean(builder, loc, value, all, /*keepDims=*/false);
+}
+
+/// torch.finfo(type).eps: the distance from 1 to the next larger value.
+static double machineEpsilon(Type floatType) {
+  unsigned precision = llvm::APFloat::semanticsPrecision(
+      cast<FloatType>(floatType).getFloatSemantics());
+  return std::ldexp(1.0, 1 - static_cast<int>(precision));
 }
 
 /// torch.lerp(old, target, weight) = old + weight * (target - old).
@@ -149,10 +156,8 @@ static AdafactorUpdate buildAdafactorUpdate(OpBuilder &builder, Location loc,
   auto constant = [&](double value) {
     return scalarConstant(builder, loc, value, elementType);
   };
-  double eps1 = options.eps1;
-  if (eps1 < 0) // torch's None: finfo(param.dtype).eps
-    eps1 = std::ldexp(1.0, 1 - static_cast<int>(llvm::APFloat::semanticsPrecision(
-                                   cast<FloatType>(elementType).getFloatSemantics())));
+  // A negative eps1 is torch's None.
+  double eps1 = options.eps1 < 0 ? machineEpsilon(elementType) : options.eps1;
   Value averaging = inType(step.averaging);
 
   // alpha = max(eps2, RMS(param)) * rho_t, before the weight decay.
@@ -160,16 +165,17 @@ static AdafactorUpdate buildAdafactorUpdate(OpBuilder &builder, Location loc,
       builder, loc,
       meanOfAll(builder, loc, MulOp::create(builder, loc, param, param)));
   Value alpha = MulOp::create(
-      builder, loc, MaxOp::create(builder, loc, paramRms, constant(options.eps2)),
+      builder, loc,
+      MaxOp::create(builder, loc, paramRms, constant(options.eps2)),
       inType(step.relativeStep));
 
   Value decayed = param;
   if (options.weightDecay != 0) {
+    Type f32 = builder.getF32Type();
     Value keep = SubOp::create(
-        builder, loc, scalarConstant(builder, loc, 1.0, builder.getF32Type()),
+        builder, loc, scalarConstant(builder, loc, 1.0, f32),
         MulOp::create(builder, loc, step.lr,
-                      scalarConstant(builder, loc, options.weightDecay,
-                                     builder.getF32Type())));
+                      scalarConstant(builder, loc, options.weightDecay, f32)));
     decayed = MulOp::create(builder, loc, param, inType(keep));
   }
 
@@ -186,8 +192,8 @@ static AdafactorUpdate buildAdafactorUpdate(OpBuilder &builder, Location loc,
     Value rowMean = MaxOp::create(builder, loc,
                                   mean(builder, loc, row, {rank - 2}, true),
                                   constant(eps1));
-    variance = DivOp::create(builder, loc, MulOp::create(builder, loc, row, col),
-                             rowMean);
+    variance = DivOp::create(
+        builder, loc, MulOp::create(builder, loc, row, col), rowMean);
     result.state = {row, col};
   } else {
     variance = lerp(builder, loc, state[0], squared, averaging);
@@ -206,8 +212,7 @@ static AdafactorUpdate buildAdafactorUpdate(OpBuilder &builder, Location loc,
   if (options.clipThreshold != 1.0)
     updateRms = DivOp::create(builder, loc, updateRms,
                               constant(options.clipThreshold));
-  Value denominator =
-      MaxOp::create(builder, loc, updateRms, constant(1.0));
+  Value denominator = MaxOp::create(builder, loc, updateRms, constant(1.0));
   Value scale = DivOp::create(builder, loc, alpha, denominator);
   result.param = SubOp::create(builder, loc, decayed,
                                MulOp::create(builder, loc, update, scale));
@@ -407,7 +412,8 @@ void EffOptimizerPass::runOnOperation() {
       // the column factor the one before.
       SmallVector<std::pair<std::string, RankedTensorType>, 2> slots;
       if (type.getRank() >= 2) {
-        SmallVector<int64_t> rowShape(type.getShape()), colShape(type.getShape());
+        SmallVector<int64_t> rowShape(type.getShape());
+        SmallVector<int64_t> colShape(type.getShape());
         rowShape.back() = 1;
         colShape[colShape.size() - 2] = 1;
         slots.push_back({stateName(name, "row_var"), type.clone(rowShape)});
