@@ -367,6 +367,10 @@ def small_net_run(args, name, c):
         args.rtol, args.atol = c["tol"]
         args.state_rtol = args.state_atol = None
     result = compare(args, ours, state, ref_losses, ref_state, steps)
+    if name == "defaults":
+        problem = check_report(args, work, onnx_path, c, ref_state)
+        if problem:
+            result = (False, result[1] + "; " + problem, result[2], result[3])
     if skipped:
         result = (result[0], "%d steps skipped; %s" % (len(skipped), result[1]),
                   result[2], result[3])
@@ -374,6 +378,27 @@ def small_net_run(args, name, c):
     if resumed:
         return False, result[1] + "; " + resumed, result[2], result[3]
     return result
+
+
+def check_report(args, work, onnx_path, c, ref_state):
+    """None when the memory report's optimizer state is torch's: the bytes
+    of every row_var, col_var and variance (f32) and the i64 step counter;
+    else what differs."""
+    report = os.path.join(work, "report.json")
+    try:
+        run([tool(args, "effc"), onnx_path, "-o",
+             os.path.join(work, "report.effx"), "--report-json", report]
+            + effc_flags(c))
+    except RuntimeError as e:
+        return "report: " + str(e)
+    got = json.load(open(report))["peak"]["by_category"]["optimizer state"]
+    want = sum(v.nbytes for k, v in ref_state.items()
+               if k.startswith("optimizer.") and k != "optimizer.step") + 8
+    if got != want:
+        return "report: optimizer state %d bytes, torch's %d" % (got, want)
+    print("memory report: optimizer state %d bytes = torch's factored state"
+          % got)
+    return None
 
 
 def check_skips(args, work, npz, skipped):
