@@ -172,6 +172,10 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   optimizer.beta2 = options.beta2;
   optimizer.eps = options.eps;
   optimizer.amsgrad = options.amsgrad;
+  optimizer.beta2Decay = options.beta2Decay;
+  optimizer.eps1 = options.eps1;
+  optimizer.eps2 = options.eps2;
+  optimizer.clipThreshold = options.clipThreshold;
   optimizer.schedule = stringifySchedule(options.schedule).str();
   optimizer.warmupSteps = options.warmupSteps;
   optimizer.totalSteps = options.totalSteps;

@@ -4,7 +4,8 @@
 // parameter) to @train_step: optimizer state and the step counter become
 // persistent state (eff.parameter optimizer_state), the learning rate is
 // computed from the step counter, gradients are optionally clipped by their
-// global norm, and each parameter gets one fused torch.optim update.
+// global norm, and each parameter gets one fused torch.optim update (or,
+// for Adafactor, whose update needs reductions, one composed of eff ops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +16,11 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/Support/Regex.h"
+
+#include <cmath>
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFOPTIMIZERPASS
@@ -42,11 +47,183 @@ struct GradientEntry {
   Value grad;
 };
 
+/// What every Adafactor update of a step shares, from the step counter
+/// (t = step + 1) and the scheduled learning rate: tensor<f32> scalars.
+struct AdafactorStep {
+  /// t^beta2_decay: the weight of this step's squared gradient (torch's
+  /// one_minus_beta2_t); 1 on the first step.
+  Value averaging;
+  /// rho_t = min(lr, 1 / sqrt(t)).
+  Value relativeStep;
+  Value lr;
+};
+
+/// Adafactor's constants for one parameter group.
+struct AdafactorOptions {
+  double weightDecay;
+  /// Negative: the parameter type's machine epsilon.
+  double eps1;
+  double eps2;
+  double clipThreshold;
+};
+
+/// The new values of one parameter's Adafactor state, in the order of its
+/// slots (row_var, col_var or variance).
+struct AdafactorUpdate {
+  Value param;
+  SmallVector<Value, 2> state;
+};
+
 } // namespace
 
+/// A rank-0 constant of `elementType`.
+static Value scalarConstant(OpBuilder &builder, Location loc, double value,
+                            Type elementType) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(
+      builder, loc,
+      DenseElementsAttr::get(type, builder.getFloatAttr(elementType, value)));
+}
+
+/// The mean over `axes` (kept with size 1); over all axes (rank 0) with none.
+static Value mean(OpBuilder &builder, Location loc, Value value,
+                  ArrayRef<int64_t> axes, bool keepDims) {
+  if (axes.empty())
+    return value;
+  return ReduceMeanOp::create(builder, loc, value, axes, keepDims);
+}
+
+static Value meanOfAll(OpBuilder &builder, Location loc, Value value) {
+  int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  return mean(builder, loc, value, all, /*keepDims=*/false);
+}
+
+/// torch.finfo(type).eps: the distance from 1 to the next larger value.
+static double machineEpsilon(Type floatType) {
+  unsigned precision = llvm::APFloat::semanticsPrecision(
+      cast<FloatType>(floatType).getFloatSemantics());
+  return std::ldexp(1.0, 1 - static_cast<int>(precision));
+}
+
+/// torch.lerp(old, target, weight) = old + weight * (target - old).
+static Value lerp(OpBuilder &builder, Location loc, Value old, Value target,
+                  Value weight) {
+  Value delta = SubOp::create(builder, loc, target, old);
+  return AddOp::create(builder, loc, old,
+                       MulOp::create(builder, loc, delta, weight));
+}
+
+/// The step-wide scalars of Adafactor.
+static AdafactorStep buildAdafactorStep(OpBuilder &builder, Location loc,
+                                        Value stepCounter, Value lr,
+                                        double beta2Decay) {
+  Type f32 = builder.getF32Type();
+  auto f32Scalar = RankedTensorType::get({}, f32);
+  Value t = AddOp::create(builder, loc,
+                          CastOp::create(builder, loc, f32Scalar, stepCounter),
+                          scalarConstant(builder, loc, 1.0, f32));
+  AdafactorStep step;
+  step.averaging = PowOp::create(builder, loc, t,
+                                 scalarConstant(builder, loc, beta2Decay, f32));
+  step.relativeStep =
+      MinOp::create(builder, loc, lr, RsqrtOp::create(builder, loc, t));
+  step.lr = lr;
+  return step;
+}
+
+/// One torch.optim.Adafactor update of `param` (single-tensor, in its
+/// order): alpha from the parameter before weight decay, decoupled decay
+/// `param *= 1 - lr * wd`, the second moment (factored over the last two
+/// dimensions from rank 2 on, full otherwise), the update
+/// `grad / sqrt(max(V, eps1^2))` clipped to RMS `clip-threshold`.
+static AdafactorUpdate buildAdafactorUpdate(OpBuilder &builder, Location loc,
+                                            Value param, Value grad,
+                                            ArrayRef<Value> state,
+                                            const AdafactorStep &step,
+                                            const AdafactorOptions &options) {
+  auto type = cast<RankedTensorType>(param.getType());
+  Type elementType = type.getElementType();
+  int64_t rank = type.getRank();
+  // The step's f32 scalars in the parameter's type (as torch's Python
+  // floats meet a tensor of that type).
+  auto inType = [&](Value scalar) -> Value {
+    if (elementType == builder.getF32Type())
+      return scalar;
+    return CastOp::create(builder, loc, RankedTensorType::get({}, elementType),
+                          scalar);
+  };
+  auto constant = [&](double value) {
+    return scalarConstant(builder, loc, value, elementType);
+  };
+  // A negative eps1 is torch's None.
+  double eps1 = options.eps1 < 0 ? machineEpsilon(elementType) : options.eps1;
+  Value averaging = inType(step.averaging);
+
+  // alpha = max(eps2, RMS(param)) * rho_t, before the weight decay.
+  Value paramRms = SqrtOp::create(
+      builder, loc,
+      meanOfAll(builder, loc, MulOp::create(builder, loc, param, param)));
+  Value alpha = MulOp::create(
+      builder, loc,
+      MaxOp::create(builder, loc, paramRms, constant(options.eps2)),
+      inType(step.relativeStep));
+
+  Value decayed = param;
+  if (options.weightDecay != 0) {
+    Type f32 = builder.getF32Type();
+    Value keep = SubOp::create(
+        builder, loc, scalarConstant(builder, loc, 1.0, f32),
+        MulOp::create(builder, loc, step.lr,
+                      scalarConstant(builder, loc, options.weightDecay, f32)));
+    decayed = MulOp::create(builder, loc, param, inType(keep));
+  }
+
+  AdafactorUpdate result;
+  Value squared = MulOp::create(builder, loc, grad, grad);
+  Value variance;
+  if (rank >= 2) {
+    // Row factor: the mean over the last dimension; column factor: over the
+    // one before. V = row * col / max(mean of row over its rows, eps1).
+    Value row = lerp(builder, loc, state[0],
+                     mean(builder, loc, squared, {rank - 1}, true), averaging);
+    Value col = lerp(builder, loc, state[1],
+                     mean(builder, loc, squared, {rank - 2}, true), averaging);
+    Value rowMean = MaxOp::create(builder, loc,
+                                  mean(builder, loc, row, {rank - 2}, true),
+                                  constant(eps1));
+    variance = DivOp::create(
+        builder, loc, MulOp::create(builder, loc, row, col), rowMean);
+    result.state = {row, col};
+  } else {
+    variance = lerp(builder, loc, state[0], squared, averaging);
+    result.state = {variance};
+  }
+  Value update = MulOp::create(
+      builder, loc,
+      RsqrtOp::create(builder, loc,
+                      MaxOp::create(builder, loc, variance,
+                                    constant(eps1 * eps1))),
+      grad);
+  // Update clipping: divide by max(1, RMS(update) / d).
+  Value updateRms = SqrtOp::create(
+      builder, loc,
+      meanOfAll(builder, loc, MulOp::create(builder, loc, update, update)));
+  if (options.clipThreshold != 1.0)
+    updateRms = DivOp::create(builder, loc, updateRms,
+                              constant(options.clipThreshold));
+  Value denominator = MaxOp::create(builder, loc, updateRms, constant(1.0));
+  Value scale = DivOp::create(builder, loc, alpha, denominator);
+  result.param = SubOp::create(builder, loc, decayed,
+                               MulOp::create(builder, loc, update, scale));
+  return result;
+}
+
 LogicalResult EffOptimizerPass::checkOptions(Location loc) {
-  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
-    return emitError(loc) << "optimizer must be sgd, adam or adamw, got '"
+  if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
+      optimizer != "adafactor")
+    return emitError(loc) << "optimizer must be sgd, adam, adamw or "
+                             "adafactor, got '"
                           << optimizer << "'";
   if (schedule != "constant" && schedule != "linear_warmup" &&
       schedule != "cosine")
@@ -64,6 +241,16 @@ LogicalResult EffOptimizerPass::checkOptions(Location loc) {
       clipGradNorm < 0)
     return emitError(loc) << "lr, weight-decay, momentum, eps and "
                              "clip-grad-norm must be >= 0";
+  // torch.optim.Adafactor's own checks.
+  if (!(beta2Decay <= 0))
+    return emitError(loc) << "beta2-decay must be <= 0, got "
+                          << formatExactDouble(beta2Decay);
+  if (!(eps2 >= 0))
+    return emitError(loc) << "eps2 must be >= 0, got "
+                          << formatExactDouble(eps2);
+  if (!(clipThreshold >= 1))
+    return emitError(loc) << "clip-threshold must be >= 1, got "
+                          << formatExactDouble(clipThreshold);
   if (nesterov && (momentum <= 0 || dampening != 0))
     return emitError(loc) << "nesterov needs momentum > 0 and dampening 0 "
                              "(as torch.optim.SGD)";
@@ -209,12 +396,48 @@ void EffOptimizerPass::runOnOperation() {
     }
   }
 
-  // One fused update per parameter.
+  std::optional<AdafactorStep> adafactorStep;
+  if (optimizer == "adafactor" && !gradients.empty())
+    adafactorStep =
+        buildAdafactorStep(builder, loc, stepCounter, learningRate, beta2Decay);
+
+  // One fused update per parameter (Adafactor: composed of eff ops).
   size_t firstOptimizerUpdate = updates.size();
   for (GradientEntry &entry : gradients) {
     StringRef name = entry.param.getSymName();
     auto type = entry.param.getTensorType();
     double decay = noDecay && noDecay->match(name) ? 0.0 : weightDecay;
+    if (adafactorStep) {
+      // torch's state shapes: the row factor keeps the last dimension as 1,
+      // the column factor the one before.
+      SmallVector<std::pair<std::string, RankedTensorType>, 2> slots;
+      if (type.getRank() >= 2) {
+        SmallVector<int64_t> rowShape(type.getShape());
+        SmallVector<int64_t> colShape(type.getShape());
+        rowShape.back() = 1;
+        colShape[colShape.size() - 2] = 1;
+        slots.push_back({stateName(name, "row_var"), type.clone(rowShape)});
+        slots.push_back({stateName(name, "col_var"), type.clone(colShape)});
+      } else {
+        slots.push_back({stateName(name, "variance"), type});
+      }
+      SmallVector<Value, 2> state;
+      for (auto &[slot, slotType] : slots) {
+        state.push_back(addState(slot, slotType));
+        if (!state.back())
+          return signalPassFailure();
+      }
+      builder.setInsertionPoint(returnOp);
+      AdafactorUpdate update = buildAdafactorUpdate(
+          builder, entry.param.getLoc(), entry.value, entry.grad, state,
+          *adafactorStep,
+          AdafactorOptions{decay, eps1, eps2, clipThreshold});
+      updates.push_back({update.param,
+                         FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
+      for (auto [slot, value] : llvm::zip_equal(slots, update.state))
+        updates.push_back({value, FlatSymbolRefAttr::get(context, slot.first)});
+      continue;
+    }
     if (optimizer == "sgd") {
       Value buffer;
       if (momentum != 0.0) {

@@ -32,8 +32,12 @@ def _byte_count(value):
 
 def _flags(options, frozen, shapes):
     """effc's flags from the keyword arguments: weight_decay=0.1 is
-    --weight-decay 0.1, betas=(b1, b2) is --beta1 --beta2."""
+    --weight-decay 0.1, betas=(b1, b2) is --beta1 --beta2, Adafactor's
+    eps=(eps1, eps2) is --eps1 --eps2 (eps1 None: the default) and d is
+    --clip-threshold."""
     flags = []
+    if options.get("optimizer") == "adafactor" and options.get("lr") is None:
+        flags.append(("lr", "0.01"))  # torch.optim.Adafactor's default, as effc
     for key, value in options.items():
         if value is None:
             continue
@@ -41,6 +45,14 @@ def _flags(options, frozen, shapes):
             b1, b2 = value
             flags += [("beta1", repr(float(b1))), ("beta2", repr(float(b2)))]
             continue
+        if key == "eps" and isinstance(value, (tuple, list)):
+            e1, e2 = value
+            if e1 is not None:
+                flags.append(("eps1", repr(float(e1))))
+            flags.append(("eps2", repr(float(e2))))
+            continue
+        if key == "d":
+            key = "clip_threshold"
         if key == "memory_budget":
             value = _byte_count(value)
         if key == "shape":

@@ -306,3 +306,39 @@ def test_plan_of_a_billion_parameters_in_seconds():
     # fp32 parameters and AdamW's two moments.
     assert report.regions["state"] >= 3 * 4 * n
     assert report.by_category["parameters"] > 0
+
+
+def test_mlp_adafactor_torch_options():
+    """Adafactor's torch-style options: eps=(None, eps2), d, beta2_decay,
+    and its default lr 1e-2, against the transcription of
+    torch.optim.Adafactor in test/E2E/lib (PyTorch 1.13 has none)."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "E2E", "lib"))
+    from adafactor_vs_torch import TorchAdafactor
+    torch.manual_seed(2)
+    model = MLP()
+    batches = mlp_data(seed=2)
+    ref = copy.deepcopy(model)
+    trainer = effopt.compile(model, example_inputs=(batches[0][0],),
+                             loss_fn=F.cross_entropy,
+                             example_targets=(batches[0][1],),
+                             optimizer="adafactor", eps=(None, 1e-2), d=1.5,
+                             beta2_decay=-0.6, weight_decay=0.05)
+    opt = TorchAdafactor(ref.parameters(), eps=(None, 1e-2), d=1.5,
+                         beta2_decay=-0.6, weight_decay=0.05)
+    ours, theirs = train_both(ref, trainer, opt, batches,
+                              lambda m, b: F.cross_entropy(m(b[0]), b[1]))
+    assert_close(ours, theirs, "losses")
+    state = trainer.state_dict()
+    for name, p in ref.named_parameters():
+        assert_close(state[name].numpy(), p.detach().numpy(), name)
+        for slot, value in opt.state[p].items():
+            if slot != "step":
+                key = "optimizer.%s.%s" % (name, slot)
+                assert tuple(state[key].shape) == tuple(value.shape), key
+                assert_close(state[key].numpy(), value.numpy(), key)
+    with pytest.raises(effopt.CompileError, match="clip-threshold must be >= 1"):
+        effopt.compile(model, example_inputs=(batches[0][0],),
+                       loss_fn=F.cross_entropy, example_targets=(batches[0][1],),
+                       optimizer="adafactor", d=0.5)

@@ -69,10 +69,12 @@ static cl::opt<std::string> maskLike(
     cl::value_desc("warn|error|freeze"), cl::init("warn"), cl::cat(category));
 
 static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("sgd, adam or adamw"),
+                                      cl::desc("sgd, adam, adamw or adafactor"),
                                       cl::init("adamw"), cl::cat(category));
-static cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(1e-3),
-                          cl::cat(category));
+static cl::opt<double> lr("lr",
+                          cl::desc("Peak learning rate (default 1e-3; 1e-2 "
+                                   "for adafactor, as torch)"),
+                          cl::init(1e-3), cl::cat(category));
 static cl::opt<double> weightDecay(
     "weight-decay",
     cl::desc("Weight decay (default 0.01 for adamw, 0 otherwise)"),
@@ -91,6 +93,18 @@ static cl::opt<double> eps("eps", cl::init(1e-8), cl::cat(category),
                            cl::desc("Adam epsilon"));
 static cl::opt<bool> amsgrad("amsgrad", cl::desc("Adam AMSGrad"),
                              cl::cat(category));
+static cl::opt<double> beta2Decay(
+    "beta2-decay", cl::init(-0.8), cl::cat(category),
+    cl::desc("Adafactor: weight t^beta2-decay of the squared gradient"));
+static cl::opt<double> eps1(
+    "eps1", cl::init(-1.0), cl::cat(category),
+    cl::desc("Adafactor epsilon1 (default: the parameter type's machine "
+             "epsilon)"));
+static cl::opt<double> eps2("eps2", cl::init(1e-3), cl::cat(category),
+                            cl::desc("Adafactor epsilon2"));
+static cl::opt<double> clipThreshold(
+    "clip-threshold", cl::init(1.0), cl::cat(category),
+    cl::desc("Adafactor update clipping threshold (torch's d)"));
 static cl::opt<std::string>
     schedule("schedule", cl::desc("constant, linear_warmup or cosine"),
              cl::init("constant"), cl::cat(category));
@@ -272,7 +286,8 @@ void checkFlags() {
     for (cl::Option *option :
          std::initializer_list<cl::Option *>{
              &optimizer, &lr, &weightDecay, &momentum, &dampening, &nesterov,
-             &beta1, &beta2, &eps, &amsgrad, &schedule, &warmupSteps,
+             &beta1, &beta2, &eps, &amsgrad, &beta2Decay, &eps1, &eps2,
+             &clipThreshold, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
@@ -306,9 +321,14 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
       optimizer,
       {{"sgd", OptimizerKind::Sgd},
        {"adam", OptimizerKind::Adam},
-       {"adamw", OptimizerKind::AdamW}},
-      "sgd, adam or adamw");
-  step.lr = lr.getValue();
+       {"adamw", OptimizerKind::AdamW},
+       {"adafactor", OptimizerKind::Adafactor}},
+      "sgd, adam, adamw or adafactor");
+  // torch.optim.Adafactor's default lr is 1e-2 (the paper's cap of the
+  // relative step).
+  step.lr = step.optimizer == OptimizerKind::Adafactor && !lr.getNumOccurrences()
+                ? 1e-2
+                : lr.getValue();
   step.weightDecay = weightDecay.getValue();
   step.momentum = momentum.getValue();
   step.dampening = dampening.getValue();
@@ -317,6 +337,10 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.beta2 = beta2.getValue();
   step.eps = eps.getValue();
   step.amsgrad = amsgrad.getValue();
+  step.beta2Decay = beta2Decay.getValue();
+  step.eps1 = eps1.getValue();
+  step.eps2 = eps2.getValue();
+  step.clipThreshold = clipThreshold.getValue();
   step.schedule = parseChoice<LrSchedule>(
       schedule,
       {{"constant", LrSchedule::Constant},

@@ -31,7 +31,7 @@ namespace effopt {
 
 /// What the compiled function is.
 enum class StepMode { Train, Forward };
-enum class OptimizerKind { Sgd, Adam, AdamW };
+enum class OptimizerKind { Sgd, Adam, AdamW, Adafactor };
 enum class LrSchedule { Constant, LinearWarmup, Cosine };
 enum class RematPolicy { None, Selective, Full, Sqrt, Budget };
 enum class Precision { FP32, BF16, FP16 };
@@ -72,12 +72,14 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
 
   // The optimizer (eff-optimizer).
   Option<OptimizerKind> optimizer{
-      *this, "optimizer", llvm::cl::desc("sgd, adam or adamw"),
+      *this, "optimizer", llvm::cl::desc("sgd, adam, adamw or adafactor"),
       llvm::cl::init(OptimizerKind::AdamW),
       llvm::cl::values(clEnumValN(OptimizerKind::Sgd, "sgd", "torch.optim.SGD"),
                        clEnumValN(OptimizerKind::Adam, "adam", "torch.optim.Adam"),
                        clEnumValN(OptimizerKind::AdamW, "adamw",
-                                  "torch.optim.AdamW"))};
+                                  "torch.optim.AdamW"),
+                       clEnumValN(OptimizerKind::Adafactor, "adafactor",
+                                  "torch.optim.Adafactor"))};
   Option<ExactDouble> lr{*this, "lr", llvm::cl::desc("Peak learning rate"),
                          llvm::cl::init(1e-3)};
   Option<ExactDouble> weightDecay{
@@ -102,6 +104,22 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
                           llvm::cl::init(1e-8)};
   Option<bool> amsgrad{*this, "amsgrad", llvm::cl::desc("Adam AMSGrad"),
                        llvm::cl::init(false)};
+  Option<ExactDouble> beta2Decay{
+      *this, "beta2-decay",
+      llvm::cl::desc("Adafactor beta2 decay (torch's beta2_decay)"),
+      llvm::cl::init(-0.8)};
+  Option<ExactDouble> eps1{
+      *this, "eps1",
+      llvm::cl::desc("Adafactor epsilon1 (negative: the parameter type's "
+                     "machine epsilon, torch's None)"),
+      llvm::cl::init(-1.0)};
+  Option<ExactDouble> eps2{*this, "eps2",
+                           llvm::cl::desc("Adafactor epsilon2"),
+                           llvm::cl::init(1e-3)};
+  Option<ExactDouble> clipThreshold{
+      *this, "clip-threshold",
+      llvm::cl::desc("Adafactor update clipping threshold (torch's d)"),
+      llvm::cl::init(1.0)};
   Option<LrSchedule> schedule{
       *this, "schedule", llvm::cl::desc("constant, linear_warmup or cosine"),
       llvm::cl::init(LrSchedule::Constant),

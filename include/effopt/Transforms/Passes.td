@@ -234,12 +234,21 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
     the gradients overflowed) makes every update this pass builds -- the
     parameters, the optimizer state and the step counter -- keep its old
     value on that step (`eff.where`); buffer updates are not affected.
+
+    `adafactor` is `torch.optim.Adafactor` (PyTorch >= 2.5, single-tensor,
+    not maximizing), composed of eff ops: a parameter of rank >= 2 keeps a
+    row and a column factor of its second moment over its last two
+    dimensions (`optimizer.<param>.row_var`, `.col_var`), a vector or scalar
+    keeps a full one (`.variance`); the relative step
+    `max(eps2, RMS(param)) * min(lr, 1/sqrt(t))`, update clipping by
+    `clip-threshold` (torch's `d`) and decoupled weight decay `lr * wd`, with
+    `lr` the scheduled learning rate.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "sgd, adam or adamw">,
+           "sgd, adam, adamw or adafactor">,
     Option<"lr", "lr", "::effopt::ExactDouble", /*default=*/"1.0e-3", "Peak learning rate">,
     Option<"momentum", "momentum", "::effopt::ExactDouble", /*default=*/"0.0",
            "SGD momentum">,
@@ -253,6 +262,17 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
     Option<"beta2", "beta2", "::effopt::ExactDouble", /*default=*/"0.999", "Adam beta2">,
     Option<"eps", "eps", "::effopt::ExactDouble", /*default=*/"1.0e-8", "Adam epsilon">,
     Option<"amsgrad", "amsgrad", "bool", /*default=*/"false", "Adam AMSGrad">,
+    Option<"beta2Decay", "beta2-decay", "::effopt::ExactDouble",
+           /*default=*/"-0.8",
+           "Adafactor: the second moment averages with weight t^beta2-decay">,
+    Option<"eps1", "eps1", "::effopt::ExactDouble", /*default=*/"-1.0",
+           "Adafactor epsilon1, the floor of the second moment's RMS "
+           "(negative: the parameter type's machine epsilon, torch's None)">,
+    Option<"eps2", "eps2", "::effopt::ExactDouble", /*default=*/"1.0e-3",
+           "Adafactor epsilon2, the floor of RMS(param) in the relative step">,
+    Option<"clipThreshold", "clip-threshold", "::effopt::ExactDouble",
+           /*default=*/"1.0",
+           "Adafactor update clipping threshold (torch's d)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"constant\"",
            "constant, linear_warmup or cosine">,
     Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
