@@ -29,8 +29,8 @@ rows=(
   "fp32, AdamW, remat full|--precision fp32 --optimizer adamw --remat full"
   "bf16 autocast, AdamW, remat none|--precision bf16 --optimizer adamw --remat none"
   "bf16 autocast, AdamW, remat full|--precision bf16 --optimizer adamw --remat full"
-  "bf16 + 8-bit AdamW, remat full|--precision bf16 $ADAMW8BIT --remat full"
-  "LoRA r=16 (bf16), remat full|--precision bf16 $LORA --remat full"
+  "bf16 + 8-bit AdamW, remat none|--precision bf16 $ADAMW8BIT --remat none"
+  "LoRA r=16 (bf16), remat none|--precision bf16 $LORA --remat none"
   "QLoRA r=16 (NF4 frozen, bf16) + full remat|--precision bf16 $QLORA --remat full"
 )
 if [ -n "${ROWS_EXTRA:-}" ]; then
