@@ -7,7 +7,8 @@
 #
 #   examples/llama/plan7b.sh [OUTDIR]      (default /tmp/effopt-llama7b)
 #
-# EFFC (default build/bin/effc) and the row flags below can be overridden
+# EFFC (default build/bin/effc), BATCH and SEQ (default 1 and 512) and the
+# row flags below can be overridden
 # from the environment; a row whose flags this effc does not know prints
 # the error instead of numbers. Extra rows: ROWS_EXTRA="label|flags;...".
 set -euo pipefail
@@ -15,6 +16,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${1:-/tmp/effopt-llama7b}
 effc=${EFFC:-$root/build/bin/effc}
+batch=${BATCH:-1}
+seq=${SEQ:-512}
 python=/usr/bin/python3
 mkdir -p "$out"
 
@@ -38,7 +41,7 @@ if [ -n "${ROWS_EXTRA:-}" ]; then
   rows+=("${extra[@]}")
 fi
 
-"$python" "$here/make_llama_onnx.py" --config 7b --batch 1 --seq 512 \
+"$python" "$here/make_llama_onnx.py" --config 7b --batch "$batch" --seq "$seq" \
   -o "$out/llama7b.onnx" >&2
 
 i=0

@@ -11,7 +11,9 @@
 //
 // Float initializers become parameters (weights stay in the loaded protobuf
 // or the memory-mapped external data file, referenced by resource blobs, not
-// copied); other initializers become constants. A node whose inputs are all
+// copied), or, with `shapesOnly`, parameters without an initial value whose
+// data is never read (a memory plan from the graph alone); other
+// initializers become constants. A node whose inputs are all
 // constants is evaluated (ConstantFolding.h) rather than converted. A float initializer is a
 // `trainable` parameter only if a gradient can reach it from the loss, as
 // eff-autodiff will ask (the ops' GradientOpInterface): one read only through
