@@ -171,24 +171,46 @@ std::vector<int64_t> MemoryReport::bytesAtPeak() const {
 // JSON
 //===----------------------------------------------------------------------===//
 
-/// The layer a node or tensor belongs to: the first scope of an ONNX node
-/// name ("/blocks.3/attn/MatMul" -> "blocks.3") or the module path prefix of
-/// a state tensor ("blocks.3.attn.weight", "optimizer.blocks.3.ln.bias.exp_avg"
-/// -> "blocks.3"); "(top)" for names without a scope.
+/// Whether `part` is a module index ("3") or ends in one ("layers.3").
+static bool endsInIndex(StringRef part) {
+  StringRef index = part.rsplit('.').second;
+  if (index.empty())
+    index = part;
+  return !index.empty() && llvm::all_of(index, llvm::isDigit);
+}
+
+/// The layer a node or tensor belongs to: the first repeated scope, i.e.
+/// the first scope of an ONNX node name that ends in an index
+/// ("/blocks.3/attn/MatMul" -> "blocks.3", "/model/layers.3/mlp/Gemm" ->
+/// "layers.3", "/layers/2/fc/Gemm" -> "layers.2"), or the module path of a
+/// state tensor up to its first index ("blocks.3.attn.weight",
+/// "optimizer.model.layers.3.ln.bias.exp_avg" -> the same layers); without
+/// an index, the first scope ("/lm_head/Gemm", "lm_head.weight" ->
+/// "lm_head"), and "(top)" for names without a scope.
 static std::string layerOf(StringRef name) {
   if (name.empty())
     return "(unknown)";
   if (name.consume_front("/")) {
-    auto [scope, rest] = name.split('/');
-    return rest.empty() ? "(top)" : scope.str();
+    SmallVector<StringRef> scopes;
+    name.split(scopes, '/');
+    scopes.pop_back(); // the op's own name
+    for (auto [i, scope] : llvm::enumerate(scopes)) {
+      if (!endsInIndex(scope))
+        continue;
+      if (scope.contains('.') || i == 0)
+        return scope.str();
+      return (scopes[i - 1] + "." + scope).str();
+    }
+    return scopes.empty() ? "(top)" : scopes.front().str();
   }
   name.consume_front("optimizer.");
   SmallVector<StringRef> parts;
   name.split(parts, '.');
-  if (parts.size() >= 3 && !parts[1].empty() &&
-      llvm::all_of(parts[1], llvm::isDigit))
-    return (parts[0] + "." + parts[1]).str();
-  return parts.size() >= 2 ? parts[0].str() : "(top)";
+  parts.pop_back(); // the tensor's own name
+  for (auto [i, part] : llvm::enumerate(parts))
+    if (i > 0 && !part.empty() && llvm::all_of(part, llvm::isDigit))
+      return (parts[i - 1] + "." + part).str();
+  return parts.empty() ? "(top)" : parts.front().str();
 }
 
 llvm::json::Value MemoryReport::toJSON() const {
@@ -347,7 +369,12 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
                         formatBytes(atPeak[static_cast<int>(c)]));
 
   // Per layer: persistent tensors and arena buffers live at the peak.
-  std::map<std::string, std::vector<int64_t>> layers;
+  // In numeric order: layers.2 before layers.10.
+  auto numericLess = [](const std::string &a, const std::string &b) {
+    return StringRef(a).compare_numeric(b) < 0;
+  };
+  std::map<std::string, std::vector<int64_t>, decltype(numericLess)> layers(
+      numericLess);
   for (const ReportTensor &t : tensors)
     if (t.category != MemoryCategory::Batch) {
       auto &row = layers[layerOf(t.name)];

@@ -108,6 +108,12 @@ static LogicalResult handleMaskLikeParameters(MLIRContext &context,
 FailureOr<CompiledStep> compileModel(MLIRContext &context, StringRef path,
                                      CompileOptions &options,
                                      llvm::raw_ostream &log) {
+  if (options.import.shapesOnly &&
+      options.step.until == PipelineStage::Codegen)
+    return emitError(FileLineColLoc::get(&context, path, 0, 0),
+                     "without the weights (--shapes-only) the pipeline stops "
+                     "at the memory plan (a report); generating code needs "
+                     "them");
   auto start = Clock::now();
   OwningOpRef<ModuleOp> module =
       importONNXFile(path, &context, options.import);

@@ -41,6 +41,15 @@ Error applyCompilerFlag(CompileOptions &options, StringRef name,
     options.import.freezeRegex = value.str();
     return Error::success();
   }
+  if (name == "shapes-only") {
+    if (value == "true" || value == "1" || value.empty())
+      options.import.shapesOnly = true;
+    else if (value == "false" || value == "0")
+      options.import.shapesOnly = false;
+    else
+      return flagError(name, "must be true or false, got '" + value + "'");
+    return Error::success();
+  }
   if (name == "memory-budget") {
     std::optional<int64_t> bytes = parseBytes(value);
     if (!bytes)

@@ -115,12 +115,20 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
       auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
       tensor.name = parameter.getSymName().str();
       tensor.role = eff::stringifyParamRole(parameter.getRole()).str();
-      if (auto value = parameter.getInitialValue();
-          value && withInitialState)
+      if (withInitialState) {
+        std::optional<ElementsAttr> value = parameter.getInitialValue();
+        // Imported without its weights (--shapes-only): a plan, never a
+        // step with made-up values.
+        if (!value)
+          return parameter.emitError()
+                 << "parameter '" << tensor.name
+                 << "' has no initial value (the model was imported without "
+                    "its weights, --shapes-only): a .effx needs them";
         if (failed(copyInitialValue(*value, type,
                                     layout.initialState.data() + tensor.offset,
                                     tensor.bytes, parameter.getLoc())))
           return failure();
+      }
       if (tensor.role == "optimizer_state" && tensor.name == "optimizer.step")
         layout.stepCounter = tensor.name;
       if (failed(checkDtype(tensor, "state entry")))

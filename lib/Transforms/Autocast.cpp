@@ -132,8 +132,10 @@ struct Autocaster {
       result = moved->getResult(0);
     } else {
       builder.setInsertionPoint(user);
-      result = CastOp::create(builder,
-                              withProvenance(value.getLoc(), Provenance::Cast),
+      // A parameter has no node of its own: its cast is its first user's
+      // (the memory report names it, eff-remat puts it in that block).
+      Location loc = isa<BlockArgument>(value) ? user->getLoc() : value.getLoc();
+      result = CastOp::create(builder, withProvenance(loc, Provenance::Cast),
                               tensorType.clone(type), value);
       ++numCasts;
     }

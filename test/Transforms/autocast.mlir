@@ -100,3 +100,26 @@ module {
 // BF16: eff.add %{{.*}}, %{{.*}} : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
 // LOC: eff.cast {{.*}} loc(#[[CAST:[a-z0-9]+]])
 // LOC: #[[CAST]] = loc(fused<"eff.cast">
+
+// -----
+
+// A parameter's cast carries its first user's node name (a block argument
+// has none): the memory report attributes the low-precision copy to that
+// layer, and eff-remat puts it in that layer's block.
+module {
+  eff.parameter trainable @layers.0.fc.weight : tensor<4x4xf32>
+  func.func @forward(%w: tensor<4x4xf32> {eff.parameter = @layers.0.fc.weight},
+                     %x: tensor<4x4xf32> {eff.input = "x"})
+      -> (tensor<f32> {eff.output = "loss"}) {
+    %y = eff.linear %x, %w {transpose_b = true} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32> loc("/layers.0/fc/Gemm")
+    %loss = eff.reduce_sum %y {axes = array<i64: 0, 1>} : tensor<4x4xf32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// BF16-LABEL: func.func @forward(
+// BF16: eff.cast %{{.*}} : tensor<4x4xf32> to tensor<4x4xbf16>
+// LOC-LABEL: eff.parameter trainable @layers.0.fc.weight
+// LOC: eff.cast %arg0 {{.*}} loc(#[[WCAST:[a-z0-9]+]])
+// LOC: #[[GEMM:[a-z0-9]+]] = loc("/layers.0/fc/Gemm")
+// LOC: #[[WCAST]] = loc(fused<"eff.cast">{{\[}}#[[GEMM]]{{\]}})

@@ -13,6 +13,10 @@
 // output is written to io, for inference and for checking ops against ONNX's
 // backend node tests.
 //
+// Without -o, --report (or --memory-budget) only plans: the pipeline stops
+// at the memory plan and generates no code. --shapes-only then reads just
+// the weights' shapes, so a model can be planned without its data files.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Driver/Compiler.h"
@@ -191,6 +195,12 @@ static cl::opt<std::string> reportSvg(
     "report-svg",
     cl::desc("Write memory over the schedule, by category, as SVG"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
+static cl::opt<bool> shapesOnly(
+    "shapes-only",
+    cl::desc("Read only the weights' shapes: their data (and external data "
+             "files) may be absent. Plans memory for --report and "
+             "--memory-budget; writes no .effx"),
+    cl::cat(category));
 static cl::opt<std::string> memoryBudget(
     "memory-budget",
     cl::desc("Fit the step into BYTES (suffixes K, M, G = KiB, MiB, GiB): "
@@ -310,6 +320,21 @@ void checkFlags() {
       die("--memory-budget: '" + memoryBudget +
           "' is not a byte count (like 3000000, 512K, 1.5M, 2G)");
   }
+  if (shapesOnly && !outputFile.empty())
+    die("--shapes-only reads no weights, so it cannot write a .effx: leave "
+        "out -o " + outputFile + " to plan memory (--report)");
+  if (shapesOnly && emit == "llvm")
+    die("--shapes-only stops at the memory plan; --emit llvm needs the "
+        "weights");
+}
+
+/// Whether only the memory plan is asked for (a report or a budget and no
+/// output): the pipeline then stops at the memory plan, without the
+/// target's code generation (most of the compile time of a large step).
+bool planOnly() {
+  return outputFile.empty() && emit.empty() && batch.empty() &&
+         (report || !reportJson.empty() || !reportSvg.empty() ||
+          !memoryBudget.empty());
 }
 
 /// The step's options from the flags; a flag's bad value dies naming it.
@@ -412,6 +437,8 @@ void fillCompileOptions(effopt::CompileOptions &options,
     options.import.constantInputs[name] = file.str();
   }
   options.import.freezeRegex = freeze;
+  if (shapesOnly)
+    apply("shapes-only", "true");
   apply("mask-like", maskLike);
   fillStepOptions(options.step);
   if (StringRef(remat).starts_with("budget:"))
@@ -454,6 +481,8 @@ LogicalResult compileOne(MLIRContext &context, StringRef input,
   fillCompileOptions(options, constants);
   if (emit == "train-step")
     options.step.until = effopt::PipelineStage::Step;
+  else if (planOnly())
+    options.step.until = effopt::PipelineStage::MemoryPlan;
   FailureOr<effopt::CompiledStep> step =
       effopt::compileModel(context, input, options, errs());
   if (failed(step))
@@ -481,6 +510,19 @@ LogicalResult compileOne(MLIRContext &context, StringRef input,
       failed(effopt::emitMemoryReport(*step->module, step->layout,
                                       reportRequest)))
     return failure();
+  auto printTimes = [&] {
+    if (!timing)
+      return;
+    const effopt::CompileTimes &t = step->times;
+    errs() << formatv("effc: import {0:f2} s, step {1:f2} s, "
+                      "lowering {2:f2} s, codegen {3:f2} s, total {4:f2} s\n",
+                      t.import, t.step, t.lowering, t.codegen,
+                      t.import + t.step + t.lowering + t.codegen);
+  };
+  if (options.step.until == effopt::PipelineStage::MemoryPlan) {
+    printTimes();
+    return success();
+  }
   if (emit == "llvm") {
     step->module->print(outs());
     outs() << "\n";
@@ -489,13 +531,7 @@ LogicalResult compileOne(MLIRContext &context, StringRef input,
   if (failed(effopt::serializeStep(*step, options)) ||
       failed(effopt::writeEffx(output, *step)))
     return failure();
-  if (timing) {
-    const effopt::CompileTimes &t = step->times;
-    errs() << formatv("effc: import {0:f2} s, step {1:f2} s, "
-                      "lowering {2:f2} s, codegen {3:f2} s, total {4:f2} s\n",
-                      t.import, t.step, t.lowering, t.codegen,
-                      t.import + t.step + t.lowering + t.codegen);
-  }
+  printTimes();
   return success();
 }
 
@@ -614,8 +650,9 @@ int main(int argc, char **argv) {
   } else {
     if (inputFile.empty())
       die("no input model (usage: effc MODEL.onnx -o OUT.effx)");
-    if (outputFile.empty() && emit.empty())
-      die("no output file (-o OUT.effx)");
+    if (outputFile.empty() && emit.empty() && !planOnly())
+      die("no output file (-o OUT.effx; --report without -o plans memory "
+          "only)");
   }
 
   DialectRegistry registry;

@@ -61,6 +61,12 @@ static cl::opt<bool>
                  cl::desc("Print weights larger than 16 bytes as \"__elided__\" "
                           "(the output cannot be parsed back)"),
                  cl::cat(category));
+static cl::opt<bool> shapesOnly(
+    "shapes-only",
+    cl::desc("Read only the shapes of float initializers: parameters get no "
+             "initial value, and their data (and external data files) may be "
+             "absent"),
+    cl::cat(category));
 static cl::opt<bool> emitBytecode("emit-bytecode",
                                   cl::desc("Write MLIR bytecode instead of text"),
                                   cl::cat(category));
@@ -138,6 +144,7 @@ int main(int argc, char **argv) {
   options.freezeRegex = freeze;
   options.runChecker = !noChecker;
   options.checkShapes = !noShapeCheck;
+  options.shapesOnly = shapesOnly;
 
   MLIRContext context;
   context.loadDialect<effopt::eff::EffDialect, func::FuncDialect>();

@@ -5,8 +5,8 @@
 // training-step options are parsed by TrainStepOptions itself (the same
 // declarations effc's flags and `effopt-opt --effopt-train-step` use), so a
 // name is either one of them or one of the few options CompileOptions holds
-// outside the pipeline: shape, freeze, memory-budget, remat=budget:BYTES,
-// arch, opt-level.
+// outside the pipeline: shape, freeze, shapes-only, memory-budget,
+// remat=budget:BYTES, arch, opt-level.
 //
 //===----------------------------------------------------------------------===//
 

@@ -11,7 +11,9 @@
 //
 // Float initializers become parameters (weights stay in the loaded protobuf
 // or the memory-mapped external data file, referenced by resource blobs, not
-// copied); other initializers become constants. A node whose inputs are all
+// copied), or, with `shapesOnly`, parameters without an initial value whose
+// data is never read (a memory plan from the graph alone); other
+// initializers become constants. A node whose inputs are all
 // constants is evaluated (ConstantFolding.h) rather than converted. A float initializer is a
 // `trainable` parameter only if a gradient can reach it from the loss, as
 // eff-autodiff will ask (the ops' GradientOpInterface): one read only through
@@ -111,11 +113,15 @@ private:
   LogicalResult prepareModel();
   LogicalResult checkLibOnnxAssumptions();
   LogicalResult loadExternalData();
+  bool skipsData(const onnx::TensorProto &tensor);
+  void moveSkippedWeightsToInputs(onnx::GraphProto &graph);
   FailureOr<RankedTensorType> convertValueType(const onnx::ValueInfoProto &info,
                                                StringRef kind);
   FailureOr<RankedTensorType> convertTensorType(const onnx::TensorProto &tensor);
   ArrayRef<char> rawBytes(const onnx::TensorProto &tensor);
   FailureOr<Value> materializeConstant(const onnx::TensorProto &tensor);
+  FailureOr<ElementsAttr> initialValueOf(const onnx::TensorProto &tensor,
+                                         RankedTensorType type);
   LogicalResult buildForward();
   LogicalResult importNode(const onnx::NodeProto &node, unsigned index);
   LogicalResult crossCheckShapes();
@@ -197,6 +203,15 @@ LogicalResult ModelImporter::prepareModel() {
     return failure();
 
   if (options.runChecker) {
+    // The checker insists that external data files exist. Without the
+    // weights it checks a graph that takes them as inputs instead.
+    const onnx::GraphProto *checked = &model.graph();
+    onnx::GraphProto withoutWeights;
+    if (options.shapesOnly) {
+      withoutWeights = model.graph();
+      moveSkippedWeightsToInputs(withoutWeights);
+      checked = &withoutWeights;
+    }
     std::optional<std::string> problem = catchOnnxErrors([&] {
       onnx::checker::CheckerContext checkerContext;
       checkerContext.set_ir_version(static_cast<int>(model.ir_version()));
@@ -207,7 +222,7 @@ LogicalResult ModelImporter::prepareModel() {
       checkerContext.set_model_dir(baseDirectory);
       checkerContext.set_is_main_graph(true);
       onnx::checker::LexicalScopeContext lexicalScope;
-      onnx::checker::check_graph(model.graph(), checkerContext, lexicalScope);
+      onnx::checker::check_graph(*checked, checkerContext, lexicalScope);
     });
     if (problem)
       return error("ONNX checker rejected the model: " + *problem);
@@ -354,10 +369,47 @@ LogicalResult ModelImporter::checkLibOnnxAssumptions() {
   return success();
 }
 
+/// Whether `tensor`'s data is never read: a float initializer (a parameter)
+/// under `shapesOnly`.
+bool ModelImporter::skipsData(const onnx::TensorProto &tensor) {
+  return options.shapesOnly &&
+         isa_and_nonnull<FloatType>(
+             convertElementType(tensor.data_type(), context));
+}
+
+/// Replaces the initializers whose data is skipped by graph inputs of the
+/// same type (for the checker, which would look for their data files).
+void ModelImporter::moveSkippedWeightsToInputs(onnx::GraphProto &graph) {
+  llvm::StringSet<> inputs;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    inputs.insert(input.name());
+  auto *initializers = graph.mutable_initializer();
+  int kept = 0;
+  for (int i = 0, e = initializers->size(); i < e; ++i) {
+    const onnx::TensorProto &tensor = initializers->Get(i);
+    if (!skipsData(tensor)) {
+      initializers->SwapElements(kept++, i);
+      continue;
+    }
+    if (!inputs.insert(tensor.name()).second)
+      continue;
+    onnx::ValueInfoProto *input = graph.add_input();
+    input->set_name(tensor.name());
+    onnx::TypeProto::Tensor *type =
+        input->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(tensor.data_type());
+    onnx::TensorShapeProto *shape = type->mutable_shape();
+    for (int64_t dim : tensor.dims())
+      shape->add_dim()->set_dim_value(dim);
+  }
+  initializers->DeleteSubrange(kept, initializers->size() - kept);
+}
+
 LogicalResult ModelImporter::loadExternalData() {
   for (const onnx::TensorProto &tensor :
        storage->model.graph().initializer()) {
-    if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
+    if (tensor.data_location() != onnx::TensorProto::EXTERNAL ||
+        skipsData(tensor))
       continue;
     std::string location;
     uint64_t offset = 0;
@@ -378,7 +430,13 @@ LogicalResult ModelImporter::loadExternalData() {
     uint64_t fileSize = 0;
     if (llvm::sys::fs::file_size(path, fileSize))
       return error("external data file '" + path.str() + "' of initializer '" +
-                   tensor.name() + "' cannot be read");
+                   tensor.name() + "' cannot be read" +
+                   (options.shapesOnly
+                        ? "; without the weights (--shapes-only), non-float "
+                          "initializers are still read: constant folding "
+                          "needs their values"
+                        : "; to plan memory without the weights, import "
+                          "with --shapes-only"));
     uint64_t size = length.value_or(fileSize > offset ? fileSize - offset : 0);
     if (offset + size > fileSize)
       return error("external data of initializer '" + tensor.name() +
@@ -504,6 +562,43 @@ static std::string resourceKey(StringRef name) {
   return key;
 }
 
+/// The initial value of a float initializer: a resource blob over the loaded
+/// bytes (no copy where they are aligned).
+FailureOr<ElementsAttr>
+ModelImporter::initialValueOf(const onnx::TensorProto &tensor,
+                              RankedTensorType type) {
+  ArrayRef<char> bytes = rawBytes(tensor);
+  int64_t expectedBytes = storageBytes(type);
+  AsmResourceBlob blob;
+  if (!bytes.empty() || tensor.has_raw_data() ||
+      tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (static_cast<int64_t>(bytes.size()) != expectedBytes)
+      return error("initializer '" + tensor.name() + "' has " +
+                   Twine(bytes.size()) + " bytes of data but its shape " +
+                   eff::formatShape(type.getShape()) + " needs " +
+                   Twine(expectedBytes));
+    size_t alignment = type.getElementTypeBitWidth() / 8;
+    if (reinterpret_cast<uintptr_t>(bytes.data()) % alignment == 0) {
+      // Reference the loaded bytes; the blob keeps the model alive.
+      blob = AsmResourceBlob(
+          bytes, alignment, [keepAlive = storage](void *, size_t, size_t) {},
+          /*dataIsMutable=*/false);
+    } else {
+      blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignment);
+    }
+  } else {
+    FailureOr<DenseElementsAttr> dense = tensorToDenseAttr(
+        tensor, type, {}, "initializer '" + tensor.name() + "'",
+        [&] { return emitError(fileLoc); });
+    if (failed(dense))
+      return failure();
+    blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        dense->getRawData(), type.getElementTypeBitWidth() / 8);
+  }
+  return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+      type, resourceKey(tensor.name()), std::move(blob)));
+}
+
 //===----------------------------------------------------------------------===//
 // Graph
 //===----------------------------------------------------------------------===//
@@ -563,37 +658,13 @@ LogicalResult ModelImporter::buildForward() {
       pendingConstants[tensor.name()] = &tensor;
       continue;
     }
-    ArrayRef<char> bytes = rawBytes(tensor);
-    int64_t expectedBytes = storageBytes(*type);
-    AsmResourceBlob blob;
-    if (!bytes.empty() || tensor.has_raw_data() ||
-        tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-      if (static_cast<int64_t>(bytes.size()) != expectedBytes)
-        return error("initializer '" + tensor.name() + "' has " +
-                     Twine(bytes.size()) + " bytes of data but its shape " +
-                     eff::formatShape(type->getShape()) + " needs " +
-                     Twine(expectedBytes));
-      size_t alignment = type->getElementTypeBitWidth() / 8;
-      if (reinterpret_cast<uintptr_t>(bytes.data()) % alignment == 0) {
-        // Reference the loaded bytes; the blob keeps the model alive.
-        blob = AsmResourceBlob(
-            bytes, alignment,
-            [keepAlive = storage](void *, size_t, size_t) {},
-            /*dataIsMutable=*/false);
-      } else {
-        blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignment);
-      }
-    } else {
-      FailureOr<DenseElementsAttr> dense = tensorToDenseAttr(
-          tensor, *type, {}, "initializer '" + tensor.name() + "'",
-          [&] { return emitError(fileLoc); });
-      if (failed(dense))
+    ElementsAttr initialValue;
+    if (!skipsData(tensor)) {
+      FailureOr<ElementsAttr> value = initialValueOf(tensor, *type);
+      if (failed(value))
         return failure();
-      blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-          dense->getRawData(), type->getElementTypeBitWidth() / 8);
+      initialValue = *value;
     }
-    auto initialValue = DenseResourceElementsAttr::get(
-        *type, resourceKey(tensor.name()), std::move(blob));
 
     auto knownRole = parameterRoles.find(tensor.name());
     eff::ParamRole role = knownRole == parameterRoles.end()

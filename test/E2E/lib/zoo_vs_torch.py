@@ -11,7 +11,8 @@ with PyTorch 1.13, exported the ordinary way, and compares them.
 inputs and returns the loss, or a tuple with the loss first), the batch size
 and batches(step) -> {input name: numpy array}. The model is exported as a
 user would (torch.onnx.export, TRAINING mode, do_constant_folding=False,
-opset 17), compiled with effc and run through libeffrt's C interface.
+opset 17), or written by the case's own write_onnx from the module's state,
+compiled with effc and run through libeffrt's C interface.
 
 Modes:
 - stepwise (default): before every step, effopt's state is set to PyTorch's
@@ -66,6 +67,10 @@ class ZooCase:
     norm_rtol: float = 1e-2
     notes: str = ""
     effc_flags: list = field(default_factory=list)
+    # Writes the ONNX graph itself, write_onnx(path, {name: numpy array of
+    # the model's state}), instead of torch.onnx.export (graphs built with
+    # onnx.helper, like examples/llama/make_llama_onnx.py).
+    write_onnx: Callable = None
 
 
 NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64,
@@ -260,8 +265,12 @@ def main():
     first = case.batches(0)
     names = list(first)
     onnx_path = os.path.join(args.work, label + ".onnx")
-    export(model, tuple(torch.from_numpy(first[k]) for k in names), names,
-           onnx_path, output_names=("loss",) + tuple(case.extra_outputs))
+    if case.write_onnx is not None:
+        case.write_onnx(onnx_path, {k: v.detach().numpy() for k, v in
+                                    torch_state(model).items()})
+    else:
+        export(model, tuple(torch.from_numpy(first[k]) for k in names), names,
+               onnx_path, output_names=("loss",) + tuple(case.extra_outputs))
     effx = os.path.join(args.work, label + ".effx")
     run([os.path.join(args.bin, "effc"), onnx_path, "-o", effx]
         + effc_flags(args) + case.effc_flags + args.effc)

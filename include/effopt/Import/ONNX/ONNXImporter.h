@@ -31,6 +31,12 @@ struct ONNXImportOptions {
   /// Graph inputs that become constants with the data of a TensorProto
   /// file (`--constant-input name=file.pb`): shape operands of node tests.
   llvm::StringMap<std::string> constantInputs;
+  /// Read only the shapes of float initializers (`--shapes-only`): they
+  /// become parameters without an initial value, and their data (inline or
+  /// in external data files, which need not exist) is never read. Enough
+  /// for the memory plan and its report; a .effx needs the weights.
+  /// Non-float initializers are still read: constant folding needs them.
+  bool shapesOnly = false;
 };
 
 /// Imports the ONNX model at `path`. Errors are emitted as one diagnostic
