@@ -63,7 +63,8 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
                   llvm::formatv("{0}", static_cast<double>(options.loraDropout))
                       .str());
     std::string why;
-    if (!llvm::Regex(options.loraTargets).isValid(why))
+    if (!options.loraTargets.empty() &&
+        !llvm::Regex(options.loraTargets).isValid(why))
       return fail("--lora: targets '" + options.loraTargets +
                   "' is not a valid regex: " + why);
   }

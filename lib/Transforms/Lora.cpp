@@ -186,7 +186,8 @@ void EffLoraPass::runOnOperation() {
     return signalPassFailure();
   }
   if (rank < 1) {
-    module.emitError("eff-lora: rank must be >= 1, got ") << rank;
+    module.emitError("eff-lora: rank must be >= 1, got ")
+        << static_cast<int64_t>(rank);
     return signalPassFailure();
   }
   if (!(dropout >= 0 && dropout < 1)) {
@@ -196,7 +197,7 @@ void EffLoraPass::runOnOperation() {
   }
   llvm::Regex regex(targets);
   std::string regexError;
-  if (!regex.isValid(regexError)) {
+  if (!targets.empty() && !regex.isValid(regexError)) {
     module.emitError("eff-lora: targets '")
         << targets << "' is not a valid regex: " << regexError;
     return signalPassFailure();
