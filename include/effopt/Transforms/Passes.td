@@ -58,7 +58,11 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
       forward op reads (the residual stream, so each recomputed chain stays
       between two kept values); recompute the rest (elementwise ops,
       softmax, dropout, normalisation, ...) and products of two activations
-      larger than their inputs (attention scores).
+      larger than their inputs (attention scores). Low-rank pairs (LoRA's
+      adapters from `eff-lora`: a GEMM with a weight projecting to at most
+      1/8 of its input, read only by one expanding at least 8x) are cheap
+      to recompute: the expansion is recomputed, and the projection does
+      not count as a second reader of its input.
     - `full`: keep only values that cross a block boundary and recompute the
       rest of each block in its backward. Blocks are the repeated scopes of
       the ONNX node names (`/blocks.3/...`, `/layers/2/...`) where they

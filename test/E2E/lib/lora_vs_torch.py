@@ -106,7 +106,8 @@ def main():
     spec = "rank=%d,alpha=%r,targets=%s" % (args.rank, args.alpha, args.targets)
     tv.run([os.path.join(args.bin, "effc"), onnx_path, "-o", effx,
             "--optimizer", "adamw", "--lr", repr(args.lr),
-            "--weight-decay", repr(args.weight_decay), "--lora", spec])
+            "--weight-decay", repr(args.weight_decay), "--lora", spec,
+            "--opt-level", "1"])
     init = os.path.join(args.work, "init.safetensors")
     tv.run([os.path.join(args.bin, "effrun"), effx, "--data", npz_path,
             "--steps", "0", "--save", init, "--quiet"])
