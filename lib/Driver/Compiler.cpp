@@ -67,6 +67,9 @@ static LogicalResult handleMaskLikeParameters(MLIRContext &context,
                                               llvm::raw_ostream &log) {
   if (options.step.mode == StepMode::Forward)
     return success();
+  // eff-lora freezes every parameter: nothing mask-like is trained.
+  if (options.step.lora)
+    return success();
   MaskLikeParameters maskLike(*module);
   if (maskLike.entries().empty())
     return success();
