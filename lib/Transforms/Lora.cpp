@@ -100,8 +100,8 @@ WeightUses classifyUses(BlockArgument weight) {
 /// peft's module name of a weight: "fc.weight" -> "fc",
 /// "attn.in_proj_weight" -> "attn.in_proj", anything else as it is.
 std::string moduleNameOf(StringRef weight) {
-  if (weight.consume_back(".weight") || weight.consume_back("_weight"))
-    return weight.str();
+  if (!weight.consume_back(".weight"))
+    weight.consume_back("_weight");
   return weight.str();
 }
 
@@ -183,6 +183,10 @@ void EffLoraPass::runOnOperation() {
   if (!forward) {
     module.emitError("eff-lora: no func.func @forward (run it on the "
                      "imported model, before eff-autodiff)");
+    return signalPassFailure();
+  }
+  if (module->hasAttr(kLoraAttrName)) {
+    module.emitError("eff-lora: the model already has LoRA adapters");
     return signalPassFailure();
   }
   if (rank < 1) {

@@ -62,3 +62,13 @@ module {
     return
   }
 }
+
+// -----
+
+// Adapters are added once.
+// expected-error @below {{eff-lora: the model already has LoRA adapters}}
+module attributes {eff.lora = {adapters = [], alpha = 8.0 : f64, rank = 8 : i64}} {
+  func.func @forward() {
+    return
+  }
+}
