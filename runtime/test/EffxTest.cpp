@@ -495,6 +495,13 @@ TEST(effxManifestChecks) {
        "lora: 'w' (float32 [3,2]) does not fit its adapters [2] and [2]"},
       {[](json &m) {
          m["lora"] = {{"adapters", json::array({{{"weight", "w"},
+                                                 {"lora_A", "w"},
+                                                 {"lora_B", "optimizer.step"},
+                                                 {"scaling", 2.0}}})}};
+       },
+       "lora: 'w' (float32 [3,2]) does not fit its adapters [3,2] and []"},
+      {[](json &m) {
+         m["lora"] = {{"adapters", json::array({{{"weight", "w"},
                                                  {"lora_A", "b"},
                                                  {"lora_B", "b"},
                                                  {"scaling", "2"}}})}};

@@ -782,9 +782,9 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
               quoteName(!w ? adapter.weight : !ea ? adapter.loraA
                                                   : adapter.loraB));
       // W is out x in (in x out when transposed), A rank x in, B out x rank.
-      bool fits = w->dtype == DType::F32 && ea->dtype == DType::F32 &&
-                  eb->dtype == DType::F32 && w->shape.size() == 2 &&
-                  ea->shape.size() == 2 && eb->shape.size() == 2;
+      bool fits = w->dtype == ea->dtype && w->dtype == eb->dtype &&
+                  w->shape.size() == 2 && ea->shape.size() == 2 &&
+                  eb->shape.size() == 2;
       if (fits) {
         int64_t out = w->shape[adapter.transposed ? 1 : 0];
         int64_t in = w->shape[adapter.transposed ? 0 : 1];
@@ -795,7 +795,7 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
         error("lora: ", quoteName(adapter.weight), " (",
               dtypeName(w->dtype), " ", formatShape(w->shape),
               ") does not fit its adapters ", formatShape(ea->shape), " and ",
-              formatShape(eb->shape), " (float32 only)");
+              formatShape(eb->shape));
       m.loraAdapters.push_back(std::move(adapter));
     }
   }

@@ -328,6 +328,10 @@ NamedTensors Session::mergedLoraWeights() const {
     auto it = byWeight.find(e.name);
     if (it != byWeight.end()) {
       const EffxManifest::LoraAdapter &a = *it->second;
+      if (e.dtype != DType::F32)
+        fail(s.path(), ": cannot merge the LoRA adapters of ",
+             quoteName(e.name), ": it is ", dtypeName(e.dtype),
+             " (merging supports float32)");
       Tensor A = readState(a.loraA), B = readState(a.loraB);
       const int64_t rank = A.shape()[0], in = A.shape()[1],
                     out = B.shape()[0];
