@@ -6,6 +6,7 @@
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
 #include "effopt/Driver/MemoryBudget.h"
+#include "effopt/Transforms/Lora.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -65,6 +66,9 @@ static LogicalResult handleMaskLikeParameters(MLIRContext &context,
                                               OwningOpRef<ModuleOp> &module,
                                               llvm::raw_ostream &log) {
   if (options.step.mode == StepMode::Forward)
+    return success();
+  // eff-lora freezes every parameter: nothing mask-like is trained.
+  if (options.step.lora)
     return success();
   MaskLikeParameters maskLike(*module);
   if (maskLike.entries().empty())
@@ -234,6 +238,9 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
     return failure();
   step.layout = std::move(*layout);
   step.description = describe(modelName, stepOptions);
+  // What effrun --merge-lora needs to fold the adapters into the weights.
+  if (std::optional<llvm::json::Object> lora = describeLoraAdapters(*module))
+    step.description["lora"] = std::move(*lora);
   step.times.step = secondsSince(start);
   step.module = std::move(module);
   if (stepOptions.until == PipelineStage::Step)

@@ -33,6 +33,55 @@ static Error parseShape(StringRef spec, ONNXImportOptions &options) {
   return Error::success();
 }
 
+/// --lora rank=R,alpha=A,dropout=P,targets=REGEX,seed=S (every key
+/// optional; "" or "on": peft's defaults). targets= takes the rest of the
+/// text, commas included, so a regex like (a|b){1,2} needs no quoting.
+Error applyLoraSpec(TrainStepOptions &step, StringRef spec) {
+  step.lora = true;
+  spec = spec.trim();
+  if (spec.empty() || spec == "on" || spec == "true")
+    return Error::success();
+  while (!spec.empty()) {
+    auto [key, rest] = spec.split('=');
+    key = key.trim();
+    if (key == "targets") {
+      step.loraTargets = rest.str();
+      return Error::success();
+    }
+    auto [text, tail] = rest.split(',');
+    spec = tail;
+    text = text.trim();
+    if (key == "rank" || key == "r") {
+      int64_t rank;
+      if (text.getAsInteger(10, rank) || rank < 1)
+        return flagError("lora", "rank must be a positive integer, got '" +
+                                     text + "'");
+      step.loraRank = rank;
+    } else if (key == "alpha" || key == "lora_alpha") {
+      double alpha;
+      if (text.getAsDouble(alpha))
+        return flagError("lora", "alpha must be a number, got '" + text + "'");
+      step.loraAlpha = alpha;
+    } else if (key == "dropout" || key == "lora_dropout") {
+      double dropout;
+      if (text.getAsDouble(dropout) || !(dropout >= 0 && dropout < 1))
+        return flagError("lora", "dropout must be a number in [0, 1), got '" +
+                                     text + "'");
+      step.loraDropout = dropout;
+    } else if (key == "seed") {
+      int64_t seed;
+      if (text.getAsInteger(10, seed))
+        return flagError("lora", "seed must be an integer, got '" + text + "'");
+      step.loraSeed = seed;
+    } else {
+      return flagError("lora", "unknown key '" + key +
+                                   "' (expected rank=R,alpha=A,dropout=P,"
+                                   "seed=S,targets=REGEX)");
+    }
+  }
+  return Error::success();
+}
+
 Error applyCompilerFlag(CompileOptions &options, StringRef name,
                         StringRef value) {
   if (name == "shape")
@@ -50,6 +99,8 @@ Error applyCompilerFlag(CompileOptions &options, StringRef name,
       return flagError(name, "must be true or false, got '" + value + "'");
     return Error::success();
   }
+  if (name == "lora")
+    return applyLoraSpec(options.step, value);
   if (name == "memory-budget") {
     std::optional<int64_t> bytes = parseBytes(value);
     if (!bytes)

@@ -10,6 +10,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
 
 using namespace mlir;
 
@@ -50,6 +51,23 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (!(options.lossScaleMin >= 0) ||
       options.lossScaleMin > options.lossScaleInit)
     return fail("--loss-scale-min must be in [0, --loss-scale-init]");
+  if (options.lora) {
+    if (options.mode == StepMode::Forward)
+      return fail("--lora applies to training steps only, not to --mode "
+                  "forward");
+    if (options.loraRank < 1)
+      return fail("--lora: rank must be >= 1, got " +
+                  llvm::Twine(static_cast<int64_t>(options.loraRank)));
+    if (!(options.loraDropout >= 0 && options.loraDropout < 1))
+      return fail("--lora: dropout must be in [0, 1), got " +
+                  llvm::formatv("{0}", static_cast<double>(options.loraDropout))
+                      .str());
+    std::string why;
+    if (!options.loraTargets.empty() &&
+        !llvm::Regex(options.loraTargets).isValid(why))
+      return fail("--lora: targets '" + options.loraTargets +
+                  "' is not a valid regex: " + why);
+  }
   if (!options.rematBoundary.empty() && options.remat != RematPolicy::Full)
     return fail("--remat-boundary applies to --remat full only");
   if (options.rematFreeBytes < 0)
@@ -121,6 +139,17 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     abi.mode = "forward";
     pm.addPass(createEffStepAbiPass(abi));
     return;
+  }
+  // Adapters on the imported forward: autocast then treats their GEMMs like
+  // the model's, and autodiff differentiates only them.
+  if (options.lora) {
+    EffLoraPassOptions lora;
+    lora.rank = options.loraRank;
+    lora.alpha = options.loraAlpha;
+    lora.dropout = options.loraDropout;
+    lora.targets = options.loraTargets;
+    lora.seed = options.loraSeed;
+    pm.addPass(createEffLoraPass(lora));
   }
   // Casts before autodiff, so the backward differentiates through them.
   if (options.precision != Precision::FP32) {

@@ -412,8 +412,16 @@ private:
   /// A product of two activations whose result is larger than both inputs
   /// (attention scores, sequence x sequence per head) is recomputed: few
   /// FLOPs per byte freed.
+  ///
+  /// Low-rank GEMMs (LoRA's adapters, eff-lora) are the exception on both
+  /// counts: the expansion B (r -> out) costs 2r FLOPs per output element,
+  /// as little as an elementwise op, so it is recomputed; and the
+  /// projection A (in -> r) reading a layer's input is not a second reader
+  /// of it (the input stays recomputable, as without the adapter).
   bool selectiveKeeps(Value v) const {
     Operation *producer = v.getDefiningOp();
+    if (isLowRankExpansion(producer))
+      return false;
     if (isa<LinearOp, Conv2DOp>(producer))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(producer)) {
@@ -428,10 +436,75 @@ private:
     }
     llvm::SmallPtrSet<Operation *, 4> readers;
     for (Operation *user : v.getUsers())
-      if (forwardIndex.count(user))
+      if (forwardIndex.count(user) && !isLowRankProjectionOf(user, v))
         readers.insert(user);
     return readers.size() > 1;
   }
+
+  /// The bytes of the activation operands of a GEMM (matmul or linear)
+  /// that also has a weight operand (one that depends on no batch input);
+  /// nothing for other ops.
+  std::optional<int64_t> weightGemmActivationBytes(Operation *op) const {
+    if (!isa<MatmulOp, LinearOp>(op))
+      return std::nullopt;
+    int64_t bytes = 0;
+    bool weightOperand = false;
+    for (Value operand : op->getOperands().take_front(2)) {
+      if (activations.contains(operand))
+        bytes += tensorBytes(operand.getType());
+      else
+        weightOperand = true;
+    }
+    if (!weightOperand || bytes == 0)
+      return std::nullopt;
+    return bytes;
+  }
+
+  /// The second GEMM of a low-rank pair x -> A -> B: a GEMM with a weight
+  /// whose output is at least kLowRank times its activation input, which a
+  /// GEMM with a weight produced.
+  bool isLowRankExpansion(Operation *op) const {
+    std::optional<int64_t> in = weightGemmActivationBytes(op);
+    if (!in || tensorBytes(op->getResult(0).getType()) < kLowRank * *in)
+      return false;
+    return llvm::any_of(op->getOperands().take_front(2), [&](Value operand) {
+      Operation *producer = operand.getDefiningOp();
+      return activations.contains(operand) && producer &&
+             weightGemmActivationBytes(producer);
+    });
+  }
+
+  /// `user` is the first GEMM of a low-rank pair reading `v` (directly or
+  /// through a dropout): a GEMM with a weight whose output, at most
+  /// 1/kLowRank of `v`, only a low-rank expansion reads.
+  bool isLowRankProjectionOf(Operation *user, Value v) const {
+    if (auto dropout = dyn_cast<DropoutOp>(user)) {
+      Operation *reader = onlyForwardReader(dropout.getOutput());
+      return reader && isLowRankProjectionOf(reader, dropout.getOutput());
+    }
+    std::optional<int64_t> in = weightGemmActivationBytes(user);
+    if (!in || kLowRank * tensorBytes(user->getResult(0).getType()) >
+                   tensorBytes(v.getType()))
+      return false;
+    Operation *reader = onlyForwardReader(user->getResult(0));
+    return reader && isLowRankExpansion(reader);
+  }
+
+  /// The one forward op reading `v` (its saves aside), or null.
+  Operation *onlyForwardReader(Value v) const {
+    Operation *reader = nullptr;
+    for (Operation *user : v.getUsers()) {
+      if (!forwardIndex.count(user) || user == reader)
+        continue;
+      if (reader)
+        return nullptr;
+      reader = user;
+    }
+    return reader;
+  }
+
+  /// How much narrower than the layer a low-rank GEMM's inner dimension is.
+  static constexpr int64_t kLowRank = 8;
 
   bool shouldRecompute(Value v) const {
     if (!isForwardValue(v))

@@ -8,6 +8,7 @@
 docs/Python.md describes the API.
 """
 import os
+import re
 import tempfile
 
 from . import _export, _lib
@@ -28,6 +29,32 @@ def _byte_count(value):
         if text.endswith(suffix):
             return text[:-len(suffix)]
     return text
+
+
+def _lora_spec(value):
+    """effc's --lora value from lora=True, a spec string, or a dict of
+    rank, alpha (or lora_alpha), dropout (or lora_dropout), seed, targets
+    (a regex, or a list of names: peft's target_modules)."""
+    if value is True:
+        return "on"
+    if isinstance(value, str):
+        return value
+    spec = dict(value)
+    parts = []
+    for key in ("rank", "r", "alpha", "lora_alpha", "dropout",
+                "lora_dropout", "seed"):
+        if spec.get(key) is not None:
+            parts.append(f"{key}={spec.pop(key)!r}")
+    targets = spec.pop("targets", spec.pop("target_modules", None))
+    if spec:
+        raise ValueError(f"lora: unknown keys {sorted(spec)}")
+    if targets is not None:
+        if not isinstance(targets, str):
+            # peft's target_modules: module names; ours are weight names.
+            targets = "|".join(r"(^|\.)" + re.escape(t) + r"\.weight$"
+                               for t in targets)
+        parts.append(f"targets={targets}")
+    return ",".join(parts) or "on"
 
 
 def _flags(options, frozen, shapes):
@@ -58,6 +85,9 @@ def _flags(options, frozen, shapes):
         if key == "shape":
             for name, dims in dict(value).items():
                 flags.append(("shape", f"{name}={','.join(map(str, dims))}"))
+            continue
+        if key == "lora":
+            flags.append(("lora", _lora_spec(value)))
             continue
         name = key.replace("_", "-")
         if isinstance(value, bool):

@@ -67,6 +67,7 @@ def runtime():
             "effrt_session_set_input": (ctypes.c_int, [p, s, p, ctypes.c_size_t]),
             "effrt_session_step": (ctypes.c_int, [p, ctypes.POINTER(ctypes.c_float)]),
             "effrt_session_save": (ctypes.c_int, [p, s]),
+            "effrt_session_save_merged_lora": (ctypes.c_int, [p, s]),
             "effrt_session_load": (ctypes.c_int, [p, s]),
             "effrt_session_step_counter": (i64, [p]),
             "effrt_session_allocated_bytes": (ctypes.c_uint64, [p, u64p, u64p, u64p]),

@@ -212,6 +212,14 @@ class Trainer:
         if self._rt.effrt_session_save(self._session, str(path).encode()) != 0:
             raise _lib.runtime_error(f"save {path}")
 
+    def save_merged_lora(self, path):
+        """Writes the weights with the LoRA adapters merged, W + alpha/r *
+        B A under the original names (no adapters, no optimizer state), as
+        effrun --merge-lora does: a model compiled with lora=..."""
+        if self._rt.effrt_session_save_merged_lora(
+                self._session, str(path).encode()) != 0:
+            raise _lib.runtime_error(f"save_merged_lora {path}")
+
     def load(self, path):
         """Restores a checkpoint written by save() or effrun --save."""
         if self._rt.effrt_session_load(self._session, str(path).encode()) != 0:

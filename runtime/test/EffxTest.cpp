@@ -475,6 +475,38 @@ TEST(effxManifestChecks) {
        "'step_counter' names 'steps', which is not a state entry"},
       {[](json &m) { m["step_counter"] = "b"; },
        "'step_counter' 'b' is float32 [2], expected an int64 scalar"},
+      // effc --lora: the adapters of a weight, to merge.
+      {[](json &m) { m["lora"] = 1; }, "'lora' is not a JSON object"},
+      {[](json &m) { m["lora"] = {{"adapters", 2}}; },
+       "lora: 'adapters' is not a JSON array"},
+      {[](json &m) {
+         m["lora"] = {{"adapters", json::array({{{"weight", "w"},
+                                                 {"lora_A", "w.lora_A"},
+                                                 {"lora_B", "b"},
+                                                 {"scaling", 2.0}}})}};
+       },
+       "lora: the state has no 'w.lora_A'"},
+      {[](json &m) {
+         m["lora"] = {{"adapters", json::array({{{"weight", "w"},
+                                                 {"lora_A", "b"},
+                                                 {"lora_B", "b"},
+                                                 {"scaling", 2.0}}})}};
+       },
+       "lora: 'w' (float32 [3,2]) does not fit its adapters [2] and [2]"},
+      {[](json &m) {
+         m["lora"] = {{"adapters", json::array({{{"weight", "w"},
+                                                 {"lora_A", "w"},
+                                                 {"lora_B", "optimizer.step"},
+                                                 {"scaling", 2.0}}})}};
+       },
+       "lora: 'w' (float32 [3,2]) does not fit its adapters [3,2] and []"},
+      {[](json &m) {
+         m["lora"] = {{"adapters", json::array({{{"weight", "w"},
+                                                 {"lora_A", "b"},
+                                                 {"lora_B", "b"},
+                                                 {"scaling", "2"}}})}};
+       },
+       "lora: 'scaling' of 'w' is not a number"},
   };
   for (const Case &c : cases)
     CHECK_ERROR(openParts(editedManifest(c.edit)), c.message);

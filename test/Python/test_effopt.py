@@ -342,3 +342,51 @@ def test_mlp_adafactor_torch_options():
         effopt.compile(model, example_inputs=(batches[0][0],),
                        loss_fn=F.cross_entropy, example_targets=(batches[0][1],),
                        optimizer="adafactor", d=0.5)
+
+
+def test_lora_adapters_train_like_torch_and_merge(tmp_path):
+    """lora={...}: peft-named adapters (effopt's initial A loaded into a
+    torch LoRA), the same losses, frozen base weights, and the merged
+    weights are W + alpha/r B A."""
+    torch.manual_seed(5)
+    model = MLP()
+    batches = mlp_data(seed=5)
+    base = copy.deepcopy(model)
+    trainer = effopt.compile(model, (batches[0][0],), loss_fn=F.cross_entropy,
+                             example_targets=(batches[0][1],), optimizer="adamw",
+                             lr=1e-2, lora={"r": 4, "lora_alpha": 8,
+                                            "target_modules": ["fc1"]})
+    sd = trainer.state_dict()
+    a0, b0 = sd["fc1.lora_A.weight"].clone(), sd["fc1.lora_B.weight"].clone()
+    assert a0.shape == (4, 12) and b0.shape == (32, 4) and not b0.any()
+    assert a0.abs().max() <= 1 / 12 ** 0.5
+    assert not any(k.startswith("fc2.lora") for k in sd), list(sd)
+    a = a0.clone().requires_grad_(True)
+    b = b0.clone().requires_grad_(True)
+    base.requires_grad_(False)
+    opt = torch.optim.AdamW([a, b], lr=1e-2)
+
+    def loss_of(m, batch):
+        x, y = batch
+        h = torch.relu(m.fc1(x) + (x @ a.t() @ b.t()) * 2.0)
+        return F.cross_entropy(m.fc2(h), y)
+
+    ours, theirs = train_both(base, trainer, opt, batches, loss_of)
+    assert_close(ours, theirs, "losses")
+    sd = trainer.state_dict()
+    assert torch.equal(sd["fc1.weight"], model.fc1.weight.detach())
+    assert_close(sd["fc1.lora_B.weight"].numpy(), b.detach().numpy(), "lora_B")
+    trainer.save_merged_lora(tmp_path / "merged.safetensors")
+    with open(tmp_path / "merged.safetensors", "rb") as f:
+        raw = f.read()
+    import json
+    import struct
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    assert sorted(k for k in header if k != "__metadata__") == \
+        ["fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"]
+    lo, hi = header["fc1.weight"]["data_offsets"]
+    merged = np.frombuffer(raw[8 + n + lo:8 + n + hi], np.float32).reshape(32, 12)
+    want = (sd["fc1.weight"].double() + 2.0 * sd["fc1.lora_B.weight"].double()
+            @ sd["fc1.lora_A.weight"].double()).numpy()
+    np.testing.assert_allclose(merged, want, rtol=1e-6, atol=1e-7)

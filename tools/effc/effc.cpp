@@ -64,6 +64,15 @@ static cl::list<std::string> constantInputs(
 static cl::opt<std::string>
     freeze("freeze", cl::desc("Freeze parameters whose name matches"),
            cl::value_desc("regex"), cl::cat(category));
+static cl::opt<std::string> lora(
+    "lora",
+    cl::desc("LoRA fine-tuning (eff-lora): freeze the model and train "
+             "low-rank adapters beside the GEMM weights whose name matches "
+             "targets (default: all; targets last, it takes the rest). "
+             "Defaults are peft's: rank=8,alpha=8,dropout=0 "
+             "(\"--lora on\": all defaults; docs/LoRA.md)"),
+    cl::value_desc("rank=R,alpha=A,dropout=P,seed=S,targets=REGEX"),
+    cl::cat(category));
 static cl::opt<std::string> maskLike(
     "mask-like",
     cl::desc("Trainable initializers used only as masks (added to a "
@@ -301,7 +310,7 @@ void checkFlags() {
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
-             &lossScaleHysteresis, &lossScaleMin, &scheduleMemory})
+             &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
       if (option->getNumOccurrences())
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");
@@ -414,6 +423,9 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.lowPrecisionProducts = lowPrecisionProducts.getValue();
   step.convolution = convolution.getValue();
   step.attachMemoryReport = report || !reportJson.empty() || !reportSvg.empty();
+  if (lora.getNumOccurrences())
+    if (Error error = applyLoraSpec(step, lora))
+      die(toString(std::move(error)));
   if (Error error = verifyTrainStepOptions(step))
     die(toString(std::move(error)));
 }

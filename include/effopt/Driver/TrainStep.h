@@ -146,6 +146,32 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       llvm::cl::desc("Regex of parameters without weight decay"),
       llvm::cl::init("")};
 
+  // LoRA (eff-lora): effc's --lora rank=R,alpha=A,dropout=P,targets=REGEX.
+  Option<bool> lora{*this, "lora",
+                    llvm::cl::desc("Freeze the model and train low-rank "
+                                   "adapters beside its GEMMs (eff-lora)"),
+                    llvm::cl::init(false)};
+  Option<int64_t> loraRank{*this, "lora-rank",
+                           llvm::cl::desc("LoRA rank r (peft's default 8)"),
+                           llvm::cl::init(8)};
+  Option<ExactDouble> loraAlpha{
+      *this, "lora-alpha",
+      llvm::cl::desc("LoRA alpha: adapters are scaled by alpha/rank (peft's "
+                     "default 8)"),
+      llvm::cl::init(8.0)};
+  Option<ExactDouble> loraDropout{
+      *this, "lora-dropout",
+      llvm::cl::desc("Dropout on the adapters' input (default 0)"),
+      llvm::cl::init(0.0)};
+  Option<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("Regex of the GEMM weights to adapt (default: all)"),
+      llvm::cl::init("")};
+  Option<int64_t> loraSeed{
+      *this, "lora-seed",
+      llvm::cl::desc("Seed of the adapters' initial A and dropout masks"),
+      llvm::cl::init(0)};
+
   // Memory (eff-remat, eff-grad-accum, eff-schedule-memory).
   Option<RematPolicy> remat{
       *this, "remat", llvm::cl::desc("Rematerialization policy"),

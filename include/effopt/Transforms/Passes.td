@@ -58,7 +58,11 @@ def EffRematPass : Pass<"eff-remat", "::mlir::ModuleOp"> {
       forward op reads (the residual stream, so each recomputed chain stays
       between two kept values); recompute the rest (elementwise ops,
       softmax, dropout, normalisation, ...) and products of two activations
-      larger than their inputs (attention scores).
+      larger than their inputs (attention scores). Low-rank pairs (LoRA's
+      adapters from `eff-lora`: a GEMM with a weight projecting to at most
+      1/8 of its input, read only by one expanding at least 8x) are cheap
+      to recompute: the expansion is recomputed, and the projection does
+      not count as a second reader of its input.
     - `full`: keep only values that cross a block boundary and recompute the
       rest of each block in its backward. Blocks are the repeated scopes of
       the ONNX node names (`/blocks.3/...`, `/layers/2/...`) where they
@@ -289,6 +293,64 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+
+def EffLoraPass : Pass<"eff-lora", "::mlir::ModuleOp"> {
+  let summary = "LoRA: freeze the model, train low-rank adapters beside its GEMMs";
+  let description = [{
+    Runs on the imported `func.func @forward`, before `eff-autocast` and
+    `eff-autodiff`. Every `trainable` parameter becomes `frozen` (no
+    gradient, no optimizer state). For every weight that a GEMM reads and
+    whose name matches `targets` (a regex searched in the parameter name;
+    empty: every GEMM weight) it adds two trainable parameters, named as
+    peft names them: `<module>.lora_A.weight` (rank x in, Kaiming-uniform
+    with a = sqrt(5) as `peft` initialises it: uniform in
+    [-1/sqrt(in), 1/sqrt(in)], from `seed`) and `<module>.lora_B.weight`
+    (out x rank, zeros), where `<module>` is the weight's name without its
+    `.weight` suffix (`attn.in_proj_weight` gives `attn.in_proj`; a name
+    with neither suffix is the module itself). Each GEMM reading the weight
+    then computes
+
+        y = W x + (alpha / rank) * B (A dropout(x))
+
+    with the adapter path beside the base GEMM, which is left as it was
+    (so a later pass can change the frozen weight's storage). The GEMMs
+    recognised are the forms PyTorch 1.13 exports `nn.Linear` and
+    hand-written linears as: `eff.linear %x, %W` (ONNX `Gemm`, with
+    `transpose_b`: W is out x in; without: in x out), `eff.matmul %x,
+    (eff.transpose %W)` (W out x in) and `eff.matmul %x, %W` (`x @ W`: W is
+    in x out). A weight read by anything else as well (a tied embedding) is
+    left without an adapter, with a warning. `dropout` > 0 uses
+    `eff.dropout` (seeded per adapter) on the adapter's input only.
+
+    The module gets `eff.lora`: for every adapted weight its name, the two
+    adapter names, the scale alpha/rank and whether the weight is stored
+    in x out (`transposed`), for merging W + (alpha/rank) B A after
+    training (`effrun --merge-lora`).
+
+    It is an error when `targets` is not a valid regex, or matches no GEMM
+    weight.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"8",
+           "Adapter rank r (peft's default 8)">,
+    Option<"alpha", "alpha", "::effopt::ExactDouble", /*default=*/"8.0",
+           "Scale numerator: the adapter output is scaled by alpha/rank "
+           "(peft's lora_alpha, default 8)">,
+    Option<"dropout", "dropout", "::effopt::ExactDouble", /*default=*/"0.0",
+           "Dropout on the adapter's input (peft's lora_dropout)">,
+    Option<"targets", "targets", "std::string", /*default=*/"\"\"",
+           "Regex of the weight names to adapt (empty: every GEMM weight)">,
+    Option<"seed", "seed", "int64_t", /*default=*/"0",
+           "Seed of the A initialisation and of the dropout masks">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect",
+                           "::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numAdapters", "adapters", "Weights given an adapter">,
+    Statistic<"numAdaptedGemms", "adapted-gemms", "GEMMs given an adapter path">,
+    Statistic<"numFrozen", "frozen", "Parameters frozen">
+  ];
+}
 
 def EffAutocastPass : Pass<"eff-autocast", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: casts that run GEMMs and convolutions in bf16/fp16";

@@ -102,6 +102,15 @@ struct EffxManifest {
   /// "world_size": the ranks the step was compiled for (eff-zero: it
   /// sums its gradients across them); 1 when absent.
   int64_t worldSize = 1;
+  /// "lora" (a step compiled with effc --lora): each adapted weight and its
+  /// adapters, for merging W + scaling * B A (Session::mergedLoraWeights).
+  struct LoraAdapter {
+    std::string weight, loraA, loraB;
+    double scaling = 0;
+    /// The weight is stored in x out (`x @ W`): W + scaling * (B A)^T.
+    bool transposed = false;
+  };
+  std::vector<LoraAdapter> loraAdapters;
   /// The manifest text as stored.
   std::string json;
 

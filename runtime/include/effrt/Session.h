@@ -113,6 +113,17 @@ public:
   /// The checkpoint metadata save() writes.
   Metadata checkpointMetadata() const;
 
+  /// The model's weights with its LoRA adapters merged (a model compiled
+  /// with effc --lora): every trainable, frozen and buffer entry but the
+  /// adapters, each adapted weight W replaced by W + scaling * B A (the
+  /// product accumulated in double, rounded once). Throws Error when the
+  /// model has no adapters.
+  NamedTensors mergedLoraWeights() const;
+  /// Writes mergedLoraWeights() as safetensors (atomically), under the
+  /// original parameter names: the plain model's weights (no optimizer
+  /// state), loadable by torch's load_state_dict.
+  void saveMergedLora(const std::string &path) const;
+
   /// Bytes allocated per region (equal to the manifest's "regions").
   AllocatedBytes allocated() const;
 

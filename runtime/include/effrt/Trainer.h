@@ -46,6 +46,10 @@ struct TrainerOptions {
   /// Where save() writes by default ("": save() needs a path). It is
   /// checked to be writable when the trainer opens, before any training.
   std::string save;
+  /// Where saveMergedLora() writes by default ("": it needs a path): the
+  /// weights with the LoRA adapters merged. Checked to be writable, and the
+  /// model to have adapters, when the trainer opens.
+  std::string mergeLora;
   /// One JSON object per step ("": no log). Truncated, or appended to when
   /// resuming; created by the first run() or step(), once the steps it
   /// asks for are known to fit the data.
@@ -152,6 +156,12 @@ public:
   /// Writes a checkpoint (atomically) to options().save, or to `path`.
   void save() const;
   void save(const std::string &path) const;
+
+  /// Writes the weights with the LoRA adapters merged
+  /// (Session::saveMergedLora) to options().mergeLora, or to `path`; rank 0
+  /// only.
+  void saveMergedLora() const;
+  void saveMergedLora(const std::string &path) const;
 
   struct Impl;
 

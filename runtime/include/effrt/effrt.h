@@ -84,6 +84,11 @@ int effrt_session_get_output(const effrt_session *session, const char *name,
 int effrt_session_save(effrt_session *session, const char *path);
 int effrt_session_load(effrt_session *session, const char *path);
 
+/* Writes the weights with the LoRA adapters merged (W + alpha/r * B A under
+ * the original names, no adapters or optimizer state) as safetensors, for a
+ * model compiled with effc --lora. 0 on success. */
+int effrt_session_save_merged_lora(effrt_session *session, const char *path);
+
 /* Steps taken since the initial state, counting those before a loaded
  * checkpoint; -1 if session is NULL. */
 int64_t effrt_session_step_counter(const effrt_session *session);

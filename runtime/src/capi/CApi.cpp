@@ -130,6 +130,13 @@ int effrt_session_save(effrt_session *session, const char *path) {
   });
 }
 
+int effrt_session_save_merged_lora(effrt_session *session, const char *path) {
+  return guarded([&] {
+    requireSession(session);
+    session->session->saveMergedLora(requireName(path, "path"));
+  });
+}
+
 int effrt_session_load(effrt_session *session, const char *path) {
   return guarded([&] {
     requireSession(session);

@@ -750,6 +750,55 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
         error("loss_scaling: the state has no ", quoteName(name));
     m.lossScaling = ls;
   }
+  if (auto lora = root.find("lora"); lora != root.end()) {
+    if (!lora->is_object())
+      error("'lora' is not a JSON object");
+    const json &adapters = field(*lora, "adapters", "lora: ");
+    if (!adapters.is_array())
+      error("lora: 'adapters' is not a JSON array");
+    for (const json &a : adapters) {
+      if (!a.is_object())
+        error("lora: an adapter is not a JSON object");
+      EffxManifest::LoraAdapter adapter;
+      adapter.weight = string(a, "weight", "lora: ");
+      adapter.loraA = string(a, "lora_A", "lora: ");
+      adapter.loraB = string(a, "lora_B", "lora: ");
+      const json &scaling = field(a, "scaling", "lora: ");
+      if (!scaling.is_number())
+        error("lora: 'scaling' of ", quoteName(adapter.weight),
+              " is not a number");
+      adapter.scaling = scaling.get<double>();
+      if (auto t = a.find("transposed"); t != a.end()) {
+        if (!t->is_boolean())
+          error("lora: 'transposed' of ", quoteName(adapter.weight),
+                " is not a boolean");
+        adapter.transposed = t->get<bool>();
+      }
+      const EffxStateEntry *w = m.findState(adapter.weight);
+      const EffxStateEntry *ea = m.findState(adapter.loraA);
+      const EffxStateEntry *eb = m.findState(adapter.loraB);
+      if (!w || !ea || !eb)
+        error("lora: the state has no ",
+              quoteName(!w ? adapter.weight : !ea ? adapter.loraA
+                                                  : adapter.loraB));
+      // W is out x in (in x out when transposed), A rank x in, B out x rank.
+      bool fits = w->dtype == ea->dtype && w->dtype == eb->dtype &&
+                  w->shape.size() == 2 && ea->shape.size() == 2 &&
+                  eb->shape.size() == 2;
+      if (fits) {
+        int64_t out = w->shape[adapter.transposed ? 1 : 0];
+        int64_t in = w->shape[adapter.transposed ? 0 : 1];
+        fits = ea->shape[1] == in && eb->shape[0] == out &&
+               ea->shape[0] == eb->shape[1];
+      }
+      if (!fits)
+        error("lora: ", quoteName(adapter.weight), " (",
+              dtypeName(w->dtype), " ", formatShape(w->shape),
+              ") does not fit its adapters ", formatShape(ea->shape), " and ",
+              formatShape(eb->shape));
+      m.loraAdapters.push_back(std::move(adapter));
+    }
+  }
   if (auto world = root.find("world_size"); world != root.end()) {
     if (!world->is_number_unsigned() || world->get<uint64_t>() == 0 ||
         world->get<uint64_t>() > static_cast<uint64_t>(INT_MAX))

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <set>
 #include <new>
 
 using namespace effrt;
@@ -303,6 +305,60 @@ Metadata Session::checkpointMetadata() const {
 
 void Session::save(const std::string &path) const {
   writeSafeTensors(path, stateTensors(), checkpointMetadata());
+}
+
+NamedTensors Session::mergedLoraWeights() const {
+  const Impl &s = *impl_;
+  const EffxManifest &m = s.manifest();
+  if (m.loraAdapters.empty())
+    fail(s.path(), ": the model has no LoRA adapters (compile it with effc "
+                   "--lora) to merge");
+  std::map<std::string, const EffxManifest::LoraAdapter *> byWeight;
+  std::set<std::string> adapterNames;
+  for (const EffxManifest::LoraAdapter &a : m.loraAdapters) {
+    byWeight[a.weight] = &a;
+    adapterNames.insert(a.loraA);
+    adapterNames.insert(a.loraB);
+  }
+  NamedTensors merged;
+  for (const EffxStateEntry &e : m.state) {
+    if (e.role == StateRole::OptimizerState || adapterNames.count(e.name))
+      continue;
+    Tensor value = readState(e.name);
+    auto it = byWeight.find(e.name);
+    if (it != byWeight.end()) {
+      const EffxManifest::LoraAdapter &a = *it->second;
+      if (e.dtype != DType::F32)
+        fail(s.path(), ": cannot merge the LoRA adapters of ",
+             quoteName(e.name), ": it is ", dtypeName(e.dtype),
+             " (merging supports float32)");
+      Tensor A = readState(a.loraA), B = readState(a.loraB);
+      const int64_t rank = A.shape()[0], in = A.shape()[1],
+                    out = B.shape()[0];
+      float *w = reinterpret_cast<float *>(value.mutableData());
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i) {
+          double sum = 0;
+          for (int64_t r = 0; r < rank; ++r)
+            sum += static_cast<double>(B.load<float>(o * rank + r)) *
+                   static_cast<double>(A.load<float>(r * in + i));
+          // out x in, or in x out for a weight read as x @ W.
+          int64_t at = a.transposed ? i * out + o : o * in + i;
+          w[at] = static_cast<float>(static_cast<double>(w[at]) +
+                                     a.scaling * sum);
+        }
+    }
+    merged.emplace_back(e.name, std::move(value));
+  }
+  return merged;
+}
+
+void Session::saveMergedLora(const std::string &path) const {
+  const EffxManifest &m = manifest();
+  writeSafeTensors(path, mergedLoraWeights(),
+                   Metadata{{"format", "effopt-merged-lora"},
+                            {"model", m.model},
+                            {"step", std::to_string(impl_->globalStep)}});
 }
 
 static std::string describe(DType dtype, const Shape &shape) {

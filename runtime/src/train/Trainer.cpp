@@ -115,6 +115,14 @@ struct Trainer::Impl {
       data = std::make_unique<RankSource>(std::move(data), rank, ranks);
     if (!options.save.empty())
       checkWritable(options.save);
+    if (rank != 0)
+      options.mergeLora.clear();
+    if (!options.mergeLora.empty()) {
+      if (m.loraAdapters.empty())
+        fail(o.effx, ": --merge-lora: the model has no LoRA adapters "
+                     "(compile it with effc --lora)");
+      checkWritable(options.mergeLora);
+    }
     session.emplace(effx);
     if (o.collectives)
       session->device().setCollectives(o.collectives);
@@ -252,4 +260,19 @@ void Trainer::save(const std::string &path) const {
   if (impl_->rank != 0)
     return; // rank 0 saves the run's one checkpoint
   impl_->session->save(path);
+}
+
+void Trainer::saveMergedLora() const {
+  if (impl_->rank != 0)
+    return;
+  if (impl_->options.mergeLora.empty())
+    fail(impl_->options.effx,
+         ": no merged-weights path (the trainer was opened without one)");
+  saveMergedLora(impl_->options.mergeLora);
+}
+
+void Trainer::saveMergedLora(const std::string &path) const {
+  if (impl_->rank != 0)
+    return;
+  impl_->session->saveMergedLora(path);
 }

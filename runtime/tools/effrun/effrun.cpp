@@ -2,6 +2,7 @@
 //
 //   effrun OUT.effx --data DATA.npz|CORPUS.bin --steps N
 //          [--save CKPT.safetensors] [--log LOSS.jsonl] [--resume CKPT]
+//          [--merge-lora MERGED.safetensors]
 //          [--seed S] [--threads T] [--quiet] [--nproc N] [--mpi]
 //
 // Under mpirun (or with --mpi) every process is one rank of a data-parallel
@@ -43,7 +44,7 @@ using namespace effrt;
 namespace {
 
 struct Options {
-  std::string effx, data, save, log, resume;
+  std::string effx, data, save, log, resume, mergeLora;
   int64_t steps = 0;
   uint64_t seed = 0;
   int threads = 0;
@@ -90,6 +91,7 @@ int run(const Options &o) {
   options.data = o.data;
   options.resume = o.resume;
   options.save = o.save;
+  options.mergeLora = o.mergeLora;
   options.log = o.log;
   options.seed = o.seed;
   options.threads = o.threads;
@@ -121,6 +123,8 @@ int run(const Options &o) {
 
   if (!o.save.empty())
     trainer.save();
+  if (!o.mergeLora.empty())
+    trainer.saveMergedLora();
   // Rank 0 speaks for a data-parallel run.
   bool speaks = !options.collectives || options.collectives->rank() == 0;
   if (!o.quiet && speaks) {
@@ -132,6 +136,8 @@ int run(const Options &o) {
                    static_cast<double>(trainer.lastRecord()->loss));
     if (!o.save.empty())
       std::fprintf(stderr, "; saved %s", o.save.c_str());
+    if (!o.mergeLora.empty())
+      std::fprintf(stderr, "; merged LoRA weights in %s", o.mergeLora.c_str());
     std::fprintf(stderr, "\n");
   }
   return 0;
@@ -152,6 +158,10 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--save", o.save,
                  "write a safetensors checkpoint at the end (and on Ctrl-C)");
+  app.add_option("--merge-lora", o.mergeLora,
+                 "at the end, write the weights with the LoRA adapters merged "
+                 "(W + alpha/r * B A, under the original names; a model "
+                 "compiled with effc --lora)");
   app.add_option("--log", o.log, "write one JSON object per step (JSONL)");
   app.add_option("--resume", o.resume,
                  "continue from a checkpoint written by --save");

@@ -97,6 +97,9 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--accum", type=int, default=1)
     ap.add_argument("--strip-names", action="store_true")
+    ap.add_argument("--effc", action="append", default=[],
+                    help="an extra effc flag for every policy "
+                         "(e.g. --effc=--lora=rank=4,targets=c_attn)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
 
@@ -135,7 +138,7 @@ def main():
             flags += ["--remat-boundary", args.boundary]
         t.run([os.path.join(args.bin, "effc"), onnx_path, "-o", stem + ".effx",
                "--optimizer", "adamw", "--lr", "3e-3",
-               "--report-json", stem + ".json"] + flags)
+               "--report-json", stem + ".json"] + flags + args.effc)
         t.run([os.path.join(args.bin, "effrun"), stem + ".effx", "--data", npz,
                "--steps", str(args.steps), "--log", stem + ".jsonl",
                "--save", stem + ".safetensors", "--quiet", "--threads", "1"])
