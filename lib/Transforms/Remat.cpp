@@ -412,9 +412,12 @@ private:
   /// A product of two activations whose result is larger than both inputs
   /// (attention scores, sequence x sequence per head) is recomputed: few
   /// FLOPs per byte freed.
+  /// An eff.attention's output and log-sum-exp are kept: they are all its
+  /// backward reads, O(T) per head, and recomputing them costs the whole
+  /// attention forward.
   bool selectiveKeeps(Value v) const {
     Operation *producer = v.getDefiningOp();
-    if (isa<LinearOp, Conv2DOp>(producer))
+    if (isa<LinearOp, Conv2DOp, AttentionOp>(producer))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(producer)) {
       int64_t inputs = 0;
