@@ -44,7 +44,7 @@ class Attn(nn.Module):
         s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
         s = s.masked_fill(self.mask == 0, float("-inf"))
         o = (F.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, C)
-        return F.mse_loss(self.proj(o), y)
+        return ((self.proj(o) - y) ** 2).mean()
 '''
 
 TORCH_CHILD = r'''

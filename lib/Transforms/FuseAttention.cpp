@@ -32,6 +32,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
+#include <vector>
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFFUSEATTENTIONPASS
@@ -61,13 +62,87 @@ bool isNegInfSplat(Value value) {
   return v && std::isinf(*v) && *v < 0;
 }
 
-/// Whether `mask` is a constant that is, on [Tq, Tk] with every leading
-/// dimension 1, exactly the causal mask: masked (`true`, or -inf added) at
-/// column j > row i, and not masked (`false`, or 0 added) elsewhere.
-bool isCausalConstant(Value mask) {
+/// The elements of `value` as doubles (row-major, its own shape) when it is
+/// a constant, or a cast, logical_not or comparison with a splat of such:
+/// exporters compute boolean masks as `Equal(Cast(tril), 0)`, which the
+/// importer leaves unfolded above its folding size limit.
+std::optional<std::vector<double>> constantElements(Value value,
+                                                    int depth = 0) {
+  auto type = typeOf(value);
+  int64_t n = type.getNumElements();
   DenseElementsAttr attr;
-  if (!matchPattern(mask, m_Constant(&attr)))
-    return false;
+  if (matchPattern(value, m_Constant(&attr))) {
+    std::vector<double> out;
+    out.reserve(n);
+    Type element = type.getElementType();
+    if (element.isInteger(1)) {
+      for (bool b : attr.getValues<bool>())
+        out.push_back(b ? 1.0 : 0.0);
+    } else if (isa<FloatType>(element)) {
+      for (APFloat f : attr.getValues<APFloat>())
+        out.push_back(f.convertToDouble());
+    } else if (isa<IntegerType>(element)) {
+      for (APInt i : attr.getValues<APInt>())
+        out.push_back(static_cast<double>(i.getSExtValue()));
+    } else {
+      return std::nullopt;
+    }
+    return out;
+  }
+  if (depth > 4)
+    return std::nullopt;
+  Operation *op = value.getDefiningOp();
+  if (auto cast = dyn_cast_or_null<CastOp>(op)) {
+    if (typeOf(cast.getInput()).getShape() != type.getShape())
+      return std::nullopt;
+    std::optional<std::vector<double>> in =
+        constantElements(cast.getInput(), depth + 1);
+    if (in && type.getElementType().isInteger(1))
+      for (double &x : *in)
+        x = x != 0.0 ? 1.0 : 0.0;
+    return in;
+  }
+  if (auto negation = dyn_cast_or_null<LogicalNotOp>(op)) {
+    std::optional<std::vector<double>> in =
+        constantElements(negation.getInput(), depth + 1);
+    if (in)
+      for (double &x : *in)
+        x = x != 0.0 ? 0.0 : 1.0;
+    return in;
+  }
+  if (auto cmp = dyn_cast_or_null<CmpOp>(op)) {
+    DenseElementsAttr rhs;
+    if (typeOf(cmp.getLhs()).getShape() != type.getShape() ||
+        !matchPattern(cmp.getRhs(), m_Constant(&rhs)) || !rhs.isSplat())
+      return std::nullopt;
+    std::optional<std::vector<double>> lhs =
+        constantElements(cmp.getLhs(), depth + 1);
+    std::optional<std::vector<double>> splat = constantElements(cmp.getRhs(),
+                                                                depth + 1);
+    if (!lhs || !splat || splat->empty())
+      return std::nullopt;
+    double c = splat->front();
+    for (double &x : *lhs) {
+      bool r = false;
+      switch (cmp.getPredicate()) {
+      case CmpPredicate::eq: r = x == c; break;
+      case CmpPredicate::ne: r = x != c; break;
+      case CmpPredicate::lt: r = x < c; break;
+      case CmpPredicate::le: r = x <= c; break;
+      case CmpPredicate::gt: r = x > c; break;
+      case CmpPredicate::ge: r = x >= c; break;
+      }
+      x = r ? 1.0 : 0.0;
+    }
+    return lhs;
+  }
+  return std::nullopt;
+}
+
+/// Whether `mask` is, on [Tq, Tk] with every leading dimension 1, exactly
+/// the causal mask: masked (`true`, or -inf added) at column j > row i, and
+/// not masked (`false`, or 0 added) elsewhere.
+bool isCausalConstant(Value mask) {
   auto type = typeOf(mask);
   if (type.getRank() < 2)
     return false;
@@ -76,27 +151,19 @@ bool isCausalConstant(Value mask) {
       return false;
   int64_t rows = type.getDimSize(type.getRank() - 2);
   int64_t cols = type.getDimSize(type.getRank() - 1);
-  if (rows < 2 && cols < 2)
+  if (rows < 2 || cols < 2)
     return false;
-  auto maskedAt = [&](int64_t i, int64_t j) { return j > i; };
-  if (type.getElementType().isInteger(1)) {
-    if (attr.isSplat())
-      return false;
-    auto values = attr.getValues<bool>();
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        if (values[i * cols + j] != maskedAt(i, j))
-          return false;
-    return true;
-  }
-  if (!isa<FloatType>(type.getElementType()) || attr.isSplat())
+  std::optional<std::vector<double>> values = constantElements(mask);
+  if (!values)
     return false;
-  auto values = attr.getValues<APFloat>();
+  bool isBool = type.getElementType().isInteger(1);
+  if (!isBool && !isa<FloatType>(type.getElementType()))
+    return false;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
-      APFloat v = values[i * cols + j];
-      bool masked = v.isInfinity() && v.isNegative();
-      if (masked != maskedAt(i, j) || (!masked && !v.isZero()))
+      double v = (*values)[i * cols + j];
+      bool masked = isBool ? v != 0.0 : (std::isinf(v) && v < 0);
+      if (masked != (j > i) || (!isBool && !masked && v != 0.0))
         return false;
     }
   return true;

@@ -87,6 +87,42 @@ func.func @causal_and_padding(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, 
 
 // -----
 
+// nanoGPT's `masked_fill(mask[:, :, :T, :T] == 0, -inf)` at a size the
+// importer does not fold: Equal(Cast(tril), 0) of a constant is evaluated
+// and recognised as causal.
+// CHECK-LABEL: func.func @causal_from_comparison
+// CHECK: eff.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.000000e+00 : f64}
+// CHECK-NOT: eff.cmp
+func.func @causal_from_comparison(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %ninf = eff.constant dense<0xFF800000> : tensor<f32>
+  %zero = eff.constant dense<0> : tensor<i64>
+  %tril = eff.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %wide = eff.cast %tril : tensor<3x3xi1> to tensor<3x3xi64>
+  %masked = eff.cmp eq, %wide, %zero : (tensor<3x3xi64>, tensor<i64>) -> tensor<3x3xi1>
+  %s = eff.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %w = eff.where %masked, %ninf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %p = eff.softmax %w {axis = 2 : i64} : tensor<2x3x3xf32>
+  %o = eff.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
+// An anti-causal constant (j < i masked) is a mask, not `causal`.
+// CHECK-LABEL: func.func @not_causal_constant
+// CHECK: eff.attention %arg0, %{{.*}}, %arg2 mask %{{.*}} {scale = 1.000000e+00 : f64}
+func.func @not_causal_constant(%q: tensor<2x3x4xf32>, %kt: tensor<2x4x3xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %ninf = eff.constant dense<0xFF800000> : tensor<f32>
+  %m = eff.constant dense<[[false, false, false], [true, false, false], [true, true, false]]> : tensor<3x3xi1>
+  %s = eff.matmul %q, %kt : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %w = eff.where %m, %ninf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %p = eff.softmax %w {axis = 2 : i64} : tensor<2x3x3xf32>
+  %o = eff.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
 // Not fused: the probabilities are also returned (need_weights=True).
 // CHECK-LABEL: func.func @weights_returned
 // CHECK-NOT: eff.attention

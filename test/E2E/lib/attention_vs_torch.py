@@ -196,12 +196,14 @@ def main():
         key = "dropout_in%d_z" % i
         a = fused_state[key].astype(np.float64)
         b = unfused_state[key].astype(np.float64)
-        err = np.abs(a - b) / (1e-4 + np.abs(b))
-        worst = max(worst, float(err.max()))
+        # Relative to the gradient's scale: fp32 rounding gives ~1e-6, one
+        # mask bit drawn differently changes whole rows by O(1).
+        worst = max(worst, float(np.abs(a - b).max() / np.abs(b).max()))
         if i == 2:  # dV rows: zero only where every kept probability is
             kept = float((b != 0).mean())
-    same = worst < 1e-3
-    print("dropout: %s (fused vs unfused max rel %.2e, dV nonzero %.3f)" %
+    same = worst < 1e-4
+    print("dropout: %s (fused vs unfused max |diff| / max |grad| %.2e, dV "
+          "nonzero %.3f)" %
           ("ok" if same else "MISMATCH", worst, kept))
     ok &= same
     print("attention: %s" % ("PASS" if ok else "FAIL"))
