@@ -291,7 +291,7 @@ def EffFuseAttentionPass : Pass<"eff-fuse-attention", "::mlir::ModuleOp"> {
     It leaves a chain alone where the fused op would compute something else:
     an intermediate read elsewhere (attention weights returned), a softmax
     not over the keys, a `Where` with a finite fill, a float mask computed
-    from a parameter (a learned bias needs its Tq x Tk gradient), leading
+    from a trainable parameter (a learned bias needs its Tq x Tk gradient), leading
     dimensions that broadcast, rank other than 3 or 4.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect"];
