@@ -57,12 +57,14 @@ torch.manual_seed(0)
 model = Attn(spec["T"], spec["C"], spec["H"])
 model.load_state_dict(torch.load(spec["state"]))
 data = np.load(spec["data"])
-x, y = torch.from_numpy(data["x"]), torch.from_numpy(data["y"])
+B = spec["B"]
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 times = []
 for i in range(spec["steps"]):
     t0 = time.perf_counter()
+    x = torch.from_numpy(data["x"][i * B:(i + 1) * B])
+    y = torch.from_numpy(data["y"][i * B:(i + 1) * B])
     opt.zero_grad(set_to_none=True)
     model(x, y).backward()
     opt.step()
@@ -147,7 +149,7 @@ def main():
                                                  mib(report["total_bytes"]),
                                                  ms))
         spec = {"model_src": MODEL, "T": T, "C": C, "H": H, "state": state,
-                "data": stem + ".npz", "steps": args.steps,
+                "data": stem + ".npz", "steps": args.steps, "B": B,
                 "threads": args.threads}
         out = json.loads(run([sys.executable, "-c", TORCH_CHILD,
                               json.dumps(spec)]).strip().splitlines()[-1])

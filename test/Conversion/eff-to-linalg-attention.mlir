@@ -12,7 +12,7 @@
 // CHECK-DAG: bufferization.to_buffer %arg2 read_only
 // CHECK-DAG: %[[O:.*]] = memref.alloc() : memref<2x3x77x16xf32>
 // CHECK-DAG: %[[LSE:.*]] = memref.alloc() : memref<2x3x77xf32>
-// CHECK-DAG: memref.alloc() : memref<50688xf32>
+// CHECK-DAG: memref.alloc() {eff.workspace} : memref<50688xf32>
 // CHECK: call @effrt_attention_fwd_f32(
 // CHECK: bufferization.to_tensor %[[O]] restrict writable
 // CHECK-NOT: linalg.
@@ -32,7 +32,7 @@ func.func @forward(%q: tensor<2x3x77x16xf32>, %k: tensor<2x3x77x16xf32>, %v: ten
 // 7, 0, 1); 6 heads, 6 slots of 3*64*64 + Tq floats.
 // CHECK-LABEL: func.func @backward
 // CHECK-DAG: %[[C7:.*]] = arith.constant 7 : i64
-// CHECK-DAG: memref.alloc() : memref<73758xf32>
+// CHECK-DAG: memref.alloc() {eff.workspace} : memref<73758xf32>
 // CHECK: call @effrt_attention_bwd_f32(
 // CHECK-SAME: %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %c2_i32
 func.func @backward(%q: tensor<6x5x8xf32>, %k: tensor<6x7x8xf32>, %v: tensor<6x7x4xf32>, %o: tensor<6x5x4xf32>, %lse: tensor<6x5xf32>, %do: tensor<6x5x4xf32>, %m: tensor<6x1x7xi1>) -> (tensor<6x5x8xf32>, tensor<6x7x8xf32>, tensor<6x7x4xf32>) {

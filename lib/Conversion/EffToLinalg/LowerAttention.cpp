@@ -15,6 +15,7 @@
 
 #include "LoweringUtils.h"
 
+#include "effopt/Analysis/MemoryReport.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effrt/Kernels.h"
 
@@ -188,11 +189,14 @@ LogicalResult addOptions(AttentionCall &call, OpTy op,
   return success();
 }
 
-/// The workspace: `slots` parts of `floatsPerSlot` floats.
+/// The workspace: `slots` parts of `floatsPerSlot` floats, reported as
+/// workspace by the memory report.
 void addWorkspace(AttentionCall &call, int64_t items, int64_t floatsPerSlot) {
   int64_t slots = std::max<int64_t>(1, std::min(kMaxSlots, items));
-  call.addOutput(RankedTensorType::get({slots * floatsPerSlot},
-                                       call.b.getF32Type()));
+  Value buffer = call.addOutput(
+      RankedTensorType::get({slots * floatsPerSlot}, call.b.getF32Type()));
+  buffer.getDefiningOp()->setAttr(kWorkspaceAttrName,
+                                  call.b.getUnitAttr());
   call.addI64(slots);
 }
 

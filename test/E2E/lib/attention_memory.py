@@ -63,6 +63,10 @@ def main():
                   else "no TxT buffer"))
         print("%s: largest buffer / score matrix = %.4f" %
               (label, largest["bytes"] / score_bytes))
+        workspace = [b["bytes"] for b in report["buffers"]
+                     if b["category"] == "workspace"]
+        print("%s: %d workspace buffers, %d bytes" %
+              (label, len(workspace), sum(workspace)))
 
 
 if __name__ == "__main__":
