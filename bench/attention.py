@@ -6,10 +6,11 @@ attention, output projection, MSE loss) trained with effc/effrun, fused
 PyTorch 1.13 eager, at T = 512, 1024, 2048 with B*H fixed, in one run.
 
 Per T: effopt's planned activation bytes at the peak and planned total
-(effc --report-json), the median step time; PyTorch's median step time and
-its step's peak memory (the rise of the child's ru_maxrss over its state
-after setup: a lower bound of what the step allocated at its peak); the
-ratios fused/PyTorch.
+(effc --report-json), the median step time; PyTorch's median step time,
+the bytes autograd saves for the backward (distinct storages of the saved
+tensors: the counterpart of effopt's activations) and its step's peak
+memory as the rise of the child's ru_maxrss over its state after setup (a
+lower bound: the allocator reuses what setup freed); the ratios.
 
 usage: /usr/bin/python3 bench/attention.py [--bin build/bin] [--seqs 512,1024,2048]
        [--batch 1] [--heads 8] [--head-dim 64] [--steps 6] [--threads N]
@@ -60,18 +61,30 @@ data = np.load(spec["data"])
 B = spec["B"]
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# What autograd keeps for the backward: the bytes of the distinct storages
+# of the saved tensors (the counterpart of effopt's activations).
+saved = {}
+def pack(t):
+    st = t.storage()
+    saved[st.data_ptr()] = st.nbytes()
+    return t
 times = []
 for i in range(spec["steps"]):
     t0 = time.perf_counter()
     x = torch.from_numpy(data["x"][i * B:(i + 1) * B])
     y = torch.from_numpy(data["y"][i * B:(i + 1) * B])
     opt.zero_grad(set_to_none=True)
-    model(x, y).backward()
+    saved.clear()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = model(x, y)
+    saved_bytes = sum(saved.values())
+    loss.backward()
     opt.step()
     times.append(time.perf_counter() - t0)
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"median_ms": 1000 * statistics.median(times[1:]),
-                  "peak_rise": (after - before) * 1024}))
+                  "peak_rise": (after - before) * 1024,
+                  "saved": saved_bytes}))
 '''
 
 
@@ -153,15 +166,15 @@ def main():
                 "threads": args.threads}
         out = json.loads(run([sys.executable, "-c", TORCH_CHILD,
                               json.dumps(spec)]).strip().splitlines()[-1])
-        print("%5d %-9s %13s %12s %10.1f" % (T, "pytorch", "", "peak+" +
-                                             mib(out["peak_rise"]),
+        print("%5d %-9s %13s %12s %10.1f" % (T, "pytorch", mib(out["saved"]),
+                                             "peak+" + mib(out["peak_rise"]),
                                              out["median_ms"]))
         act, _, ms = results["fused"]
-        summary.append((T, act, out["peak_rise"], ms, out["median_ms"],
+        summary.append((T, act, out["saved"], ms, out["median_ms"],
                         B * H * T * T * 4))
     print()
     print("%5s %14s %16s %12s %12s %14s" % (
-        "T", "fused activ.", "torch peak rise", "torch/ours", "time ratio",
+        "T", "fused activ.", "torch saved", "torch/ours", "time ratio",
         "one TxT f32"))
     for T, act, peak, ms, tms, txt in summary:
         print("%5d %13sM %15sM %11.1fx %11.2fx %13sM" % (
