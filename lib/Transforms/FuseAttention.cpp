@@ -326,7 +326,8 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     if (!qk || (product != scores && !onlyReadBy(product, scores.getDefiningOp())))
       return rewriter.notifyMatchFailure(op, "not a product q k^T");
     parts.query = peelScale(qk.getLhs(), qk, parts.scale);
-    Value keyT = qk.getRhs();
+    // Some code scales both: q * d^-1/4 and k^T * d^-1/4.
+    Value keyT = peelScale(qk.getRhs(), qk, parts.scale);
 
     // Shapes: same leading dimensions everywhere (no broadcasting).
     auto q = typeOf(parts.query), kt = typeOf(keyT), v = typeOf(parts.value);

@@ -87,6 +87,22 @@ func.func @causal_and_padding(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, 
 
 // -----
 
+// Both q and k^T scaled by d^-1/4 (scale = 0.5 * 0.5), k^T from a transpose.
+// CHECK-LABEL: func.func @scaled_q_and_k
+// CHECK: eff.attention %arg0, %arg1, %arg2 {scale = 2.500000e-01 : f64}
+func.func @scaled_q_and_k(%q: tensor<2x3x4xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %c = eff.constant dense<0.5> : tensor<f32>
+  %qs = eff.mul %q, %c : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+  %kt = eff.transpose %k {permutation = array<i64: 0, 2, 1>} : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  %kts = eff.mul %kt, %c : (tensor<2x4x3xf32>, tensor<f32>) -> tensor<2x4x3xf32>
+  %s = eff.matmul %qs, %kts : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %p = eff.softmax %s {axis = 2 : i64} : tensor<2x3x3xf32>
+  %o = eff.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %o : tensor<2x3x4xf32>
+}
+
+// -----
+
 // nanoGPT's `masked_fill(mask[:, :, :T, :T] == 0, -inf)` at a size the
 // importer does not fold: Equal(Cast(tril), 0) of a constant is evaluated
 // and recognised as causal.

@@ -281,7 +281,8 @@ def EffFuseAttentionPass : Pass<"eff-fuse-attention", "::mlir::ModuleOp"> {
     log-sum-exp per row instead of the Tq x Tk probabilities, and the
     lowering runs FlashAttention-2 tiles (`docs/Attention.md`).
 
-    - scale: `Div` or `Mul` by a splat constant, of the scores or of q;
+    - scale: `Div` or `Mul` by a splat constant, of the scores, of q or of
+      k^T;
     - masks: `Where(m, -inf, s)` (a boolean mask, `true` masked) and
       `Add(s, m)` (a float mask), at most one of each; a constant mask that is
       exactly the causal one (`j > i` masked) becomes `causal = true`;
