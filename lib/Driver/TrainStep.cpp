@@ -132,6 +132,10 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
                        const TargetBackend &backend) {
   EffStepAbiPassOptions abi;
   abi.alignment = backend.getAlignment();
+  // Attention as one op first: autocast keeps it in f32 and autodiff uses
+  // its rule, which saves no Tq x Tk probabilities.
+  if (options.fuseAttention)
+    pm.addPass(createEffFuseAttentionPass());
   if (options.mode == StepMode::Forward) {
     // The imported @forward as it is: no autodiff, no optimizer.
     pm.addPass(createCanonicalizerPass());

@@ -8,7 +8,7 @@
 // Each op falls in one of three classes, after PyTorch's autocast lists:
 //   - low precision: matmul, linear, conv2d;
 //   - fp32: softmax, log_softmax, normalisation, losses, sums and means,
-//     exp/log/pow/rsqrt/reciprocal;
+//     exp/log/pow/rsqrt/reciprocal, attention (its kernels are f32);
 //   - promote: everything else runs in the widest type of its "strong"
 //     float operands. Constants, rank-0 values and values computed only from
 //     parameters are weak: they adopt the activation's type, as a Python
@@ -47,7 +47,7 @@ CastClass classify(Operation *op) {
     return CastClass::LowPrecision;
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchNormTrainOp, BatchNormOp,
           SoftmaxCrossEntropyOp, NllLossOp, ReduceSumOp, ReduceMeanOp, ExpOp,
-          LogOp, PowOp, RsqrtOp, ReciprocalOp>(op))
+          LogOp, PowOp, RsqrtOp, ReciprocalOp, AttentionOp>(op))
     return CastClass::Fp32;
   return CastClass::Promote;
 }

@@ -418,11 +418,14 @@ private:
   /// as little as an elementwise op, so it is recomputed; and the
   /// projection A (in -> r) reading a layer's input is not a second reader
   /// of it (the input stays recomputable, as without the adapter).
+  /// An eff.attention's output and log-sum-exp are kept: they are all its
+  /// backward reads, O(T) per head, and recomputing them costs the whole
+  /// attention forward.
   bool selectiveKeeps(Value v) const {
     Operation *producer = v.getDefiningOp();
     if (isLowRankExpansion(producer))
       return false;
-    if (isa<LinearOp, Conv2DOp>(producer))
+    if (isa<LinearOp, Conv2DOp, AttentionOp>(producer))
       return true;
     if (auto matmul = dyn_cast<MatmulOp>(producer)) {
       int64_t inputs = 0;

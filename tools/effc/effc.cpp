@@ -270,6 +270,11 @@ static cl::opt<std::string> lowPrecisionProducts(
     "low-precision-products",
     cl::desc("Override the target's f16/bf16 products (widen, native)"),
     cl::init(""), cl::Hidden, cl::cat(category));
+static cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("Recognise attention (MatMul-Softmax-MatMul chains) as one "
+             "tiled op that stores no Tq x Tk scores (default true)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> convolution(
     "convolution",
     cl::desc("Override the target's convolutions (im2col, direct)"),
@@ -422,6 +427,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.f32Accumulator = f32Accumulator.getValue();
   step.lowPrecisionProducts = lowPrecisionProducts.getValue();
   step.convolution = convolution.getValue();
+  step.fuseAttention = fuseAttention.getValue();
   step.attachMemoryReport = report || !reportJson.empty() || !reportSvg.empty();
   if (lora.getNumOccurrences())
     if (Error error = applyLoraSpec(step, lora))

@@ -26,6 +26,10 @@
 
 namespace effopt {
 
+/// Unit attribute on a memref.alloc that a library call uses as scratch
+/// space (the attention kernels' tile buffers): reported as workspace.
+inline constexpr llvm::StringLiteral kWorkspaceAttrName = "eff.workspace";
+
 /// Module attribute holding the report as JSON (eff-memory-plan{attach-report}).
 inline constexpr llvm::StringLiteral kMemoryReportAttrName = "eff.memory_report";
 

@@ -254,6 +254,11 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       llvm::cl::desc("Override the target's f16/bf16 products (widen, "
                      "native)"),
       llvm::cl::init("")};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Recognise attention chains as eff.attention "
+                     "(eff-fuse-attention): tiled, no Tq x Tk buffer"),
+      llvm::cl::init(true)};
   Option<std::string> convolution{
       *this, "convolution",
       llvm::cl::desc("Override the target's convolutions (im2col, direct)"),

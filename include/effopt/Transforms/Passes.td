@@ -352,6 +352,37 @@ def EffLoraPass : Pass<"eff-lora", "::mlir::ModuleOp"> {
   ];
 }
 
+def EffFuseAttentionPass : Pass<"eff-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Recognise exported attention chains as one eff.attention";
+  let description = [{
+    Runs on the imported model, before `eff-autocast` and `eff-autodiff`.
+    Rewrites `matmul(dropout?(softmax(mask?(scale?(matmul(q, k^T))))), v)`
+    -- what PyTorch 1.13 exports for hand-written attention,
+    `nn.MultiheadAttention` and `nn.TransformerEncoderLayer` -- into one
+    `eff.attention`, so that the backward reads q, k, v, the output and one
+    log-sum-exp per row instead of the Tq x Tk probabilities, and the
+    lowering runs FlashAttention-2 tiles (`docs/Attention.md`).
+
+    - scale: `Div` or `Mul` by a splat constant, of the scores, of q or of
+      k^T;
+    - masks: `Where(m, -inf, s)` (a boolean mask, `true` masked) and
+      `Add(s, m)` (a float mask), at most one of each; a constant mask that is
+      exactly the causal one (`j > i` masked) becomes `causal = true`;
+    - dropout on the probabilities keeps its ratio and seed: the fused op
+      draws the very masks `eff.dropout` would.
+
+    It leaves a chain alone where the fused op would compute something else:
+    an intermediate read elsewhere (attention weights returned), a softmax
+    not over the keys, a `Where` with a finite fill, a float mask computed
+    from a trainable parameter (a learned bias needs its Tq x Tk gradient), leading
+    dimensions that broadcast, rank other than 3 or 4.
+  }];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numFused", "attention-ops", "eff.attention ops after fusion">
+  ];
+}
+
 def EffAutocastPass : Pass<"eff-autocast", "::mlir::ModuleOp"> {
   let summary = "Mixed precision: casts that run GEMMs and convolutions in bf16/fp16";
   let description = [{

@@ -72,6 +72,7 @@ struct ConvertEffToLinalgPass
     lowering::populateConvolutionLowering(patterns, *policy);
     lowering::populateLossScaleLowering(patterns);
     lowering::populateCollectiveLowering(patterns);
+    lowering::populateAttentionLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -348,6 +348,8 @@ struct GeluGradLowering : OpRewritePattern<GeluGradOp> {
   }
 };
 
+} // namespace
+
 /// The training step counter of the enclosing step function: the argument
 /// that holds `@optimizer.step`, or nothing outside a training step.
 Value stepCounter(Operation *op) {
@@ -378,6 +380,40 @@ Value mix64(OpBuilder &b, Location loc, Value z) {
   return arith::XOrIOp::create(b, loc, z,
                                arith::ShRUIOp::create(b, loc, z, k(31)));
 }
+
+/// The key of a dropout mask drawn in `op`'s step: mix64(seed), mixed with
+/// the effective step (step * K + k in eff-grad-accum's loop of K) when
+/// there is a step counter. Built at the builder's insertion point, outside
+/// any loop body.
+FailureOr<Value> buildDropoutKey(OpBuilder &b, Location loc, Operation *op,
+                                 uint64_t seed) {
+  Type i64 = b.getI64Type();
+  auto k = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i64, v));
+  };
+  Value key = mix64(b, loc, k(seed));
+  Value step = stepCounter(op);
+  if (!step)
+    return key;
+  Value stepValue = tensor::ExtractOp::create(b, loc, step, ValueRange{});
+  if (stepValue.getType() != i64)
+    stepValue = arith::ExtSIOp::create(b, loc, i64, stepValue);
+  if (auto loop = op->getParentOfType<scf::ForOp>();
+      loop && loop->hasAttr(kAccumulationLoopAttrName)) {
+    auto trips = getConstantIntValue(loop.getUpperBound());
+    if (!trips || !isConstantIntValue(loop.getLowerBound(), 0) ||
+        !isConstantIntValue(loop.getStep(), 1))
+      return failure();
+    Value microBatch = arith::IndexCastOp::create(b, loc, i64,
+                                                  loop.getInductionVar());
+    stepValue = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, stepValue, k(*trips)),
+        microBatch);
+  }
+  return mix64(b, loc, arith::XOrIOp::create(b, loc, key, stepValue));
+}
+
+namespace {
 
 /// Dropout's keep-mask is a counter-based hash of (seed, step, element
 /// index): reproducible, identical when recomputed, different every step.

@@ -157,6 +157,19 @@ int64_t normalizeAxis(int64_t axis, int64_t rank);
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 
 /// Populate functions of the op families (one file each).
+/// splitmix64's finaliser on an i64 value (dropout's hash).
+mlir::Value mix64(mlir::OpBuilder &b, mlir::Location loc, mlir::Value z);
+/// The training step counter of `op`'s step function (`@optimizer.step`),
+/// or null outside a training step.
+mlir::Value stepCounter(mlir::Operation *op);
+/// The i64 key of the dropout masks `op` draws with `seed` in this step
+/// (eff.dropout's hash: mask bit = f(key, element index)); fails in a
+/// micro-batch loop without a static trip count.
+llvm::FailureOr<mlir::Value> buildDropoutKey(mlir::OpBuilder &b,
+                                             mlir::Location loc,
+                                             mlir::Operation *op,
+                                             uint64_t seed);
+
 void populateElementwiseLowering(mlir::RewritePatternSet &patterns);
 void populateReductionLowering(mlir::RewritePatternSet &patterns,
                                const LoweringPolicy &policy);
@@ -172,6 +185,7 @@ void populateConvolutionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);
 void populateLossScaleLowering(mlir::RewritePatternSet &patterns);
 void populateCollectiveLowering(mlir::RewritePatternSet &patterns);
+void populateAttentionLowering(mlir::RewritePatternSet &patterns);
 
 } // namespace effopt::lowering
 

@@ -23,6 +23,16 @@
  *                         rank calls it in the same order. A failure ends
  *                         the process (all ranks) with one line.
  *
+ *   effrt_attention_fwd_f32 / effrt_attention_bwd_f32: eff.attention and
+ *                         eff.attention_grad (runtime/src/cpu/Attention.cpp,
+ *                         docs/Attention.md) on contiguous
+ *                         [B1, B2, T, D] tensors, tiled (FlashAttention-2):
+ *                         nothing Tq x Tk is stored. `workspace` holds
+ *                         `slots` per-thread tile buffers of
+ *                         effrt_attention_*_workspace() floats each; work
+ *                         is cut into `slots` fixed parts, so results do
+ *                         not depend on the number of threads.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef EFFRT_KERNELS_H
@@ -46,6 +56,58 @@ void effrt_sgemm_batched(int32_t transA, int32_t transB, int64_t batch,
                          float beta, float *C, int64_t ldc, int64_t strideC);
 
 void effrt_allreduce_sum_f32(float *data, int64_t count);
+
+/* Tiles of the attention kernels: query rows and key columns per tile. */
+#define EFFRT_ATTENTION_TILE_Q 64
+#define EFFRT_ATTENTION_TILE_K 64
+/* Mask kinds: none, a float added to the scores, a byte (i1) that is
+ * nonzero where the position is masked out. */
+#define EFFRT_ATTENTION_MASK_NONE 0
+#define EFFRT_ATTENTION_MASK_ADD 1
+#define EFFRT_ATTENTION_MASK_BOOL 2
+
+/* Floats of one slot's workspace: the forward's score tile and row
+ * statistics; the backward's probability, gradient and keep-factor tiles
+ * and one head's rowsum(dO * O). */
+static inline int64_t effrt_attention_fwd_workspace(int64_t Tq) {
+  (void)Tq;
+  return EFFRT_ATTENTION_TILE_Q * EFFRT_ATTENTION_TILE_K +
+         2 * EFFRT_ATTENTION_TILE_Q;
+}
+static inline int64_t effrt_attention_bwd_workspace(int64_t Tq) {
+  return 3 * EFFRT_ATTENTION_TILE_Q * EFFRT_ATTENTION_TILE_K + Tq;
+}
+
+/* o = dropout(softmax(scale * q k^T + mask)) v and lse per query row.
+ * q [B1, B2, Tq, D], k [B1, B2, Tk, D], v [B1, B2, Tk, Dv], o [B1, B2, Tq,
+ * Dv], lse [B1, B2, Tq]; the mask element (b1, b2, i, j) is at
+ * b1*maskStrideB1 + b2*maskStrideB2 + i*maskStrideQ + j*maskStrideK (zero
+ * strides broadcast). causal: column j > row i is masked. Dropout (when
+ * dropoutScale != 0) keeps element index e = ((b1*B2 + b2)*Tq + i)*Tk + j
+ * iff (mix64(dropoutKey ^ e) >> 40) >= dropoutThreshold, as eff.dropout's
+ * lowering, and scales it by dropoutScale. */
+void effrt_attention_fwd_f32(const float *q, const float *k, const float *v,
+                             float *o, float *lse, const void *mask,
+                             int32_t maskKind, int64_t maskStrideB1,
+                             int64_t maskStrideB2, int64_t maskStrideQ,
+                             int64_t maskStrideK, int64_t B1, int64_t B2,
+                             int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+                             float scale, int32_t causal, int64_t dropoutKey,
+                             int64_t dropoutThreshold, float dropoutScale,
+                             float *workspace, int64_t slots);
+
+/* dq, dk, dv of the forward above from q, k, v, o, lse and do. */
+void effrt_attention_bwd_f32(const float *q, const float *k, const float *v,
+                             const float *o, const float *lse,
+                             const float *dout, float *dq, float *dk,
+                             float *dv, const void *mask, int32_t maskKind,
+                             int64_t maskStrideB1, int64_t maskStrideB2,
+                             int64_t maskStrideQ, int64_t maskStrideK,
+                             int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
+                             int64_t D, int64_t Dv, float scale,
+                             int32_t causal, int64_t dropoutKey,
+                             int64_t dropoutThreshold, float dropoutScale,
+                             float *workspace, int64_t slots);
 
 #ifdef __cplusplus
 } /* extern "C" */

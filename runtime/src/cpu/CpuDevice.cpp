@@ -26,7 +26,9 @@ extern void *const effrt_kernel_symbols[];
 void *const effrt_kernel_symbols[] = {
     reinterpret_cast<void *>(&effrt_sgemm),
     reinterpret_cast<void *>(&effrt_sgemm_batched),
-    reinterpret_cast<void *>(&effrt_allreduce_sum_f32)};
+    reinterpret_cast<void *>(&effrt_allreduce_sum_f32),
+    reinterpret_cast<void *>(&effrt_attention_fwd_f32),
+    reinterpret_cast<void *>(&effrt_attention_bwd_f32)};
 }
 
 namespace {

@@ -91,6 +91,28 @@ def transformer_encoder():
                    ("logits",))
 
 
+class CausalPaddedEncoder(PaddedEncoder):
+    """PaddedEncoder with a causal src_mask as well (a decoder-only stack
+    written with nn.TransformerEncoder): PyTorch merges the two masks into
+    one float mask."""
+
+    def forward(self, tokens, pad, y):
+        causal = torch.nn.Transformer.generate_square_subsequent_mask(
+            tokens.shape[1])
+        h = self.encoder(self.embed(tokens), mask=causal,
+                         src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).to(h.dtype)
+        pooled = (h * keep).sum(1) / keep.sum(1)
+        logits = self.head(pooled)
+        return torch.nn.functional.cross_entropy(logits, y), logits
+
+
+def causal_encoder():
+    torch.manual_seed(0)
+    return ZooCase(CausalPaddedEncoder(), 4,
+                   padded_tokens(4, 9, 20, 5, seed=7), ("logits",))
+
+
 class MaskedAttention(torch.nn.Module):
     """nn.MultiheadAttention with a float attention mask given as an input
     (causal: -inf above the diagonal), then a linear head per token."""

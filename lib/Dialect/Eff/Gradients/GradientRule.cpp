@@ -90,6 +90,7 @@ void effopt::eff::registerGradientInterfaceModels(DialectRegistry &registry) {
     registerShapeGradients(context);
     registerContractionGradients(context);
     registerNormalizationGradients(context);
+    registerAttentionGradients(context);
     registerLossGradients(context);
   });
 }

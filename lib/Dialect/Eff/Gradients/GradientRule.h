@@ -127,6 +127,7 @@ void registerElementwiseGradients(mlir::MLIRContext *context);
 void registerShapeGradients(mlir::MLIRContext *context);
 void registerContractionGradients(mlir::MLIRContext *context);
 void registerNormalizationGradients(mlir::MLIRContext *context);
+void registerAttentionGradients(mlir::MLIRContext *context);
 void registerLossGradients(mlir::MLIRContext *context);
 
 } // namespace effopt::eff::gradients

@@ -1,0 +1,270 @@
+//===- LowerAttention.cpp - eff.attention to the runtime's tiled kernels --===//
+//
+// eff.attention and eff.attention_grad (f32) become one call each of
+// `effrt_attention_fwd_f32` / `effrt_attention_bwd_f32` (effrt/Kernels.h,
+// runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles with an online
+// softmax, so the step holds no Tq x Tk buffer. The operands are read in
+// place (bufferization.to_buffer read_only, identity layout: bufferization
+// copies a strided view first); the results and the kernels' per-slot tile
+// workspace are fresh buffers that the memory plan places like any other
+// temporary, so the workspace is counted in the plan. Dropout passes the
+// key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
+// kernel draws exactly the masks of the unfused graph.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "effopt/Analysis/MemoryReport.h"
+#include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effrt/Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace effopt::eff;
+
+namespace effopt::lowering {
+namespace {
+
+constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_f32";
+constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_f32";
+
+/// Parts of the work the kernels share out: a fixed count, so that results
+/// do not depend on the number of threads; each part has its own tile
+/// workspace in the arena.
+constexpr int64_t kMaxSlots = 16;
+
+/// What the forward and the backward calls share. Buffers are recorded as
+/// they come and their addresses taken only in `call`, after every
+/// allocation: the memory plan ends an operand's life at its last use (the
+/// address), so the call's outputs and workspace are then placed apart from
+/// its operands.
+struct AttentionCall {
+  OpBuilder &b;
+  Location loc;
+  Type ptrType;
+  SmallVector<Value> args;
+  SmallVector<bool> isBuffer;
+
+  AttentionCall(OpBuilder &b, Location loc)
+      : b(b), loc(loc), ptrType(LLVM::LLVMPointerType::get(b.getContext())) {}
+
+  void add(Value v, bool buffer = false) {
+    args.push_back(v);
+    isBuffer.push_back(buffer);
+  }
+  void addI64(int64_t v) { add(arith::ConstantIntOp::create(b, loc, v, 64)); }
+  void addI32(int64_t v) { add(arith::ConstantIntOp::create(b, loc, v, 32)); }
+  void addF32(double v) {
+    add(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)));
+  }
+
+  /// The address of `buffer`'s first element (an identity-layout memref).
+  Value pointerOf(Value buffer) {
+    Value base =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+    return LLVM::IntToPtrOp::create(b, loc, ptrType, address);
+  }
+  /// `tensor`'s buffer, read in place.
+  void addInput(Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    add(bufferization::ToBufferOp::create(b, loc, memrefType, tensor, true),
+        /*buffer=*/true);
+  }
+  /// A fresh buffer of `type` the call writes; returns it.
+  Value addOutput(RankedTensorType type) {
+    Value buffer = memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    add(buffer, /*buffer=*/true);
+    return buffer;
+  }
+  Value asTensor(Value buffer, Type type) {
+    return bufferization::ToTensorOp::create(b, loc, type, buffer,
+                                             /*restrict=*/true,
+                                             /*writable=*/true);
+  }
+
+  void call(ModuleOp module, StringRef name) {
+    SmallVector<Value> operands;
+    for (auto [arg, buffer] : llvm::zip_equal(args, isBuffer))
+      operands.push_back(buffer ? pointerOf(arg) : arg);
+    auto calleeType =
+        b.getFunctionType(ValueRange(operands).getTypes(), {});
+    if (!module.lookupSymbol<func::FuncOp>(name)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto callee = func::FuncOp::create(b, module.getLoc(), name, calleeType);
+      callee.setPrivate();
+    }
+    func::CallOp::create(b, loc, name, TypeRange{}, operands);
+  }
+};
+
+/// The shape of the problem: leading dimensions as [B1, B2] (rank 3: B1 =
+/// 1), and the mask's element strides against [B1, B2, Tq, Tk].
+struct AttentionShape {
+  int64_t b1, b2, tq, tk, d, dv;
+  int64_t maskStrides[4] = {0, 0, 0, 0};
+  int32_t maskKind = EFFRT_ATTENTION_MASK_NONE;
+};
+
+AttentionShape shapeOf(Value query, Value key, Value value, Value mask) {
+  auto q = cast<RankedTensorType>(query.getType());
+  auto v = cast<RankedTensorType>(value.getType());
+  int64_t rank = q.getRank();
+  AttentionShape s;
+  s.b1 = rank == 4 ? q.getDimSize(0) : 1;
+  s.b2 = q.getDimSize(rank - 3);
+  s.tq = q.getDimSize(rank - 2);
+  s.d = q.getDimSize(rank - 1);
+  s.tk = cast<RankedTensorType>(key.getType()).getDimSize(rank - 2);
+  s.dv = v.getDimSize(rank - 1);
+  if (!mask)
+    return s;
+  auto m = cast<RankedTensorType>(mask.getType());
+  s.maskKind = m.getElementType().isInteger(1) ? EFFRT_ATTENTION_MASK_BOOL
+                                               : EFFRT_ATTENTION_MASK_ADD;
+  // Right-aligned against [B1, B2, Tq, Tk]; size-1 dimensions broadcast.
+  int64_t stride = 1;
+  for (int64_t i = 0; i < m.getRank(); ++i) {
+    int64_t dim = m.getRank() - 1 - i;
+    int64_t size = m.getDimSize(dim);
+    s.maskStrides[3 - i] = size == 1 ? 0 : stride;
+    stride *= size;
+  }
+  if (rank == 3)
+    s.maskStrides[0] = 0; // B1 is 1
+  return s;
+}
+
+LogicalResult checkF32(Operation *op, PatternRewriter &rewriter,
+                       ValueRange values) {
+  for (Value v : values)
+    if (v && !cast<RankedTensorType>(v.getType()).getElementType().isF32() &&
+        !cast<RankedTensorType>(v.getType()).getElementType().isInteger(1))
+      return rewriter.notifyMatchFailure(
+          op, "the CPU attention kernels take f32 (eff-autocast keeps "
+              "attention in f32)");
+  return success();
+}
+
+/// The shared trailing arguments: mask, shape, scale, causal, dropout.
+template <typename OpTy>
+LogicalResult addOptions(AttentionCall &call, OpTy op,
+                         const AttentionShape &s, PatternRewriter &rewriter) {
+  if (Value mask = op.getMask())
+    call.addInput(mask);
+  else
+    call.add(LLVM::ZeroOp::create(rewriter, op.getLoc(), call.ptrType));
+  call.addI32(s.maskKind);
+  for (int64_t stride : s.maskStrides)
+    call.addI64(stride);
+  for (int64_t v : {s.b1, s.b2, s.tq, s.tk, s.d, s.dv})
+    call.addI64(v);
+  call.addF32(op.getScale().convertToDouble());
+  call.addI32(op.getCausal() ? 1 : 0);
+  double ratio = op.getDropout().convertToDouble();
+  if (ratio > 0.0) {
+    FailureOr<Value> key = buildDropoutKey(
+        rewriter, op.getLoc(), op, static_cast<uint64_t>(op.getSeed()));
+    if (failed(key))
+      return rewriter.notifyMatchFailure(
+          op, "the micro-batch loop has no static trip count");
+    call.add(*key);
+    // eff.dropout's threshold on the top 24 bits of the hash.
+    call.addI64(static_cast<int64_t>(ratio * double(1 << 24)));
+    call.addF32(1.0 / (1.0 - ratio));
+  } else {
+    call.addI64(0);
+    call.addI64(0);
+    call.addF32(0.0);
+  }
+  return success();
+}
+
+/// The workspace: `slots` parts of `floatsPerSlot` floats, reported as
+/// workspace by the memory report.
+void addWorkspace(AttentionCall &call, int64_t items, int64_t floatsPerSlot) {
+  int64_t slots = std::max<int64_t>(1, std::min(kMaxSlots, items));
+  Value buffer = call.addOutput(
+      RankedTensorType::get({slots * floatsPerSlot}, call.b.getF32Type()));
+  buffer.getDefiningOp()->setAttr(kWorkspaceAttrName,
+                                  call.b.getUnitAttr());
+  call.addI64(slots);
+}
+
+/// eff.attention -> effrt_attention_fwd_f32.
+struct AttentionLowering : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkF32(op, rewriter,
+                        {op.getQuery(), op.getKey(), op.getValue(),
+                         op.getMask()})))
+      return failure();
+    AttentionShape s =
+        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
+    AttentionCall call(rewriter, op.getLoc());
+    call.addInput(op.getQuery());
+    call.addInput(op.getKey());
+    call.addInput(op.getValue());
+    Value output = call.addOutput(cast<RankedTensorType>(op.getOutput().getType()));
+    Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
+    if (failed(addOptions(call, op, s, rewriter)))
+      return failure();
+    int64_t tiles = (s.tq + EFFRT_ATTENTION_TILE_Q - 1) / EFFRT_ATTENTION_TILE_Q;
+    addWorkspace(call, s.b1 * s.b2 * tiles,
+                 effrt_attention_fwd_workspace(s.tq));
+    call.call(op->getParentOfType<ModuleOp>(), kForwardKernel);
+    rewriter.replaceOp(op, {call.asTensor(output, op.getOutput().getType()),
+                            call.asTensor(lse, op.getLse().getType())});
+    return success();
+  }
+};
+
+/// eff.attention_grad -> effrt_attention_bwd_f32.
+struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(checkF32(op, rewriter,
+                        {op.getQuery(), op.getKey(), op.getValue(),
+                         op.getOutput(), op.getOutputGrad(), op.getMask()})))
+      return failure();
+    AttentionShape s =
+        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
+    AttentionCall call(rewriter, op.getLoc());
+    for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(),
+                    op.getLse(), op.getOutputGrad()})
+      call.addInput(v);
+    SmallVector<Value> grads;
+    for (Value result : op.getResults())
+      grads.push_back(
+          call.addOutput(cast<RankedTensorType>(result.getType())));
+    if (failed(addOptions(call, op, s, rewriter)))
+      return failure();
+    addWorkspace(call, s.b1 * s.b2, effrt_attention_bwd_workspace(s.tq));
+    call.call(op->getParentOfType<ModuleOp>(), kBackwardKernel);
+    SmallVector<Value> results;
+    for (auto [buffer, result] : llvm::zip_equal(grads, op.getResults()))
+      results.push_back(call.asTensor(buffer, result.getType()));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateAttentionLowering(RewritePatternSet &patterns) {
+  patterns.add<AttentionLowering, AttentionGradLowering>(
+      patterns.getContext());
+}
+
+} // namespace effopt::lowering

@@ -1,0 +1,385 @@
+//===- Attention.cpp - Tiled attention for compiled code ------------------===//
+//
+// effrt_attention_fwd_f32 and effrt_attention_bwd_f32, which compiled CPU
+// code calls for eff.attention and eff.attention_grad: FlashAttention-2 on
+// the CPU. The forward streams key tiles past each query tile with an online
+// softmax and keeps only the output and each row's log-sum-exp; the
+// backward recomputes the probabilities of one tile pair at a time from the
+// log-sum-exp and uses D = rowsum(dO * O) for rowsum(P * dP). Nothing
+// Tq x Tk is ever stored: the tile buffers live in the caller's workspace
+// (the step's arena), one per slot.
+//
+// Threads: the forward's work items are (batch, head, query tile), the
+// backward's (batch, head) (a head's dK/dV/dQ accumulate over all its tiles
+// in one fixed order, so no atomics and no per-thread partial sums). Items
+// are cut into `slots` fixed contiguous parts, one workspace each, which the
+// OpenMP threads share: the arithmetic of every element is the same for any
+// number of threads. Tile products are effrt_sgemm calls (OpenBLAS,
+// single-threaded inside a thread); the exponentials are a branch-free
+// polynomial the compiler vectorises.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effrt/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#ifdef EFFRT_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+namespace {
+
+constexpr int64_t kTileQ = EFFRT_ATTENTION_TILE_Q;
+constexpr int64_t kTileK = EFFRT_ATTENTION_TILE_K;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// exp(x) for float, within 2 ulp on [-87, 88], exactly 0 below, inf above
+/// and NaN for NaN (Cephes' expf polynomial; no libm call, so loops over it
+/// vectorise).
+inline float fastExp(float x) {
+  float clamped = std::min(std::max(x, -87.3f), 88.7f);
+  float t = clamped * 1.44269504088896341f;
+  int32_t n = static_cast<int32_t>(t + (t >= 0.0f ? 0.5f : -0.5f));
+  float fn = static_cast<float>(n);
+  float r = clamped - fn * 0.693359375f + fn * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * r * r + r + 1.0f;
+  int32_t bits = (n + 127) << 23;
+  float scaleBits;
+  std::memcpy(&scaleBits, &bits, sizeof(float));
+  y *= scaleBits;
+  y = x < -87.3f ? 0.0f : y;
+  y = x > 88.7f ? std::numeric_limits<float>::infinity() : y;
+  return x != x ? x : y;
+}
+
+/// splitmix64's finaliser, as eff.dropout's lowering (mix64 in
+/// lib/Conversion/EffToLinalg/LowerElementwise.cpp).
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/// The shape and options of one call.
+struct Problem {
+  const void *mask;
+  int32_t maskKind;
+  int64_t maskStrideB1, maskStrideB2, maskStrideQ, maskStrideK;
+  int64_t B1, B2, Tq, Tk, D, Dv;
+  float scale;
+  bool causal;
+  uint64_t dropoutKey, dropoutThreshold;
+  float dropoutScale;
+
+  bool dropout() const { return dropoutScale != 0.0f; }
+  int64_t heads() const { return B1 * B2; }
+
+  /// S = scale * q_i k_j^T for `rows` query rows from i0 and `cols` key
+  /// columns from j0 of head `n`, masked (-inf), into `s` (ld kTileK).
+  void scores(int64_t n, const float *qHead, const float *kHead, int64_t i0,
+              int64_t rows, int64_t j0, int64_t cols, float *s) const {
+    effrt_sgemm(0, 1, rows, cols, D, scale, qHead + i0 * D, D, kHead + j0 * D,
+                D, 0.0f, s, kTileK);
+    int64_t b1 = n / B2, b2 = n % B2;
+    if (maskKind == EFFRT_ATTENTION_MASK_ADD) {
+      const float *m = static_cast<const float *>(mask) + b1 * maskStrideB1 +
+                       b2 * maskStrideB2;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *mr = m + (i0 + r) * maskStrideQ + j0 * maskStrideK;
+        float *sr = s + r * kTileK;
+        for (int64_t c = 0; c < cols; ++c)
+          sr[c] += mr[c * maskStrideK];
+      }
+    } else if (maskKind == EFFRT_ATTENTION_MASK_BOOL) {
+      const uint8_t *m = static_cast<const uint8_t *>(mask) +
+                         b1 * maskStrideB1 + b2 * maskStrideB2;
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t *mr = m + (i0 + r) * maskStrideQ + j0 * maskStrideK;
+        float *sr = s + r * kTileK;
+        for (int64_t c = 0; c < cols; ++c)
+          sr[c] = mr[c * maskStrideK] ? kNegInf : sr[c];
+      }
+    }
+    if (causal && j0 + cols - 1 > i0) {
+      for (int64_t r = 0; r < rows; ++r) {
+        float *sr = s + r * kTileK;
+        for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c)
+          sr[c] = kNegInf;
+      }
+    }
+  }
+
+  /// The keep factor (0 or dropoutScale) of the tile's elements into `z`.
+  void keepFactors(int64_t n, int64_t i0, int64_t rows, int64_t j0,
+                   int64_t cols, float *z) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      uint64_t base = static_cast<uint64_t>((n * Tq + i0 + r) * Tk + j0);
+      float *zr = z + r * kTileK;
+      for (int64_t c = 0; c < cols; ++c) {
+        uint64_t h = mix64(dropoutKey ^ (base + static_cast<uint64_t>(c)));
+        zr[c] = (h >> 40) >= dropoutThreshold ? dropoutScale : 0.0f;
+      }
+    }
+  }
+
+  /// Key tiles a query tile [i0, i0 + rows) reaches: all, or under causal
+  /// masking those that start at or before its last row.
+  int64_t keyEnd(int64_t i0, int64_t rows) const {
+    return causal ? std::min(Tk, i0 + rows) : Tk;
+  }
+};
+
+/// One query tile of one head: the online softmax over its key tiles.
+void forwardTile(const Problem &p, int64_t n, int64_t i0, const float *q,
+                 const float *k, const float *v, float *o, float *lse,
+                 float *ws) {
+  int64_t rows = std::min(kTileQ, p.Tq - i0);
+  const float *qHead = q + n * p.Tq * p.D, *kHead = k + n * p.Tk * p.D,
+              *vHead = v + n * p.Tk * p.Dv;
+  float *oTile = o + (n * p.Tq + i0) * p.Dv;
+  float *s = ws, *rowMax = ws + kTileQ * kTileK, *rowSum = rowMax + kTileQ;
+  std::fill(oTile, oTile + rows * p.Dv, 0.0f);
+  std::fill(rowMax, rowMax + rows, kNegInf);
+  std::fill(rowSum, rowSum + rows, 0.0f);
+  int64_t end = p.keyEnd(i0, rows);
+  for (int64_t j0 = 0; j0 < end; j0 += kTileK) {
+    int64_t cols = std::min(kTileK, p.Tk - j0);
+    p.scores(n, qHead, kHead, i0, rows, j0, cols, s);
+    for (int64_t r = 0; r < rows; ++r) {
+      float *sr = s + r * kTileK;
+      float tileMax = kNegInf;
+      for (int64_t c = 0; c < cols; ++c)
+        tileMax = std::max(tileMax, sr[c]);
+      float newMax = std::max(rowMax[r], tileMax);
+      // Everything so far masked: the row contributes nothing yet.
+      float shift = newMax == kNegInf ? 0.0f : newMax;
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t c = 0; c < cols; ++c) {
+        float e = fastExp(sr[c] - shift);
+        sr[c] = e;
+        sum += e;
+      }
+      float alpha = fastExp(rowMax[r] - shift);
+      rowSum[r] = rowSum[r] * alpha + sum;
+      rowMax[r] = newMax;
+      if (alpha != 1.0f) {
+        float *orow = oTile + r * p.Dv;
+        for (int64_t d = 0; d < p.Dv; ++d)
+          orow[d] *= alpha;
+      }
+    }
+    if (p.dropout()) {
+      // The normaliser counts every probability; the product only the kept.
+      float *z = ws; // reuse: apply in place row by row
+      for (int64_t r = 0; r < rows; ++r) {
+        uint64_t base =
+            static_cast<uint64_t>((n * p.Tq + i0 + r) * p.Tk + j0);
+        float *zr = z + r * kTileK;
+        for (int64_t c = 0; c < cols; ++c) {
+          uint64_t h =
+              mix64(p.dropoutKey ^ (base + static_cast<uint64_t>(c)));
+          zr[c] = (h >> 40) >= p.dropoutThreshold ? zr[c] * p.dropoutScale
+                                                  : 0.0f;
+        }
+      }
+    }
+    effrt_sgemm(0, 0, rows, p.Dv, cols, 1.0f, s, kTileK, vHead + j0 * p.Dv,
+                p.Dv, 1.0f, oTile, p.Dv);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float *orow = oTile + r * p.Dv;
+    float *l = lse + n * p.Tq + i0 + r;
+    if (rowSum[r] == 0.0f || rowMax[r] == kNegInf) {
+      // Every score -inf: softmax is 0/0, NaN, as in PyTorch.
+      std::fill(orow, orow + p.Dv, std::numeric_limits<float>::quiet_NaN());
+      *l = kNegInf;
+      continue;
+    }
+    float inv = 1.0f / rowSum[r];
+    for (int64_t d = 0; d < p.Dv; ++d)
+      orow[d] *= inv;
+    *l = rowMax[r] + std::log(rowSum[r]);
+  }
+}
+
+/// All of one head's gradients: key tiles outer (dK, dV of a tile complete
+/// in the inner loop), query tiles inner (dQ accumulates).
+void backwardHead(const Problem &p, int64_t n, const float *q, const float *k,
+                  const float *v, const float *o, const float *lse,
+                  const float *dout, float *dq, float *dk, float *dv,
+                  float *ws) {
+  int64_t Tq = p.Tq, Tk = p.Tk, D = p.D, Dv = p.Dv;
+  const float *qH = q + n * Tq * D, *kH = k + n * Tk * D,
+              *vH = v + n * Tk * Dv, *oH = o + n * Tq * Dv,
+              *dOH = dout + n * Tq * Dv, *lseH = lse + n * Tq;
+  float *dqH = dq + n * Tq * D, *dkH = dk + n * Tk * D, *dvH = dv + n * Tk * Dv;
+  float *pT = ws, *dpT = ws + kTileQ * kTileK, *zT = dpT + kTileQ * kTileK,
+        *rowDot = zT + kTileQ * kTileK;
+  std::fill(dqH, dqH + Tq * D, 0.0f);
+  std::fill(dkH, dkH + Tk * D, 0.0f);
+  std::fill(dvH, dvH + Tk * Dv, 0.0f);
+  for (int64_t i = 0; i < Tq; ++i) {
+    float sum = 0.0f;
+    for (int64_t d = 0; d < Dv; ++d)
+      sum += dOH[i * Dv + d] * oH[i * Dv + d];
+    rowDot[i] = sum;
+  }
+  for (int64_t j0 = 0; j0 < Tk; j0 += kTileK) {
+    int64_t cols = std::min(kTileK, Tk - j0);
+    // Under causal masking, query tiles ending before j0 see none of it.
+    int64_t iStart = p.causal ? j0 / kTileQ * kTileQ : 0;
+    for (int64_t i0 = iStart; i0 < Tq; i0 += kTileQ) {
+      int64_t rows = std::min(kTileQ, Tq - i0);
+      p.scores(n, qH, kH, i0, rows, j0, cols, pT);
+      for (int64_t r = 0; r < rows; ++r) {
+        float *pr = pT + r * kTileK;
+        float l = lseH[i0 + r];
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c)
+          pr[c] = fastExp(pr[c] - l);
+      }
+      const float *pv = pT;
+      if (p.dropout()) {
+        p.keepFactors(n, i0, rows, j0, cols, zT);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            dpT[r * kTileK + c] = pT[r * kTileK + c] * zT[r * kTileK + c];
+        pv = dpT;
+      }
+      // dV_j += P~^T dO_i
+      effrt_sgemm(1, 0, cols, Dv, rows, 1.0f, pv, kTileK, dOH + i0 * Dv, Dv,
+                  1.0f, dvH + j0 * Dv, Dv);
+      // dP = dO_i V_j^T (times the keep factors)
+      effrt_sgemm(0, 1, rows, cols, Dv, 1.0f, dOH + i0 * Dv, Dv, vH + j0 * Dv,
+                  Dv, 0.0f, dpT, kTileK);
+      for (int64_t r = 0; r < rows; ++r) {
+        float *dpr = dpT + r * kTileK;
+        const float *pr = pT + r * kTileK, *zr = zT + r * kTileK;
+        float rd = rowDot[i0 + r];
+        if (p.dropout()) {
+#pragma omp simd
+          for (int64_t c = 0; c < cols; ++c)
+            dpr[c] = pr[c] * (dpr[c] * zr[c] - rd);
+        } else {
+#pragma omp simd
+          for (int64_t c = 0; c < cols; ++c)
+            dpr[c] = pr[c] * (dpr[c] - rd);
+        }
+      }
+      // dQ_i += scale dS K_j ; dK_j += scale dS^T Q_i
+      effrt_sgemm(0, 0, rows, D, cols, p.scale, dpT, kTileK, kH + j0 * D, D,
+                  1.0f, dqH + i0 * D, D);
+      effrt_sgemm(1, 0, cols, D, rows, p.scale, dpT, kTileK, qH + i0 * D, D,
+                  1.0f, dkH + j0 * D, D);
+    }
+  }
+  // A row that sees no key has NaN probabilities; in PyTorch they reach
+  // every dK and dV row of the head through the products (also the tiles
+  // causal masking skipped here).
+  for (int64_t i = 0; i < Tq; ++i)
+    if (lseH[i] == kNegInf) {
+      float nan = std::numeric_limits<float>::quiet_NaN();
+      std::fill(dkH, dkH + Tk * D, nan);
+      std::fill(dvH, dvH + Tk * Dv, nan);
+      break;
+    }
+}
+
+Problem makeProblem(const void *mask, int32_t maskKind, int64_t msB1,
+                    int64_t msB2, int64_t msQ, int64_t msK, int64_t B1,
+                    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+                    float scale, int32_t causal, int64_t dropoutKey,
+                    int64_t dropoutThreshold, float dropoutScale) {
+  return Problem{mask,
+                 mask ? maskKind : EFFRT_ATTENTION_MASK_NONE,
+                 msB1,
+                 msB2,
+                 msQ,
+                 msK,
+                 B1,
+                 B2,
+                 Tq,
+                 Tk,
+                 D,
+                 Dv,
+                 scale,
+                 causal != 0,
+                 static_cast<uint64_t>(dropoutKey),
+                 static_cast<uint64_t>(dropoutThreshold),
+                 dropoutScale};
+}
+
+/// Runs `item(i, slotWorkspace)` for i in [0, items): slot s takes the
+/// fixed range [s*items/slots, (s+1)*items/slots).
+template <typename Fn>
+void forEachItem(int64_t items, int64_t slots, float *workspace,
+                 int64_t slotFloats, Fn item) {
+  slots = std::max<int64_t>(1, std::min(slots, items));
+  auto runSlot = [&](int64_t s) {
+    float *ws = workspace + s * slotFloats;
+    for (int64_t i = s * items / slots, e = (s + 1) * items / slots; i < e;
+         ++i)
+      item(i, ws);
+  };
+#ifdef EFFRT_HAVE_OPENMP
+  if (slots > 1 && !omp_in_parallel()) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t s = 0; s < slots; ++s)
+      runSlot(s);
+    return;
+  }
+#endif
+  for (int64_t s = 0; s < slots; ++s)
+    runSlot(s);
+}
+
+} // namespace
+
+extern "C" void effrt_attention_fwd_f32(
+    const float *q, const float *k, const float *v, float *o, float *lse,
+    const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
+    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, float *workspace, int64_t slots) {
+  Problem p = makeProblem(mask, maskKind, maskStrideB1, maskStrideB2,
+                          maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
+                          scale, causal, dropoutKey, dropoutThreshold,
+                          dropoutScale);
+  int64_t tiles = (Tq + kTileQ - 1) / kTileQ;
+  forEachItem(p.heads() * tiles, slots, workspace,
+              effrt_attention_fwd_workspace(Tq), [&](int64_t i, float *ws) {
+                forwardTile(p, i / tiles, i % tiles * kTileQ, q, k, v, o, lse,
+                            ws);
+              });
+}
+
+extern "C" void effrt_attention_bwd_f32(
+    const float *q, const float *k, const float *v, const float *o,
+    const float *lse, const float *dout, float *dq, float *dk, float *dv,
+    const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
+    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, float *workspace, int64_t slots) {
+  Problem p = makeProblem(mask, maskKind, maskStrideB1, maskStrideB2,
+                          maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
+                          scale, causal, dropoutKey, dropoutThreshold,
+                          dropoutScale);
+  forEachItem(p.heads(), slots, workspace, effrt_attention_bwd_workspace(Tq),
+              [&](int64_t n, float *ws) {
+                backwardHead(p, n, q, k, v, o, lse, dout, dq, dk, dv, ws);
+              });
+}
