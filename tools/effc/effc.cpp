@@ -69,13 +69,15 @@ static cl::opt<std::string> maskLike(
     cl::value_desc("warn|error|freeze"), cl::init("warn"), cl::cat(category));
 
 static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("sgd, adam or adamw"),
+                                      cl::desc("sgd, adam, adamw, adam8bit or "
+                                               "adamw8bit"),
                                       cl::init("adamw"), cl::cat(category));
 static cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(1e-3),
                           cl::cat(category));
 static cl::opt<double> weightDecay(
     "weight-decay",
-    cl::desc("Weight decay (default 0.01 for adamw, 0 otherwise)"),
+    cl::desc("Weight decay (default 0.01 for adamw and adamw8bit, 0 "
+             "otherwise)"),
     cl::init(-1.0), cl::cat(category));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
                                 cl::init(0.0), cl::cat(category));
@@ -306,8 +308,10 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
       optimizer,
       {{"sgd", OptimizerKind::Sgd},
        {"adam", OptimizerKind::Adam},
-       {"adamw", OptimizerKind::AdamW}},
-      "sgd, adam or adamw");
+       {"adamw", OptimizerKind::AdamW},
+       {"adam8bit", OptimizerKind::Adam8bit},
+       {"adamw8bit", OptimizerKind::AdamW8bit}},
+      "sgd, adam, adamw, adam8bit or adamw8bit");
   step.lr = lr.getValue();
   step.weightDecay = weightDecay.getValue();
   step.momentum = momentum.getValue();
