@@ -41,6 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_vs_torch import export as export_graph  # noqa: E402
+from train_vs_torch import make as make_model  # noqa: E402
 from train_vs_torch import tool  # noqa: E402
 
 BLOCK = 256
@@ -438,6 +439,45 @@ def check_memory(args):
     return ok
 
 
+def check_gpt(args):
+    """adamw8bit on the small example GPT (2 layers, width 64: every matrix
+    and the embeddings >= 4096 elements) tracks torch.optim.AdamW (fp32
+    moments) from the same weights and text windows."""
+    steps = args.gpt_steps
+    model, B, data = make_model("gpt", steps, args.seed)
+    work = os.path.join(args.work, "gpt")
+    os.makedirs(work, exist_ok=True)
+    names = list(data)
+    export_graph(model, tuple(torch.from_numpy(data[n][:B]) for n in names),
+                 names, os.path.join(work, "model.onnx"))
+    np.savez(os.path.join(work, "data.npz"), **data)
+    lr, wd = args.gpt_lr, 0.1
+    run([tool(args, "effc"), os.path.join(work, "model.onnx"), "-o",
+         os.path.join(work, "model.effx"), "--optimizer", "adamw8bit",
+         "--lr", repr(lr), "--weight-decay", repr(wd)])
+    ours = effrun(args, work, steps, os.path.join(work, "final.safetensors"))
+    quantized = sum(p.numel() for p in model.parameters() if p.numel() >= MIN_8BIT)
+    total = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=wd)
+    losses = []
+    for i in range(steps):
+        batch = [torch.from_numpy(data[n][i * B:(i + 1) * B]) for n in names]
+        opt.zero_grad()
+        loss = model(*batch)[0]
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    rel = [abs(a - b) / b for a, b in zip(ours, losses)]
+    if args.verbose:
+        print(" ".join("%.4f/%.4f" % ab for ab in zip(ours, losses)))
+    ok = len(ours) == steps and max(rel) <= args.gpt_band
+    print("gpt: %d steps, %.0f%% of parameters 8-bit, loss %.4f -> %.4f "
+          "(fp32 AdamW %.4f -> %.4f), max rel diff %.2g (band %.2g): %s" %
+          (steps, 100.0 * quantized / total, ours[0], ours[-1], losses[0],
+           losses[-1], max(rel), args.gpt_band, "PASS" if ok else "FAIL"))
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", required=True)
@@ -449,6 +489,10 @@ def main():
     ap.add_argument("--param-atol", type=float, default=1e-6)
     ap.add_argument("--state-rtol", type=float, default=1e-5)
     ap.add_argument("--max-off-fraction", type=float, default=1e-3)
+    ap.add_argument("--gpt-steps", type=int, default=40)
+    ap.add_argument("--gpt-band", type=float, default=0.01)
+    ap.add_argument("--gpt-lr", type=float, default=1e-3)
+    ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
@@ -461,6 +505,7 @@ def main():
         ok &= check_mlp(args, name, c, qmap, umap)
     ok &= check_resume(args)
     ok &= check_memory(args)
+    ok &= check_gpt(args)
     print("ALL PASS" if ok else "SOME FAILED")
     return 0 if ok else 1
 
