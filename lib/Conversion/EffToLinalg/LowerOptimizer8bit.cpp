@@ -10,8 +10,9 @@
 // saves 8 bytes per parameter of temporaries; the second loop runs in the
 // parameter's own shape so its results are written in place into the state.
 //
-// Codes index a 256-entry map held as a constant table; quantization is a
-// branch-free binary search over the 255 midpoints of the map (8 probes).
+// Codes index a 256-entry map held as a constant table; quantization finds
+// the nearest code with one load from a table indexed by the value's
+// exponent and top mantissa bits and one comparison with a midpoint.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace mlir;
@@ -87,24 +89,103 @@ Value dequantize(OpBuilder &b, Location loc, Value map, Value code,
   return arith::MulFOp::create(b, loc, value, absmax);
 }
 
-/// The number of midpoints below `x` (torch.bucketize(x, mids), right =
-/// False): the nearest code, ties to the lower one. Binary lifting over the
-/// 256-entry padded table, 8 probes, no branches.
-Value quantize(OpBuilder &b, Location loc, Value mids, Value x) {
-  Type i32 = b.getI32Type();
-  Value code = scalarConstant(b, loc, i32, 0);
-  for (int64_t step = 128; step >= 1; step /= 2) {
-    Value probe = arith::AddIOp::create(
-        b, loc, code, scalarConstant(b, loc, i32, step - 1));
-    Value index = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), probe);
-    Value mid = tensor::ExtractOp::create(b, loc, mids, ValueRange{index});
-    Value below =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, mid, x);
-    code = arith::SelectOp::create(
-        b, loc, below,
-        arith::AddIOp::create(b, loc, code, scalarConstant(b, loc, i32, step)),
-        code);
+/// A first guess of the code of every f32, indexed by its magnitude's
+/// exponent and top mantissa bits: `bits(|x|)` clamped to [2^-23, 2) (no
+/// midpoint lies outside, checked), minus bits(2^-23), shifted right by
+/// 23 - `mantissaBits`, selects one of `buckets` ranges; `guess[bucket]`
+/// (x >= +0) or `guess[buckets + bucket]` (x <= -0) is the number of
+/// midpoints below every x of that range. Each range holds at most one
+/// midpoint, which is then `mids[guess]`, so the code of x is
+/// `guess + (mids[guess] < x)`: exactly the binary search's answer with
+/// one table load and one comparison (the maps' codes are 1.4% apart at
+/// the most densely coded end, a range with 7 mantissa bits 0.8%).
+struct CodeBuckets {
+  int mantissaBits;
+  int64_t buckets;
+  SmallVector<int8_t> guess;
+};
+
+constexpr int32_t kLowestBucketBits = (127 - 23) << 23; // 2^-23
+constexpr int32_t kHighestBucketBits = (128 << 23) - 1; // just below 2
+
+float floatOfBits(int32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+/// The buckets of `mids` (255 sorted midpoints) with the fewest mantissa
+/// bits that keep at most one midpoint per bucket.
+CodeBuckets codeBuckets(ArrayRef<float> mids) {
+  float inf = std::numeric_limits<float>::infinity();
+  for (int m = 5; m <= 12; ++m) {
+    int shift = 23 - m;
+    int64_t buckets =
+        ((kHighestBucketBits - kLowestBucketBits) >> shift) + 1;
+    CodeBuckets result{m, buckets, SmallVector<int8_t>(2 * buckets)};
+    bool fits = true;
+    for (int64_t bucket = 0; bucket < buckets && fits; ++bucket) {
+      float lo = bucket == 0 ? 0.0f
+                             : floatOfBits(kLowestBucketBits +
+                                           static_cast<int32_t>(bucket << shift));
+      float hi = bucket + 1 == buckets
+                     ? inf
+                     : floatOfBits(kLowestBucketBits +
+                                   static_cast<int32_t>((bucket + 1) << shift));
+      // x in [lo, hi) and x in (-hi, -lo].
+      int64_t below = 0, inside = 0, negBelow = 0, negInside = 0;
+      for (float mid : mids) {
+        below += mid < lo;
+        inside += mid >= lo && mid < hi;
+        negBelow += mid <= -hi;
+        negInside += mid > -hi && mid <= -lo;
+      }
+      fits = inside <= 1 && negInside <= 1;
+      result.guess[bucket] = static_cast<int8_t>(static_cast<uint8_t>(below));
+      result.guess[buckets + bucket] =
+          static_cast<int8_t>(static_cast<uint8_t>(negBelow));
+    }
+    if (fits)
+      return result;
   }
+  llvm_unreachable("a dynamic map with codes closer than 2^-12 relative");
+}
+
+Value bucketTable(OpBuilder &b, Location loc, const CodeBuckets &buckets) {
+  auto type = RankedTensorType::get({2 * buckets.buckets}, b.getI8Type());
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, ArrayRef<int8_t>(buckets.guess)));
+}
+
+/// The number of midpoints below `x` (torch.bucketize(x, mids), right =
+/// False): the nearest code, ties to the lower one.
+Value quantize(OpBuilder &b, Location loc, const CodeBuckets &buckets,
+               Value guesses, Value mids, Value x) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) { return scalarConstant(b, loc, i32, v); };
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  Value magnitude = arith::AndIOp::create(b, loc, bits, c(0x7fffffff));
+  Value clamped = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, magnitude, c(kLowestBucketBits)),
+      c(kHighestBucketBits));
+  Value bucket = arith::ShRUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, clamped, c(kLowestBucketBits)),
+      c(23 - buckets.mantissaBits));
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bits, c(0));
+  bucket = arith::SelectOp::create(
+      b, loc, negative, arith::AddIOp::create(b, loc, bucket, c(buckets.buckets)),
+      bucket);
+  Value guess8 = tensor::ExtractOp::create(
+      b, loc, guesses,
+      ValueRange{arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bucket)});
+  Value guess = arith::ExtUIOp::create(b, loc, i32, guess8);
+  Value mid = tensor::ExtractOp::create(
+      b, loc, mids,
+      ValueRange{arith::IndexCastUIOp::create(b, loc, b.getIndexType(), guess)});
+  Value above = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, mid, x);
+  Value code = arith::AddIOp::create(
+      b, loc, guess, arith::ExtUIOp::create(b, loc, i32, above));
   return arith::TruncIOp::create(b, loc, b.getI8Type(), code);
 }
 
@@ -186,8 +267,16 @@ struct Adam8bitUpdateLowering : OpRewritePattern<Adam8bitUpdateOp> {
     SmallVector<float> unsignedMap = dynamicMap(/*isSigned=*/false);
     Value signedCodes = tableConstant(rewriter, loc, signedMap);
     Value unsignedCodes = tableConstant(rewriter, loc, unsignedMap);
-    Value signedMids = tableConstant(rewriter, loc, midpoints(signedMap));
-    Value unsignedMids = tableConstant(rewriter, loc, midpoints(unsignedMap));
+    SmallVector<float> signedMidpoints = midpoints(signedMap);
+    SmallVector<float> unsignedMidpoints = midpoints(unsignedMap);
+    Value signedMids = tableConstant(rewriter, loc, signedMidpoints);
+    Value unsignedMids = tableConstant(rewriter, loc, unsignedMidpoints);
+    CodeBuckets signedBuckets =
+        codeBuckets(ArrayRef<float>(signedMidpoints).drop_back());
+    CodeBuckets unsignedBuckets =
+        codeBuckets(ArrayRef<float>(unsignedMidpoints).drop_back());
+    Value signedGuesses = bucketTable(rewriter, loc, signedBuckets);
+    Value unsignedGuesses = bucketTable(rewriter, loc, unsignedBuckets);
 
     auto flat = [&](Value v) {
       auto type = tensorType(v);
@@ -342,8 +431,10 @@ struct Adam8bitUpdateLowering : OpRewritePattern<Adam8bitUpdateOp> {
                 arith::MaximumFOp::create(b, l, absmax, c(1e-38)));
             return arith::MulFOp::create(b, l, x, inverse);
           };
-          Value mq = quantize(b, l, signedMids, scaled(m, args[6]));
-          Value vq = quantize(b, l, unsignedMids, scaled(v, args[7]));
+          Value mq = quantize(b, l, signedBuckets, signedGuesses, signedMids,
+                              scaled(m, args[6]));
+          Value vq = quantize(b, l, unsignedBuckets, unsignedGuesses,
+                              unsignedMids, scaled(v, args[7]));
           linalg::YieldOp::create(
               b, l,
               ValueRange{castScalar(b, l, newParam, paramElement), mq, vq});
