@@ -20,6 +20,9 @@ Checks, each printing one line and PASS/FAIL:
             within the stated tolerances, every optimizer slot present;
   resume    N/2 steps, --save, --resume N/2 more: the checkpoint equals the
             straight run's bit for bit;
+  skip      fp16 loss scaling with every step overflowing: the skipped steps
+            leave the codes, absmax, parameters and step counter unchanged;
+  gpt       adamw8bit on the small example GPT tracks torch.optim.AdamW;
   memory    the report's optimizer-state bytes are the codes (1 byte per
             element) + absmax (4 per block) + fp32 moments of the small
             tensors, and the report's allocated bytes are what effrun
@@ -478,6 +481,34 @@ def check_gpt(args):
     return ok
 
 
+def check_skip(args):
+    """fp16 with a loss scale so large every step overflows: each step is
+    skipped, and the codes, absmax, parameters and step counter keep their
+    old values (eff.where over the 8-bit state)."""
+    import onnx
+    work = os.path.join(args.work, "mlp-adamw8bit")
+    effx = os.path.join(work, "fp16.effx")
+    ckpt = os.path.join(work, "skipped.safetensors")
+    run([tool(args, "effc"), os.path.join(work, "model.onnx"), "-o", effx,
+         "--optimizer", "adamw8bit", "--precision", "fp16",
+         "--loss-scale-init", "1e30"])
+    run([tool(args, "effrun"), effx, "--data", os.path.join(work, "data.npz"),
+         "--steps", "3", "--save", ckpt, "--quiet"])
+    state, _ = read_safetensors(ckpt)
+    initial = {t.name: onnx.numpy_helper.to_array(t) for t in
+               onnx.load(os.path.join(work, "model.onnx")).graph.initializer}
+    changed = [k for k in initial if k in state and
+               not np.array_equal(initial[k], state[k])]
+    changed += [k for k, v in state.items() if k.startswith("optimizer.")
+                and np.any(v != 0)]
+    skipped = int(state["loss_scale.skipped_steps"])
+    ok = not changed and skipped == 3
+    print("skip: %d of 3 steps skipped, %s: %s" %
+          (skipped, "parameters and 8-bit state unchanged" if not changed
+           else "changed: " + ", ".join(changed), "PASS" if ok else "FAIL"))
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", required=True)
@@ -505,6 +536,7 @@ def main():
         ok &= check_mlp(args, name, c, qmap, umap)
     ok &= check_resume(args)
     ok &= check_memory(args)
+    ok &= check_skip(args)
     ok &= check_gpt(args)
     print("ALL PASS" if ok else "SOME FAILED")
     return 0 if ok else 1
