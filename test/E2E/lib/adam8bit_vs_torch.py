@@ -220,12 +220,51 @@ func.func @f(%p: tensor<4096xf32>, %g: tensor<4096xf32>, %mq: tensor<4096xi8>, %
               for h in re.findall(r'dense<"0x([0-9A-F]+)"> : tensor<256xf32>',
                                   text)]
     assert len(tables) == 4, "expected 4 tables, found %d" % len(tables)
-    return torch.from_numpy(tables[0].copy()), torch.from_numpy(tables[1].copy())
+    guesses = [np.frombuffer(bytes.fromhex(h), dtype="i1").view(np.uint8)
+               for h in re.findall(r'dense<"0x([0-9A-F]+)"> : tensor<\d+xi8>',
+                                   text)]
+    assert len(guesses) == 2, "expected 2 bucket tables, found %d" % len(guesses)
+    return (torch.from_numpy(tables[0].copy()), torch.from_numpy(tables[1].copy()),
+            guesses)
+
+
+def bucket_quantize(x, guess, code):
+    """The lowering's requantization, step by step: a first guess from the
+    bucket of |x|'s exponent and top mantissa bits, then one comparison
+    with the midpoint above it."""
+    mids = np.append((code[:-1] + code[1:]) / np.float32(2), np.float32(np.inf))
+    buckets = len(guess) // 2
+    mantissa_bits = int(round(math.log2(buckets // 24)))
+    lo, hi = (127 - 23) << 23, (128 << 23) - 1
+    bits = x.astype(np.float32).view(np.int32).astype(np.int64)
+    b = (np.clip(bits & 0x7FFFFFFF, lo, hi) - lo) >> (23 - mantissa_bits)
+    b = np.where(bits < 0, b + buckets, b)
+    g = guess[b].astype(np.int64)
+    return g + (mids[g] < x)
 
 
 def check_maps(args):
-    ours_s, ours_u = effopt_maps(args)
+    ours_s, ours_u, guesses = effopt_maps(args)
     ok = True
+    # The bucket tables give bucketize's code for every f32: checked on each
+    # midpoint and its neighbours (ties), and on values of both signs from
+    # 1e-9 to 2, 0, the extremes.
+    rng = np.random.RandomState(0)
+    for name, code, guess in (("signed", ours_s, guesses[0]),
+                              ("unsigned", ours_u, guesses[1])):
+        code = code.numpy()
+        mids = (code[:-1] + code[1:]) / np.float32(2)
+        mag = np.exp(rng.uniform(math.log(1e-9), math.log(2.0), 400000))
+        x = np.concatenate([mids, np.nextafter(mids, np.float32(-2)),
+                            np.nextafter(mids, np.float32(2)), code,
+                            mag, -mag, [0.0, -0.0, 1.0, -1.0, 3.0, -3.0,
+                                        1e-30, -1e-30]]).astype(np.float32)
+        want = torch.bucketize(torch.from_numpy(x), torch.from_numpy(mids)).numpy()
+        got = bucket_quantize(x, guess, code)
+        bad = int((got != want).sum())
+        ok &= bad == 0
+        print("quantize %s: %d values, %d differ from torch.bucketize: %s" %
+              (name, x.size, bad, "PASS" if bad == 0 else "FAIL"))
     for name, ours, ref in (("signed", ours_s, create_dynamic_map(True)),
                             ("unsigned", ours_u, create_dynamic_map(False))):
         ulp = (ours.view(torch.int32).long() - ref.view(torch.int32).long()).abs()
