@@ -11,7 +11,7 @@ func.func @absmax_one_per_block(%p: tensor<64x80xf32>, %q: tensor<64x80xi8>, %a:
 // -----
 
 func.func @codes_have_the_parameter_shape(%p: tensor<64x80xf32>, %q: tensor<64x80xi8>, %bad: tensor<80x64xi8>, %a: tensor<20xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
-  // expected-error @below {{codes must have the parameter's type 'tensor<64x80xi8>', got 'tensor<80x64xi8>'}}
+  // expected-error @below {{codes must be 'tensor<64x80xi8>' (one per element of the parameter), got 'tensor<80x64xi8>'}}
   %0:5 = eff.adam8bit_update %p, %p, %q, %a, %bad, %a, %lr, %s
     : (tensor<64x80xf32>, tensor<64x80xf32>, tensor<64x80xi8>, tensor<20xf32>, tensor<80x64xi8>, tensor<20xf32>, tensor<f32>, tensor<i64>)
     -> (tensor<64x80xf32>, tensor<64x80xi8>, tensor<20xf32>, tensor<64x80xi8>, tensor<20xf32>)

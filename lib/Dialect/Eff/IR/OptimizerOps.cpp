@@ -71,11 +71,12 @@ LogicalResult Adam8bitUpdateOp::verify() {
                                {getGrad(), getNewParam()}, "gradient")))
     return failure();
   auto codesType = paramType.clone(IntegerType::get(getContext(), 8));
-  if (failed(verifySameAsParam(*this, codesType,
-                               {getExpAvgCodes(), getExpAvgSqCodes(),
-                                getNewExpAvgCodes(), getNewExpAvgSqCodes()},
-                               "codes")))
-    return failure();
+  for (Value value : {getExpAvgCodes(), getExpAvgSqCodes(),
+                      getNewExpAvgCodes(), getNewExpAvgSqCodes()})
+    if (value.getType() != codesType)
+      return emitOpError("codes must be ")
+             << codesType << " (one per element of the parameter), got "
+             << value.getType();
   int64_t blocks =
       getNumBlocks(paramType.getNumElements(), blockSize);
   auto absmaxType =
