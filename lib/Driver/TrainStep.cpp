@@ -27,7 +27,10 @@ LossScaleMode TrainStepOptions::effectiveLossScale() const {
 double TrainStepOptions::effectiveWeightDecay() const {
   if (weightDecay >= 0)
     return weightDecay;
-  return optimizer == OptimizerKind::AdamW ? 0.01 : 0.0;
+  return optimizer == OptimizerKind::AdamW ||
+                 optimizer == OptimizerKind::AdamW8bit
+             ? 0.01
+             : 0.0;
 }
 
 static llvm::Error fail(const llvm::Twine &message) {

@@ -38,6 +38,10 @@ struct EffOptimizerPass
   using EffOptimizerPassBase::EffOptimizerPassBase;
   void runOnOperation() override;
   LogicalResult checkOptions(Location loc);
+  /// adam8bit or adamw8bit: block-wise 8-bit moments.
+  bool isEightBit() const {
+    return optimizer == "adam8bit" || optimizer == "adamw8bit";
+  }
 };
 
 /// A trainable parameter and its gradient in @forward_backward.
@@ -221,10 +225,19 @@ static AdafactorUpdate buildAdafactorUpdate(OpBuilder &builder, Location loc,
 
 LogicalResult EffOptimizerPass::checkOptions(Location loc) {
   if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
-      optimizer != "adafactor")
-    return emitError(loc) << "optimizer must be sgd, adam, adamw or "
-                             "adafactor, got '"
+      optimizer != "adafactor" && !isEightBit())
+    return emitError(loc) << "optimizer must be sgd, adam, adamw, adam8bit, "
+                             "adamw8bit or adafactor, got '"
                           << optimizer << "'";
+  if (isEightBit() && amsgrad)
+    return emitError(loc) << optimizer
+                          << " has no amsgrad (8-bit moments only)";
+  if (isEightBit() && quantBlockSize <= 0)
+    return emitError(loc) << "quant-block-size must be > 0, got "
+                          << static_cast<int64_t>(quantBlockSize);
+  if (isEightBit() && min8bitSize < 0)
+    return emitError(loc) << "min-8bit-size must be >= 0, got "
+                          << static_cast<int64_t>(min8bitSize);
   if (schedule != "constant" && schedule != "linear_warmup" &&
       schedule != "cosine")
     return emitError(loc) << "schedule must be constant, linear_warmup or "
@@ -458,6 +471,45 @@ void EffOptimizerPass::runOnOperation() {
              FlatSymbolRefAttr::get(context, stateName(name, "momentum_buffer"))});
       continue;
     }
+    bool decoupled = optimizer == "adamw" || optimizer == "adamw8bit";
+    if (isEightBit() && type.getNumElements() >= min8bitSize) {
+      // Block-wise 8-bit moments: codes with the parameter's shape, one f32
+      // absmax per block.
+      auto codesType = type.clone(builder.getI8Type());
+      auto absmaxType = RankedTensorType::get(
+          {Adam8bitUpdateOp::getNumBlocks(type.getNumElements(),
+                                          quantBlockSize)},
+          builder.getF32Type());
+      Value expAvgCodes = addState(stateName(name, "exp_avg_codes"), codesType);
+      Value expAvgAbsmax =
+          addState(stateName(name, "exp_avg_absmax"), absmaxType);
+      Value expAvgSqCodes =
+          addState(stateName(name, "exp_avg_sq_codes"), codesType);
+      Value expAvgSqAbsmax =
+          addState(stateName(name, "exp_avg_sq_absmax"), absmaxType);
+      builder.setInsertionPoint(returnOp);
+      auto update = Adam8bitUpdateOp::create(
+          builder, entry.param.getLoc(), type, codesType, absmaxType,
+          codesType, absmaxType, entry.value, entry.grad, expAvgCodes,
+          expAvgAbsmax, expAvgSqCodes, expAvgSqAbsmax, learningRate,
+          stepCounter, builder.getF64FloatAttr(beta1),
+          builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
+          builder.getF64FloatAttr(decay),
+          decoupled ? builder.getUnitAttr() : UnitAttr(),
+          builder.getI64IntegerAttr(quantBlockSize));
+      auto symbol = [&](StringRef slot) {
+        return FlatSymbolRefAttr::get(context, stateName(name, slot));
+      };
+      updates.push_back({update.getNewParam(),
+                         FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
+      updates.push_back({update.getNewExpAvgCodes(), symbol("exp_avg_codes")});
+      updates.push_back({update.getNewExpAvgAbsmax(), symbol("exp_avg_absmax")});
+      updates.push_back(
+          {update.getNewExpAvgSqCodes(), symbol("exp_avg_sq_codes")});
+      updates.push_back(
+          {update.getNewExpAvgSqAbsmax(), symbol("exp_avg_sq_absmax")});
+      continue;
+    }
     Value expAvg = addState(stateName(name, "exp_avg"), type);
     Value expAvgSq = addState(stateName(name, "exp_avg_sq"), type);
     Value maxExpAvgSq =
@@ -469,7 +521,7 @@ void EffOptimizerPass::runOnOperation() {
         expAvgSq, learningRate, stepCounter, maxExpAvgSq, builder.getF64FloatAttr(beta1),
         builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
         builder.getF64FloatAttr(decay),
-        optimizer == "adamw" ? builder.getUnitAttr() : UnitAttr());
+        decoupled ? builder.getUnitAttr() : UnitAttr());
     auto symbol = [&](StringRef slot) {
       return FlatSymbolRefAttr::get(context, stateName(name, slot));
     };

@@ -6,7 +6,7 @@
 // RUN: not effopt-opt %s --split-input-file --eff-optimizer="optimizer=adafactor eps2=-1" 2>&1 | FileCheck %s --check-prefix=EPS2
 // RUN: not effopt-opt %s --split-input-file --eff-optimizer="optimizer=adafactor clip-threshold=0.5" 2>&1 | FileCheck %s --check-prefix=CLIPTHRESHOLD
 
-// OPTIMIZER: optimizer must be sgd, adam, adamw or adafactor, got 'lion'
+// OPTIMIZER: optimizer must be sgd, adam, adamw, adam8bit, adamw8bit or adafactor, got 'lion'
 // COSINE: the cosine schedule needs total-steps (10) > warmup-steps (10)
 // NESTEROV: nesterov needs momentum > 0 and dampening 0
 // BETA2DECAY: beta2-decay must be <= 0, got 0.5

@@ -82,7 +82,8 @@ static cl::opt<std::string> maskLike(
     cl::value_desc("warn|error|freeze"), cl::init("warn"), cl::cat(category));
 
 static cl::opt<std::string> optimizer("optimizer",
-                                      cl::desc("sgd, adam, adamw or adafactor"),
+                                      cl::desc("sgd, adam, adamw, adam8bit, "
+                                               "adamw8bit or adafactor"),
                                       cl::init("adamw"), cl::cat(category));
 static cl::opt<double> lr("lr",
                           cl::desc("Peak learning rate (default 1e-3; 1e-2 "
@@ -90,7 +91,8 @@ static cl::opt<double> lr("lr",
                           cl::init(1e-3), cl::cat(category));
 static cl::opt<double> weightDecay(
     "weight-decay",
-    cl::desc("Weight decay (default 0.01 for adamw, 0 otherwise)"),
+    cl::desc("Weight decay (default 0.01 for adamw and adamw8bit, 0 "
+             "otherwise)"),
     cl::init(-1.0), cl::cat(category));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
                                 cl::init(0.0), cl::cat(category));
@@ -361,8 +363,10 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
       {{"sgd", OptimizerKind::Sgd},
        {"adam", OptimizerKind::Adam},
        {"adamw", OptimizerKind::AdamW},
+       {"adam8bit", OptimizerKind::Adam8bit},
+       {"adamw8bit", OptimizerKind::AdamW8bit},
        {"adafactor", OptimizerKind::Adafactor}},
-      "sgd, adam, adamw or adafactor");
+      "sgd, adam, adamw, adam8bit, adamw8bit or adafactor");
   // torch.optim.Adafactor's default lr is 1e-2 (the paper's cap of the
   // relative step).
   step.lr = step.optimizer == OptimizerKind::Adafactor && !lr.getNumOccurrences()

@@ -210,7 +210,9 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
     Unlike upstream `linalg-fuse-elementwise-ops` it never propagates reshapes
     through contractions: a `linalg.matmul` behind a collapse stays a named
     product that `eff-linalg-to-blas` can hand to the GEMM, and a producer with
-    several uses is not recomputed.
+    several uses is not recomputed. A rank-0 producer (an optimizer's
+    per-step scalars, bias corrections with `pow`) is not fused into a loop
+    nest either: it would be recomputed for every element.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -31,7 +31,7 @@ namespace effopt {
 
 /// What the compiled function is.
 enum class StepMode { Train, Forward };
-enum class OptimizerKind { Sgd, Adam, AdamW, Adafactor };
+enum class OptimizerKind { Sgd, Adam, AdamW, Adam8bit, AdamW8bit, Adafactor };
 enum class LrSchedule { Constant, LinearWarmup, Cosine };
 enum class RematPolicy { None, Selective, Full, Sqrt, Budget };
 enum class Precision { FP32, BF16, FP16 };
@@ -72,12 +72,18 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
 
   // The optimizer (eff-optimizer).
   Option<OptimizerKind> optimizer{
-      *this, "optimizer", llvm::cl::desc("sgd, adam, adamw or adafactor"),
+      *this, "optimizer",
+      llvm::cl::desc("sgd, adam, adamw, adam8bit, adamw8bit or adafactor"),
       llvm::cl::init(OptimizerKind::AdamW),
       llvm::cl::values(clEnumValN(OptimizerKind::Sgd, "sgd", "torch.optim.SGD"),
                        clEnumValN(OptimizerKind::Adam, "adam", "torch.optim.Adam"),
                        clEnumValN(OptimizerKind::AdamW, "adamw",
                                   "torch.optim.AdamW"),
+                       clEnumValN(OptimizerKind::Adam8bit, "adam8bit",
+                                  "Adam with block-wise 8-bit moments"),
+                       clEnumValN(OptimizerKind::AdamW8bit, "adamw8bit",
+                                  "AdamW with block-wise 8-bit moments "
+                                  "(bitsandbytes' AdamW8bit)"),
                        clEnumValN(OptimizerKind::Adafactor, "adafactor",
                                   "torch.optim.Adafactor"))};
   Option<ExactDouble> lr{*this, "lr", llvm::cl::desc("Peak learning rate"),
@@ -85,7 +91,7 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
   Option<ExactDouble> weightDecay{
       *this, "weight-decay",
       llvm::cl::desc("Weight decay; negative: the optimizer's default (0.01 "
-                     "for adamw, 0 otherwise)"),
+                     "for adamw and adamw8bit, 0 otherwise)"),
       llvm::cl::init(-1.0)};
   Option<ExactDouble> momentum{*this, "momentum",
                                llvm::cl::desc("SGD momentum"),

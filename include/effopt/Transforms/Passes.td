@@ -239,6 +239,14 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
     parameters, the optimizer state and the step counter -- keep its old
     value on that step (`eff.where`); buffer updates are not affected.
 
+    `adam8bit` and `adamw8bit` are `adam` and `adamw` with block-wise 8-bit
+    moments (`eff.adam8bit_update`, bitsandbytes' blockwise 8-bit Adam):
+    each moment is four state tensors, `optimizer.<param>.exp_avg_codes`
+    (i8, the parameter's shape), `exp_avg_absmax` (f32, one per block of
+    `quant-block-size` elements), `exp_avg_sq_codes`, `exp_avg_sq_absmax`.
+    Parameters with fewer than `min-8bit-size` elements keep fp32
+    `exp_avg`/`exp_avg_sq` and the ordinary update, as bitsandbytes does.
+
     `adafactor` is `torch.optim.Adafactor` (PyTorch >= 2.5, single-tensor,
     not maximizing), composed of eff ops: a parameter of rank >= 2 keeps a
     row and a column factor of its second moment over its last two
@@ -252,7 +260,7 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "sgd, adam, adamw or adafactor">,
+           "sgd, adam, adamw, adam8bit, adamw8bit or adafactor">,
     Option<"lr", "lr", "::effopt::ExactDouble", /*default=*/"1.0e-3", "Peak learning rate">,
     Option<"momentum", "momentum", "::effopt::ExactDouble", /*default=*/"0.0",
            "SGD momentum">,
@@ -289,7 +297,12 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
            "Clip gradients to this global 2-norm (0: off)">,
     Option<"noWeightDecay", "no-weight-decay", "std::string",
            /*default=*/"\"\"",
-           "Regex of parameter names that get no weight decay">
+           "Regex of parameter names that get no weight decay">,
+    Option<"quantBlockSize", "quant-block-size", "int64_t", /*default=*/"256",
+           "adam8bit/adamw8bit: elements per absmax block">,
+    Option<"min8bitSize", "min-8bit-size", "int64_t", /*default=*/"4096",
+           "adam8bit/adamw8bit: parameters with fewer elements keep fp32 "
+           "moments">
   ];
 }
 

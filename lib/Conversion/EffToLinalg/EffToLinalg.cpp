@@ -69,6 +69,7 @@ struct ConvertEffToLinalgPass
     lowering::populateNormalizationLowering(patterns, *policy);
     lowering::populateLossLowering(patterns, *policy);
     lowering::populateOptimizerLowering(patterns);
+    lowering::populateOptimizer8bitLowering(patterns);
     lowering::populateConvolutionLowering(patterns, *policy);
     lowering::populateLossScaleLowering(patterns);
     lowering::populateCollectiveLowering(patterns);

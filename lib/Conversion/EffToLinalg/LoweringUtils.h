@@ -181,6 +181,7 @@ void populateNormalizationLowering(mlir::RewritePatternSet &patterns,
 void populateLossLowering(mlir::RewritePatternSet &patterns,
                           const LoweringPolicy &policy);
 void populateOptimizerLowering(mlir::RewritePatternSet &patterns);
+void populateOptimizer8bitLowering(mlir::RewritePatternSet &patterns);
 void populateConvolutionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);
 void populateLossScaleLowering(mlir::RewritePatternSet &patterns);

@@ -16,7 +16,8 @@ namespace effopt {
 namespace {
 
 /// Fuse a generic producer into a generic consumer when the consumer is its
-/// only user: no computation is duplicated and named ops stay named.
+/// only user and the producer has loops: no computation is duplicated and
+/// named ops stay named.
 bool shouldFuse(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
   Operation *consumer = fused->getOwner();
@@ -26,6 +27,12 @@ bool shouldFuse(OpOperand *fused) {
   for (Operation *user : producer->getUsers())
     if (user != consumer)
       return false;
+  // A rank-0 producer (the per-step scalars of an optimizer update: bias
+  // corrections with pow) stays a loop of its own: fused into a loop nest
+  // it would be recomputed for every element.
+  if (cast<linalg::GenericOp>(producer).getNumLoops() == 0 &&
+      cast<linalg::GenericOp>(consumer).getNumLoops() != 0)
+    return false;
   return true;
 }
 

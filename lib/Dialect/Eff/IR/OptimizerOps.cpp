@@ -58,3 +58,34 @@ LogicalResult AdamUpdateOp::verify() {
                             getNewExpAvgSq(), getNewMaxExpAvgSq()},
                            "gradient and state");
 }
+
+LogicalResult Adam8bitUpdateOp::verify() {
+  for (double beta : {getBeta1().convertToDouble(), getBeta2().convertToDouble()})
+    if (!(beta >= 0.0 && beta < 1.0))
+      return emitOpError("betas must be in [0, 1), got ") << beta;
+  int64_t blockSize = getBlockSize();
+  if (blockSize <= 0)
+    return emitOpError("block_size must be > 0, got ") << blockSize;
+  auto paramType = cast<RankedTensorType>(getParam().getType());
+  if (failed(verifySameAsParam(*this, paramType,
+                               {getGrad(), getNewParam()}, "gradient")))
+    return failure();
+  auto codesType = paramType.clone(IntegerType::get(getContext(), 8));
+  for (Value value : {getExpAvgCodes(), getExpAvgSqCodes(),
+                      getNewExpAvgCodes(), getNewExpAvgSqCodes()})
+    if (value.getType() != codesType)
+      return emitOpError("codes must be ")
+             << codesType << " (one per element of the parameter), got "
+             << value.getType();
+  int64_t blocks =
+      getNumBlocks(paramType.getNumElements(), blockSize);
+  auto absmaxType =
+      RankedTensorType::get({blocks}, Float32Type::get(getContext()));
+  for (Value value : {getExpAvgAbsmax(), getExpAvgSqAbsmax(),
+                      getNewExpAvgAbsmax(), getNewExpAvgSqAbsmax()})
+    if (value.getType() != absmaxType)
+      return emitOpError("absmax must be ")
+             << absmaxType << " (one per block of " << blockSize
+             << " elements), got " << value.getType();
+  return success();
+}

@@ -116,4 +116,73 @@ def Eff_AdamUpdateOp : Eff_PureOp<"adam_update"> {
   }];
 }
 
+def Eff_Adam8bitUpdateOp : Eff_PureOp<"adam8bit_update"> {
+  let summary = "one block-wise 8-bit Adam / AdamW step for one parameter";
+  let description = [{
+    The Adam/AdamW step of `eff.adam_update` (same scalars, same order of
+    operations, fp32 arithmetic) with both moments stored block-wise
+    quantized as in bitsandbytes' 8-bit optimizers (Dettmers et al. 2021,
+    "8-bit Optimizers via Block-wise Quantization"). The parameter,
+    flattened, is cut into blocks of `block_size` elements (the last may be
+    shorter). A moment is one 8-bit code per element (`tensor<...xi8>` with
+    the parameter's shape, the bits of an unsigned index 0..255 into a
+    256-entry map) and one f32 absmax per block:
+    `value = map[code] * absmax[block]`. `m` uses the signed dynamic map,
+    `v` the unsigned one (bitsandbytes' `create_dynamic_map(signed)`).
+
+    Per block: dequantize `m` and `v`, update them in fp32 as Adam does,
+    take the new absmax of each (the largest magnitude in the block), update
+    the parameter from the fp32 moments, and requantize each moment to the
+    nearest code of `value * (1 / max(absmax, 1e-38))` (ties to the lower
+    code: the count of code midpoints below the value). Returns the new
+    parameter, then the new codes and absmax of `m`, then of `v`.
+
+    ```mlir
+    %p2, %mq2, %ma2, %vq2, %va2 = eff.adam8bit_update %p, %g, %mq, %ma, %vq, %va, %lr, %step
+        {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64,
+         weight_decay = 0.01 : f64, decoupled, block_size = 256 : i64}
+        : (tensor<64x128xf32>, tensor<64x128xf32>, tensor<64x128xi8>, tensor<32xf32>,
+           tensor<64x128xi8>, tensor<32xf32>, tensor<f32>, tensor<i64>)
+        -> (tensor<64x128xf32>, tensor<64x128xi8>, tensor<32xf32>, tensor<64x128xi8>, tensor<32xf32>)
+    ```
+  }];
+  let arguments = (ins Eff_FloatTensor:$param, Eff_FloatTensor:$grad,
+                       StaticShapeTensorOf<[I8]>:$exp_avg_codes,
+                       1DTensorOf<[F32]>:$exp_avg_absmax,
+                       StaticShapeTensorOf<[I8]>:$exp_avg_sq_codes,
+                       1DTensorOf<[F32]>:$exp_avg_sq_absmax,
+                       0DTensorOf<[F32]>:$lr, 0DTensorOf<[I64]>:$step,
+                       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                       DefaultValuedAttr<F64Attr, "1.0e-8">:$eps,
+                       DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                       UnitAttr:$decoupled,
+                       DefaultValuedAttr<I64Attr, "256">:$block_size);
+  let results = (outs Eff_FloatTensor:$new_param,
+                      StaticShapeTensorOf<[I8]>:$new_exp_avg_codes,
+                      1DTensorOf<[F32]>:$new_exp_avg_absmax,
+                      StaticShapeTensorOf<[I8]>:$new_exp_avg_sq_codes,
+                      1DTensorOf<[F32]>:$new_exp_avg_sq_absmax);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg_codes `,` $exp_avg_absmax `,`
+    $exp_avg_sq_codes `,` $exp_avg_sq_absmax `,` $lr `,` $step
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of absmax blocks of a parameter with `numElements`
+    /// elements.
+    static int64_t getNumBlocks(int64_t numElements, int64_t blockSize) {
+      return (numElements + blockSize - 1) / blockSize;
+    }
+  }];
+  let extraClassDefinition = [{
+    int64_t $cppClass::getFlops() {
+      // Adam's 14 plus two dequantizations, two absmax and two 8-step
+      // code searches per element.
+      return 40 * ::effopt::eff::detail::numElements(getParam().getType());
+    }
+  }];
+}
+
 #endif // EFFOPT_DIALECT_EFF_IR_EFFOPTIMIZEROPS_TD
