@@ -6,7 +6,7 @@
 // AMSGRAD: adamw8bit has no amsgrad (8-bit moments only)
 // BLOCK: quant-block-size must be > 0, got 0
 // MIN: min-8bit-size must be >= 0, got -1
-// NAME: optimizer must be sgd, adam, adamw, adam8bit or adamw8bit, got 'adamw4bit'
+// NAME: optimizer must be sgd, adam, adamw, adam8bit, adamw8bit or adafactor, got 'adamw4bit'
 
 module {
   func.func @forward_backward() { return }
