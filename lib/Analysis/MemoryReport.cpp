@@ -130,7 +130,9 @@ MemoryReport MemoryReport::fromPlan(const MemoryPlan &plan) {
     bool readLater = readerProvenance == eff::Provenance::Backward ||
                      readerProvenance == eff::Provenance::Gradient ||
                      readerProvenance == eff::Provenance::Optimizer;
-    if (provenance == eff::Provenance::Gradient)
+    if (provenance == eff::Provenance::Workspace)
+      buffer.category = MemoryCategory::Workspace;
+    else if (provenance == eff::Provenance::Gradient)
       buffer.category = MemoryCategory::Gradients;
     else if (provenance == eff::Provenance::Saved ||
              (forwardValue && readLater))

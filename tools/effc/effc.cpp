@@ -60,6 +60,19 @@ static cl::list<std::string> constantInputs(
 static cl::opt<std::string>
     freeze("freeze", cl::desc("Freeze parameters whose name matches"),
            cl::value_desc("regex"), cl::cat(category));
+static cl::opt<std::string> quantizeFrozen(
+    "quantize-frozen",
+    cl::desc("Store frozen weights that only matrix products read as: none "
+             "(the default) or nf4 (4-bit NormalFloat with double-quantized "
+             "block scales, bitsandbytes' layout; dequantized tile by tile "
+             "inside the products; docs/Quantization.md)"),
+    cl::value_desc("none|nf4"), cl::init("none"), cl::cat(category));
+static cl::opt<std::string> quantizeFrozenNames(
+    "quantize-frozen-names",
+    cl::desc("With --quantize-frozen: quantize exactly the frozen parameters "
+             "whose name matches (an error naming any that cannot be), "
+             "instead of every frozen parameter that can be"),
+    cl::value_desc("regex"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> maskLike(
     "mask-like",
     cl::desc("Trainable initializers used only as masks (added to a "
@@ -274,6 +287,7 @@ void checkFlags() {
              &optimizer, &lr, &weightDecay, &momentum, &dampening, &nesterov,
              &beta1, &beta2, &eps, &amsgrad, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
+             &quantizeFrozen, &quantizeFrozenNames,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory})
@@ -340,6 +354,11 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
                           {"sqrt", RematPolicy::Sqrt}},
                          "none, selective, full, sqrt or budget:BYTES");
   step.rematBoundary = rematBoundary.getValue();
+  step.quantizeFrozen = parseChoice<FrozenStorage>(
+      quantizeFrozen,
+      {{"none", FrozenStorage::None}, {"nf4", FrozenStorage::NF4}},
+      "none or nf4");
+  step.quantizeFrozenNames = quantizeFrozenNames.getValue();
   step.accum = accum.getValue();
   step.zero = zero.getValue();
   step.worldSize = worldSize.getValue();
