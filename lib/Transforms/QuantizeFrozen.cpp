@@ -228,6 +228,11 @@ struct EffQuantizeFrozenPass
     encoding.getStorageTypes(type.getNumElements(), storageTypes);
     static constexpr StringLiteral suffixes[] = {
         ".nf4", ".absmax", ".nested_absmax", ".nested_offset"};
+    for (StringLiteral suffix : suffixes)
+      if (module.lookupSymbol((name + suffix).str()))
+        return parameter.emitError("cannot store '")
+               << name << "' as NF4: the name '" << name << suffix
+               << "' is taken";
     SmallVector<ElementsAttr, 4> initial(4);
     if (*values) {
       nf4::Quantized q =
@@ -246,10 +251,6 @@ struct EffQuantizeFrozenPass
     SmallVector<Value, 4> storage;
     for (unsigned i = 0; i < 4; ++i) {
       std::string storageName = (name + suffixes[i]).str();
-      if (module.lookupSymbol(storageName))
-        return parameter.emitError("cannot store '")
-               << name << "' as NF4: the name '" << storageName
-               << "' is taken";
       auto op = ParameterOp::create(
           builder, parameter.getLoc(), storageName, ParamRole::Frozen,
           cast<RankedTensorType>(storageTypes[i]),

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -189,7 +190,8 @@ struct NF4LinearLowering : OpConversionPattern<LinearOp> {
     auto tileProduct = [&](OpBuilder &b, Location l, Value acc, Value c0,
                            int64_t count) -> Value {
       Value tile = dequantizeTile(b, l, w, /*byRows=*/tb, c0, count);
-      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), c0};
+      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0),
+                                        getAsOpFoldResult(c0)};
       SmallVector<OpFoldResult> sizes{b.getIndexAttr(m), b.getIndexAttr(count)};
       SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
       auto sliceType = RankedTensorType::get({m, count}, resultType.getElementType());
