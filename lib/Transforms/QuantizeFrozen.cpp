@@ -14,6 +14,7 @@
 #include "effopt/Support/NF4.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Regex.h"
 
@@ -30,11 +31,13 @@ using namespace effopt::eff;
 namespace effopt {
 namespace {
 
-/// A product that reads the weight: the op, and whether the weight reaches
-/// it transposed an odd number of times.
+/// A product that reads the weight: the op, whether the weight reaches it
+/// transposed an odd number of times, and the element type it reads (f32,
+/// or the bf16/f16 of an autocast eff.cast on the way).
 struct WeightUse {
   Operation *product;
   bool transposed;
+  Type elementType;
 };
 
 /// How the weight `arg` is read, or the first read that is not a product's
@@ -50,9 +53,10 @@ struct UseAnalysis {
 
 UseAnalysis analyzeUses(Value weight) {
   UseAnalysis result;
-  SmallVector<std::pair<Value, bool>> worklist{{weight, false}};
+  SmallVector<std::tuple<Value, bool, bool>> worklist{{weight, false, false}};
   while (!worklist.empty()) {
-    auto [value, transposed] = worklist.pop_back_val();
+    auto [value, transposed, rounded] = worklist.pop_back_val();
+    Type elementType = cast<RankedTensorType>(value.getType()).getElementType();
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       unsigned number = use.getOperandNumber();
@@ -60,19 +64,28 @@ UseAnalysis analyzeUses(Value weight) {
         ArrayRef<int64_t> perm = transpose.getPermutation();
         if (perm.size() == 2 && perm[0] == 1 && perm[1] == 0) {
           result.views.insert(user);
-          worklist.push_back({transpose.getResult(), !transposed});
+          worklist.push_back({transpose.getResult(), !transposed, rounded});
           continue;
         }
       } else if (auto save = dyn_cast<SaveOp>(user)) {
         result.views.insert(user);
-        worklist.push_back({save.getResult(), transposed});
+        worklist.push_back({save.getResult(), transposed, rounded});
         continue;
+      } else if (auto castOp = dyn_cast<CastOp>(user)) {
+        // Autocast's rounding of the weight to bf16/f16 (once): the
+        // dequantized value is rounded the same way.
+        Type to = castOp.getType().getElementType();
+        if (!rounded && (to.isBF16() || to.isF16())) {
+          result.views.insert(user);
+          worklist.push_back({castOp.getResult(), transposed, true});
+          continue;
+        }
       } else if (isa<LinearOp>(user) && number == 1) {
-        result.products.push_back({user, transposed});
+        result.products.push_back({user, transposed, elementType});
         continue;
       } else if (auto matmul = dyn_cast<MatmulOp>(user)) {
         if (number == 1 && matmul.getRhs().getType().getRank() == 2) {
-          result.products.push_back({user, transposed});
+          result.products.push_back({user, transposed, elementType});
           continue;
         }
       }
@@ -267,15 +280,19 @@ struct EffQuantizeFrozenPass
       storage.push_back(step.getArgument(at));
     }
 
-    // One packed value at the top of the step; every product reads it.
+    // One packed value per element type the products read, at the top of
+    // the step.
     OpBuilder body = OpBuilder::atBlockBegin(&step.getBody().front());
-    auto packedType = RankedTensorType::get(type.getShape(),
-                                            type.getElementType(), encoding);
-    Value packed = NF4PackOp::create(body, parameter.getLoc(), packedType,
-                                     storage[0], storage[1], storage[2],
-                                     storage[3]);
-    for (WeightUse use : uses.products)
-      rewriteProduct(use, packed);
+    llvm::MapVector<Type, Value> packed;
+    for (WeightUse use : uses.products) {
+      Value &value = packed[use.elementType];
+      if (!value)
+        value = NF4PackOp::create(
+            body, parameter.getLoc(),
+            RankedTensorType::get(type.getShape(), use.elementType, encoding),
+            storage[0], storage[1], storage[2], storage[3]);
+      rewriteProduct(use, value);
+    }
     for (Operation *view : llvm::reverse(uses.views))
       if (view->use_empty())
         view->erase();

@@ -85,3 +85,22 @@ module {
     return %y, %yh : tensor<2x4xf32>, tensor<2x4xf16>
   }
 }
+
+// -----
+
+// Under autocast the products read the weight rounded to bf16: the packed
+// value has the element type they read (the dequantized weight is rounded
+// the same way), and the cast is gone.
+// CHECK-LABEL: module
+// CHECK: %[[W:.*]] = eff.nf4_pack {{.*}} -> tensor<8x8xbf16, #eff.nf4<block_size = 64, nested_block_size = 256>>
+// CHECK-NOT: eff.cast
+// CHECK: eff.linear %{{.*}}, %[[W]] {transpose_b = true} : (tensor<4x8xbf16>, tensor<8x8xbf16, #eff.nf4<block_size = 64, nested_block_size = 256>>) -> tensor<4x8xbf16>
+module {
+  eff.parameter frozen @w : tensor<8x8xf32> = dense<0.5> : tensor<8x8xf32>
+  func.func @train_step(%w: tensor<8x8xf32> {eff.parameter = @w}, %x: tensor<4x8xbf16> {eff.input = "x"})
+      -> (tensor<4x8xbf16> {eff.output = "y"}) {
+    %wb = eff.cast %w : tensor<8x8xf32> to tensor<8x8xbf16>
+    %y = eff.linear %x, %wb {transpose_b = true} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xbf16>
+    return %y : tensor<4x8xbf16>
+  }
+}

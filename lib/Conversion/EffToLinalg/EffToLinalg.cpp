@@ -67,7 +67,7 @@ struct ConvertEffToLinalgPass
     lowering::addNF4TypeConversion(converter);
 
     RewritePatternSet patterns(ctx);
-    lowering::populateQuantizedLowering(patterns, converter);
+    lowering::populateQuantizedLowering(patterns, converter, *policy);
     lowering::populateElementwiseLowering(patterns);
     lowering::populateReductionLowering(patterns, *policy);
     lowering::populateShapeLowering(patterns);

@@ -80,19 +80,21 @@ struct NF4Weight {
   Value codeTable, dynamicMap;
 };
 
-/// The f32 values of weight rows [first, first + count) (`byRows`) or
-/// columns [first, first + count), dequantized as bitsandbytes does:
-/// NF4[code] * (DYN[absmax] * nested + offset), every operation in f32.
+/// The values of weight rows [first, first + count) (`byRows`) or columns
+/// [first, first + count), dequantized as bitsandbytes does: NF4[code] *
+/// (DYN[absmax] * nested + offset), every operation in f32; then rounded to
+/// `valueType` (the weight's element type: bf16/f16 under autocast) and
+/// held in `tileType` (what the product reads).
 Value dequantizeTile(OpBuilder &b, Location loc, const NF4Weight &w,
-                     bool byRows, Value first, int64_t count) {
-  auto f32 = b.getF32Type();
+                     bool byRows, Value first, int64_t count, Type valueType,
+                     Type tileType) {
   SmallVector<int64_t> shape = byRows ? SmallVector<int64_t>{count, w.cols}
                                       : SmallVector<int64_t>{w.rows, count};
-  auto type = RankedTensorType::get(shape, f32);
+  auto type = RankedTensorType::get(shape, tileType);
   // The workspace: a buffer of its own, planned in the arena, which the
   // memory report counts as workspace.
   Location workspaceLoc = withProvenance(loc, Provenance::Workspace);
-  Value empty = tensor::EmptyOp::create(b, workspaceLoc, shape, f32);
+  Value empty = tensor::EmptyOp::create(b, workspaceLoc, shape, tileType);
   AffineMap identity = b.getMultiDimIdentityMap(2);
   SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
   int64_t blockSize = w.encoding.getBlockSize();
@@ -144,8 +146,9 @@ Value dequantizeTile(OpBuilder &b, Location loc, const NF4Weight &w,
             tensor::ExtractOp::create(b, l, w.storage[3], ValueRange{});
         Value absmax = arith::AddFOp::create(
             b, l, arith::MulFOp::create(b, l, dynamic, nested), offset);
-        linalg::YieldOp::create(b, l,
-                                ValueRange{arith::MulFOp::create(b, l, normal, absmax)});
+        Value value = arith::MulFOp::create(b, l, normal, absmax);
+        value = castScalar(b, l, castScalar(b, l, value, valueType), tileType);
+        linalg::YieldOp::create(b, l, ValueRange{value});
       });
   return generic.getResult(0);
 }
@@ -153,7 +156,11 @@ Value dequantizeTile(OpBuilder &b, Location loc, const NF4Weight &w,
 /// eff.linear whose weight `b` is NF4: the product tile by tile over its
 /// output columns, each tile's weight dequantized into a workspace.
 struct NF4LinearLowering : OpConversionPattern<LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+  NF4LinearLowering(const TypeConverter &converter, MLIRContext *context,
+                    const LoweringPolicy &policy)
+      : OpConversionPattern(converter, context, /*benefit=*/2),
+        policy(policy) {}
+  LoweringPolicy policy;
 
   LogicalResult
   matchAndRewrite(LinearOp op, OneToNOpAdaptor adaptor,
@@ -163,12 +170,18 @@ struct NF4LinearLowering : OpConversionPattern<LinearOp> {
     if (!nf4)
       return rewriter.notifyMatchFailure(op, "the weight is not NF4");
     auto resultType = tensorType(op.getResult());
-    if (!resultType.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "NF4 products are f32 for now");
     if (adaptor.getB().size() != 4 || adaptor.getA().size() != 1)
       return rewriter.notifyMatchFailure(op, "the weight was not converted");
     Location loc = op.getLoc();
-    Value a = adaptor.getA().front();
+    // Products of f16/bf16 accumulate in f32 (LowerContraction.cpp); the
+    // tile is what the product reads.
+    Type accumulator = computeType(resultType.getElementType());
+    auto accType = resultType.clone(accumulator);
+    Type weightElement = weightType.getElementType();
+    Type tileElement =
+        policy.nativeLowPrecisionProducts ? weightElement : accumulator;
+    Value a = productOperand(rewriter, loc, policy, adaptor.getA().front(),
+                             accumulator);
     Value bias = op.getBias() ? adaptor.getBias().front() : Value();
     bool ta = op.getTransposeA(), tb = op.getTransposeB();
     double alpha = op.getAlpha().convertToDouble();
@@ -184,17 +197,18 @@ struct NF4LinearLowering : OpConversionPattern<LinearOp> {
     int64_t n = tb ? w.rows : w.cols;
     int64_t m = resultType.getDimSize(0);
     int64_t width = tileColumns(n, k);
-    Value init = buildLinearInit(rewriter, loc, resultType, bias, alpha, beta);
+    Value init = buildLinearInit(rewriter, loc, accType, bias, alpha, beta);
 
     // out[:, c0 : c0 + count] += op(A) op(tile).
     auto tileProduct = [&](OpBuilder &b, Location l, Value acc, Value c0,
                            int64_t count) -> Value {
-      Value tile = dequantizeTile(b, l, w, /*byRows=*/tb, c0, count);
+      Value tile = dequantizeTile(b, l, w, /*byRows=*/tb, c0, count,
+                                  weightElement, tileElement);
       SmallVector<OpFoldResult> offsets{b.getIndexAttr(0),
                                         getAsOpFoldResult(c0)};
       SmallVector<OpFoldResult> sizes{b.getIndexAttr(m), b.getIndexAttr(count)};
       SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
-      auto sliceType = RankedTensorType::get({m, count}, resultType.getElementType());
+      auto sliceType = RankedTensorType::get({m, count}, accumulator);
       Value slice = tensor::ExtractSliceOp::create(b, l, sliceType, acc,
                                                    offsets, sizes, strides);
       Value product = buildMatmul(b, l, a, tile, slice, ta, tb);
@@ -218,9 +232,9 @@ struct NF4LinearLowering : OpConversionPattern<LinearOp> {
     if (int64_t rest = n - full * width)
       acc = tileProduct(rewriter, loc, acc,
                         indexConstant(rewriter, loc, full * width), rest);
-    acc = buildLinearEpilogue(rewriter, loc, resultType, acc, bias, alpha,
-                              beta);
-    rewriter.replaceOp(op, acc);
+    acc = buildLinearEpilogue(rewriter, loc, accType, acc, bias, alpha, beta);
+    rewriter.replaceOp(op, convertElements(rewriter, loc, acc,
+                                           resultType.getElementType()));
     return success();
   }
 };
@@ -243,11 +257,11 @@ struct NF4PackLowering : OpConversionPattern<NF4PackOp> {
 } // namespace
 
 void populateQuantizedLowering(RewritePatternSet &patterns,
-                               const TypeConverter &converter) {
+                               const TypeConverter &converter,
+                               const LoweringPolicy &policy) {
   // Above the plain eff.linear lowering, which refuses encoded weights.
-  patterns.add<NF4LinearLowering, NF4PackLowering>(converter,
-                                                   patterns.getContext(),
-                                                   /*benefit=*/2);
+  patterns.add<NF4LinearLowering>(converter, patterns.getContext(), policy);
+  patterns.add<NF4PackLowering>(converter, patterns.getContext());
 }
 
 } // namespace effopt::lowering

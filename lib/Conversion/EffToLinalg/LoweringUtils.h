@@ -197,7 +197,8 @@ mlir::Value productOperand(mlir::OpBuilder &b, mlir::Location loc,
 void addNF4TypeConversion(mlir::TypeConverter &converter);
 /// eff.nf4_pack and eff.linear with an NF4 weight (LowerQuantized.cpp).
 void populateQuantizedLowering(mlir::RewritePatternSet &patterns,
-                               const mlir::TypeConverter &converter);
+                               const mlir::TypeConverter &converter,
+                               const LoweringPolicy &policy);
 
 void populateContractionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);

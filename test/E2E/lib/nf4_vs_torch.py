@@ -190,9 +190,21 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--rtol", type=float, default=1e-4)
-    ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--precision", default="fp32",
+                    help="fp32, or bf16: effc --precision bf16 against "
+                         "torch.autocast(cpu, bfloat16) (the weights rounded "
+                         "to bf16 after dequantization, on both sides)")
+    ap.add_argument("--rtol", type=float, default=None)
+    ap.add_argument("--atol", type=float, default=None)
     args = ap.parse_args()
+    # bf16: one rounding of every product's operands (2^-8 relative) that
+    # both sides make, but sums in different orders; 5e-3 as
+    # lowp_vs_torch.py states for bf16 losses.
+    low = args.precision == "bf16"
+    if args.rtol is None:
+        args.rtol = 5e-3 if low else 1e-4
+    if args.atol is None:
+        args.atol = 1e-3 if low else 1e-5
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)
     failures = 0
@@ -209,6 +221,7 @@ def main():
     tvt.run([os.path.join(args.bin, "effc"), onnx_path, "-o", effx,
              "--optimizer", "adamw", "--lr", repr(args.lr),
              "--freeze", frozen, "--quantize-frozen", "nf4",
+             "--precision", args.precision,
              "--report-json", report])
     log = os.path.join(args.work, "loss.jsonl")
     ckpt = os.path.join(args.work, "final.safetensors")
@@ -280,7 +293,8 @@ def main():
     for i in range(args.steps):
         batch = [torch.from_numpy(data[k][i * B:(i + 1) * B]) for k in names]
         opt.zero_grad()
-        loss = model(*batch)[0]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=low):
+            loss = model(*batch)[0]
         loss.backward()
         opt.step()
         ref_losses.append(float(loss))
