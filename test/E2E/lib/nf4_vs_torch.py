@@ -336,6 +336,29 @@ def main():
             name, f32, raw, raw / params[name].numel(), raw / f32))
     print("bytes of the quantized weights: %d of %d f32 (%.3fx)" % (
         packed_total, f32_total, packed_total / f32_total))
+    # No f32 copy of a quantized weight (or of its transpose) is planned
+    # anywhere in the step: the products only ever hold one tile of it.
+    # (The GPT's activations of 256 rows share shapes with its weights, so
+    # the check is the MLP's.)
+    workspace = max([b["bytes"] for b in rep["buffers"]
+                     if b["category"] == "workspace"] or [0])
+    print("largest workspace: %d bytes" % workspace)
+    if args.model == "mlp":
+        for name in quantized:
+            r, c = params[name].shape
+            copies = [b for b in rep["buffers"] if b["type"] in (
+                "memref<%dx%dxf32>" % (r, c), "memref<%dx%dxf32>" % (c, r))]
+            if copies:
+                print("%s: f32 copies in the arena: %s  MISMATCH" % (
+                    name, [b["type"] for b in copies]))
+                failures += 1
+            tiles = [b for b in rep["buffers"] if b["category"] == "workspace"
+                     and (b["type"].startswith("memref<%dx" % r)
+                          or b["type"].endswith("x%dxf32>" % c))]
+            if not tiles or any(b["bytes"] >= r * c * 4 for b in tiles):
+                print("%s: workspaces %s  MISMATCH" % (
+                    name, [b["type"] for b in tiles]))
+                failures += 1
     at_peak = rep["peak"]["by_category"]
     print("report at the peak: " + ", ".join(
         "%s %d" % (k, v) for k, v in sorted(at_peak.items())))
