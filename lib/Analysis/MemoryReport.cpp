@@ -130,7 +130,10 @@ MemoryReport MemoryReport::fromPlan(const MemoryPlan &plan) {
     bool readLater = readerProvenance == eff::Provenance::Backward ||
                      readerProvenance == eff::Provenance::Gradient ||
                      readerProvenance == eff::Provenance::Optimizer;
-    if (alloc->hasAttr(kWorkspaceAttrName))
+    // Scratch of a library call: attention's tiles (eff.workspace on the
+    // allocation) and NF4 dequantization tiles (workspace provenance).
+    if (alloc->hasAttr(kWorkspaceAttrName) ||
+        provenance == eff::Provenance::Workspace)
       buffer.category = MemoryCategory::Workspace;
     else if (provenance == eff::Provenance::Gradient)
       buffer.category = MemoryCategory::Gradients;

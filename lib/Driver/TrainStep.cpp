@@ -82,6 +82,9 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.worldSize < 1)
     return fail("--world-size must be at least 1 (ranks), got " +
                 llvm::Twine(static_cast<int64_t>(options.worldSize)));
+  if (!options.quantizeFrozenNames.empty() &&
+      options.quantizeFrozen == FrozenStorage::None)
+    return fail("--quantize-frozen-names needs --quantize-frozen nf4");
   if (options.zero < 0 || options.zero > 3)
     return fail("--zero must be 0, 1, 2 or 3, got " +
                 llvm::Twine(static_cast<int64_t>(options.zero)));
@@ -129,6 +132,9 @@ StringRef stringifyPrecision(Precision precision) {
 }
 StringRef stringifyLossScale(LossScaleMode mode) {
   return nameOf(&TrainStepOptions::lossScale, mode);
+}
+StringRef stringifyFrozenStorage(FrozenStorage storage) {
+  return nameOf(&TrainStepOptions::quantizeFrozen, storage);
 }
 
 void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
@@ -221,6 +227,15 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createEffOptimizerPass(optimizer));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // On the finished step, where every read of a frozen weight (forward,
+  // backward, recomputation) is known; before the layout, which then holds
+  // the packed storage instead of the weight.
+  if (options.quantizeFrozen != FrozenStorage::None) {
+    EffQuantizeFrozenPassOptions quantize;
+    quantize.format = stringifyFrozenStorage(options.quantizeFrozen).str();
+    quantize.names = options.quantizeFrozenNames;
+    pm.addPass(createEffQuantizeFrozenPass(quantize));
+  }
   pm.addPass(createEffStepAbiPass(abi));
   if (options.scheduleMemory)
     pm.addPass(createEffScheduleMemoryPass());

@@ -38,8 +38,11 @@ namespace {
 /// reordering the computation, not freeing early.
 constexpr size_t kMaxPulledOps = 16;
 
-/// Ops whose result is a view of (or the same buffer as) their operand.
-bool isAlias(Operation *op) { return isa<eff::SaveOp, eff::ReshapeOp>(op); }
+/// Ops whose result is a view of (or the same buffer as) their operand (an
+/// NF4 weight: of its storage, which is state).
+bool isAlias(Operation *op) {
+  return isa<eff::SaveOp, eff::ReshapeOp, eff::NF4PackOp>(op);
+}
 
 /// Ops that stay where they are and that nothing moves across: regions
 /// (a loop over micro-batches is one unit), side effects, writes into a

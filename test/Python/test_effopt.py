@@ -120,6 +120,38 @@ def test_frozen_submodule():
     assert_close(sd["fc2.weight"].numpy(), ref.fc2.weight.detach().numpy(), "fc2.weight")
 
 
+def test_frozen_submodule_stored_as_nf4():
+    """quantize_frozen="nf4" (effc --quantize-frozen nf4): the frozen weight is
+    only its packed storage, equal to the PyTorch reference of bitsandbytes'
+    NF4 (test/E2E/lib/nf4_vs_torch.py), and trains like PyTorch with the
+    reference-dequantized weight."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "E2E", "lib"))
+    import nf4_vs_torch as ref_nf4
+    torch.manual_seed(5)
+    model = MLP()
+    model.fc1.requires_grad_(False)
+    batches = mlp_data(seed=5)
+    ref = copy.deepcopy(model)
+    trainer = effopt.compile(model, (batches[0][0],), loss_fn=F.cross_entropy,
+                             example_targets=(batches[0][1],), optimizer="adamw",
+                             lr=1e-2, quantize_frozen="nf4")
+    sd = trainer.state_dict()
+    assert "fc1.weight" not in sd, list(sd)
+    want = ref_nf4.quantize(model.fc1.weight.detach())
+    assert torch.equal(sd["fc1.weight.nf4"].view(torch.uint8), want["nf4"])
+    assert torch.equal(sd["fc1.weight.absmax"].view(torch.uint8), want["absmax"])
+    with torch.no_grad():
+        ref.fc1.weight.copy_(ref_nf4.dequantize(want, tuple(ref.fc1.weight.shape)))
+    opt = torch.optim.AdamW([p for p in ref.parameters() if p.requires_grad], lr=1e-2)
+    ours, theirs = train_both(ref, trainer, opt, batches,
+                              lambda m, b: F.cross_entropy(m(b[0]), b[1]))
+    assert_close(ours, theirs, "losses")
+    assert_close(trainer.state_dict()["fc2.weight"].numpy(),
+                 ref.fc2.weight.detach().numpy(), "fc2.weight")
+
+
 @pytest.fixture(scope="module")
 def mlp_trainer():
     torch.manual_seed(4)

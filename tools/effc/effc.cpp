@@ -73,6 +73,19 @@ static cl::opt<std::string> lora(
              "(\"--lora on\": all defaults; docs/LoRA.md)"),
     cl::value_desc("rank=R,alpha=A,dropout=P,seed=S,targets=REGEX"),
     cl::cat(category));
+static cl::opt<std::string> quantizeFrozen(
+    "quantize-frozen",
+    cl::desc("Store frozen weights that only matrix products read as: none "
+             "(the default) or nf4 (4-bit NormalFloat with double-quantized "
+             "block scales, bitsandbytes' layout; dequantized tile by tile "
+             "inside the products; docs/Quantization.md)"),
+    cl::value_desc("none|nf4"), cl::init("none"), cl::cat(category));
+static cl::opt<std::string> quantizeFrozenNames(
+    "quantize-frozen-names",
+    cl::desc("With --quantize-frozen: quantize exactly the frozen parameters "
+             "whose name matches (an error naming any that cannot be), "
+             "instead of every frozen parameter that can be"),
+    cl::value_desc("regex"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> maskLike(
     "mask-like",
     cl::desc("Trainable initializers used only as masks (added to a "
@@ -315,6 +328,7 @@ void checkFlags() {
              &beta1, &beta2, &eps, &amsgrad, &beta2Decay, &eps1, &eps2,
              &clipThreshold, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
+             &quantizeFrozen, &quantizeFrozenNames,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
@@ -407,6 +421,11 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
                           {"sqrt", RematPolicy::Sqrt}},
                          "none, selective, full, sqrt or budget:BYTES");
   step.rematBoundary = rematBoundary.getValue();
+  step.quantizeFrozen = parseChoice<FrozenStorage>(
+      quantizeFrozen,
+      {{"none", FrozenStorage::None}, {"nf4", FrozenStorage::NF4}},
+      "none or nf4");
+  step.quantizeFrozenNames = quantizeFrozenNames.getValue();
   step.accum = accum.getValue();
   step.zero = zero.getValue();
   step.worldSize = worldSize.getValue();

@@ -35,6 +35,8 @@ enum class OptimizerKind { Sgd, Adam, AdamW, Adam8bit, AdamW8bit, Adafactor };
 enum class LrSchedule { Constant, LinearWarmup, Cosine };
 enum class RematPolicy { None, Selective, Full, Sqrt, Budget };
 enum class Precision { FP32, BF16, FP16 };
+/// How frozen GEMM weights are stored (eff-quantize-frozen).
+enum class FrozenStorage { None, NF4 };
 /// Auto: dynamic for fp16, none otherwise.
 enum class LossScaleMode { Auto, Dynamic, Static, None };
 /// Where the pipeline ends.
@@ -201,6 +203,21 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
   Option<int64_t> accum{*this, "accum",
                         llvm::cl::desc("Micro-batches per optimizer step"),
                         llvm::cl::init(1)};
+  // Frozen weights (eff-quantize-frozen).
+  Option<FrozenStorage> quantizeFrozen{
+      *this, "quantize-frozen",
+      llvm::cl::desc("Store frozen GEMM weights as: none or nf4 (4-bit "
+                     "NormalFloat, double-quantized block scales)"),
+      llvm::cl::init(FrozenStorage::None),
+      llvm::cl::values(
+          clEnumValN(FrozenStorage::None, "none", "as they are"),
+          clEnumValN(FrozenStorage::NF4, "nf4", "bitsandbytes NF4"))};
+  Option<std::string> quantizeFrozenNames{
+      *this, "quantize-frozen-names",
+      llvm::cl::desc("Regex: quantize exactly the frozen parameters it "
+                     "matches (an error for one that cannot be); empty: "
+                     "every frozen parameter that can be"),
+      llvm::cl::init("")};
   // Data parallel (eff-zero).
   Option<int64_t> zero{*this, "zero",
                        llvm::cl::desc("ZeRO stage (0: plain data parallel)"),
@@ -282,6 +299,7 @@ llvm::StringRef stringifySchedule(LrSchedule schedule);
 llvm::StringRef stringifyRemat(RematPolicy policy);
 llvm::StringRef stringifyPrecision(Precision precision);
 llvm::StringRef stringifyLossScale(LossScaleMode mode);
+llvm::StringRef stringifyFrozenStorage(FrozenStorage storage);
 
 /// Checks every option against the others; a one-line message naming the
 /// option (as effc's flag) and what is wrong.

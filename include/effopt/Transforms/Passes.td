@@ -480,6 +480,59 @@ def EffLossScalingPass : Pass<"eff-loss-scaling", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def EffQuantizeFrozenPass : Pass<"eff-quantize-frozen", "::mlir::ModuleOp"> {
+  let summary = "Stores frozen GEMM weights as 4-bit NormalFloat (the storage half of QLoRA)";
+  let description = [{
+    Runs on `func.func @train_step` after `eff-optimizer` and before
+    `eff-step-abi` (so the state layout sees the packed tensors). A frozen
+    f32 parameter whose every read is the weight of a matrix product -- the
+    `b` operand of `eff.linear`, or the rank-2 right operand of
+    `eff.matmul`, possibly through `eff.transpose` ([1, 0]) and `eff.save`
+    -- is quantized at compile time from its initial value to NF4 with
+    double-quantized block statistics, exactly as bitsandbytes'
+    `quantize_4bit(quant_type="nf4", blocksize=64,
+    compress_statistics=True)` (docs/Quantization.md). The parameter `@W`
+    is replaced by four frozen parameters holding that storage:
+
+    - `@"W.nf4"`: the packed codes, `tensor<ceil(n/2) x i8>`;
+    - `@"W.absmax"`: the 8-bit block absmax codes, `tensor<nb x i8>`;
+    - `@"W.nested_absmax"`: their scales, `tensor<ceil(nb/256) x f32>`;
+    - `@"W.nested_offset"`: the mean absmax, `tensor<f32>`;
+
+    which `eff.nf4_pack` views as one `tensor<..., #eff.nf4<...>>`; every
+    product reading the weight becomes an `eff.linear` whose `b` is that
+    packed value (transposes folded into `transpose_b`; a batched left
+    operand of `eff.matmul` reshaped to rows and back). The saved or
+    transposed copies of the weight the backward used to read are gone.
+
+    Which weights: every frozen parameter when `names` is empty -- one that
+    cannot be quantized (a non-GEMM read such as a tied embedding's gather,
+    a non-f32 element type) stays as it is, with a remark saying why; with
+    `names` (a regex over parameter names), exactly the frozen parameters
+    it matches, and any of them that cannot be quantized is an error
+    naming it and the op that reads it. A parameter without an initial
+    value (a plan from shapes alone) gets storage without one.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"nf4\"",
+           "The storage format (nf4)">,
+    Option<"names", "names", "std::string", /*default=*/"\"\"",
+           "Regex of the frozen parameters to quantize (empty: every frozen "
+           "parameter that can be; others are skipped with a remark)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"64",
+           "Elements per NF4 block (one absmax each)">,
+    Option<"nestedBlockSize", "nested-block-size", "int64_t",
+           /*default=*/"256",
+           "Block absmax values per 8-bit block of the double quantization">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numQuantized", "quantized", "Number of weights stored as NF4">,
+    Statistic<"numSkipped", "skipped",
+              "Number of frozen parameters left as they were">
+  ];
+}
+
 def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
   let summary = "Fixes the binary interface of @train_step for the runtime";
   let description = [{

@@ -61,7 +61,13 @@ struct ConvertEffToLinalgPass
     // Persistent state stays declared at module level; the driver reads it.
     target.addLegalOp<eff::ParameterOp>();
 
+    // Packed weights become their storage tensors (1:N); every other type
+    // stays as it is.
+    TypeConverter converter;
+    lowering::addNF4TypeConversion(converter);
+
     RewritePatternSet patterns(ctx);
+    lowering::populateQuantizedLowering(patterns, converter, *policy);
     lowering::populateElementwiseLowering(patterns);
     lowering::populateReductionLowering(patterns, *policy);
     lowering::populateShapeLowering(patterns);

@@ -25,10 +25,7 @@ using namespace mlir;
 using namespace effopt::eff;
 
 namespace effopt::lowering {
-namespace {
 
-
-/// C += op(A) op(B) on rank-2 tensors.
 Value buildMatmul(OpBuilder &b, Location loc, Value a, Value bm, Value c,
                   bool transposeA, bool transposeB) {
   MLIRContext *ctx = b.getContext();
@@ -47,6 +44,42 @@ Value buildMatmul(OpBuilder &b, Location loc, Value a, Value bm, Value c,
       .getResult(0);
 }
 
+Value buildLinearInit(OpBuilder &b, Location loc, RankedTensorType type,
+                      Value bias, double alpha, double beta) {
+  if (!bias || alpha != 1.0)
+    return zeros(b, loc, type);
+  return buildElementwise(
+      b, loc, type, {bias},
+      [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+        if (beta == 1.0)
+          return args[0];
+        return arith::MulFOp::create(
+            b, l, args[0], scalarConstant(b, l, args[0].getType(), beta));
+      });
+}
+
+Value buildLinearEpilogue(OpBuilder &b, Location loc, RankedTensorType type,
+                          Value product, Value bias, double alpha,
+                          double beta) {
+  if (alpha == 1.0)
+    return product;
+  SmallVector<Value> operands{product};
+  if (bias)
+    operands.push_back(bias);
+  return buildElementwise(
+      b, loc, type, operands,
+      [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+        Type t = args[0].getType();
+        Value r =
+            arith::MulFOp::create(b, l, args[0], scalarConstant(b, l, t, alpha));
+        if (args.size() == 2)
+          r = arith::AddFOp::create(
+              b, l, r,
+              arith::MulFOp::create(b, l, args[1],
+                                    scalarConstant(b, l, t, beta)));
+        return r;
+      });
+}
 
 /// `operand` in the type the product reads it in: its own with native
 /// low-precision products, else the accumulator's.
@@ -57,51 +90,29 @@ Value productOperand(OpBuilder &b, Location loc, const LoweringPolicy &policy,
   return convertElements(b, loc, operand, accumulator);
 }
 
+namespace {
+
 struct LinearLowering : PolicyPattern<LinearOp> {
   using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(LinearOp op,
                                 PatternRewriter &rewriter) const override {
+    // A packed weight is dequantized inside the product (LowerQuantized).
+    if (tensorType(op.getB()).getEncoding())
+      return rewriter.notifyMatchFailure(op, "the weight has an encoding");
     Location loc = op.getLoc();
     auto resultType = tensorType(op.getResult());
     Type acc = computeType(resultType.getElementType());
     auto type = resultType.clone(acc);
     double alpha = op.getAlpha().convertToDouble();
     double beta = op.getBeta().convertToDouble();
-    Value init;
-    if (op.getBias() && alpha == 1.0) {
-      init = buildElementwise(
-          rewriter, loc, type, {op.getBias()},
-          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-            if (beta == 1.0)
-              return args[0];
-            return arith::MulFOp::create(
-                b, l, args[0], scalarConstant(b, l, args[0].getType(), beta));
-          });
-    } else {
-      init = zeros(rewriter, loc, type);
-    }
+    Value init =
+        buildLinearInit(rewriter, loc, type, op.getBias(), alpha, beta);
     Value product = buildMatmul(
         rewriter, loc, productOperand(rewriter, loc, policy, op.getA(), acc),
         productOperand(rewriter, loc, policy, op.getB(), acc), init,
         op.getTransposeA(), op.getTransposeB());
-    if (alpha != 1.0) {
-      SmallVector<Value> operands{product};
-      if (op.getBias())
-        operands.push_back(op.getBias());
-      product = buildElementwise(
-          rewriter, loc, type, operands,
-          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-            Type t = args[0].getType();
-            Value r = arith::MulFOp::create(b, l, args[0],
-                                            scalarConstant(b, l, t, alpha));
-            if (args.size() == 2)
-              r = arith::AddFOp::create(
-                  b, l, r,
-                  arith::MulFOp::create(b, l, args[1],
-                                        scalarConstant(b, l, t, beta)));
-            return r;
-          });
-    }
+    product = buildLinearEpilogue(rewriter, loc, type, product, op.getBias(),
+                                  alpha, beta);
     rewriter.replaceOp(op, convertElements(rewriter, loc, product,
                                            resultType.getElementType()));
     return success();

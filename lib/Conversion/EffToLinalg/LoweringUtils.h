@@ -13,6 +13,10 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
 
+namespace mlir {
+class TypeConverter;
+} // namespace mlir
+
 namespace effopt::lowering {
 
 /// Numerics the lowering leaves to the target: convert-eff-to-linalg's
@@ -174,6 +178,41 @@ void populateElementwiseLowering(mlir::RewritePatternSet &patterns);
 void populateReductionLowering(mlir::RewritePatternSet &patterns,
                                const LoweringPolicy &policy);
 void populateShapeLowering(mlir::RewritePatternSet &patterns);
+/// C += op(A) op(B) on rank-2 tensors: a linalg.matmul with the transposes
+/// in its indexing maps (a GEMM with transpose flags after
+/// eff-linalg-to-blas).
+mlir::Value buildMatmul(mlir::OpBuilder &b, mlir::Location loc, mlir::Value a,
+                        mlir::Value bm, mlir::Value c, bool transposeA,
+                        bool transposeB);
+
+/// eff.linear's accumulator (of `type`) before the product: beta * bias
+/// broadcast when alpha is 1 (the product then adds onto it), else zeros.
+mlir::Value buildLinearInit(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::RankedTensorType type, mlir::Value bias,
+                            double alpha, double beta);
+
+/// eff.linear's value from the accumulated product: the product itself
+/// when alpha is 1 (buildLinearInit added the bias), else alpha * product
+/// + beta * bias.
+mlir::Value buildLinearEpilogue(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::RankedTensorType type,
+                                mlir::Value product, mlir::Value bias,
+                                double alpha, double beta);
+
+/// `operand` in the type a product reads it in under `policy`: its own with
+/// native low-precision products, else `accumulator`.
+mlir::Value productOperand(mlir::OpBuilder &b, mlir::Location loc,
+                           const LoweringPolicy &policy, mlir::Value operand,
+                           mlir::Type accumulator);
+
+/// The lowering's type conversion: every type is itself, except a tensor
+/// with the #eff.nf4 encoding, which becomes its four storage tensors.
+void addNF4TypeConversion(mlir::TypeConverter &converter);
+/// eff.nf4_pack and eff.linear with an NF4 weight (LowerQuantized.cpp).
+void populateQuantizedLowering(mlir::RewritePatternSet &patterns,
+                               const mlir::TypeConverter &converter,
+                               const LoweringPolicy &policy);
+
 void populateContractionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);
 void populateNormalizationLowering(mlir::RewritePatternSet &patterns,

@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -16,11 +17,17 @@ using namespace effopt::eff;
 #include "effopt/Dialect/Eff/IR/EffGradientInterface.cpp.inc"
 #include "effopt/Dialect/Eff/IR/EffInterfaces.cpp.inc"
 #include "effopt/Dialect/Eff/IR/EffOpsDialect.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "effopt/Dialect/Eff/IR/EffAttrs.cpp.inc"
 
 void EffDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "effopt/Dialect/Eff/IR/EffOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "effopt/Dialect/Eff/IR/EffAttrs.cpp.inc"
       >();
 }
 
@@ -285,6 +292,12 @@ int64_t effopt::eff::detail::numElements(Type type) {
 }
 
 int64_t effopt::eff::detail::tensorBytes(Type type) {
+  // A packed weight occupies its storage tensors, not its logical type.
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    if (auto nf4 = dyn_cast_or_null<NF4EncodingAttr>(tensor.getEncoding()))
+      return tensor.hasStaticShape()
+                 ? nf4.getStorageBytes(tensor.getNumElements())
+                 : 0;
   return storageBytes(type);
 }
 

@@ -26,6 +26,8 @@ StringRef provenanceName(Provenance provenance) {
     return "recomputed";
   case Provenance::Cast:
     return "cast";
+  case Provenance::Workspace:
+    return "workspace";
   }
   llvm_unreachable("unknown provenance");
 }
@@ -34,7 +36,7 @@ std::optional<Provenance> parseProvenance(StringRef name) {
   for (Provenance p :
        {Provenance::Forward, Provenance::Saved, Provenance::Backward,
         Provenance::Gradient, Provenance::Optimizer, Provenance::Recomputed,
-        Provenance::Cast})
+        Provenance::Cast, Provenance::Workspace})
     if (provenanceName(p) == name)
       return p;
   return std::nullopt;

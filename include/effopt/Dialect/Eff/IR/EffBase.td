@@ -52,6 +52,8 @@ def Eff_Dialect : Dialect {
     ```
   }];
   let hasConstantMaterializer = 1;
+  // #eff.nf4 (EffAttrs.td).
+  let useDefaultAttributePrinterParser = 1;
   // The step ABI that eff-step-abi records and the lowering, the memory
   // plan and the .effx writer read (docs/Effx.md, "The step ABI"):
   // - on the module: `eff.step_kind` ("forward" for an inference function;

@@ -16,6 +16,9 @@
 
 #include "effopt/Dialect/Eff/IR/EffEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "effopt/Dialect/Eff/IR/EffAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "effopt/Dialect/Eff/IR/EffOps.h.inc"
 

@@ -9,6 +9,7 @@
 #define EFFOPT_DIALECT_EFF_IR_EFFOPS_TD
 
 include "effopt/Dialect/Eff/IR/EffBase.td"
+include "effopt/Dialect/Eff/IR/EffAttrs.td"
 include "effopt/Dialect/Eff/IR/EffInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"

@@ -30,6 +30,7 @@ enum class Provenance {
   Optimizer,  // optimizer and LR-schedule math
   Recomputed, // forward value recomputed in the backward (remat)
   Cast,       // precision cast (autocast)
+  Workspace,  // scratch of a library call (a dequantized weight tile)
 };
 
 /// The name used in the location tag and in reports ("saved", ...).
