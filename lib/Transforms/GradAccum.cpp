@@ -359,13 +359,7 @@ LogicalResult EffGradAccumPass::accumulate(func::FuncOp func) {
               !cost || isa<ConstantOp>(op) || cost.getFlops() > 0;
           return computes && isMemoryEffectFree(op) && isSpeculatable(op);
         },
-        [&](Operation *op, Region *) {
-          // A copy recomputed for the backward (eff-autodiff, eff-remat)
-          // computes the same as its forward twin: once hoisted, both live
-          // across the loop, so CSE may merge them into one.
-          op->removeAttr(kRecomputedAttrName);
-          loopLike.moveOutOfLoop(op);
-        });
+        [&](Operation *op, Region *) { loopLike.moveOutOfLoop(op); });
   }
   return success();
 }
