@@ -6,18 +6,23 @@
 //   3. reverse sweep: from d(loss) = 1, each relevant op's rule builds its
 //      operands' gradients; fan-out accumulates with eff.add;
 //   4. every forward value the backward reads is routed through one
-//      eff.save, placed between the forward and the backward.
+//      eff.save, placed between the forward and the backward -- except
+//      cheap copies of parameters (ParameterCopies: a transposed or cast
+//      weight), which are recomputed right before their first backward
+//      reader, so no weight-sized copy lives across the gap.
 //
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Transforms/Passes.h"
 
+#include "effopt/Analysis/ParameterCopies.h"
 #include "effopt/Dialect/Eff/IR/EffGradientInterface.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -196,8 +201,30 @@ LogicalResult EffAutodiffPass::differentiate(func::FuncOp forward) {
       savedUses[operand.get()].push_back(&operand);
     }
   }
+  // Copies of parameters are recomputed before their first backward reader
+  // (the uses are in block order) instead of saved, under every remat
+  // policy. The clones are tagged like eff-remat's, so CSE does not merge
+  // them back into the forward ops.
+  ParameterCopies parameterCopies(forward);
+  for (auto &[value, uses] : savedUses) {
+    if (!parameterCopies.isCopy(value))
+      continue;
+    builder.setInsertionPoint(uses.front()->getOwner());
+    IRMapping mapping;
+    for (Operation *op : parameterCopies.chainOf(value)) {
+      Operation *clone = builder.clone(*op, mapping);
+      clone->setLoc(
+          eff::withProvenance(op->getLoc(), eff::Provenance::Recomputed));
+      clone->setAttr(kRecomputedAttrName, builder.getUnitAttr());
+      ++numRecomputedCopies;
+    }
+    for (OpOperand *use : uses)
+      use->set(mapping.lookup(value));
+  }
   builder.setInsertionPoint(firstBackwardOp);
   for (auto &[value, uses] : savedUses) {
+    if (parameterCopies.isCopy(value))
+      continue;
     // The producer's location records the decision, for the memory report
     // (and for eff-remat, which may change it to recomputed).
     Operation *producer = value.getDefiningOp();

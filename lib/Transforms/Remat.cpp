@@ -13,6 +13,7 @@
 #include "effopt/Transforms/Passes.h"
 
 #include "effopt/Analysis/ForwardBlocks.h"
+#include "effopt/Analysis/ParameterCopies.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
 #include "effopt/Support/StorageBytes.h"
@@ -66,7 +67,8 @@ class Rematerializer {
 public:
   Rematerializer(func::FuncOp func, StringRef policy, StringRef boundary,
                  int64_t freeBytes)
-      : func(func), policy(policy), boundary(boundary), freeBytes(freeBytes) {}
+      : func(func), policy(policy), boundary(boundary), freeBytes(freeBytes),
+        parameterCopies(func) {}
 
   LogicalResult run(int64_t &numRecomputed, int64_t &numKept,
                     int64_t &numClonedOps) {
@@ -530,8 +532,11 @@ private:
             chain.contains(operand))
           continue;
         Operation *inner = operand.getDefiningOp();
+        // A copy of a parameter is never kept (see eff-autodiff): a chain
+        // that reads one recomputes it too.
         bool recomputeOperand =
-            policy == "budget"
+            parameterCopies.isCopy(operand) ? true
+            : policy == "budget"
                 ? recompute.contains(operand) || !savedBy.count(operand)
             : policy == "selective"
                 ? !selectiveKeeps(operand)
@@ -573,6 +578,7 @@ private:
   func::FuncOp func;
   StringRef policy, boundary;
   int64_t freeBytes;
+  ParameterCopies parameterCopies;
   SmallVector<SaveOp> saves;
   std::vector<Operation *> forwardOps;
   DenseMap<Operation *, int64_t> forwardIndex, segmentOf;

@@ -24,7 +24,14 @@ def EffAutodiffPass : Pass<"eff-autodiff", "::mlir::ModuleOp"> {
 
     Every forward value the backward reads goes through one `eff.save`, so
     what is kept for the backward is explicit; `eff-remat` later decides
-    which saved values to recompute instead.
+    which saved values to recompute instead. The exception, under every
+    remat policy: values computed from parameters and constants by data
+    movement and casts only (a transposed weight, autocast's bf16 copy of a
+    weight; `ParameterCopies`) are never saved. Their producer chain is
+    cloned right before the first backward reader (tagged `eff.recomputed`,
+    like eff-remat's clones), so no weight-sized copy lives from the forward
+    to the backward; the clones round and move the same bits, so this is
+    bit-identical to saving them.
 
     An op without a gradient rule on a path from a trainable parameter to
     the loss is an error naming the op.
@@ -35,7 +42,9 @@ def EffAutodiffPass : Pass<"eff-autodiff", "::mlir::ModuleOp"> {
     Statistic<"numSavedValues", "saved-values",
               "Number of forward values saved for the backward">,
     Statistic<"numBackwardOps", "backward-ops",
-              "Number of ops the backward pass consists of">
+              "Number of ops the backward pass consists of">,
+    Statistic<"numRecomputedCopies", "recomputed-parameter-copies",
+              "Ops cloned into the backward to recompute copies of parameters">
   ];
 }
 
