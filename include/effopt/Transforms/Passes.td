@@ -254,6 +254,18 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
     `max(eps2, RMS(param)) * min(lr, 1/sqrt(t))`, update clipping by
     `clip-threshold` (torch's `d`) and decoupled weight decay `lr * wd`, with
     `lr` the scheduled learning rate.
+
+    ZeRO: on a module `eff-zero` marked `eff.zero_stage` >= 1 with
+    `eff.world_size` N > 1, every optimizer state tensor of a parameter is
+    one rank's shard: 1-D f32 of S = ceil(elements / N), tagged
+    `eff.shard_of` with the whole shape. The update runs on this rank's
+    block of the flattened, zero-padded parameter (`eff.shard`) and of the
+    gradient (`eff.shard` of the summed gradient; at stage 2 the gradient
+    result already is the block), and `eff.all_gather` rebuilds the whole
+    parameter from every rank's updated block. At stage 2 the global norm
+    of `clip-grad-norm` sums every rank's squares (`eff.all_reduce`).
+    `adafactor` cannot be sharded and is an error there, as is a non-f32
+    parameter.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];
