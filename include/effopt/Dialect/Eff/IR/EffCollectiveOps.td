@@ -65,6 +65,9 @@ def Eff_ReduceScatterOp : Eff_PureOp<"reduce_scatter"> {
     state updates. Like `eff.all_reduce` it is pure: every rank runs the
     same step and reaches the same collectives in the same order.
 
+    Its gradient is the all-gather of the result's gradient (the ranks'
+    losses add up).
+
     Its cost is the bytes a rank moves in a ring reduce-scatter:
     `(N - 1) / N` of the input's bytes (`getBytesMoved`), and as many
     additions as elements it receives.
@@ -105,6 +108,9 @@ def Eff_AllGatherOp : Eff_PureOp<"all_gather"> {
     parameter shards each rank updated, so every rank has the whole
     updated parameters again.
 
+    Its gradient is the reduce-scatter of the result's gradient (the ranks'
+    losses add up).
+
     Its cost is the bytes a rank moves in a ring all-gather: `(N - 1)`
     times the input's bytes (`getBytesMoved`); no arithmetic.
 
@@ -138,6 +144,7 @@ def Eff_ShardOp : Eff_PureOp<"shard"> {
     communication, only the rank's own copy. ZeRO stages 1 and 2 take the
     shard of each (flattened, padded) parameter that the rank's optimizer
     state updates, and in stage 1 the shard of the all-reduced gradient.
+    It has no gradient rule (the rule depends on the rank).
 
     ```mlir
     %mine = eff.shard %w {world_size = 2 : i64}
