@@ -68,6 +68,7 @@ def main():
                         "--zero", str(stage), "--report-json", report],
                        check=True, stdout=subprocess.DEVNULL)
         plans[stage] = json.load(open(report))
+        print("stage %d: %s" % (stage, plans[stage]["title"]))
 
     failures = 0
 
