@@ -88,9 +88,13 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zero < 0 || options.zero > 3)
     return fail("--zero must be 0, 1, 2 or 3, got " +
                 llvm::Twine(static_cast<int64_t>(options.zero)));
-  if (options.zero != 0)
+  if (options.zero == 3)
+    return fail("--zero 3 (sharded parameters) is not implemented yet "
+                "(stages 0, 1 and 2 are)");
+  if (options.zero != 0 && options.optimizer == OptimizerKind::Adafactor)
     return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
-                " is not implemented yet (stage 0, plain data parallel, is)");
+                " shards elementwise optimizer state; adafactor's factored "
+                "state cannot be sharded yet (use --zero 0)");
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };

@@ -115,6 +115,10 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
       auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
       tensor.name = parameter.getSymName().str();
       tensor.role = eff::stringifyParamRole(parameter.getRole()).str();
+      if (auto whole = parameter->getAttrOfType<DenseI64ArrayAttr>(
+              eff::kShardOfAttrName))
+        tensor.shardOf.emplace(whole.asArrayRef().begin(),
+                               whole.asArrayRef().end());
       if (withInitialState) {
         std::optional<ElementsAttr> value = parameter.getInitialValue();
         // Imported without its weights (--shapes-only): a plan, never a
@@ -182,6 +186,8 @@ static llvm::json::Array tensorsToJson(ArrayRef<StepTensor> tensors,
                          {"offset", t.offset}};
     if (withRole)
       o["role"] = t.role;
+    if (t.shardOf)
+      o["shard_of"] = llvm::json::Array(*t.shardOf);
     array.push_back(std::move(o));
   }
   return array;

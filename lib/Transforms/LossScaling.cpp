@@ -129,6 +129,23 @@ void EffLossScalingPass::runOnOperation() {
   auto unscale = UnscaleGradientsOp::create(builder, loc, unscaledTypes, scale,
                                             gradients);
   Value foundInf = unscale.getFoundInf();
+  // ZeRO stage 2: each rank checked only its shards of the gradients; the
+  // step is skipped (and the scale backs off) on every rank when any found
+  // inf/NaN, so the ranks stay in step.
+  auto zeroStage = module->getAttrOfType<IntegerAttr>(kZeroStageAttrName);
+  auto worldSize = module->getAttrOfType<IntegerAttr>(kWorldSizeAttrName);
+  if (zeroStage && zeroStage.getInt() >= 2 && worldSize &&
+      worldSize.getInt() > 1) {
+    Value count = CastOp::create(builder, loc, f32Scalar, foundInf);
+    Value total = AllReduceOp::create(builder, loc, ValueRange{count},
+                                      builder.getI64IntegerAttr(worldSize.getInt()))
+                      .getResult(0);
+    Value zero = ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(f32Scalar, builder.getF32FloatAttr(0.0f)));
+    foundInf = CmpOp::create(builder, loc, foundInf.getType(),
+                             CmpPredicate::gt, total, zero);
+  }
   for (auto [index, unscaled] : llvm::zip(gradientResults, unscale.getUnscaled()))
     returnOp->setOperand(index, unscaled);
 

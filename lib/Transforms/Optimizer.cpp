@@ -7,6 +7,14 @@
 // global norm, and each parameter gets one fused torch.optim update (or,
 // for Adafactor, whose update needs reductions, one composed of eff ops).
 //
+// Under ZeRO (eff.zero_stage >= 1 on the module, from eff-zero, N ranks)
+// every optimizer state tensor is one rank's 1/N shard of the flattened
+// state, zero-padded to a multiple of N: the fused update runs on this
+// rank's shard of the parameter and of the gradient (already a shard in
+// stage 2), and eff.all_gather brings every rank's updated shard back into
+// the whole parameter. The updates are elementwise, so a shard updates
+// exactly as it would inside the whole tensor; zero padding stays zero.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Transforms/Passes.h"
@@ -116,6 +124,47 @@ static Value lerp(OpBuilder &builder, Location loc, Value old, Value target,
   Value delta = SubOp::create(builder, loc, target, old);
   return AddOp::create(builder, loc, old,
                        MulOp::create(builder, loc, delta, weight));
+}
+
+/// ZeRO: how a whole tensor of `elements` is split over `worldSize` ranks.
+struct ShardLayout {
+  int64_t worldSize;
+  int64_t elements;
+  /// ceil(elements / worldSize): the elements each rank holds.
+  int64_t shard;
+  int64_t padded() const { return shard * worldSize; }
+};
+
+/// `value` flattened and zero-padded to layout.padded() elements.
+static Value flattenPadded(OpBuilder &builder, Location loc, Value value,
+                           const ShardLayout &layout) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Value flat = value;
+  if (type.getRank() != 1)
+    flat = ReshapeOp::create(builder, loc, type.clone({layout.elements}),
+                             value);
+  if (layout.padded() == layout.elements)
+    return flat;
+  return PadOp::create(builder, loc, flat, builder.getDenseI64ArrayAttr({0}),
+                       builder.getDenseI64ArrayAttr(
+                           {layout.padded() - layout.elements}),
+                       builder.getF64FloatAttr(0.0));
+}
+
+/// Every rank's updated shard gathered, the padding dropped, in `type`.
+static Value gatherWhole(OpBuilder &builder, Location loc, Value shard,
+                         RankedTensorType type, const ShardLayout &layout) {
+  Value whole = AllGatherOp::create(
+      builder, loc, type.clone({layout.padded()}), shard,
+      builder.getI64IntegerAttr(layout.worldSize));
+  if (layout.padded() != layout.elements)
+    whole = SliceOp::create(builder, loc, whole,
+                            builder.getDenseI64ArrayAttr({0}),
+                            builder.getDenseI64ArrayAttr({layout.elements}),
+                            builder.getDenseI64ArrayAttr({1}));
+  if (type.getRank() != 1)
+    whole = ReshapeOp::create(builder, loc, type, whole);
+  return whole;
 }
 
 /// The step-wide scalars of Adafactor.
@@ -292,6 +341,22 @@ void EffOptimizerPass::runOnOperation() {
     }
   }
 
+  // ZeRO (eff-zero stage >= 1 across more than one rank): sharded state.
+  int64_t worldSize = 1, zeroStage = 0;
+  if (auto stage = module->getAttrOfType<IntegerAttr>(kZeroStageAttrName))
+    zeroStage = stage.getInt();
+  if (auto world = module->getAttrOfType<IntegerAttr>(kWorldSizeAttrName))
+    worldSize = world.getInt();
+  bool sharded = zeroStage >= 1 && worldSize > 1;
+  // Stage 2: the gradients arrive as this rank's shards (eff-zero).
+  bool shardedGradients = sharded && zeroStage >= 2;
+  if (sharded && optimizer == "adafactor") {
+    module.emitError("eff-optimizer: adafactor's factored state is not "
+                     "elementwise and cannot be sharded by ZeRO stage ")
+        << zeroStage << " yet; use sgd, adam or adamw, or stage 0";
+    return signalPassFailure();
+  }
+
   Block &body = step.getBody().front();
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
   MLIRContext *context = &getContext();
@@ -316,6 +381,12 @@ void EffOptimizerPass::runOnOperation() {
                                   << ", which is not a parameter argument";
         return signalPassFailure();
       }
+      auto paramType = op.getTensorType();
+      if (sharded && !paramType.getElementType().isF32()) {
+        step.emitError("eff-optimizer: ZeRO shards f32 parameters; ")
+            << param << " is " << paramType;
+        return signalPassFailure();
+      }
       gradients.push_back({op, argumentOf[param], value});
     } else if (step.getResultAttr(i, kSkipStepAttrName)) {
       skipStep = value;
@@ -329,6 +400,9 @@ void EffOptimizerPass::runOnOperation() {
 
   // Persistent optimizer state: declared next to the parameters, appended
   // to the arguments.
+  // Set while the state of a sharded parameter is declared: the shape of
+  // the whole tensor each state shard belongs to.
+  std::optional<SmallVector<int64_t>> wholeShape;
   auto addState = [&](StringRef name, RankedTensorType type) -> Value {
     builder.setInsertionPoint(step);
     Attribute zero = isa<FloatType>(type.getElementType())
@@ -337,6 +411,8 @@ void EffOptimizerPass::runOnOperation() {
     auto op = ParameterOp::create(builder, step.getLoc(), name,
                                   ParamRole::OptimizerState, type,
                                   DenseElementsAttr::get(type, zero));
+    if (wholeShape)
+      op->setAttr(kShardOfAttrName, builder.getDenseI64ArrayAttr(*wholeShape));
     unsigned index = step.getNumArguments();
     if (failed(step.insertArgument(
             index, type,
@@ -394,6 +470,12 @@ void EffOptimizerPass::runOnOperation() {
                               : partial;
     }
     Type f32 = builder.getF32Type();
+    // Stage 2: each rank holds a shard of every gradient (padding adds
+    // zeros); the global norm sums every rank's squares.
+    if (shardedGradients)
+      sumSquares = AllReduceOp::create(builder, loc, ValueRange{sumSquares},
+                                       builder.getI64IntegerAttr(worldSize))
+                       .getResult(0);
     Value norm = SqrtOp::create(builder, loc, sumSquares);
     Value coefficient = DivOp::create(
         builder, loc, scalarOf(clipGradNorm, f32),
@@ -451,19 +533,53 @@ void EffOptimizerPass::runOnOperation() {
         updates.push_back({value, FlatSymbolRefAttr::get(context, slot.first)});
       continue;
     }
+    // ZeRO: the update runs on this rank's shards, in their 1-D type.
+    Value paramIn = entry.value, gradIn = entry.grad;
+    std::optional<ShardLayout> layout;
+    auto fullType = type;
+    if (sharded) {
+      layout = ShardLayout{worldSize, type.getNumElements(),
+                           (type.getNumElements() + worldSize - 1) / worldSize};
+      wholeShape = SmallVector<int64_t>(type.getShape());
+      type = RankedTensorType::get({layout->shard}, type.getElementType());
+      builder.setInsertionPoint(returnOp);
+      Location paramLoc = entry.param.getLoc();
+      auto shardOf = [&](Value whole) -> Value {
+        return ShardOp::create(builder, paramLoc, type,
+                               flattenPadded(builder, paramLoc, whole, *layout),
+                               builder.getI64IntegerAttr(worldSize));
+      };
+      paramIn = shardOf(entry.value);
+      if (!shardedGradients)
+        gradIn = shardOf(entry.grad);
+      else if (gradIn.getType() != type) {
+        step.emitError("eff-optimizer: the gradient of ")
+            << name << " is " << gradIn.getType() << ", not its ZeRO shard "
+            << type;
+        return signalPassFailure();
+      }
+    }
+    // The whole new parameter from the updated one (ZeRO: its shard).
+    auto wholeParam = [&](Value updated) -> Value {
+      if (!layout)
+        return updated;
+      return gatherWhole(builder, entry.param.getLoc(), updated, fullType,
+                         *layout);
+    };
     if (optimizer == "sgd") {
       Value buffer;
       if (momentum != 0.0) {
         buffer = addState(stateName(name, "momentum_buffer"), type);
         builder.setInsertionPoint(returnOp);
       }
+      wholeShape.reset();
       auto update = SgdUpdateOp::create(
           builder, entry.param.getLoc(), type,
-          buffer ? Type(type) : Type(), entry.value, entry.grad,
+          buffer ? Type(type) : Type(), paramIn, gradIn,
           learningRate, stepCounter, buffer, builder.getF64FloatAttr(momentum),
           builder.getF64FloatAttr(dampening), builder.getBoolAttr(nesterov),
           builder.getF64FloatAttr(decay));
-      updates.push_back({update.getNewParam(),
+      updates.push_back({wholeParam(update.getNewParam()),
                          FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
       if (buffer)
         updates.push_back(
@@ -514,10 +630,11 @@ void EffOptimizerPass::runOnOperation() {
     Value expAvgSq = addState(stateName(name, "exp_avg_sq"), type);
     Value maxExpAvgSq =
         amsgrad ? addState(stateName(name, "max_exp_avg_sq"), type) : Value();
+    wholeShape.reset();
     builder.setInsertionPoint(returnOp);
     auto update = AdamUpdateOp::create(
         builder, entry.param.getLoc(), type, type, type,
-        amsgrad ? Type(type) : Type(), entry.value, entry.grad, expAvg,
+        amsgrad ? Type(type) : Type(), paramIn, gradIn, expAvg,
         expAvgSq, learningRate, stepCounter, maxExpAvgSq, builder.getF64FloatAttr(beta1),
         builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
         builder.getF64FloatAttr(decay),
@@ -525,7 +642,7 @@ void EffOptimizerPass::runOnOperation() {
     auto symbol = [&](StringRef slot) {
       return FlatSymbolRefAttr::get(context, stateName(name, slot));
     };
-    updates.push_back({update.getNewParam(),
+    updates.push_back({wholeParam(update.getNewParam()),
                        FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
     updates.push_back({update.getNewExpAvg(), symbol("exp_avg")});
     updates.push_back({update.getNewExpAvgSq(), symbol("exp_avg_sq")});

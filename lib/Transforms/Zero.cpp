@@ -8,6 +8,12 @@
 // token mean with ignore_index weighs each rank by its count of targets
 // (the global mean, not a mean of means); a sum-reduced loss adds up.
 //
+// Stages 1 and 2 mark the module (eff.zero_stage) so that eff-optimizer
+// keeps 1/N of the optimizer state per rank and gathers the updated
+// parameter shards. Stage 2 also reduce-scatters each gradient, flattened
+// and zero-padded to a multiple of N, so the step returns only this rank's
+// shard of it (1/N of the gradient bytes).
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Transforms/Passes.h"
@@ -88,11 +94,9 @@ void EffZeroPass::runOnOperation() {
         << static_cast<int64_t>(stage);
     return signalPassFailure();
   }
-  if (stage != 0) {
-    module.emitError("eff-zero: stage ")
-        << static_cast<int64_t>(stage)
-        << " (sharded optimizer state, gradients or parameters) is not "
-           "implemented yet; stage 0 (plain data parallel) is";
+  if (stage == 3) {
+    module.emitError("eff-zero: stage 3 (sharded parameters) is not "
+                     "implemented yet; stages 0, 1 and 2 are");
     return signalPassFailure();
   }
   auto func = module.lookupSymbol<func::FuncOp>(kForwardBackwardFuncName);
@@ -108,7 +112,9 @@ void EffZeroPass::runOnOperation() {
     return signalPassFailure();
   }
   OpBuilder builder(&getContext());
-  module->setAttr("eff.world_size", builder.getI64IntegerAttr(worldSize));
+  module->setAttr(kWorldSizeAttrName, builder.getI64IntegerAttr(worldSize));
+  if (stage != 0)
+    module->setAttr(kZeroStageAttrName, builder.getI64IntegerAttr(stage));
   if (worldSize == 1)
     return; // a sum over one rank is the value itself
   FailureOr<LossWeighting> weighting = classifyLoss(func);
@@ -148,8 +154,8 @@ void EffZeroPass::runOnOperation() {
 
   // What each rank contributes: the count, then the loss and the gradients
   // in result order (weighted by the count for a counted mean).
-  SmallVector<unsigned> resultIndices;
-  SmallVector<Value> summands;
+  SmallVector<unsigned> resultIndices, scatteredIndices;
+  SmallVector<Value> summands, scattered;
   if (count)
     summands.push_back(count);
   for (unsigned i = 0; i < returnOp.getNumOperands(); ++i) {
@@ -168,6 +174,11 @@ void EffZeroPass::runOnOperation() {
       Value product = MulOp::create(builder, loc, value, count);
       value = WhereOp::create(builder, loc, product.getType(), hasTargets,
                               product, scalarF32(builder, loc, 0.0));
+    }
+    if (stage == 2 && !isLoss) {
+      scatteredIndices.push_back(i);
+      scattered.push_back(value);
+      continue;
     }
     resultIndices.push_back(i);
     summands.push_back(value);
@@ -206,8 +217,35 @@ void EffZeroPass::runOnOperation() {
   } else if (weighting->kind == LossWeighting::EqualMean) {
     divisor = scalarF32(builder, loc, static_cast<double>(worldSize));
   }
+  auto global = [&](Value sum) -> Value {
+    return divisor ? DivOp::create(builder, loc, sum, divisor).getResult()
+                   : sum;
+  };
   for (auto [i, sum] : llvm::zip_equal(resultIndices, results))
-    returnOp->setOperand(
-        i, divisor ? DivOp::create(builder, loc, sum, divisor).getResult()
-                   : sum);
+    returnOp->setOperand(i, global(sum));
+
+  // Stage 2: each gradient flattened, padded with zeros to N*S elements and
+  // reduce-scattered; the result is this rank's S elements.
+  for (auto [i, value] : llvm::zip_equal(scatteredIndices, scattered)) {
+    int64_t elements = cast<RankedTensorType>(value.getType()).getNumElements();
+    int64_t shard = (elements + worldSize - 1) / worldSize;
+    Type f32 = builder.getF32Type();
+    Value flat = ReshapeOp::create(
+        builder, loc, RankedTensorType::get({elements}, f32), value);
+    if (shard * worldSize != elements)
+      flat = PadOp::create(builder, loc, flat,
+                           builder.getDenseI64ArrayAttr({0}),
+                           builder.getDenseI64ArrayAttr(
+                               {shard * worldSize - elements}),
+                           builder.getF64FloatAttr(0.0));
+    Value mine = ReduceScatterOp::create(
+        builder, loc, RankedTensorType::get({shard}, f32), flat,
+        builder.getI64IntegerAttr(worldSize));
+    ++numReduceScatters;
+    numAllReducedBytes += effopt::eff::detail::tensorBytes(flat.getType());
+    returnOp->setOperand(i, global(mine));
+  }
+  if (!scattered.empty())
+    func.setType(builder.getFunctionType(func.getArgumentTypes(),
+                                         returnOp.getOperandTypes()));
 }

@@ -108,6 +108,11 @@ int run(const std::string &backend) {
   expect("all-gather", get<float>(*device, span(recvBytes, sendBytes)),
          gathered);
 
+  // all-gather of host memory (checkpoint consolidation): the same.
+  std::vector<float> hostGathered(count * n);
+  c->allGatherHost(mine.data(), hostGathered.data(), count * 4);
+  expect("all-gather on the host", hostGathered, gathered);
+
   // broadcast from the last rank.
   std::vector<float> fromLast(count);
   for (uint64_t j = 0; j < count; ++j)

@@ -507,9 +507,30 @@ TEST(effxManifestChecks) {
                                                  {"scaling", "2"}}})}};
        },
        "lora: 'scaling' of 'w' is not a number"},
+      // ZeRO shards: 1-D f32 entries of ceil(elements / world_size).
+      {[](json &m) { m["state"][2]["shard_of"] = {6}; },
+       "state entry 'optimizer.w.momentum_buffer': 'shard_of' needs a 1-D "
+       "f32 entry"},
+      {[](json &m) { m["state"][3]["shard_of"] = {5}; },
+       "state entry 'optimizer.b.momentum_buffer': a shard of [5] across 1 "
+       "ranks has 5 elements, not 2"},
   };
   for (const Case &c : cases)
     CHECK_ERROR(openParts(editedManifest(c.edit)), c.message);
+
+  {
+    // A shard of 3 elements over 2 ranks holds 2 (one of them padding).
+    EffxFile file = openParts(editedManifest([](json &m) {
+      m["world_size"] = 2;
+      m["state"][3]["shard_of"] = {3};
+    }));
+    const EffxStateEntry *e = file.manifest().findState(
+        "optimizer.b.momentum_buffer");
+    CHECK(e && e->sharded);
+    CHECK(e->wholeShape() == Shape{3});
+    CHECK_EQ(e->wholeByteSize(), 12u);
+    CHECK(!file.manifest().findState("w")->sharded);
+  }
 
   // Minor version 1: the kind, and a forward function's outputs.
   auto forward = [](json &m) {

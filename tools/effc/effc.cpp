@@ -545,6 +545,13 @@ LogicalResult compileOne(MLIRContext &context, StringRef input,
                      (options.step.accum > 1
                           ? ", accum " + std::to_string(options.step.accum)
                           : std::string()) +
+                     // A data-parallel plan is one rank's.
+                     (options.step.worldSize > 1
+                          ? ", one of " +
+                                std::to_string(options.step.worldSize) +
+                                " ranks, zero " +
+                                std::to_string(options.step.zero)
+                          : std::string()) +
                      ")"),
       /*tablePath=*/""};
   if (reportRequest.any() &&

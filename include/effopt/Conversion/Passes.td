@@ -39,6 +39,10 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     `eff.all_reduce` becomes a call of the runtime's
     `effrt_allreduce_sum_f32` on a buffer of its own (a `memref.alloc` the
     input is copied into, returned with `bufferization.to_tensor restrict`).
+    `eff.reduce_scatter`, `eff.all_gather` and `eff.shard` (ZeRO) copy their
+    input into a buffer of their own the same way and call
+    `effrt_reduce_scatter_sum_f32`, `effrt_all_gather_f32` or
+    `effrt_shard_f32(send, recv, count)` once, into a fresh result buffer.
 
     An op without a lowering is an error naming the op at its location.
   }];

@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct StepTensor {
   std::vector<int64_t> shape;
   int64_t offset = 0;
   int64_t bytes = 0;
+  /// ZeRO: the whole shape this 1-D state entry is one rank's shard of
+  /// (flattened, zero-padded to a multiple of the world size); empty when
+  /// every rank holds the whole tensor.
+  std::optional<std::vector<int64_t>> shardOf;
 };
 
 struct StepLayout {

@@ -199,13 +199,22 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     loss is the plain mean of the N results. Buffers (BatchNorm running
     statistics) stay per rank, as in PyTorch DDP without SyncBatchNorm.
     `world-size=1` leaves the step as it is (all-reduces of one rank).
-    Stages 1-3 (sharded optimizer state, gradients, parameters) are not
-    implemented yet and are errors, as are `stage` outside 0-3 and
-    `world-size < 1`.
+
+    Stages 1 and 2 (ZeRO) set `eff.zero_stage` on the module: eff-optimizer
+    then keeps one 1/N shard of every optimizer state tensor per rank
+    (flattened, zero-padded to a multiple of N), updates this rank's shard
+    of each parameter with it and all-gathers the updated shards. Stage 1
+    sums the gradients as stage 0; stage 2 reduce-scatters each gradient
+    (flattened and zero-padded) instead, so its `eff.gradient` result is
+    this rank's 1-D shard of S = ceil(numel / N) elements, and only the
+    loss (and the counted targets) are all-reduced. Stage 3 (sharded
+    parameters) is not implemented yet and is an error, as are `stage`
+    outside 0-3 and `world-size < 1`.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", /*default=*/"0",
-           "ZeRO stage (0: plain data parallel; 1-3 not yet)">,
+           "ZeRO stage (0: plain data parallel; 1: sharded optimizer "
+           "state; 2: and gradients; 3 not yet)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
            "Ranks of the run (N)">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
@@ -218,7 +227,9 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     Statistic<"numAllReduces", "all-reduces",
               "eff.all_reduce ops placed (one per bucket)">,
     Statistic<"numAllReducedBytes", "all-reduced-bytes",
-              "Bytes all-reduced per step">
+              "Bytes all-reduced (or reduce-scattered) per step">,
+    Statistic<"numReduceScatters", "reduce-scatters",
+              "eff.reduce_scatter ops placed (stage 2: one per gradient)">
   ];
 }
 
@@ -264,6 +275,18 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
     `max(eps2, RMS(param)) * min(lr, 1/sqrt(t))`, update clipping by
     `clip-threshold` (torch's `d`) and decoupled weight decay `lr * wd`, with
     `lr` the scheduled learning rate.
+
+    ZeRO: on a module `eff-zero` marked `eff.zero_stage` >= 1 with
+    `eff.world_size` N > 1, every optimizer state tensor of a parameter is
+    one rank's shard: 1-D f32 of S = ceil(elements / N), tagged
+    `eff.shard_of` with the whole shape. The update runs on this rank's
+    block of the flattened, zero-padded parameter (`eff.shard`) and of the
+    gradient (`eff.shard` of the summed gradient; at stage 2 the gradient
+    result already is the block), and `eff.all_gather` rebuilds the whole
+    parameter from every rank's updated block. At stage 2 the global norm
+    of `clip-grad-norm` sums every rank's squares (`eff.all_reduce`).
+    `adafactor` cannot be sharded and is an error there, as is a non-f32
+    parameter.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];

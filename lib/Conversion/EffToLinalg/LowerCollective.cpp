@@ -1,4 +1,4 @@
-//===- LowerCollective.cpp - eff.all_reduce to the runtime's collective ---===//
+//===- LowerCollective.cpp - collectives to the runtime's calls -----------===//
 //
 // A collective runs in the runtime (MPI across processes), so eff.all_reduce
 // becomes one call of `effrt_allreduce_sum_f32(ptr, count)` (effrt/Kernels.h)
@@ -7,7 +7,11 @@
 // bufferization.materialize_in_destination), the call sums the buffer in
 // place across the ranks, and each result is its view as a tensor
 // (bufferization.to_tensor restrict: the views do not overlap). The memory
-// plan places the buffer like any other.
+// plan places the buffer like any other. eff.reduce_scatter,
+// eff.all_gather and eff.shard copy their input into a buffer of its own
+// the same way, allocate the result's, and call
+// `effrt_reduce_scatter_sum_f32` / `effrt_all_gather_f32` /
+// `effrt_shard_f32(send, recv, count)` once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +32,67 @@ namespace effopt::lowering {
 namespace {
 
 constexpr StringLiteral kAllReduceF32 = "effrt_allreduce_sum_f32";
+
+/// Declares `name` (private, no results) in the module unless it is there.
+static void declareCallee(PatternRewriter &rewriter, Operation *op,
+                          StringRef name, FunctionType type) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (module.lookupSymbol<func::FuncOp>(name))
+    return;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  auto callee = func::FuncOp::create(rewriter, module.getLoc(), name, type);
+  callee.setPrivate();
+}
+
+/// The aligned base address of `buffer` as an !llvm.ptr.
+static Value pointerTo(PatternRewriter &rewriter, Location loc, Value buffer) {
+  auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext());
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+  Value address =
+      arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), base);
+  return LLVM::IntToPtrOp::create(rewriter, loc, ptrType, address);
+}
+
+/// A 1-D f32 collective with one input and one result (reduce_scatter,
+/// all_gather, shard) -> the input copied into a buffer of its own, a
+/// buffer for the result, one call `callee(send, recv, count)` with
+/// `count` the elements of the smaller of the two.
+template <typename OpTy>
+struct BlockCollectiveLowering : OpRewritePattern<OpTy> {
+  BlockCollectiveLowering(MLIRContext *context, StringRef callee)
+      : OpRewritePattern<OpTy>(context), callee(callee) {}
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    auto outType = cast<RankedTensorType>(op.getResult().getType());
+    auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext());
+    declareCallee(
+        rewriter, op, callee,
+        rewriter.getFunctionType({ptrType, ptrType, rewriter.getI64Type()},
+                                 {}));
+    Value send = memref::AllocOp::create(
+        rewriter, loc, MemRefType::get(inType.getShape(), inType.getElementType()));
+    auto copy = bufferization::MaterializeInDestinationOp::create(
+        rewriter, loc, op.getInput(), send);
+    copy.setWritableAttr(rewriter.getUnitAttr());
+    Value recv = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(outType.getShape(), outType.getElementType()));
+    int64_t count = std::min(inType.getNumElements(), outType.getNumElements());
+    func::CallOp::create(
+        rewriter, loc, callee, TypeRange{},
+        ValueRange{pointerTo(rewriter, loc, send), pointerTo(rewriter, loc, recv),
+                   arith::ConstantIntOp::create(rewriter, loc, count, 64)});
+    rewriter.replaceOp(op, bufferization::ToTensorOp::create(
+                               rewriter, loc, outType, recv, /*restrict=*/true,
+                               /*writable=*/true));
+    return success();
+  }
+  StringRef callee;
+};
 
 /// eff.all_reduce (f32) -> copy the bucket into one buffer, call the
 /// runtime on it once.
@@ -107,7 +172,13 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
 } // namespace
 
 void populateCollectiveLowering(RewritePatternSet &patterns) {
-  patterns.add<AllReduceLowering>(patterns.getContext());
+  MLIRContext *context = patterns.getContext();
+  patterns.add<AllReduceLowering>(context);
+  patterns.add<BlockCollectiveLowering<ReduceScatterOp>>(
+      context, "effrt_reduce_scatter_sum_f32");
+  patterns.add<BlockCollectiveLowering<AllGatherOp>>(context,
+                                                     "effrt_all_gather_f32");
+  patterns.add<BlockCollectiveLowering<ShardOp>>(context, "effrt_shard_f32");
 }
 
 } // namespace effopt::lowering

@@ -74,6 +74,11 @@ public:
   /// `recv` (send.bytes * worldSize bytes) becomes every rank's `send`, in
   /// rank order.
   virtual void allGather(Device &device, DeviceSpan send, DeviceSpan recv) = 0;
+  /// The same on host memory: `recv` (bytes * worldSize bytes) becomes
+  /// every rank's `send` (bytes), in rank order. For what runs between
+  /// steps (gathering sharded optimizer state into one checkpoint).
+  virtual void allGatherHost(const void *send, void *recv,
+                             uint64_t bytes) = 0;
   /// `data` becomes rank `root`'s `data` on every rank.
   virtual void broadcast(Device &device, DeviceSpan data, int root) = 0;
   virtual void barrier() = 0;

@@ -62,6 +62,15 @@ struct EffxStateEntry : EffxTensor {
   /// `"init": "zeros"`: the entry starts as zeros and has no bytes in the
   /// initial state section (version 2).
   bool zeroInit = false;
+  /// `"shard_of": [d0, ...]` (ZeRO stages 1-2): this 1-D f32 entry of S
+  /// elements is this rank's shard, elements [rank*S, (rank+1)*S), of the
+  /// tensor of this shape flattened and zero-padded to world_size*S
+  /// elements (S = ceil(elements / world_size)). Only when `sharded`.
+  Shape shardOf;
+  bool sharded = false;
+  /// The shape and bytes of the whole tensor (checkpoints hold it whole).
+  const Shape &wholeShape() const { return sharded ? shardOf : shape; }
+  uint64_t wholeByteSize() const;
 };
 
 /// What the code computes: one training step, or a forward (inference)

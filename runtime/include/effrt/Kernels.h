@@ -22,6 +22,18 @@
  *                         Collectives; one rank: left as it is). Every
  *                         rank calls it in the same order. A failure ends
  *                         the process (all ranks) with one line.
+ *   effrt_reduce_scatter_sum_f32: `recv[0..recvCount)` becomes block rank()
+ *                         of the sum over the ranks of every rank's
+ *                         `send[0..N*recvCount)` (eff.reduce_scatter).
+ *   effrt_all_gather_f32: `recv[0..N*sendCount)` becomes every rank's
+ *                         `send[0..sendCount)`, in rank order
+ *                         (eff.all_gather).
+ *   effrt_shard_f32:      `shard[0..shardCount)` becomes block rank() of this
+ *                         rank's `whole[0..N*shardCount)` (eff.shard; no
+ *                         communication).
+ *                         All three work as effrt_allreduce_sum_f32: every
+ *                         pointer inside the step's memory, every rank in
+ *                         the same order, one rank: a copy.
  *
  *   effrt_attention_fwd_f32 / effrt_attention_bwd_f32: eff.attention and
  *                         eff.attention_grad (runtime/src/cpu/Attention.cpp,
@@ -56,6 +68,10 @@ void effrt_sgemm_batched(int32_t transA, int32_t transB, int64_t batch,
                          float beta, float *C, int64_t ldc, int64_t strideC);
 
 void effrt_allreduce_sum_f32(float *data, int64_t count);
+void effrt_reduce_scatter_sum_f32(const float *send, float *recv,
+                                  int64_t recvCount);
+void effrt_all_gather_f32(const float *send, float *recv, int64_t sendCount);
+void effrt_shard_f32(const float *whole, float *shard, int64_t shardCount);
 
 /* Tiles of the attention kernels: query rows and key columns per tile. */
 #define EFFRT_ATTENTION_TILE_Q 64

@@ -105,13 +105,27 @@ public:
   /// The loss of the last step.
   float lastLoss() const;
 
-  /// Writes a checkpoint atomically (temp file + fsync + rename).
+  /// Whether some state entries are this rank's shards (ZeRO stages 1-2).
+  bool hasShardedState() const;
+  /// The state as a checkpoint holds it, in manifest order: stateTensors(),
+  /// except that sharded entries are gathered from every rank into the
+  /// whole tensor (then every rank must call it, in the same order).
+  NamedTensors checkpointTensors() const;
+  /// Writes a checkpoint atomically (temp file + fsync + rename): the
+  /// whole state, as one process holds it, under the same names. With
+  /// sharded state every rank calls it (they gather the shards) and rank 0
+  /// writes.
   void save(const std::string &path) const;
-  /// Restores a checkpoint written by save() for the same model. Everything
-  /// is checked before anything is copied: on error the state is unchanged.
+  /// Restores a checkpoint written by save() for the same model, compiled
+  /// for any world size (a sharded entry takes its rank's shard of the
+  /// whole tensor). Everything is checked before anything is copied: on
+  /// error the state is unchanged.
   void load(const std::string &path);
-  /// The checkpoint metadata save() writes.
+  /// The checkpoint metadata save() writes (collective as
+  /// checkpointTensors()).
   Metadata checkpointMetadata() const;
+  /// The metadata of checkpointTensors() `state`.
+  Metadata metadataOf(const NamedTensors &state) const;
 
   /// The model's weights with its LoRA adapters merged (a model compiled
   /// with effc --lora): every trainable, frozen and buffer entry but the

@@ -126,6 +126,15 @@ public:
           "MPI_Allgather");
   }
 
+  void allGatherHost(const void *send, void *recv, uint64_t bytes) override {
+    if (bytes > INT_MAX)
+      fail("all-gather blocks of ", bytes, " bytes are more than MPI counts (",
+           INT_MAX, ")");
+    check(mpi_.MPI_Allgather(send, static_cast<int>(bytes), byte_, recv,
+                             static_cast<int>(bytes), byte_, world_),
+          "MPI_Allgather");
+  }
+
   void broadcast(Device &device, DeviceSpan data, int root) override {
     if (root < 0 || root >= size_)
       fail(device.label(), ": broadcast from rank ", root, " of ", size_);

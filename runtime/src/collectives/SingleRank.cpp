@@ -11,6 +11,8 @@
 
 #include "effrt/Error.h"
 
+#include <cstring>
+
 using namespace effrt;
 
 namespace {
@@ -29,6 +31,11 @@ public:
 
   void allGather(Device &device, DeviceSpan send, DeviceSpan recv) override {
     copyWhole(device, send, recv, "all-gather");
+  }
+
+  void allGatherHost(const void *send, void *recv, uint64_t bytes) override {
+    if (bytes && send != recv)
+      std::memmove(recv, send, bytes);
   }
 
   void broadcast(Device &device, DeviceSpan, int root) override {

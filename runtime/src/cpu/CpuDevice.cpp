@@ -28,7 +28,10 @@ void *const effrt_kernel_symbols[] = {
     reinterpret_cast<void *>(&effrt_sgemm_batched),
     reinterpret_cast<void *>(&effrt_allreduce_sum_f32),
     reinterpret_cast<void *>(&effrt_attention_fwd_f32),
-    reinterpret_cast<void *>(&effrt_attention_bwd_f32)};
+    reinterpret_cast<void *>(&effrt_attention_bwd_f32),
+    reinterpret_cast<void *>(&effrt_reduce_scatter_sum_f32),
+    reinterpret_cast<void *>(&effrt_all_gather_f32),
+    reinterpret_cast<void *>(&effrt_shard_f32)};
 }
 
 namespace {
@@ -170,27 +173,82 @@ CpuDevice *CpuDevice::running = nullptr;
 
 } // namespace
 
-// Compiled code calls this between its own loops: an exception cannot
-// unwind through it, so a failure ends the process (every rank, through
+// Compiled code calls these between its own loops: an exception cannot
+// unwind through them, so a failure ends the process (every rank, through
 // finishMpi) with one line.
-extern "C" void effrt_allreduce_sum_f32(float *data, int64_t count) {
+template <typename Body>
+static void collectiveCall(const char *name, Body body) {
   try {
     CpuDevice *device = CpuDevice::running;
     if (!device)
-      fail("effrt_allreduce_sum_f32 called outside a step");
-    if (count < 0)
-      fail("effrt_allreduce_sum_f32 of ", count, " elements");
-    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(float);
-    std::optional<DeviceSpan> span = device->spanOf(data, bytes);
-    if (!span)
-      fail(device->label(), ": all-reduce of ", bytes,
-           " bytes outside the step's memory");
-    device->collectives().allReduceSum(*device, *span, DType::F32);
+      fail(name, " called outside a step");
+    body(*device);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "effrun: error: %s\n", e.what());
     finishMpi(/*failed=*/true);
     std::_Exit(1);
   }
+}
+
+/// The span of `count` floats at `data`, which must lie in the step's
+/// memory.
+static DeviceSpan floatSpan(const CpuDevice &device, const char *what,
+                            const float *data, int64_t count) {
+  if (count < 0)
+    fail(device.label(), ": ", what, " of ", count, " elements");
+  uint64_t bytes = static_cast<uint64_t>(count) * sizeof(float);
+  std::optional<DeviceSpan> span = device.spanOf(data, bytes);
+  if (!span)
+    fail(device.label(), ": ", what, " of ", bytes,
+         " bytes outside the step's memory");
+  return *span;
+}
+
+extern "C" void effrt_allreduce_sum_f32(float *data, int64_t count) {
+  collectiveCall("effrt_allreduce_sum_f32", [&](CpuDevice &device) {
+    DeviceSpan span = floatSpan(device, "all-reduce", data, count);
+    device.collectives().allReduceSum(device, span, DType::F32);
+  });
+}
+
+extern "C" void effrt_reduce_scatter_sum_f32(const float *send, float *recv,
+                                             int64_t recvCount) {
+  collectiveCall("effrt_reduce_scatter_sum_f32", [&](CpuDevice &device) {
+    int64_t n = device.collectives().worldSize();
+    if (recvCount < 0 || recvCount > INT64_MAX / n)
+      fail(device.label(), ": reduce-scatter of ", recvCount,
+           " elements a rank");
+    DeviceSpan in = floatSpan(device, "reduce-scatter", send, recvCount * n);
+    DeviceSpan out = floatSpan(device, "reduce-scatter", recv, recvCount);
+    device.collectives().reduceScatterSum(device, in, out, DType::F32);
+  });
+}
+
+extern "C" void effrt_all_gather_f32(const float *send, float *recv,
+                                     int64_t sendCount) {
+  collectiveCall("effrt_all_gather_f32", [&](CpuDevice &device) {
+    int64_t n = device.collectives().worldSize();
+    if (sendCount < 0 || sendCount > INT64_MAX / n)
+      fail(device.label(), ": all-gather of ", sendCount, " elements a rank");
+    DeviceSpan in = floatSpan(device, "all-gather", send, sendCount);
+    DeviceSpan out = floatSpan(device, "all-gather", recv, sendCount * n);
+    device.collectives().allGather(device, in, out);
+  });
+}
+
+extern "C" void effrt_shard_f32(const float *whole, float *shard,
+                                int64_t shardCount) {
+  collectiveCall("effrt_shard_f32", [&](CpuDevice &device) {
+    int64_t rank = device.collectives().rank();
+    int64_t n = device.collectives().worldSize();
+    if (shardCount < 0 || shardCount > INT64_MAX / n)
+      fail(device.label(), ": shard of ", shardCount, " elements");
+    DeviceSpan in = floatSpan(device, "shard", whole, shardCount * n);
+    DeviceSpan out = floatSpan(device, "shard", shard, shardCount);
+    in.offset += static_cast<uint64_t>(rank * shardCount) * sizeof(float);
+    in.bytes = out.bytes;
+    device.copyWithinDevice(in, out);
+  });
 }
 
 void CpuDevice::loadCode(const EffxFile &file) {

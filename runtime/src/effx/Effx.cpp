@@ -702,6 +702,16 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
         error(what, ": unknown 'init' ", quoteName(init), " (expected zeros)");
       e.zeroInit = true;
     }
+    if (state[i].contains("shard_of")) {
+      json wrapped = {{"shape", state[i]["shard_of"]}};
+      e.shardOf = shape(wrapped, what + ": 'shard_of': ");
+      e.sharded = true;
+      std::optional<uint64_t> whole = checkedByteSize(e.dtype, e.shardOf);
+      if (e.dtype != DType::F32 || e.shape.size() != 1 || !whole)
+        error(what, ": 'shard_of' needs a 1-D f32 entry of a whole shape "
+                    "that fits, not ", dtypeName(e.dtype), " ",
+              formatShape(e.shape), " of ", formatShape(e.shardOf));
+    }
     m.state.push_back(std::move(e));
   }
   std::vector<const EffxTensor *> entries;
@@ -805,7 +815,27 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
       error("'world_size' must be a positive integer");
     m.worldSize = static_cast<int64_t>(world->get<uint64_t>());
   }
+  // A shard holds ceil(elements / world_size) elements of the whole.
+  for (const EffxStateEntry &e : m.state) {
+    if (!e.sharded)
+      continue;
+    uint64_t whole = e.wholeByteSize() / dtypeSize(e.dtype);
+    uint64_t n = static_cast<uint64_t>(m.worldSize);
+    if (static_cast<uint64_t>(e.shape[0]) != (whole + n - 1) / n)
+      error("state entry ", quoteName(e.name), ": a shard of ",
+            formatShape(e.shardOf), " across ", n, " ranks has ",
+            (whole + n - 1) / n, " elements, not ", e.shape[0]);
+  }
   return m;
+}
+
+uint64_t EffxStateEntry::wholeByteSize() const {
+  if (!sharded)
+    return byteSize;
+  uint64_t elements = 1;
+  for (int64_t d : shardOf)
+    elements *= static_cast<uint64_t>(d);
+  return elements * dtypeSize(dtype);
 }
 
 //===----------------------------------------------------------------------===//

@@ -72,7 +72,7 @@ std::string effrt::stateLayoutId(const EffxManifest &manifest) {
     text += ' ';
     text += dtypeName(e->dtype);
     text += ' ';
-    text += formatShape(e->shape);
+    text += formatShape(e->wholeShape());
     text += '\n';
   }
   return hex8(crc32(text.data(), text.size()));
@@ -278,19 +278,52 @@ const Device &Session::device() const { return *impl_->device; }
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
-/// CRC-32 of the entries' bytes in manifest order, as read by `bytesOf`.
+/// CRC-32 of the entries' whole bytes in manifest order, as read by
+/// `bytesOf`.
 template <typename BytesOf>
 static uint32_t stateCrc(const EffxManifest &m, BytesOf bytesOf) {
   uint32_t crc = 0;
   for (const EffxStateEntry &e : m.state)
-    crc = crc32(bytesOf(e), e.byteSize, crc);
+    crc = crc32(bytesOf(e), e.wholeByteSize(), crc);
   return crc;
 }
 
+bool Session::hasShardedState() const {
+  const EffxManifest &m = impl_->manifest();
+  return std::any_of(m.state.begin(), m.state.end(),
+                     [](const EffxStateEntry &e) { return e.sharded; });
+}
+
+NamedTensors Session::checkpointTensors() const {
+  const Impl &s = *impl_;
+  if (!hasShardedState())
+    return stateTensors();
+  // ZeRO: every rank's shard gathered, the padding dropped, in the whole
+  // shape: what one process would hold.
+  Collectives &collectives = s.device->collectives();
+  const uint64_t n = static_cast<uint64_t>(collectives.worldSize());
+  NamedTensors out;
+  for (const EffxStateEntry &e : s.manifest().state) {
+    if (!e.sharded) {
+      out.emplace_back(e.name, s.stateView(e));
+      continue;
+    }
+    Tensor shard = s.readState(e);
+    std::vector<std::byte> all(e.byteSize * n);
+    collectives.allGatherHost(shard.data(), all.data(), e.byteSize);
+    out.emplace_back(e.name, Tensor::copyOf(e.dtype, e.shardOf, all.data(),
+                                            e.wholeByteSize()));
+  }
+  return out;
+}
+
 Metadata Session::checkpointMetadata() const {
+  return metadataOf(checkpointTensors());
+}
+
+Metadata Session::metadataOf(const NamedTensors &state) const {
   const Impl &s = *impl_;
   const EffxManifest &m = s.manifest();
-  NamedTensors state = stateTensors();
   size_t i = 0;
   uint32_t crc = stateCrc(m, [&](const EffxStateEntry &) {
     return static_cast<const void *>(state[i++].second.data());
@@ -304,7 +337,11 @@ Metadata Session::checkpointMetadata() const {
 }
 
 void Session::save(const std::string &path) const {
-  writeSafeTensors(path, stateTensors(), checkpointMetadata());
+  NamedTensors state = checkpointTensors();
+  // Sharded state: every rank took part in gathering it; rank 0 writes.
+  if (hasShardedState() && impl_->device->collectives().rank() != 0)
+    return;
+  writeSafeTensors(path, state, metadataOf(state));
 }
 
 NamedTensors Session::mergedLoraWeights() const {
@@ -389,10 +426,10 @@ void Session::load(const std::string &path) {
       break;
     }
     const TensorEntry &t = file.entry(e.name);
-    if (t.dtype != e.dtype || t.shape != e.shape) {
+    if (t.dtype != e.dtype || t.shape != e.wholeShape()) {
       mismatch = "its " + quoteName(e.name) + " is " +
                  describe(t.dtype, t.shape) + ", the model's is " +
-                 describe(e.dtype, e.shape);
+                 describe(e.dtype, e.wholeShape());
       break;
     }
   }
@@ -432,8 +469,23 @@ void Session::load(const std::string &path) {
            ", the metadata says ", quoteName(crcText));
   }
 
-  for (const EffxStateEntry &e : m.state)
+  for (const EffxStateEntry &e : m.state) {
+    if (!e.sharded) {
+      s.device->copyToDevice({RegionKind::State, e.offset, e.byteSize},
+                             file.read(e.name).data());
+      continue;
+    }
+    // ZeRO: this rank's shard of the whole tensor, zero-padded at the end;
+    // the checkpoint may come from any number of ranks.
+    std::vector<std::byte> shard(e.byteSize);
+    uint64_t first = static_cast<uint64_t>(s.device->collectives().rank()) *
+                     e.byteSize;
+    uint64_t whole = e.wholeByteSize();
+    if (first < whole)
+      std::memcpy(shard.data(), file.read(e.name).data() + first,
+                  std::min(e.byteSize, whole - first));
     s.device->copyToDevice({RegionKind::State, e.offset, e.byteSize},
-                           file.read(e.name).data());
+                           shard.data());
+  }
   s.globalStep = step;
 }

@@ -104,8 +104,11 @@ struct Trainer::Impl {
                : std::string());
     rank = o.collectives ? o.collectives->rank() : 0;
     if (rank != 0) {
-      // Rank 0 writes for all.
-      options.save.clear();
+      // Rank 0 writes for all (the others still gather sharded state with
+      // it: they keep the path but never write it).
+      if (!std::any_of(m.state.begin(), m.state.end(),
+                       [](const EffxStateEntry &e) { return e.sharded; }))
+        options.save.clear();
       options.log.clear();
       options.progress = false;
     }
@@ -113,7 +116,7 @@ struct Trainer::Impl {
       data = openDataSource(o.data, m, o.effx, o.seed);
     if (ranks > 1)
       data = std::make_unique<RankSource>(std::move(data), rank, ranks);
-    if (!options.save.empty())
+    if (!options.save.empty() && rank == 0)
       checkWritable(options.save);
     if (rank != 0)
       options.mergeLora.clear();
@@ -248,7 +251,7 @@ RunResult Trainer::run(int64_t count, const StepCallback &onStep) {
 }
 
 void Trainer::save() const {
-  if (impl_->rank != 0)
+  if (impl_->rank != 0 && !impl_->session->hasShardedState())
     return;
   if (impl_->options.save.empty())
     fail(impl_->options.effx,
@@ -257,8 +260,10 @@ void Trainer::save() const {
 }
 
 void Trainer::save(const std::string &path) const {
-  if (impl_->rank != 0)
-    return; // rank 0 saves the run's one checkpoint
+  // Rank 0 saves the run's one checkpoint; with sharded state (ZeRO) every
+  // rank gathers it with rank 0, which writes.
+  if (impl_->rank != 0 && !impl_->session->hasShardedState())
+    return;
   impl_->session->save(path);
 }
 

@@ -327,3 +327,17 @@ func.func @all_reduce_bucket(%a: tensor<256xf32>, %b: tensor<64xf32>) -> (tensor
   %0:2 = eff.all_reduce %a, %b {world_size = 4 : i64} : tensor<256xf32>, tensor<64xf32>
   return %0#0, %0#1 : tensor<256xf32>, tensor<64xf32>
 }
+
+// -----
+
+// Reduce-scatter of 256 f32 over 4 ranks: a rank receives and adds 3/4 of
+// them; all-gather and shard move data only.
+func.func @reduce_scatter_gather_shard(%a: tensor<256xf32>, %b: tensor<64xf32>) -> (tensor<64xf32>, tensor<256xf32>, tensor<64xf32>) {
+  // expected-remark @+1 {{flops = 192, read = 1024, written = 256}}
+  %0 = eff.reduce_scatter %a {world_size = 4 : i64} : tensor<256xf32> -> tensor<64xf32>
+  // expected-remark @+1 {{flops = 0, read = 256, written = 1024}}
+  %1 = eff.all_gather %b {world_size = 4 : i64} : tensor<64xf32> -> tensor<256xf32>
+  // expected-remark @+1 {{flops = 0, read = 1024, written = 256}}
+  %2 = eff.shard %a {world_size = 4 : i64} : tensor<256xf32> -> tensor<64xf32>
+  return %0, %1, %2 : tensor<64xf32>, tensor<256xf32>, tensor<64xf32>
+}

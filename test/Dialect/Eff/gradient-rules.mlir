@@ -552,3 +552,20 @@ module {
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// The ranks' losses add up: all_gather's gradient is the reduce-scatter of
+// the result's gradient, and reduce_scatter's the all-gather.
+module {
+  eff.parameter trainable @x : tensor<4xf32>
+  // CHECK-LABEL: func.func @forward_backward(
+  func.func @forward(%x: tensor<4xf32> {eff.parameter = @x}) -> tensor<f32> {
+    %g = eff.all_gather %x {world_size = 2 : i64} : tensor<4xf32> -> tensor<8xf32>
+    %s = eff.reduce_scatter %g {world_size = 2 : i64} : tensor<8xf32> -> tensor<4xf32>
+    %l = eff.reduce_sum %s {axes = array<i64: 0>} : tensor<4xf32> -> tensor<f32>
+    // CHECK: %[[DG:.*]] = eff.all_gather %{{.*}} {world_size = 2 : i64} : tensor<4xf32> -> tensor<8xf32>
+    // CHECK: eff.reduce_scatter %[[DG]] {world_size = 2 : i64} : tensor<8xf32> -> tensor<4xf32>
+    return %l : tensor<f32>
+  }
+}

@@ -82,6 +82,19 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--zero", type=int, default=0,
+                    help="ZeRO stage of the data-parallel build (effc "
+                         "--zero): 1 shards the optimizer state, 2 the "
+                         "gradients too")
+    ap.add_argument("--no-nproc", action="store_true",
+                    help="skip the effrun --nproc run (mpirun only)")
+    ap.add_argument("--resume", action="store_true",
+                    help="also: N ranks train steps-1 steps and save; one "
+                         "process (--accum N*K) resumes from that checkpoint "
+                         "for the last step, and must equal the --accum run "
+                         "of all steps (a ZeRO checkpoint is consolidated: "
+                         "whole optimizer state under single-process names); "
+                         "and the other way round")
     ap.add_argument("--accum", type=int, default=1,
                     help="micro-batches of every rank (K): N ranks then "
                          "train like --accum N*K")
@@ -112,27 +125,51 @@ def main():
         run([effc, onnx_path, "-o", effx] + t.effc_flags(args) + flags)
         return effx
 
-    def train(label, effx, launcher):
+    def train(label, effx, launcher, steps=args.steps, extra=()):
         log = os.path.join(args.work, label + ".jsonl")
         ckpt = os.path.join(args.work, label + ".safetensors")
-        run(launcher(effx) + ["--data", npz_path, "--steps", str(args.steps),
-                              "--log", log, "--save", ckpt, "--quiet"],
-            env=mpi_env())
+        if os.path.exists(log):
+            os.remove(log)  # --resume appends to the log
+        run(launcher(effx) + ["--data", npz_path, "--steps", str(steps),
+                              "--log", log, "--save", ckpt, "--quiet"]
+            + list(extra), env=mpi_env())
         return [json.loads(line)["loss"] for line in open(log)], t.read_safetensors(ckpt)
 
-    accum = train("accum", compile("accum", ["--accum", str(N * K)]),
-                  lambda e: [effrun, e])
-    dp = compile("dp", ["--world-size", str(N), "--accum", str(K)])
+    accum_effx = compile("accum", ["--accum", str(N * K)])
+    accum = train("accum", accum_effx, lambda e: [effrun, e])
+    dp = compile("dp", ["--world-size", str(N), "--accum", str(K),
+                        "--zero", str(args.zero)])
     mpi = train("mpirun", dp,
                 lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
-    nproc = train("nproc", dp, lambda e: [effrun, e, "--nproc", str(N)])
+    nproc = None if args.no_nproc else train(
+        "nproc", dp, lambda e: [effrun, e, "--nproc", str(N)])
     # Only rank 0 writes: one log line per step, not N.
     ref_losses, ref_state = t.train_torch(model, data, N * K * B, args)
 
     failures = compare("accum vs torch", *accum, ref_losses, ref_state, args)
     failures += compare("mpirun vs accum", *mpi, *accum, args)
-    failures += compare("nproc vs accum", *nproc, *accum, args)
+    if nproc:
+        failures += compare("nproc vs accum", *nproc, *accum, args)
     failures += compare("mpirun vs torch", *mpi, ref_losses, ref_state, args)
+    if args.resume:
+        # The first steps on N ranks, the last on one process from their
+        # checkpoint: the same training as --accum N*K throughout.
+        mpirun = lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e]
+        first, _ = train("first", dp, mpirun, steps=args.steps - 1)
+        last, state = train(
+            "resumed", accum_effx, lambda e: [effrun, e], steps=1,
+            extra=["--resume", os.path.join(args.work, "first.safetensors")])
+        failures += compare("resumed at 1 rank vs accum", first + last, state,
+                            *accum, args)
+        # And back: one process first, N ranks resume (each takes its
+        # shard of the whole optimizer state).
+        first, _ = train("first1", accum_effx, lambda e: [effrun, e],
+                         steps=args.steps - 1)
+        last, state = train(
+            "resumedN", dp, mpirun, steps=1,
+            extra=["--resume", os.path.join(args.work, "first1.safetensors")])
+        failures += compare("resumed at %d ranks vs accum" % N, first + last,
+                            state, *accum, args)
     print("%s: %s" % (args.model, "PASS" if failures == 0 else
                       "FAIL (%d mismatches)" % failures))
     sys.exit(1 if failures else 0)

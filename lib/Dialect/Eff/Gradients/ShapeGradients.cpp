@@ -134,6 +134,24 @@ LogicalResult reduceExtremumGrad(OpTy op, GradientContext &ctx) {
 }
 
 
+/// The ranks' losses add up: every rank's block of the gathered tensor
+/// flows back to its owner, summed over the ranks (a reduce-scatter).
+LogicalResult allGatherGrad(AllGatherOp op, GradientContext &ctx) {
+  ctx.setGrad(0, ctx.create<ReduceScatterOp>(op.getInput().getType(),
+                                             ctx.resultGrad(),
+                                             op.getWorldSizeAttr()));
+  return success();
+}
+
+/// Every rank's input reached every rank's block of the sum: its gradient
+/// is every rank's result gradient in rank order (an all-gather).
+LogicalResult reduceScatterGrad(ReduceScatterOp op, GradientContext &ctx) {
+  ctx.setGrad(0, ctx.create<AllGatherOp>(op.getInput().getType(),
+                                         ctx.resultGrad(),
+                                         op.getWorldSizeAttr()));
+  return success();
+}
+
 } // namespace
 
 void effopt::eff::gradients::registerShapeGradients(MLIRContext *context) {
@@ -150,4 +168,6 @@ void effopt::eff::gradients::registerShapeGradients(MLIRContext *context) {
   attachRule<ReduceMeanOp, reduceMeanGrad>(context);
   attachRule<ReduceMaxOp, reduceExtremumGrad<ReduceMaxOp>>(context);
   attachRule<ReduceMinOp, reduceExtremumGrad<ReduceMinOp>>(context);
+  attachRule<AllGatherOp, allGatherGrad>(context);
+  attachRule<ReduceScatterOp, reduceScatterGrad>(context);
 }

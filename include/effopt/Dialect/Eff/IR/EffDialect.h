@@ -82,6 +82,15 @@ inline constexpr llvm::StringLiteral kArenaArgAttrName =
 /// Entry function: the arena bytes the memory plan needs.
 inline constexpr llvm::StringLiteral kArenaBytesAttrName =
     EffDialect::ArenaBytesAttrHelper::getNameStr();
+/// Module: the ZeRO stage eff-zero compiled for (1: optimizer state
+/// sharded, 2: gradients too); absent for stage 0.
+inline constexpr llvm::StringLiteral kZeroStageAttrName = "eff.zero_stage";
+/// Module: the ranks of the run (eff-zero).
+inline constexpr llvm::StringLiteral kWorldSizeAttrName = "eff.world_size";
+/// Optimizer state parameter: the shape of the whole tensor this rank holds
+/// one 1/N shard of (flattened, zero-padded to a multiple of N), as a
+/// DenseI64ArrayAttr.
+inline constexpr llvm::StringLiteral kShardOfAttrName = "eff.shard_of";
 } // namespace effopt::eff
 
 #endif // EFFOPT_DIALECT_EFF_IR_EFFDIALECT_H

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Per-rank memory of ZeRO stages 0, 1 and 2 from effc's own plans.
+
+    zero_memory.py --model gpt --ranks 2 --bin BUILD/bin --work DIR
+
+Compiles the model for N ranks at --zero 0, 1 and 2 with --report-json and
+checks, from the plans alone (no figure is hard-coded):
+- parameters are the same bytes at every stage (every rank holds them);
+- the optimizer state of stages 1 and 2 is exactly each of stage 0's state
+  tensors cut to ceil(elements / N) f32 elements (the step counter whole);
+- the most gradient bytes live at once: stage 1 as stage 0 (the gradients
+  are summed whole), stage 2 less (each is reduce-scattered when final);
+- the state region shrinks by what the optimizer state lost.
+Prints the bytes by category of every stage.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train_vs_torch as t  # noqa: E402
+
+
+def live_peak(plan, category):
+    """The most bytes of `category` live at once over the schedule."""
+    events = []
+    for b in plan["buffers"]:
+        if b["category"] == category:
+            events += [(b["first"], b["bytes"]), (b["last"] + 1, -b["bytes"])]
+    live = peak = 0
+    for _, delta in sorted(events):
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+def persistent(plan, category):
+    return sum(x["bytes"] for x in plan["tensors"] if x["category"] == category)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--optimizer", default="adamw")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.work, exist_ok=True)
+    N = args.ranks
+    model, B, data = t.make(args.model, 1, 0)
+    names = list(data)
+    onnx_path = os.path.join(args.work, "model.onnx")
+    t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names), names,
+             onnx_path)
+    plans = {}
+    for stage in (0, 1, 2):
+        report = os.path.join(args.work, "zero%d.json" % stage)
+        subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
+                        os.path.join(args.work, "zero%d.effx" % stage),
+                        "--optimizer", args.optimizer, "--world-size", str(N),
+                        "--zero", str(stage), "--report-json", report],
+                       check=True, stdout=subprocess.DEVNULL)
+        plans[stage] = json.load(open(report))
+        print("stage %d: %s" % (stage, plans[stage]["title"]))
+
+    failures = 0
+
+    def expect(ok, what):
+        nonlocal failures
+        if not ok:
+            print("MISMATCH: " + what)
+            failures += 1
+
+    base = plans[0]
+    sharded = 0
+    for x in base["tensors"]:
+        if x["category"] != "optimizer state":
+            continue
+        if x["name"] == "optimizer.step":
+            sharded += x["bytes"]
+        else:
+            sharded += -(-x["bytes"] // 4 // N) * 4
+    for stage in (0, 1, 2):
+        plan = plans[stage]
+        figures = {
+            "parameters": persistent(plan, "parameters"),
+            "optimizer state": persistent(plan, "optimizer state"),
+            "gradients (most live)": live_peak(plan, "gradients"),
+            "activations (most live)": live_peak(plan, "activations"),
+            "state": plan["regions"]["state"],
+            "arena": plan["regions"]["arena"],
+            "total": plan["total_bytes"],
+        }
+        print("stage %d: %s" % (stage, ", ".join(
+            "%s %d" % kv for kv in figures.items())))
+        plans[stage]["figures"] = figures
+    f0, f1, f2 = (plans[s]["figures"] for s in (0, 1, 2))
+    for s, f in ((1, f1), (2, f2)):
+        expect(f["parameters"] == f0["parameters"],
+               "stage %d parameters %d, stage 0 %d" % (s, f["parameters"],
+                                                       f0["parameters"]))
+        expect(f["optimizer state"] == sharded,
+               "stage %d optimizer state %d, expected stage 0's %d cut to "
+               "1/%d: %d" % (s, f["optimizer state"], f0["optimizer state"],
+                             N, sharded))
+        saved = f0["optimizer state"] - f["optimizer state"]
+        expect(f0["state"] - f["state"] >= saved - 64 * len(base["tensors"]),
+               "stage %d state region %d, stage 0 %d: not smaller by the "
+               "optimizer state's %d" % (s, f["state"], f0["state"], saved))
+    expect(f1["gradients (most live)"] == f0["gradients (most live)"],
+           "stage 1 gradients %d, stage 0 %d" % (f1["gradients (most live)"],
+                                                 f0["gradients (most live)"]))
+    expect(f2["gradients (most live)"] < f0["gradients (most live)"],
+           "stage 2 gradients %d not below stage 0's %d" %
+           (f2["gradients (most live)"], f0["gradients (most live)"]))
+    print("optimizer state: stage 1/stage 0 = %.3f; gradients: stage 2/stage 0"
+          " = %.3f" % (f1["optimizer state"] / f0["optimizer state"],
+                       f2["gradients (most live)"] / f0["gradients (most live)"]))
+    print("%s: %s" % (args.model, "PASS" if not failures else
+                      "FAIL (%d mismatches)" % failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
