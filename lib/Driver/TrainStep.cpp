@@ -95,6 +95,11 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
     return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
                 " shards elementwise optimizer state; adafactor's factored "
                 "state cannot be sharded yet (use --zero 0)");
+  if (options.zero != 0 && (options.optimizer == OptimizerKind::Adam8bit ||
+                            options.optimizer == OptimizerKind::AdamW8bit))
+    return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
+                " shards f32 optimizer state; the 8-bit optimizers' block-wise "
+                "codes cannot be sharded yet (use --zero 0)");
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };

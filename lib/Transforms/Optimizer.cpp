@@ -356,6 +356,13 @@ void EffOptimizerPass::runOnOperation() {
         << zeroStage << " yet; use sgd, adam or adamw, or stage 0";
     return signalPassFailure();
   }
+  if (sharded && isEightBit()) {
+    module.emitError("eff-optimizer: ")
+        << optimizer.getValue()
+        << "'s block-wise 8-bit state cannot be sharded by ZeRO stage "
+        << zeroStage << " yet; use sgd, adam or adamw, or stage 0";
+    return signalPassFailure();
+  }
 
   Block &body = step.getBody().front();
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());

@@ -73,6 +73,11 @@ static cl::opt<std::string> lora(
              "(\"--lora on\": all defaults; docs/LoRA.md)"),
     cl::value_desc("rank=R,alpha=A,dropout=P,seed=S,targets=REGEX"),
     cl::cat(category));
+static cl::opt<bool> qlora(
+    "qlora",
+    cl::desc("QLoRA: with --lora, store the frozen base weights as NF4 "
+             "(the same as --quantize-frozen nf4; docs/Quantization.md)"),
+    cl::cat(category));
 static cl::opt<std::string> quantizeFrozen(
     "quantize-frozen",
     cl::desc("Store frozen weights that only matrix products read as: none "
@@ -328,7 +333,7 @@ void checkFlags() {
              &beta1, &beta2, &eps, &amsgrad, &beta2Decay, &eps1, &eps2,
              &clipThreshold, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
-             &quantizeFrozen, &quantizeFrozenNames,
+             &quantizeFrozen, &quantizeFrozenNames, &qlora,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
@@ -455,6 +460,15 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   if (lora.getNumOccurrences())
     if (Error error = applyLoraSpec(step, lora))
       die(toString(std::move(error)));
+  if (qlora) {
+    if (!step.lora)
+      die("--qlora quantizes the base weights LoRA freezes: give --lora too");
+    if (quantizeFrozen.getNumOccurrences() &&
+        step.quantizeFrozen != FrozenStorage::NF4)
+      die("--qlora stores frozen weights as nf4, but --quantize-frozen is '" +
+          quantizeFrozen + "'");
+    step.quantizeFrozen = FrozenStorage::NF4;
+  }
   if (Error error = verifyTrainStepOptions(step))
     die(toString(std::move(error)));
 }
