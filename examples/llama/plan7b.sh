@@ -21,11 +21,11 @@ seq=${SEQ:-512}
 python=/usr/bin/python3
 mkdir -p "$out"
 
-# Flags of the rows that other features provide (adjust if they are spelled
-# differently).
+# LoRA as QLoRA's paper applies it: on every linear projection of the
+# blocks (q, k, v, o, gate, up, down); alpha = 2r.
 ADAMW8BIT=${ADAMW8BIT:---optimizer adamw8bit}
-LORA=${LORA:---lora 16}
-QLORA=${QLORA:---lora 16 --quantize-frozen nf4}
+LORA=${LORA:-'--lora rank=16,alpha=32,targets=layers\.[0-9]+\..*_proj\.weight'}
+QLORA=${QLORA:-$LORA --qlora}
 
 rows=(
   "fp32, AdamW, remat none|--precision fp32 --optimizer adamw --remat none"

@@ -101,6 +101,14 @@ Error applyCompilerFlag(CompileOptions &options, StringRef name,
   }
   if (name == "lora")
     return applyLoraSpec(options.step, value);
+  if (name == "qlora") {
+    // effc --qlora: the frozen base weights as NF4 (--quantize-frozen nf4).
+    if (value == "true" || value == "1" || value.empty())
+      options.step.quantizeFrozen = FrozenStorage::NF4;
+    else if (value != "false" && value != "0")
+      return flagError(name, "must be true or false, got '" + value + "'");
+    return Error::success();
+  }
   if (name == "memory-budget") {
     std::optional<int64_t> bytes = parseBytes(value);
     if (!bytes)

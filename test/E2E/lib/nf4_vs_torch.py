@@ -315,7 +315,16 @@ def main():
         want = p.detach().numpy()
         err = np.abs(state[name] - want)
         worst = max(worst, float(err.max()))
-        if (err > args.atol + args.rtol * np.abs(want)).any():
+        bound = args.atol + args.rtol * np.abs(want)
+        if name.endswith("attn.c_attn.bias"):
+            # The key bias adds one constant per query row to the scores,
+            # which softmax cancels: its true gradient is exactly zero and
+            # AdamW turns either side's rounding noise into steps of up to
+            # lr (as gpt-adamw-cosine.test notes). Bounded by steps x lr.
+            third = want.shape[0] // 3
+            bound = np.broadcast_to(bound, want.shape).copy()
+            bound[third:2 * third] = args.steps * args.lr
+        if (err > bound).any():
             print("%s: max abs err %.3g  MISMATCH" % (name, err.max()))
             failures += 1
     print("trainable parameters: max abs err %.3g" % worst)
