@@ -366,12 +366,18 @@ effopt::describeLoraAdapters(ModuleOp module) {
       };
       auto scaling = record.getAs<FloatAttr>("scaling");
       auto transposed = record.getAs<BoolAttr>("transposed");
-      adapters.push_back(llvm::json::Object{
+      llvm::json::Object adapter{
           {"weight", text("weight")},
           {"lora_A", text("lora_a")},
           {"lora_B", text("lora_b")},
           {"scaling", scaling ? scaling.getValueAsDouble() : 0.0},
-          {"transposed", transposed && transposed.getValue()}});
+          {"transposed", transposed && transposed.getValue()}};
+      // QLoRA: eff-quantize-frozen replaced the base weight by its NF4
+      // storage (docs/Quantization.md).
+      if (!module.lookupSymbol(text("weight")) &&
+          module.lookupSymbol(text("weight") + ".nf4"))
+        adapter["storage"] = "nf4";
+      adapters.push_back(std::move(adapter));
     }
   description["adapters"] = std::move(adapters);
   return description;

@@ -155,31 +155,9 @@ struct AdamUpdateLowering : OpRewritePattern<AdamUpdateOp> {
     bool decoupled = op.getDecoupled();
     bool amsgrad = static_cast<bool>(op.getMaxExpAvgSq());
 
-    // Scalars of the step, in f64: step_size = lr / (1 - beta1^t),
-    // sqrt(1 - beta2^t), and AdamW's 1 - lr * weight_decay.
-    auto scalarType = RankedTensorType::get({}, t);
-    SmallVector<Value> scalars = buildElementwiseMulti(
-        rewriter, loc, {scalarType, scalarType, scalarType},
-        {op.getLr(), op.getStep()},
-        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
-          Type f64 = b.getF64Type();
-          auto c = [&](double v) { return scalarConstant(b, l, f64, v); };
-          Value lr = arith::ExtFOp::create(b, l, f64, args[0]);
-          Value step = arith::SIToFPOp::create(
-              b, l, f64,
-              arith::AddIOp::create(b, l, args[1],
-                                    scalarConstant(b, l, args[1].getType(), 1)));
-          Value bc1 = arith::SubFOp::create(
-              b, l, c(1.0), math::PowFOp::create(b, l, c(beta1), step));
-          Value bc2 = arith::SubFOp::create(
-              b, l, c(1.0), math::PowFOp::create(b, l, c(beta2), step));
-          Value stepSize = arith::DivFOp::create(b, l, lr, bc1);
-          Value bc2Sqrt = math::SqrtOp::create(b, l, bc2);
-          Value decay = arith::SubFOp::create(
-              b, l, c(1.0), arith::MulFOp::create(b, l, lr, c(weightDecay)));
-          return {castScalar(b, l, stepSize, t), castScalar(b, l, bc2Sqrt, t),
-                  castScalar(b, l, decay, t)};
-        });
+    // step_size, sqrt(1 - beta2^t) and AdamW's decay, once per step.
+    SmallVector<Value> scalars = buildAdamStepScalars(
+        rewriter, loc, op.getLr(), op.getStep(), beta1, beta2, weightDecay, t);
 
     SmallVector<Value> operands{op.getParam(), op.getGrad(), op.getExpAvg(),
                                 op.getExpAvgSq(), scalars[0], scalars[1],
@@ -237,6 +215,37 @@ struct AdamUpdateLowering : OpRewritePattern<AdamUpdateOp> {
 };
 
 } // namespace
+
+/// Adam's per-step scalars, computed once in f64 as torch.optim computes
+/// them in Python doubles and rounded to `t`: with t' = step + 1,
+/// {lr / (1 - beta1^t'), sqrt(1 - beta2^t'), 1 - lr * weight_decay}.
+SmallVector<Value> buildAdamStepScalars(OpBuilder &builder, Location loc,
+                                        Value lr, Value step, double beta1,
+                                        double beta2, double weightDecay,
+                                        Type t) {
+  auto scalarType = RankedTensorType::get({}, t);
+  return buildElementwiseMulti(
+      builder, loc, {scalarType, scalarType, scalarType}, {lr, step},
+      [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
+        Type f64 = b.getF64Type();
+        auto c = [&](double v) { return scalarConstant(b, l, f64, v); };
+        Value rate = arith::ExtFOp::create(b, l, f64, args[0]);
+        Value count = arith::SIToFPOp::create(
+            b, l, f64,
+            arith::AddIOp::create(b, l, args[1],
+                                  scalarConstant(b, l, args[1].getType(), 1)));
+        Value bc1 = arith::SubFOp::create(
+            b, l, c(1.0), math::PowFOp::create(b, l, c(beta1), count));
+        Value bc2 = arith::SubFOp::create(
+            b, l, c(1.0), math::PowFOp::create(b, l, c(beta2), count));
+        Value stepSize = arith::DivFOp::create(b, l, rate, bc1);
+        Value bc2Sqrt = math::SqrtOp::create(b, l, bc2);
+        Value decay = arith::SubFOp::create(
+            b, l, c(1.0), arith::MulFOp::create(b, l, rate, c(weightDecay)));
+        return {castScalar(b, l, stepSize, t), castScalar(b, l, bc2Sqrt, t),
+                castScalar(b, l, decay, t)};
+      });
+}
 
 void populateOptimizerLowering(RewritePatternSet &patterns) {
   patterns.add<LrScheduleLowering, SgdUpdateLowering, AdamUpdateLowering>(

@@ -238,30 +238,9 @@ struct Adam8bitUpdateLowering : OpRewritePattern<Adam8bitUpdateOp> {
     int64_t fullBlocks = n / blockSize;
     int64_t tail = n % blockSize;
 
-    // Scalars of the step in f64, rounded to f32 (as eff.adam_update):
-    // step_size = lr / (1 - beta1^t), sqrt(1 - beta2^t), 1 - lr * wd.
-    auto scalarType = RankedTensorType::get({}, f32);
-    SmallVector<Value> scalars = buildElementwiseMulti(
-        rewriter, loc, {scalarType, scalarType, scalarType},
-        {op.getLr(), op.getStep()},
-        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
-          Type f64 = b.getF64Type();
-          auto c = [&](double v) { return scalarConstant(b, l, f64, v); };
-          Value lr = arith::ExtFOp::create(b, l, f64, args[0]);
-          Value step = arith::SIToFPOp::create(
-              b, l, f64,
-              arith::AddIOp::create(b, l, args[1],
-                                    scalarConstant(b, l, args[1].getType(), 1)));
-          Value bc1 = arith::SubFOp::create(
-              b, l, c(1.0), math::PowFOp::create(b, l, c(beta1), step));
-          Value bc2 = arith::SubFOp::create(
-              b, l, c(1.0), math::PowFOp::create(b, l, c(beta2), step));
-          Value decay = arith::SubFOp::create(
-              b, l, c(1.0), arith::MulFOp::create(b, l, lr, c(weightDecay)));
-          return {castScalar(b, l, arith::DivFOp::create(b, l, lr, bc1), f32),
-                  castScalar(b, l, math::SqrtOp::create(b, l, bc2), f32),
-                  castScalar(b, l, decay, f32)};
-        });
+    // The step's scalars, as eff.adam_update computes them.
+    SmallVector<Value> scalars = buildAdamStepScalars(
+        rewriter, loc, op.getLr(), op.getStep(), beta1, beta2, weightDecay, f32);
 
     SmallVector<float> signedMap = dynamicMap(/*isSigned=*/true);
     SmallVector<float> unsignedMap = dynamicMap(/*isSigned=*/false);

@@ -220,6 +220,14 @@ void populateNormalizationLowering(mlir::RewritePatternSet &patterns,
 void populateLossLowering(mlir::RewritePatternSet &patterns,
                           const LoweringPolicy &policy);
 void populateOptimizerLowering(mlir::RewritePatternSet &patterns);
+/// Adam's per-step scalars {lr / (1 - beta1^t), sqrt(1 - beta2^t),
+/// 1 - lr * weight_decay} (t = step + 1), computed once in f64 and rounded
+/// to `t` (LowerOptimizer.cpp); shared by eff.adam_update and
+/// eff.adam8bit_update.
+llvm::SmallVector<mlir::Value>
+buildAdamStepScalars(mlir::OpBuilder &builder, mlir::Location loc,
+                     mlir::Value lr, mlir::Value step, double beta1,
+                     double beta2, double weightDecay, mlir::Type t);
 void populateOptimizer8bitLowering(mlir::RewritePatternSet &patterns);
 void populateConvolutionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);

@@ -118,6 +118,9 @@ struct EffxManifest {
     double scaling = 0;
     /// The weight is stored in x out (`x @ W`): W + scaling * (B A)^T.
     bool transposed = false;
+    /// "nf4": the base weight is stored as `<weight>.nf4` and its scales
+    /// (effc --qlora), not mergeable here; empty: stored as itself.
+    std::string storage;
   };
   std::vector<LoraAdapter> loraAdapters;
   /// The manifest text as stored.

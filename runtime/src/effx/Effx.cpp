@@ -784,13 +784,31 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
                 " is not a boolean");
         adapter.transposed = t->get<bool>();
       }
-      const EffxStateEntry *w = m.findState(adapter.weight);
+      if (auto storage = a.find("storage"); storage != a.end()) {
+        if (!storage->is_string() || storage->get<std::string>() != "nf4")
+          error("lora: 'storage' of ", quoteName(adapter.weight),
+                " must be \"nf4\"");
+        adapter.storage = "nf4";
+      }
+      std::string weightEntry =
+          adapter.storage.empty() ? adapter.weight : adapter.weight + ".nf4";
+      const EffxStateEntry *w = m.findState(weightEntry);
       const EffxStateEntry *ea = m.findState(adapter.loraA);
       const EffxStateEntry *eb = m.findState(adapter.loraB);
       if (!w || !ea || !eb)
         error("lora: the state has no ",
-              quoteName(!w ? adapter.weight : !ea ? adapter.loraA
-                                                  : adapter.loraB));
+              quoteName(!w ? weightEntry : !ea ? adapter.loraA
+                                               : adapter.loraB));
+      if (!adapter.storage.empty()) {
+        // The packed weight has no out x in shape to check against.
+        if (ea->shape.size() != 2 || eb->shape.size() != 2 ||
+            ea->shape[0] != eb->shape[1] || ea->dtype != eb->dtype)
+          error("lora: the adapters of ", quoteName(adapter.weight), " ",
+                formatShape(ea->shape), " and ", formatShape(eb->shape),
+                " do not fit each other");
+        m.loraAdapters.push_back(std::move(adapter));
+        continue;
+      }
       // W is out x in (in x out when transposed), A rank x in, B out x rank.
       bool fits = w->dtype == ea->dtype && w->dtype == eb->dtype &&
                   w->shape.size() == 2 && ea->shape.size() == 2 &&

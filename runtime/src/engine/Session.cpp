@@ -350,6 +350,12 @@ NamedTensors Session::mergedLoraWeights() const {
   if (m.loraAdapters.empty())
     fail(s.path(), ": the model has no LoRA adapters (compile it with effc "
                    "--lora) to merge");
+  for (const EffxManifest::LoraAdapter &a : m.loraAdapters)
+    if (!a.storage.empty())
+      fail(s.path(), ": cannot merge the LoRA adapters of ",
+           quoteName(a.weight), ": its base weight is stored as ", a.storage,
+           " (effc --qlora); the checkpoint holds the adapters under peft's "
+           "names, to merge into the original weights");
   std::map<std::string, const EffxManifest::LoraAdapter *> byWeight;
   std::set<std::string> adapterNames;
   for (const EffxManifest::LoraAdapter &a : m.loraAdapters) {

@@ -124,6 +124,12 @@ struct Trainer::Impl {
       if (m.loraAdapters.empty())
         fail(o.effx, ": --merge-lora: the model has no LoRA adapters "
                      "(compile it with effc --lora)");
+      for (const EffxManifest::LoraAdapter &a : m.loraAdapters)
+        if (!a.storage.empty())
+          fail(o.effx, ": --merge-lora: the base weight ",
+               quoteName(a.weight), " is stored as ", a.storage,
+               " (effc --qlora); merge the adapters (saved under peft's "
+               "names) into the original weights instead");
       checkWritable(options.mergeLora);
     }
     session.emplace(effx);
