@@ -169,6 +169,27 @@ bool isCausalConstant(Value mask) {
   return true;
 }
 
+/// Whether the boolean masked-out constant `mask` is, on [Tq, Tk] with
+/// every leading dimension 1, exactly the causal mask (true at j > i).
+bool isCausalMaskAttr(DenseElementsAttr mask) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  if (type.getRank() < 2 || !type.getElementType().isInteger(1))
+    return false;
+  for (int64_t d : type.getShape().drop_back(2))
+    if (d != 1)
+      return false;
+  int64_t rows = type.getDimSize(type.getRank() - 2);
+  int64_t cols = type.getDimSize(type.getRank() - 1);
+  if (rows < 2 || cols < 2)
+    return false;
+  auto values = mask.getValues<bool>();
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (values[i * cols + j] != (j > i))
+        return false;
+  return true;
+}
+
 /// Whether `value` is computed from a function argument that is a trainable
 /// parameter (a learned float mask would need a gradient). Frozen
 /// parameters and buffers are constants of the step.
@@ -281,16 +302,41 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     // constant causal one becomes the attribute.
     Value scores = softmax.getInput();
     reader = softmax;
+    // Where(keep, s, -inf) with a constant `keep`: the masked-out constant
+    // to build, and the condition it stands for.
+    DenseElementsAttr keptMask;
+    Value keptMaskOf;
+    bool invertMask = false;
     for (int peeled = 0; peeled < 2; ++peeled) {
       if (!onlyReadBy(scores, reader))
         return rewriter.notifyMatchFailure(op, "the scores are read elsewhere");
       Value inner, mask;
       if (auto where = scores.getDefiningOp<WhereOp>()) {
-        if (!isNegInfSplat(where.getTrueValue()) ||
-            typeOf(where.getFalseValue()) != typeOf(scores))
+        if (isNegInfSplat(where.getTrueValue()) &&
+            typeOf(where.getFalseValue()) == typeOf(scores)) {
+          inner = where.getFalseValue();
+          mask = where.getCondition();
+        } else if (isNegInfSplat(where.getFalseValue()) &&
+                   typeOf(where.getTrueValue()) == typeOf(scores)) {
+          // torch.where(keep, s, -inf): the condition marks what is kept.
+          // A constant one becomes a masked-out constant (made once the
+          // match is certain); another would need a logical not in the
+          // step, and is left unfused.
+          auto keepType = typeOf(where.getCondition());
+          std::optional<std::vector<double>> keep =
+              constantElements(where.getCondition());
+          if (!keep || !keepType.getElementType().isInteger(1))
+            break;
+          SmallVector<bool> masked;
+          for (double v : *keep)
+            masked.push_back(v == 0.0);
+          keptMask = DenseElementsAttr::get(keepType, ArrayRef<bool>(masked));
+          keptMaskOf = where.getCondition();
+          inner = where.getTrueValue();
+          mask = where.getCondition();
+        } else {
           break;
-        inner = where.getFalseValue();
-        mask = where.getCondition();
+        }
       } else if (auto add = scores.getDefiningOp<AddOp>()) {
         for (auto [x, m] : {std::pair(add.getLhs(), add.getRhs()),
                             std::pair(add.getRhs(), add.getLhs())})
@@ -307,10 +353,14 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
       } else {
         break;
       }
-      if (isCausalConstant(mask) && !parts.causal) {
+      bool causal = keptMask && mask == keptMaskOf
+                        ? isCausalMaskAttr(keptMask)
+                        : isCausalConstant(mask);
+      if (causal && !parts.causal) {
         parts.causal = true;
       } else if (!parts.mask) {
         parts.mask = mask;
+        invertMask = keptMask && mask == keptMaskOf;
       } else {
         return rewriter.notifyMatchFailure(op, "more than one mask");
       }
@@ -360,6 +410,8 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     auto outputType = typeOf(op.getResult());
     SmallVector<int64_t> lseShape(q.getShape().drop_back());
     auto lseType = RankedTensorType::get(lseShape, rewriter.getF32Type());
+    if (invertMask)
+      parts.mask = ConstantOp::create(rewriter, loc, keptMask);
     auto attention = AttentionOp::create(
         rewriter, loc, outputType, lseType, parts.query, parts.key,
         parts.value, parts.mask, rewriter.getF64FloatAttr(parts.scale),

@@ -234,3 +234,39 @@ func.func @broadcast_key(%q: tensor<2x3x4xf32>, %kt: tensor<1x4x3xf32>, %v: tens
   %o = eff.matmul %p, %v : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %o : tensor<2x3x4xf32>
 }
+
+// -----
+
+// torch.where(tril, s, -inf): the condition marks what is kept. A constant
+// causal one becomes causal = true; another constant becomes the inverted
+// (masked-out) boolean mask.
+// CHECK-LABEL: func.func @where_keep_causal
+// CHECK: eff.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true
+// CHECK-NOT: eff.softmax
+func.func @where_keep_causal(%q: tensor<1x2x3x4xf32> {eff.input = "q"}, %k: tensor<1x2x3x4xf32> {eff.input = "k"}, %v: tensor<1x2x3x4xf32> {eff.input = "v"}) -> tensor<1x2x3x4xf32> {
+  %ninf = eff.constant dense<0xFF800000> : tensor<f32>
+  %keep = eff.constant dense<[[true, false, false], [true, true, false], [true, true, true]]> : tensor<3x3xi1>
+  %kt = eff.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x4xf32> -> tensor<1x2x4x3xf32>
+  %s = eff.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %w = eff.where %keep, %s, %ninf : (tensor<3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %p = eff.softmax %w {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = eff.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @where_keep_constant
+// CHECK: %[[M:.*]] = eff.constant dense<{{\[}}[false, true, false], [false, false, true], [true, false, false]]> : tensor<3x3xi1>
+// CHECK: eff.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]]
+// CHECK-NOT: eff.softmax
+func.func @where_keep_constant(%q: tensor<1x2x3x4xf32> {eff.input = "q"}, %k: tensor<1x2x3x4xf32> {eff.input = "k"}, %v: tensor<1x2x3x4xf32> {eff.input = "v"}) -> tensor<1x2x3x4xf32> {
+  %ninf = eff.constant dense<0xFF800000> : tensor<f32>
+  %keep = eff.constant dense<[[true, false, true], [true, true, false], [false, true, true]]> : tensor<3x3xi1>
+  %kt = eff.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x4xf32> -> tensor<1x2x4x3xf32>
+  %s = eff.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %w = eff.where %keep, %s, %ninf : (tensor<3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %p = eff.softmax %w {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = eff.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}

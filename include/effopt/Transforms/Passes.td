@@ -410,7 +410,9 @@ def EffFuseAttentionPass : Pass<"eff-fuse-attention", "::mlir::ModuleOp"> {
 
     - scale: `Div` or `Mul` by a splat constant, of the scores, of q or of
       k^T;
-    - masks: `Where(m, -inf, s)` (a boolean mask, `true` masked) and
+    - masks: `Where(m, -inf, s)` (a boolean mask, `true` masked),
+      `Where(keep, s, -inf)` with a constant `keep` (torch.where; inverted
+      into a masked-out constant) and
       `Add(s, m)` (a float mask), at most one of each; a constant mask that is
       exactly the causal one (`j > i` masked) becomes `causal = true`;
     - dropout on the probabilities keeps its ratio and seed: the fused op
