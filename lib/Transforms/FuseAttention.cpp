@@ -139,11 +139,10 @@ std::optional<std::vector<double>> constantElements(Value value,
   return std::nullopt;
 }
 
-/// Whether `mask` is, on [Tq, Tk] with every leading dimension 1, exactly
-/// the causal mask: masked (`true`, or -inf added) at column j > row i, and
-/// not masked (`false`, or 0 added) elsewhere.
-bool isCausalConstant(Value mask) {
-  auto type = typeOf(mask);
+/// Whether `values` of a mask of `type` are, on [Tq, Tk] with every leading
+/// dimension 1, exactly the causal mask: masked (`true`, or -inf added) at
+/// column j > row i, and not masked (`false`, or 0 added) elsewhere.
+bool isCausalPattern(RankedTensorType type, ArrayRef<double> values) {
   if (type.getRank() < 2)
     return false;
   for (int64_t d : type.getShape().drop_back(2))
@@ -153,15 +152,12 @@ bool isCausalConstant(Value mask) {
   int64_t cols = type.getDimSize(type.getRank() - 1);
   if (rows < 2 || cols < 2)
     return false;
-  std::optional<std::vector<double>> values = constantElements(mask);
-  if (!values)
-    return false;
   bool isBool = type.getElementType().isInteger(1);
   if (!isBool && !isa<FloatType>(type.getElementType()))
     return false;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
-      double v = (*values)[i * cols + j];
+      double v = values[i * cols + j];
       bool masked = isBool ? v != 0.0 : (std::isinf(v) && v < 0);
       if (masked != (j > i) || (!isBool && !masked && v != 0.0))
         return false;
@@ -169,25 +165,10 @@ bool isCausalConstant(Value mask) {
   return true;
 }
 
-/// Whether the boolean masked-out constant `mask` is, on [Tq, Tk] with
-/// every leading dimension 1, exactly the causal mask (true at j > i).
-bool isCausalMaskAttr(DenseElementsAttr mask) {
-  auto type = cast<RankedTensorType>(mask.getType());
-  if (type.getRank() < 2 || !type.getElementType().isInteger(1))
-    return false;
-  for (int64_t d : type.getShape().drop_back(2))
-    if (d != 1)
-      return false;
-  int64_t rows = type.getDimSize(type.getRank() - 2);
-  int64_t cols = type.getDimSize(type.getRank() - 1);
-  if (rows < 2 || cols < 2)
-    return false;
-  auto values = mask.getValues<bool>();
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      if (values[i * cols + j] != (j > i))
-        return false;
-  return true;
+/// Whether the constant `mask` is exactly the causal mask (isCausalPattern).
+bool isCausalConstant(Value mask) {
+  std::optional<std::vector<double>> values = constantElements(mask);
+  return values && isCausalPattern(typeOf(mask), *values);
 }
 
 /// Whether `value` is computed from a function argument that is a trainable
@@ -305,6 +286,7 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     // Where(keep, s, -inf) with a constant `keep`: the masked-out constant
     // to build, and the condition it stands for.
     DenseElementsAttr keptMask;
+    std::vector<double> keptMaskValues;
     Value keptMaskOf;
     bool invertMask = false;
     for (int peeled = 0; peeled < 2; ++peeled) {
@@ -328,8 +310,10 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
           if (!keep || !keepType.getElementType().isInteger(1))
             break;
           SmallVector<bool> masked;
-          for (double v : *keep)
+          for (double v : *keep) {
             masked.push_back(v == 0.0);
+            keptMaskValues.push_back(v == 0.0 ? 1.0 : 0.0);
+          }
           keptMask = DenseElementsAttr::get(keepType, ArrayRef<bool>(masked));
           keptMaskOf = where.getCondition();
           inner = where.getTrueValue();
@@ -354,7 +338,7 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
         break;
       }
       bool causal = keptMask && mask == keptMaskOf
-                        ? isCausalMaskAttr(keptMask)
+                        ? isCausalPattern(typeOf(mask), keptMaskValues)
                         : isCausalConstant(mask);
       if (causal && !parts.causal) {
         parts.causal = true;
