@@ -33,7 +33,6 @@ import json
 import math
 import os
 import re
-import struct
 import subprocess
 import sys
 
@@ -45,6 +44,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from train_vs_torch import export as export_graph  # noqa: E402
 from train_vs_torch import make as make_model  # noqa: E402
+from train_vs_torch import read_safetensors as read_tensors  # noqa: E402
 from train_vs_torch import tool  # noqa: E402
 
 BLOCK = 256
@@ -177,19 +177,8 @@ class MLP(nn.Module):
 
 
 def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    dtypes = {"F32": np.float32, "I64": np.int64, "I8": np.int8,
-              "U8": np.uint8, "BOOL": np.bool_}
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = e["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b],
-                                  dtype=dtypes[e["dtype"]]).reshape(e["shape"])
-    return out, header
+    """({name: array}, header): codes read as stored (I8)."""
+    return read_tensors(path, with_header=True)
 
 
 def run(cmd):

@@ -21,16 +21,11 @@ compress_statistics=True) written here in PyTorch.
    f32 size, and the memory report's bytes by category.
 """
 import argparse
-import io
 import json
 import os
-import struct
-import subprocess
 import sys
-import warnings
 
 import numpy as np
-import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -166,23 +161,6 @@ def make(name, steps, seed):
     raise SystemExit("unknown model " + name)
 
 
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    base = 8 + n
-    dtypes = {"F32": np.float32, "I64": np.int64, "I8": np.int8,
-              "BOOL": np.bool_}
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = e["data_offsets"]
-        out[name] = np.frombuffer(raw[base + a:base + b],
-                                  dtype=dtypes[e["dtype"]]).reshape(e["shape"])
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
@@ -228,7 +206,7 @@ def main():
     tvt.run([os.path.join(args.bin, "effrun"), effx, "--data", npz_path,
              "--steps", str(args.steps), "--log", log, "--save", ckpt,
              "--quiet"])
-    state = read_safetensors(ckpt)
+    state = tvt.read_safetensors(ckpt)
 
     # 1-2. The storage against the reference, weight by weight.
     params = dict(model.named_parameters())
@@ -343,6 +321,11 @@ def main():
         f32_total += f32
         print("bytes %s: %d f32 -> %d packed (%.3f byte/param, %.3fx)" % (
             name, f32, raw, raw / params[name].numel(), raw / f32))
+        # The plan counts exactly the bytes the checkpoint stores.
+        if region != raw:
+            print("%s: the report plans %d bytes, the checkpoint holds %d  "
+                  "MISMATCH" % (name, region, raw))
+            failures += 1
     print("bytes of the quantized weights: %d of %d f32 (%.3fx)" % (
         packed_total, f32_total, packed_total / f32_total))
     # No f32 copy of a quantized weight (or of its transpose) is planned

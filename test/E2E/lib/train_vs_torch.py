@@ -172,13 +172,15 @@ def train_torch(model, data, B, args):
     return losses, state
 
 
-def read_safetensors(path):
+def read_safetensors(path, with_header=False):
+    """{name: array} of a safetensors file (and its header when asked)."""
     raw = open(path, "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
     header = json.loads(raw[8:8 + n])
     base = 8 + n
     dtypes = {"F32": np.float32, "I64": np.int64, "BOOL": np.bool_,
-              "F16": np.float16, "I32": np.int32}
+              "F16": np.float16, "I32": np.int32, "I8": np.int8,
+              "U8": np.uint8}
     out = {}
     for name, e in header.items():
         if name == "__metadata__":
@@ -186,7 +188,7 @@ def read_safetensors(path):
         a, b = e["data_offsets"]
         out[name] = np.frombuffer(raw[base + a:base + b],
                                   dtype=dtypes[e["dtype"]]).reshape(e["shape"])
-    return out
+    return (out, header) if with_header else out
 
 
 def tool(args, name):
