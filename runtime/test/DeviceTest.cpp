@@ -129,7 +129,7 @@ public:
     loaded_ = true;
   }
   bool codeLoaded() const override { return loaded_; }
-  void run() override {
+  void launch() override {
     float x[12], sum = 0;
     std::memcpy(x, at({RegionKind::Io, 0, 48}), 48);
     for (float v : x)
@@ -204,7 +204,7 @@ TEST(deviceSessionOnlyOrchestrates) {
   CHECK_EQ(s.globalStep(), 2);
   // The test device is listed where a target is not found.
   CHECK_ERROR(createDevice("cuda-sm_90", {"m.effx", nullptr}),
-              "(it runs cpu-x86_64, test-remote)");
+              "(it runs cpu-x86_64, cuda, test-remote)");
 }
 
 #define EFFRT_TEST_LIBM_SYMBOLS(X)                                             \

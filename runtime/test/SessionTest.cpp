@@ -17,7 +17,9 @@ static Session openSession(const EffxParts &parts, const char *name,
                            bool loadCode = true) {
   std::string path = tempPath(name);
   writeFileBytes(path, packEffx(parts));
-  return Session::open(path, SessionOptions{loadCode});
+  SessionOptions options;
+  options.loadCode = loadCode;
+  return Session::open(path, options);
 }
 
 static Tensor floats(Shape shape, std::vector<float> values) {

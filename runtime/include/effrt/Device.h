@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,7 @@
 namespace effrt {
 
 class EffxFile;
+struct EffxManifest;
 class Device;
 
 /// The three memory regions of a compiled step (docs/Effx.md).
@@ -100,10 +102,21 @@ std::shared_ptr<Collectives> mpiCollectives();
 void finishMpi(bool failed);
 
 struct DeviceOptions {
+  DeviceOptions(std::string label = {},
+                std::shared_ptr<Collectives> collectives = nullptr)
+      : label(std::move(label)), collectives(std::move(collectives)) {}
+
   /// Names the model in errors (the .effx path).
   std::string label;
   /// Null: single rank.
   std::shared_ptr<Collectives> collectives;
+  /// Which GPU (effrun --device N; CUDA_VISIBLE_DEVICES decides which GPUs
+  /// are seen). Devices without a choice refuse one.
+  std::optional<int> device;
+  /// The manifest of the model the device is made for, if any: devices
+  /// read their target's fields from it (the CUDA device: its
+  /// architectures and workspace). Only used while the device is created.
+  const EffxManifest *manifest = nullptr;
 };
 
 /// What every device implements. Errors are effrt::Error naming the label.
@@ -135,9 +148,28 @@ public:
   /// entry point.
   virtual void loadCode(const EffxFile &file) = 0;
   virtual bool codeLoaded() const = 0;
-  /// Runs the entry point once on the regions; returns when it has
-  /// finished.
-  virtual void run() = 0;
+  /// Starts one run of the entry point on the regions. The CPU runs it
+  /// before returning; a GPU queues it. Copies made after it are ordered
+  /// after it: copyToDevice may return before the run has read what it
+  /// overwrites (a GPU stages the bytes), copyFromDevice returns the bytes
+  /// the run left.
+  virtual void launch() = 0;
+  /// Whether launch() returns before the run has finished (a GPU): then the
+  /// trainer copies the next batch in while a step runs.
+  virtual bool asynchronous() const { return false; }
+  /// Waits until every launched run and queued copy has finished, and
+  /// throws what failed in them.
+  virtual void synchronize() {}
+  /// Runs the entry point once and waits for it: launch(), synchronize().
+  void run() {
+    launch();
+    synchronize();
+  }
+  /// Queues a copy of `src` into `dst` after what was launched; `dst` holds
+  /// the bytes after the next synchronize(). The CPU copies at once.
+  virtual void copyFromDeviceAsync(DeviceSpan src, void *dst) {
+    copyFromDevice(src, dst);
+  }
 
   Collectives &collectives() const { return *collectives_; }
   void setCollectives(std::shared_ptr<Collectives> collectives);

@@ -45,6 +45,16 @@
  *                         is cut into `slots` fixed parts, so results do
  *                         not depend on the number of threads.
  *
+ * Compiled CUDA code (target cuda) imports, besides the MLIR GPU runtime
+ * ABI (mgpu*, runtime/src/cuda/CudaRuntime.cpp):
+ *
+ *   effrt_cuda_gemm / effrt_cuda_gemm_batched: effrt_sgemm(_batched)'s
+ *                         semantics on device pointers, through cuBLASLt
+ *                         on the step stream; A and B of `abType`, C of
+ *                         `cType` (0 f32, 1 f16, 2 bf16), accumulated in
+ *                         f32; f32 products use TF32 only when the model
+ *                         was compiled with effc --allow-tf32.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef EFFRT_KERNELS_H
@@ -124,6 +134,17 @@ void effrt_attention_bwd_f32(const float *q, const float *k, const float *v,
                              int32_t causal, int64_t dropoutKey,
                              int64_t dropoutThreshold, float dropoutScale,
                              float *workspace, int64_t slots);
+
+void effrt_cuda_gemm(int32_t transA, int32_t transB, int64_t M, int64_t N,
+                     int64_t K, float alpha, const void *A, int64_t lda,
+                     const void *B, int64_t ldb, float beta, void *C,
+                     int64_t ldc, int32_t abType, int32_t cType);
+void effrt_cuda_gemm_batched(int32_t transA, int32_t transB, int64_t batch,
+                             int64_t M, int64_t N, int64_t K, float alpha,
+                             const void *A, int64_t lda, int64_t strideA,
+                             const void *B, int64_t ldb, int64_t strideB,
+                             float beta, void *C, int64_t ldc,
+                             int64_t strideC, int32_t abType, int32_t cType);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -42,6 +42,8 @@ struct SessionOptions {
   /// Load the code section (false: a session that can set inputs, save and
   /// load, but not step — for tools and tests on machines of another target).
   bool loadCode = true;
+  /// The GPU to run on (effrun --device N); a CPU model refuses one.
+  std::optional<int> device;
 };
 
 /// Bytes the session allocated for each region.
@@ -75,8 +77,15 @@ public:
 
   /// Runs one training step on the inputs set and returns its loss (the
   /// forward pass's, before the update). Every input must have been set at
-  /// least once.
+  /// least once. The same as launchStep() then finishStep().
   float step();
+  /// Starts a training step and returns without waiting for it on a device
+  /// that queues work (a GPU; the CPU runs it here). Inputs set before
+  /// finishStep() are the next step's: the step in flight keeps its own.
+  void launchStep();
+  /// Waits for the step launchStep() started and returns its loss, read
+  /// back asynchronously after the step.
+  float finishStep();
 
   /// Runs a forward (inference) function — an .effx compiled with
   /// `effc --mode forward` — on the inputs set: every graph output is then

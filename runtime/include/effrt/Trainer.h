@@ -54,6 +54,9 @@ struct TrainerOptions {
   /// resuming; created by the first run() or step(), once the steps it
   /// asks for are known to fit the data.
   std::string log;
+  /// The GPU of a cuda model (effrun --device N; default 0). A CPU model
+  /// refuses one.
+  std::optional<int> device;
   /// Seed of the token windows (.bin data).
   uint64_t seed = 0;
   /// Threads for the compiled loops and the BLAS; 0: OMP_NUM_THREADS, else
@@ -139,7 +142,8 @@ public:
 
   using StepCallback = std::function<void(const StepRecord &)>;
   /// Runs `count` steps, calling `onStep` after each (it may call
-  /// requestStop()). Checks first that the data has rows for all of them.
+  /// requestStop()). While a step runs (on a GPU: while it is queued), the
+  /// next step's batch is read and copied in. Checks first that the data has rows for all of them.
   /// Stops early when a stop is requested (before the first step, or during
   /// any): the request is then consumed and the result says so. Throws
   /// Error when a step cannot run, or when loss scaling keeps skipping

@@ -124,7 +124,7 @@ public:
   void loadCode(const EffxFile &file) override;
   bool codeLoaded() const override { return entry_ != nullptr; }
 
-  void run() override {
+  void launch() override {
     if (!entry_)
       fail(label(), ": no code is loaded");
     MemRef1D state = state_.memref(), arena = arena_.memref(),
@@ -286,5 +286,10 @@ bool cpu::acceptsTarget(std::string_view target) {
 }
 
 std::unique_ptr<Device> cpu::createCpuDevice(const DeviceOptions &options) {
+  if (options.device)
+    fail(options.label, ": --device ", *options.device, ": the model is "
+         "compiled for ", hostTarget(), ", which runs on this machine's CPU "
+         "(--device picks the GPU of a model compiled with effc --target "
+         "cuda)");
   return std::make_unique<CpuDevice>(options);
 }

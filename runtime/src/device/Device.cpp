@@ -6,6 +6,7 @@
 #include "effrt/Error.h"
 
 #include "../cpu/CpuDevice.h"
+#include "../cuda/CudaDevice.h"
 
 #include <mutex>
 
@@ -78,6 +79,8 @@ static Registry &registry() {
   static Registry *r = [] {
     auto *r = new Registry;
     r->devices.push_back({hostTarget(), cpu::acceptsTarget, cpu::createCpuDevice});
+    r->devices.push_back(
+        {cuda::kCudaTarget, cuda::acceptsTarget, cuda::createCudaDevice});
     return r;
   }();
   return *r;
@@ -121,5 +124,8 @@ std::unique_ptr<Device> effrt::createDevice(std::string_view target,
 
 std::unique_ptr<Device> effrt::createHostMemoryDevice(
     const DeviceOptions &options) {
-  return cpu::createCpuDevice(options);
+  DeviceOptions host = options;
+  host.device.reset();
+  host.manifest = nullptr;
+  return cpu::createCpuDevice(host);
 }

@@ -33,6 +33,8 @@ struct Session::Impl {
   int64_t globalStep = 0;
   float lastLoss = 0;
   bool forwardRun = false; // forward() ran at least once
+  bool stepInFlight = false; // launchStep() without finishStep()
+  std::byte lossBytes[8] = {};
 
   explicit Impl(EffxFile f) : file(std::move(f)) {}
   const std::string &path() const { return file.path(); }
@@ -82,7 +84,9 @@ Session::Session(EffxFile file, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(file))) {
   Impl &s = *impl_;
   const EffxManifest &m = s.manifest();
-  DeviceOptions deviceOptions{s.path(), nullptr};
+  DeviceOptions deviceOptions(s.path());
+  deviceOptions.device = options.device;
+  deviceOptions.manifest = &m;
   s.device = options.loadCode ? createDevice(m.target, deviceOptions)
                               : createHostMemoryDevice(deviceOptions);
   s.device->allocate(RegionSizes{m.stateBytes, m.arenaBytes, m.ioBytes});
@@ -170,9 +174,9 @@ static float readLoss(const std::byte *p, DType dtype) {
   }
 }
 
-/// Runs the code once on the session's regions, after checking that the
+/// Starts the code once on the session's regions, after checking that the
 /// code is loaded and every input was set.
-static void callEntry(Session::Impl &s, const char *what) {
+static void launchEntry(Session::Impl &s, const char *what) {
   const EffxManifest &m = s.manifest();
   if (!s.device->codeLoaded())
     fail(s.path(), ": this session was opened without its code; it cannot ",
@@ -181,21 +185,36 @@ static void callEntry(Session::Impl &s, const char *what) {
     if (!s.inputSet[i])
       fail(s.path(), ": input ", quoteName(m.inputs[i].name),
            " was not set before the ", what);
-  s.device->run();
+  s.device->launch();
 }
 
 float Session::step() {
+  launchStep();
+  return finishStep();
+}
+
+void Session::launchStep() {
   Impl &s = *impl_;
   const EffxManifest &m = s.manifest();
   if (m.kind != EffxKind::TrainStep)
     fail(s.path(), ": this is a forward (inference) function compiled with "
                    "effc --mode forward, not a training step: run it with "
                    "effrt_session_forward (Session::forward)");
-  callEntry(s, "step");
-  std::byte loss[8];
-  s.device->copyFromDevice(
-      {RegionKind::Io, m.lossOffset, dtypeSize(m.lossDType)}, loss);
-  s.lastLoss = readLoss(loss, m.lossDType);
+  if (s.stepInFlight)
+    fail(s.path(), ": a step is already in flight (finish it first)");
+  launchEntry(s, "step");
+  s.stepInFlight = true;
+  s.device->copyFromDeviceAsync(
+      {RegionKind::Io, m.lossOffset, dtypeSize(m.lossDType)}, s.lossBytes);
+}
+
+float Session::finishStep() {
+  Impl &s = *impl_;
+  if (!s.stepInFlight)
+    fail(s.path(), ": no step is in flight (launchStep first)");
+  s.stepInFlight = false;
+  s.device->synchronize();
+  s.lastLoss = readLoss(s.lossBytes, s.manifest().lossDType);
   ++s.globalStep;
   return s.lastLoss;
 }
@@ -205,7 +224,8 @@ void Session::forward() {
   if (s.manifest().kind != EffxKind::Forward)
     fail(s.path(), ": this is a training step; forward() runs only a forward "
                    "function (effc --mode forward)");
-  callEntry(s, "forward run");
+  launchEntry(s, "forward run");
+  s.device->synchronize();
   s.forwardRun = true;
 }
 

@@ -85,6 +85,9 @@ struct Trainer::Impl {
   std::optional<StepRecord> last;
   std::atomic<bool> stopRequested{false};
   std::optional<StopSignals> signals;
+  /// The global step whose batch is already in the inputs (fed while the
+  /// step before it ran), or -1.
+  int64_t prefetched = -1;
 
   /// Opens everything in the order effrun has always checked it: the
   /// .effx, the data, the --save path, the code, the checkpoint.
@@ -132,7 +135,9 @@ struct Trainer::Impl {
                "names) into the original weights instead");
       checkWritable(options.mergeLora);
     }
-    session.emplace(effx);
+    SessionOptions sessionOptions;
+    sessionOptions.device = o.device;
+    session.emplace(effx, sessionOptions);
     if (o.collectives)
       session->device().setCollectives(o.collectives);
     if (!o.resume.empty())
@@ -161,14 +166,30 @@ struct Trainer::Impl {
   }
 
   /// `measureRss`: read the resident memory (a system call) even without a
-  /// log.
-  StepRecord runStep(bool measureRss) {
+  /// log. `feedNext`: copy the next step's batch in while this one runs
+  /// (on a device that runs asynchronously; the CPU's steps stay as they
+  /// were: feed, run, read).
+  StepRecord runStep(bool measureRss, bool feedNext = false) {
     Session &s = *session;
     const int64_t step = s.globalStep();
     auto t0 = std::chrono::steady_clock::now();
-    data->feed(s, step);
+    if (prefetched != step)
+      data->feed(s, step);
+    prefetched = -1;
     float scaleBefore = scaling->enabled() ? LossScaleWatch::scale(s) : 0.0f;
-    float loss = s.step();
+    s.launchStep();
+    if (feedNext) {
+      // The step in flight keeps its batch: a GPU stages this one and
+      // copies it after the step on the same stream.
+      try {
+        data->feed(s, step + 1);
+      } catch (...) {
+        s.finishStep();
+        throw;
+      }
+      prefetched = step + 1;
+    }
+    float loss = s.finishStep();
     auto t1 = std::chrono::steady_clock::now();
     StepRecord r;
     r.step = step;
@@ -244,7 +265,9 @@ RunResult Trainer::run(int64_t count, const StepCallback &onStep) {
     }
     if (result.steps == count)
       break;
-    StepRecord r = t.runStep(/*measureRss=*/bool(onStep));
+    StepRecord r = t.runStep(/*measureRss=*/bool(onStep),
+                             /*feedNext=*/result.steps + 1 < count &&
+                                 t.session->device().asynchronous());
     ++result.steps;
     if (onStep)
       onStep(r);

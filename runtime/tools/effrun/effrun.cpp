@@ -4,6 +4,7 @@
 //          [--save CKPT.safetensors] [--log LOSS.jsonl] [--resume CKPT]
 //          [--merge-lora MERGED.safetensors]
 //          [--seed S] [--threads T] [--quiet] [--nproc N] [--mpi]
+//          [--device N]
 //
 // Under mpirun (or with --mpi) every process is one rank of a data-parallel
 // run, its collectives Open MPI's (effrt::mpiCollectives); `--nproc N`
@@ -49,6 +50,7 @@ struct Options {
   uint64_t seed = 0;
   int threads = 0;
   int nproc = 0;
+  int device = -1;
   bool quiet = false, mpi = false;
 };
 
@@ -95,6 +97,8 @@ int run(const Options &o) {
   options.log = o.log;
   options.seed = o.seed;
   options.threads = o.threads;
+  if (o.device >= 0)
+    options.device = o.device;
   options.progress = !o.quiet;
   options.handleSignals = true;
   if (o.mpi || launchedByMpirun())
@@ -170,6 +174,11 @@ int main(int argc, char **argv) {
                  "threads for the compiled loops and the BLAS (default: "
                  "OMP_NUM_THREADS, else all hardware threads)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--device", o.device,
+                 "the GPU of a model compiled with effc --target cuda "
+                 "(default 0; CUDA_VISIBLE_DEVICES decides which GPUs the "
+                 "numbers count)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet,-q", o.quiet, "print nothing but errors");
   app.add_option("--nproc", o.nproc,
                  "start N local ranks (data parallel) through mpirun -np N")

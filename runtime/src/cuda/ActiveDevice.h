@@ -1,0 +1,66 @@
+//===- ActiveDevice.h - The CUDA device whose code runs ---------*- C++ -*-===//
+//
+// The host code of a cuda .effx calls the runtime (CudaRuntime.cpp) with no
+// device argument: the device whose code is loading, running or unloading
+// is the active one, set around those calls by ActiveScope.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFRT_SRC_CUDA_ACTIVEDEVICE_H
+#define EFFRT_SRC_CUDA_ACTIVEDEVICE_H
+
+#include "CudaApi.h"
+
+#include <cstdint>
+#include <string>
+
+namespace effrt::cuda {
+
+class Driver;
+
+/// What the exported runtime functions need of the device whose code runs
+/// (CudaRuntime.cpp).
+class ActiveDevice {
+public:
+  virtual ~ActiveDevice();
+  virtual const Driver &driver() const = 0;
+  /// The step stream: every kernel, copy and product of the step.
+  virtual CUstream stream() const = 0;
+  virtual bool allowTf32() const = 0;
+  virtual CUdeviceptr workspace() const = 0;
+  virtual uint64_t workspaceBytes() const = 0;
+  /// cuBLASLt's handle, created on first use (never during a capture: the
+  /// first run is not captured).
+  virtual cublasLtHandle_t cublasLtHandle() = 0;
+  /// Records the first failure of an exported function; the device throws
+  /// it when the code returns (an exception cannot unwind through compiled
+  /// code).
+  virtual void noteError(std::string message) = 0;
+  virtual void makeCurrent() = 0;
+
+  /// The device whose code is loading, running or unloading, or null.
+  static ActiveDevice *current();
+
+protected:
+  static ActiveDevice *current_;
+  friend class ActiveScope;
+};
+
+/// Makes `device` the active one while it lives.
+class ActiveScope {
+public:
+  explicit ActiveScope(ActiveDevice *device)
+      : outer_(ActiveDevice::current_) {
+    ActiveDevice::current_ = device;
+  }
+  ~ActiveScope() { ActiveDevice::current_ = outer_; }
+  ActiveScope(const ActiveScope &) = delete;
+  ActiveScope &operator=(const ActiveScope &) = delete;
+
+private:
+  ActiveDevice *outer_;
+};
+
+} // namespace effrt::cuda
+
+#endif // EFFRT_SRC_CUDA_ACTIVEDEVICE_H

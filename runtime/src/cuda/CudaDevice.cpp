@@ -1,0 +1,547 @@
+//===- CudaDevice.cpp - The device of an NVIDIA GPU -----------------------===//
+
+#include "CudaDevice.h"
+
+#include "ActiveDevice.h"
+#include "CudaDriver.h"
+#include "CudaManifest.h"
+#include "CudaRuntime.h"
+
+#include "../cpu/SharedObject.h"
+
+#include "effrt/Effx.h"
+#include "effrt/Error.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+using namespace effrt;
+using namespace effrt::cuda;
+
+// The host code imports these from the process. Referencing them here
+// links them into every program that can create a CUDA device (every
+// Session); such a program must export them to loaded code (-rdynamic,
+// CMake's ENABLE_EXPORTS), as the CPU's kernels.
+extern "C" {
+void *const effrt_cuda_symbols[] = {
+    reinterpret_cast<void *>(&mgpuModuleLoad),
+    reinterpret_cast<void *>(&mgpuModuleLoadJIT),
+    reinterpret_cast<void *>(&mgpuModuleUnload),
+    reinterpret_cast<void *>(&mgpuModuleGetFunction),
+    reinterpret_cast<void *>(&mgpuLaunchKernel),
+    reinterpret_cast<void *>(&mgpuStreamCreate),
+    reinterpret_cast<void *>(&mgpuStreamDestroy),
+    reinterpret_cast<void *>(&mgpuStreamSynchronize),
+    reinterpret_cast<void *>(&mgpuStreamWaitEvent),
+    reinterpret_cast<void *>(&mgpuEventCreate),
+    reinterpret_cast<void *>(&mgpuEventDestroy),
+    reinterpret_cast<void *>(&mgpuEventSynchronize),
+    reinterpret_cast<void *>(&mgpuEventRecord),
+    reinterpret_cast<void *>(&mgpuMemAlloc),
+    reinterpret_cast<void *>(&mgpuMemFree),
+    reinterpret_cast<void *>(&mgpuMemcpy),
+    reinterpret_cast<void *>(&mgpuMemset32),
+    reinterpret_cast<void *>(&mgpuMemset16),
+    reinterpret_cast<void *>(&mgpuSetDefaultDevice),
+    reinterpret_cast<void *>(&effrt_cuda_gemm),
+    reinterpret_cast<void *>(&effrt_cuda_gemm_batched)};
+}
+
+ActiveDevice::~ActiveDevice() = default;
+ActiveDevice *ActiveDevice::current_ = nullptr;
+ActiveDevice *ActiveDevice::current() { return current_; }
+
+bool cuda::acceptsTarget(std::string_view target) {
+  return target == kCudaTarget;
+}
+
+namespace {
+/// Copies between pageable memory and the GPU go through pinned buffers of
+/// at most this size.
+constexpr uint64_t kStagingBytes = uint64_t(16) << 20;
+/// Small results read back asynchronously (the loss, loss-scale values).
+constexpr uint64_t kReadbackBytes = 4096;
+
+/// "CUDA_VISIBLE_DEVICES=1,2" when it is set, for messages about which GPUs
+/// the driver shows.
+std::string visibleDevicesNote() {
+  const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  return visible ? std::string("; CUDA_VISIBLE_DEVICES=") + visible : "";
+}
+
+class CudaDevice final : public Device, public ActiveDevice {
+public:
+  CudaDevice(const DeviceOptions &options, const Driver &driver,
+             std::optional<CudaManifest> manifest, int ordinal);
+  ~CudaDevice() override;
+
+  std::string target() const override { return kCudaTarget; }
+  void allocate(const RegionSizes &sizes) override;
+  std::byte *hostPointer(RegionKind) override { return nullptr; }
+  void copyToDevice(DeviceSpan dst, const void *src) override;
+  void copyFromDevice(DeviceSpan src, void *dst) override;
+  void copyFromDeviceAsync(DeviceSpan src, void *dst) override;
+  void copyWithinDevice(DeviceSpan src, DeviceSpan dst) override;
+  void loadCode(const EffxFile &file) override;
+  bool codeLoaded() const override { return entry_ != nullptr; }
+  void launch() override;
+  bool asynchronous() const override { return true; }
+  void synchronize() override;
+
+  // ActiveDevice
+  const Driver &driver() const override { return driver_; }
+  CUstream stream() const override { return stream_; }
+  bool allowTf32() const override { return manifest_ && manifest_->allowTf32; }
+  CUdeviceptr workspace() const override { return workspace_; }
+  uint64_t workspaceBytes() const override { return workspaceBytes_; }
+  cublasLtHandle_t cublasLtHandle() override;
+  void noteError(std::string message) override {
+    if (error_.empty())
+      error_ = std::move(message);
+  }
+  void makeCurrent() override {
+    check(cu_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  }
+
+private:
+  /// Throws "LABEL: GPU N: WHAT: <driver's error>" unless `result` is success.
+  void check(CUresult result, const std::string &what) const {
+    if (result != CUDA_SUCCESS)
+      fail(label(), ": GPU ", ordinal_, ": ", what, ": ",
+           driver_.describe(result));
+  }
+  /// Throws the error an exported function noted, if any.
+  void throwNotedError() {
+    if (error_.empty())
+      return;
+    std::string message = std::move(error_);
+    error_.clear();
+    fail(label(), ": GPU ", ordinal_, ": ", message);
+  }
+  CUdeviceptr regionPointer(RegionKind region) const {
+    return regions_[static_cast<int>(region)];
+  }
+  MemRef1D memref(RegionKind region) const {
+    // The host code receives device addresses; it only does arithmetic on
+    // them and passes them to kernels and library calls.
+    void *p = reinterpret_cast<void *>(regionPointer(region));
+    return MemRef1D{p, p, 0, static_cast<int64_t>(sizes_.of(region)), 1};
+  }
+  void *pinned(uint64_t bytes, const char *what);
+  void freeMemory();
+  void dropGraph();
+
+  const Driver &driver_;
+  const DriverSymbols &cu_;
+  std::optional<CudaManifest> manifest_;
+  uint64_t workspaceBytes_ = 0;
+  int ordinal_ = 0;
+  CUdevice device_ = 0;
+  std::string name_;
+  int major_ = 0, minor_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+
+  CUdeviceptr regions_[3] = {0, 0, 0};
+  CUdeviceptr workspace_ = 0;
+  /// Two pinned images of the io region: a batch is staged in one while
+  /// the step launched before it may still read the other's copy.
+  void *ioMirror_[2] = {nullptr, nullptr};
+  CUevent mirrorFree_[2] = {nullptr, nullptr};
+  bool mirrorBusy_[2] = {false, false};
+  int mirror_ = 0;
+  void *staging_ = nullptr;
+  uint64_t stagingBytes_ = 0;
+  void *readback_ = nullptr;
+  uint64_t readbackUsed_ = 0;
+  struct PendingRead {
+    void *dst;
+    uint64_t offset, bytes;
+  };
+  std::vector<PendingRead> pendingReads_;
+
+  std::unique_ptr<cpu::SharedObject> code_;
+  EffxStepFn entry_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  std::string error_;
+  bool useGraphs_ = true;
+  CUgraphExec graph_ = nullptr;
+  int64_t runs_ = 0;
+};
+
+CudaDevice::CudaDevice(const DeviceOptions &options, const Driver &driver,
+                       std::optional<CudaManifest> manifest, int ordinal)
+    : Device(options), driver_(driver), cu_(driver.api()),
+      manifest_(std::move(manifest)), ordinal_(ordinal) {
+  workspaceBytes_ = manifest_ ? manifest_->workspaceBytes : 0;
+  int count = 0;
+  CUresult counted = cu_.cuDeviceGetCount(&count);
+  if (counted != CUDA_SUCCESS || count == 0)
+    fail(label(), ": target 'cuda' needs an NVIDIA GPU: the driver sees none",
+         counted != CUDA_SUCCESS ? " (" + driver_.describe(counted) + ")"
+                                 : std::string(),
+         visibleDevicesNote());
+  if (ordinal < 0 || ordinal >= count)
+    fail(label(), ": --device ", ordinal, ": the driver sees ", count,
+         count == 1 ? " GPU (device 0" : " GPUs (devices 0.." ,
+         count == 1 ? "" : std::to_string(count - 1), ")",
+         visibleDevicesNote());
+  check(cu_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+  char name[256] = {};
+  check(cu_.cuDeviceGetName(name, sizeof name - 1, device_), "cuDeviceGetName");
+  name_ = name;
+  check(cu_.cuDeviceGetAttribute(
+            &major_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
+        "cuDeviceGetAttribute");
+  check(cu_.cuDeviceGetAttribute(
+            &minor_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
+        "cuDeviceGetAttribute");
+  if (manifest_ && !manifest_->covers(major_, minor_))
+    fail(label(), ": GPU ", ordinal, " (", name_, ", sm_", major_, minor_,
+         ") cannot run the model's device code, compiled for ",
+         manifest_->describe(), "; compile it for sm_", major_, minor_);
+  check(cu_.cuDevicePrimaryCtxRetain(&context_, device_),
+        "cuDevicePrimaryCtxRetain");
+  makeCurrent();
+  check(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING),
+        "cuStreamCreate");
+  for (CUevent &e : mirrorFree_)
+    check(cu_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  const char *graphs = std::getenv("EFFRT_CUDA_GRAPHS");
+  useGraphs_ = !(graphs && std::string(graphs) == "0");
+}
+
+CudaDevice::~CudaDevice() {
+  // Errors are ignored here: nothing can be reported from a destructor,
+  // and the process may be ending.
+  if (!context_)
+    return;
+  cu_.cuCtxSetCurrent(context_);
+  if (stream_)
+    cu_.cuStreamSynchronize(stream_);
+  dropGraph();
+  {
+    // Unloading runs the code's destructors: mgpuModuleUnload.
+    ActiveScope scope(this);
+    code_.reset();
+  }
+  if (lt_)
+    cublasLt().cublasLtDestroy(lt_);
+  freeMemory();
+  for (CUevent e : mirrorFree_)
+    if (e)
+      cu_.cuEventDestroy_v2(e);
+  if (stream_)
+    cu_.cuStreamDestroy_v2(stream_);
+  cu_.cuDevicePrimaryCtxRelease_v2(device_);
+}
+
+void CudaDevice::dropGraph() {
+  if (graph_)
+    cu_.cuGraphExecDestroy(graph_);
+  graph_ = nullptr;
+  runs_ = 0;
+}
+
+void *CudaDevice::pinned(uint64_t bytes, const char *what) {
+  void *p = nullptr;
+  check(cu_.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE),
+        std::string("cannot allocate ") + std::to_string(bytes) +
+            " bytes of pinned host memory for " + what);
+  return p;
+}
+
+void CudaDevice::freeMemory() {
+  for (CUdeviceptr &p : regions_) {
+    if (p)
+      cu_.cuMemFree_v2(p);
+    p = 0;
+  }
+  if (workspace_)
+    cu_.cuMemFree_v2(workspace_);
+  workspace_ = 0;
+  for (void *&p : ioMirror_) {
+    if (p)
+      cu_.cuMemFreeHost(p);
+    p = nullptr;
+  }
+  for (void **p : {&staging_, &readback_}) {
+    if (*p)
+      cu_.cuMemFreeHost(*p);
+    *p = nullptr;
+  }
+  stagingBytes_ = readbackUsed_ = 0;
+  pendingReads_.clear();
+  mirrorBusy_[0] = mirrorBusy_[1] = false;
+}
+
+void CudaDevice::allocate(const RegionSizes &sizes) {
+  makeCurrent();
+  check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  // The graph holds the old regions' addresses.
+  dropGraph();
+  freeMemory();
+  sizes_ = RegionSizes();
+
+  const uint64_t w = workspaceBytes_;
+  const uint64_t need = sizes.total() + w;
+  if (need < w || sizes.total() < sizes.state)
+    fail(label(), ": the plan's sizes overflow");
+  size_t freeBytes = 0, totalBytes = 0;
+  check(cu_.cuMemGetInfo_v2(&freeBytes, &totalBytes), "cuMemGetInfo");
+  if (need > freeBytes)
+    fail(label(), ": the plan needs ", need, " bytes of GPU memory (state ",
+         sizes.state, " + arena ", sizes.arena, " + io ", sizes.io,
+         " + cuBLASLt workspace ", w, ") but GPU ", ordinal_, " (", name_,
+         ") has ", static_cast<uint64_t>(freeBytes), " bytes free of ",
+         static_cast<uint64_t>(totalBytes));
+
+  for (RegionKind region : kRegionKinds) {
+    uint64_t size = sizes.of(region);
+    if (!size)
+      continue;
+    CUdeviceptr &p = regions_[static_cast<int>(region)];
+    check(cu_.cuMemAlloc_v2(&p, size),
+          std::string("cannot allocate the ") + regionName(region) +
+              " region (" + std::to_string(size) + " bytes)");
+    check(cu_.cuMemsetD8Async(p, 0, size, stream_), "cuMemsetD8Async");
+  }
+  if (w)
+    check(cu_.cuMemAlloc_v2(&workspace_, w),
+          "cannot allocate the cuBLASLt workspace (" + std::to_string(w) +
+              " bytes)");
+  if (sizes.io)
+    for (void *&p : ioMirror_)
+      p = pinned(sizes.io, "the io region's staging");
+  stagingBytes_ = std::max<uint64_t>(
+      1, std::min(kStagingBytes,
+                  std::max({sizes.state, sizes.arena, sizes.io})));
+  staging_ = pinned(stagingBytes_, "copies");
+  readback_ = pinned(kReadbackBytes, "results");
+  check(cu_.cuStreamSynchronize(stream_), "zero-filling the regions");
+  sizes_ = sizes;
+}
+
+void CudaDevice::copyToDevice(DeviceSpan dst, const void *src) {
+  checkSpan(dst, "copy to the device");
+  if (!dst.bytes)
+    return;
+  makeCurrent();
+  CUdeviceptr to = regionPointer(dst.region) + dst.offset;
+  if (dst.region == RegionKind::Io) {
+    // A batch: staged in the pinned image of io and copied on the step
+    // stream, after the step in flight (which reads the other image's
+    // copy), without waiting.
+    int m = mirror_;
+    if (mirrorBusy_[m]) {
+      check(cu_.cuEventSynchronize(mirrorFree_[m]), "cuEventSynchronize");
+      mirrorBusy_[m] = false;
+    }
+    auto *image = static_cast<std::byte *>(ioMirror_[m]) + dst.offset;
+    std::memcpy(image, src, dst.bytes);
+    check(cu_.cuMemcpyHtoDAsync_v2(to, image, dst.bytes, stream_),
+          "cuMemcpyHtoDAsync");
+    return;
+  }
+  auto *from = static_cast<const std::byte *>(src);
+  for (uint64_t done = 0; done < dst.bytes;) {
+    uint64_t n = std::min(stagingBytes_, dst.bytes - done);
+    std::memcpy(staging_, from + done, n);
+    check(cu_.cuMemcpyHtoDAsync_v2(to + done, staging_, n, stream_),
+          "cuMemcpyHtoDAsync");
+    check(cu_.cuStreamSynchronize(stream_), "copying to the GPU");
+    done += n;
+  }
+}
+
+void CudaDevice::copyFromDevice(DeviceSpan src, void *dst) {
+  checkSpan(src, "copy from the device");
+  if (!src.bytes)
+    return;
+  makeCurrent();
+  CUdeviceptr from = regionPointer(src.region) + src.offset;
+  auto *to = static_cast<std::byte *>(dst);
+  for (uint64_t done = 0; done < src.bytes;) {
+    uint64_t n = std::min(stagingBytes_, src.bytes - done);
+    check(cu_.cuMemcpyDtoHAsync_v2(staging_, from + done, n, stream_),
+          "cuMemcpyDtoHAsync");
+    check(cu_.cuStreamSynchronize(stream_), "copying from the GPU");
+    std::memcpy(to + done, staging_, n);
+    done += n;
+  }
+  throwNotedError();
+}
+
+void CudaDevice::copyFromDeviceAsync(DeviceSpan src, void *dst) {
+  checkSpan(src, "copy from the device");
+  if (!src.bytes)
+    return;
+  if (src.bytes > kReadbackBytes - readbackUsed_)
+    return copyFromDevice(src, dst);
+  makeCurrent();
+  check(cu_.cuMemcpyDtoHAsync_v2(static_cast<std::byte *>(readback_) +
+                                     readbackUsed_,
+                                 regionPointer(src.region) + src.offset,
+                                 src.bytes, stream_),
+        "cuMemcpyDtoHAsync");
+  pendingReads_.push_back({dst, readbackUsed_, src.bytes});
+  readbackUsed_ += (src.bytes + 63) / 64 * 64;
+}
+
+void CudaDevice::copyWithinDevice(DeviceSpan src, DeviceSpan dst) {
+  checkSpan(src, "copy within the device");
+  checkSpan(dst, "copy within the device");
+  if (src.bytes != dst.bytes)
+    fail(label(), ": copy within the device of ", src.bytes, " bytes into ",
+         dst.bytes);
+  if (!src.bytes)
+    return;
+  makeCurrent();
+  check(cu_.cuMemcpyDtoDAsync_v2(regionPointer(dst.region) + dst.offset,
+                                 regionPointer(src.region) + src.offset,
+                                 src.bytes, stream_),
+        "cuMemcpyDtoDAsync");
+}
+
+void CudaDevice::synchronize() {
+  makeCurrent();
+  CUresult done = cu_.cuStreamSynchronize(stream_);
+  if (done != CUDA_SUCCESS) {
+    pendingReads_.clear();
+    readbackUsed_ = 0;
+    throwNotedError();
+    check(done, "the step failed");
+  }
+  for (const PendingRead &r : pendingReads_)
+    std::memcpy(r.dst, static_cast<std::byte *>(readback_) + r.offset,
+                r.bytes);
+  pendingReads_.clear();
+  readbackUsed_ = 0;
+  throwNotedError();
+}
+
+cublasLtHandle_t CudaDevice::cublasLtHandle() {
+  if (!lt_) {
+    const CublasLtSymbols &lt = cublasLt();
+    cublasStatus_t status = lt.cublasLtCreate(&lt_);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      lt_ = nullptr;
+      fail("cublasLtCreate: ", lt.cublasLtGetStatusString(status));
+    }
+  }
+  return lt_;
+}
+
+void CudaDevice::loadCode(const EffxFile &file) {
+  const std::string &path = file.path();
+  const EffxManifest &m = file.manifest();
+  if (!acceptsTarget(m.target))
+    fail(path, ": compiled for target ", quoteName(m.target),
+         ", which the CUDA device cannot run (it runs ", kCudaTarget, ")");
+  std::vector<const EffxSection *> code =
+      file.sectionsFor(EffxSectionKind::HostCode, kCudaTarget);
+  if (code.empty())
+    fail(path, ": has no host code section for target ", kCudaTarget);
+  if (code.size() > 1)
+    fail(path, ": has ", code.size(), " host code sections for target ",
+         kCudaTarget, " (expected one)");
+  const EffxSection &section = *code[0];
+  if (section.size == 0)
+    fail(path, ": the host code section is empty");
+  makeCurrent();
+  dropGraph();
+  std::unique_ptr<cpu::SharedObject> so;
+  {
+    // Loading runs the code's constructors, which load its kernels
+    // (mgpuModuleLoad) on this GPU.
+    ActiveScope scope(this);
+    error_.clear();
+    so = cpu::SharedObject::load(path, file.sectionData(section),
+                                 section.size);
+    if (!error_.empty()) {
+      std::string why = std::move(error_);
+      error_.clear();
+      so.reset();
+      fail(path, ": GPU ", ordinal_, " (", name_,
+           "): cannot load the device code: ", why);
+    }
+  }
+  file.releaseSection(section);
+  std::string why;
+  void *symbol = so->symbol(m.entry, &why);
+  if (!symbol)
+    fail(path, ": the host code section has no entry point ",
+         quoteName(m.entry), why.empty() ? std::string() : " (" + why + ")");
+  static_assert(sizeof(entry_) == sizeof(symbol), "function pointer size");
+  std::memcpy(&entry_, &symbol, sizeof(entry_));
+  {
+    ActiveScope scope(this);
+    code_ = std::move(so);
+  }
+}
+
+void CudaDevice::launch() {
+  if (!entry_)
+    fail(label(), ": no code is loaded");
+  makeCurrent();
+  MemRef1D state = memref(RegionKind::State), arena = memref(RegionKind::Arena),
+           io = memref(RegionKind::Io);
+  {
+    ActiveScope scope(this);
+    error_.clear();
+    // The first run is not captured: it creates what the code creates once
+    // (cuBLASLt's handle, kernel lookups), which a capture must not do.
+    if (!useGraphs_ || runs_ == 0) {
+      entry_(&state, &arena, &io);
+      throwNotedError();
+    } else {
+      if (!graph_) {
+        check(cu_.cuStreamBeginCapture_v2(stream_,
+                                          CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+              "cuStreamBeginCapture");
+        entry_(&state, &arena, &io);
+        CUgraph graph = nullptr;
+        CUresult ended = cu_.cuStreamEndCapture(stream_, &graph);
+        if (!error_.empty() || ended != CUDA_SUCCESS) {
+          if (graph)
+            cu_.cuGraphDestroy(graph);
+          throwNotedError();
+          check(ended, "capturing the step as a CUDA graph");
+        }
+        CUresult made = cu_.cuGraphInstantiateWithFlags(&graph_, graph, 0);
+        cu_.cuGraphDestroy(graph);
+        if (made != CUDA_SUCCESS)
+          graph_ = nullptr;
+        check(made, "cuGraphInstantiate");
+      }
+      check(cu_.cuGraphLaunch(graph_, stream_), "cuGraphLaunch");
+    }
+  }
+  ++runs_;
+  // The batch staged for this step may be overwritten once the step ends;
+  // the next batch goes to the other image meanwhile.
+  check(cu_.cuEventRecord(mirrorFree_[mirror_], stream_), "cuEventRecord");
+  mirrorBusy_[mirror_] = true;
+  mirror_ ^= 1;
+}
+
+} // namespace
+
+std::unique_ptr<Device> cuda::createCudaDevice(const DeviceOptions &options) {
+  std::optional<CudaManifest> manifest;
+  // A bad manifest is reported the same with or without a GPU.
+  if (options.manifest)
+    manifest = readCudaManifest(options.label, *options.manifest);
+  const Driver *driver = nullptr;
+  try {
+    driver = &Driver::get();
+  } catch (const Error &e) {
+    fail(options.label, ": target 'cuda' needs an NVIDIA GPU and its driver: ",
+         e.what());
+  }
+  return std::make_unique<CudaDevice>(options, *driver, std::move(manifest),
+                                      options.device.value_or(0));
+}

@@ -1,0 +1,433 @@
+//===- CudaRuntime.cpp - What CUDA host code imports from the runtime ------===//
+//
+// The host code of a cuda .effx (docs/CudaBackend.md, docs/CudaRuntime.md)
+// imports the MLIR GPU runtime ABI that MLIR's gpu-to-llvm and gpu.binary
+// translation emit (the signatures of upstream's
+// mlir/lib/ExecutionEngine/CudaRuntimeWrappers.cpp, MLIR 22) and effopt's
+// matrix products. They act on the device whose code is loading or running
+// (ActiveDevice), with effrt's stream semantics: every stream is the
+// device's one step stream, so
+//   - mgpuStreamCreate returns it and creates nothing; mgpuStreamDestroy
+//     and mgpuStreamSynchronize do nothing (the runtime synchronizes when
+//     it needs results; synchronizing is illegal while a CUDA graph is
+//     being captured);
+//   - events are real, but waiting on one on the host does nothing while
+//     the step is being captured (the stream orders everything anyway);
+//   - nothing allocates: mgpuMemAlloc is an error (the plan places every
+//     buffer in the regions).
+// Failures cannot unwind through compiled code: they are noted on the
+// device, which throws the first one when the code returns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaRuntime.h"
+
+#include "ActiveDevice.h"
+#include "CudaApi.h"
+#include "CudaDriver.h"
+
+#include "effrt/Error.h"
+#include "effrt/Kernels.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace effrt;
+using namespace effrt::cuda;
+
+namespace {
+/// Runs `body` on the active device, noting what it throws as a failure of
+/// `function`. Called with no device active (code loaded by something else
+/// than effrt), it ends the process with one line: nothing else can run it.
+template <typename Body> void onDevice(const char *function, Body body) {
+  ActiveDevice *device = ActiveDevice::current();
+  if (!device) {
+    std::fprintf(stderr,
+                 "effrun: error: %s called with no CUDA device running code\n",
+                 function);
+    std::_Exit(1);
+  }
+  try {
+    body(*device);
+  } catch (const std::exception &e) {
+    device->noteError(std::string(function) + ": " + e.what());
+  }
+}
+
+void check(ActiveDevice &d, CUresult result, const char *what) {
+  d.driver().check(result, what);
+}
+
+CUstream streamOr(ActiveDevice &d, CUstream stream) {
+  return stream ? stream : d.stream();
+}
+
+bool capturing(ActiveDevice &d) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  check(d, d.driver().api().cuStreamIsCapturing(d.stream(), &status),
+        "cuStreamIsCapturing");
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The MLIR GPU runtime ABI
+//===----------------------------------------------------------------------===//
+
+extern "C" CUmodule mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
+  CUmodule module = nullptr;
+  onDevice("mgpuModuleLoad", [&](ActiveDevice &d) {
+    d.makeCurrent();
+    check(d, d.driver().api().cuModuleLoadData(&module, data),
+          "cuModuleLoadData");
+  });
+  return module;
+}
+
+extern "C" CUmodule mgpuModuleLoadJIT(void *data, int optLevel) {
+  CUmodule module = nullptr;
+  onDevice("mgpuModuleLoadJIT", [&](ActiveDevice &d) {
+    d.makeCurrent();
+    CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
+    void *values[] = {reinterpret_cast<void *>(static_cast<intptr_t>(optLevel))};
+    check(d, d.driver().api().cuModuleLoadDataEx(&module, data, 1, options,
+                                                 values),
+          "cuModuleLoadDataEx");
+  });
+  return module;
+}
+
+extern "C" void mgpuModuleUnload(CUmodule module) {
+  // At exit, after the device is gone, there is nothing left to unload.
+  if (!module || !ActiveDevice::current())
+    return;
+  onDevice("mgpuModuleUnload", [&](ActiveDevice &d) {
+    check(d, d.driver().api().cuModuleUnload(module), "cuModuleUnload");
+  });
+}
+
+extern "C" CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
+  CUfunction function = nullptr;
+  onDevice("mgpuModuleGetFunction", [&](ActiveDevice &d) {
+    check(d, d.driver().api().cuModuleGetFunction(&function, module, name),
+          (std::string("cuModuleGetFunction '") + (name ? name : "") + "'")
+              .c_str());
+  });
+  return function;
+}
+
+extern "C" void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
+                                 intptr_t gridY, intptr_t gridZ,
+                                 intptr_t blockX, intptr_t blockY,
+                                 intptr_t blockZ, int32_t smem, CUstream stream,
+                                 void **params, void **extra,
+                                 size_t /*paramsCount*/) {
+  onDevice("mgpuLaunchKernel", [&](ActiveDevice &d) {
+    for (intptr_t dim : {gridX, gridY, gridZ, blockX, blockY, blockZ})
+      if (dim <= 0 || static_cast<uint64_t>(dim) > 0xffffffffu)
+        fail("a launch of ", gridX, "x", gridY, "x", gridZ, " blocks of ",
+             blockX, "x", blockY, "x", blockZ, " threads is out of range");
+    if (smem < 0)
+      fail("a launch with ", smem, " bytes of shared memory");
+    auto u = [](intptr_t v) { return static_cast<unsigned int>(v); };
+    check(d,
+          d.driver().api().cuLaunchKernel(
+              function, u(gridX), u(gridY), u(gridZ), u(blockX), u(blockY),
+              u(blockZ), static_cast<unsigned int>(smem), streamOr(d, stream),
+              params, extra),
+          "cuLaunchKernel");
+  });
+}
+
+extern "C" CUstream mgpuStreamCreate() {
+  CUstream stream = nullptr;
+  onDevice("mgpuStreamCreate", [&](ActiveDevice &d) { stream = d.stream(); });
+  return stream;
+}
+
+extern "C" void mgpuStreamDestroy(CUstream) {}
+
+extern "C" void mgpuStreamSynchronize(CUstream) {}
+
+extern "C" void mgpuStreamWaitEvent(CUstream stream, CUevent event) {
+  onDevice("mgpuStreamWaitEvent", [&](ActiveDevice &d) {
+    check(d, d.driver().api().cuStreamWaitEvent(streamOr(d, stream), event, 0),
+          "cuStreamWaitEvent");
+  });
+}
+
+extern "C" CUevent mgpuEventCreate() {
+  CUevent event = nullptr;
+  onDevice("mgpuEventCreate", [&](ActiveDevice &d) {
+    check(d, d.driver().api().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+          "cuEventCreate");
+  });
+  return event;
+}
+
+extern "C" void mgpuEventDestroy(CUevent event) {
+  onDevice("mgpuEventDestroy", [&](ActiveDevice &d) {
+    check(d, d.driver().api().cuEventDestroy_v2(event), "cuEventDestroy");
+  });
+}
+
+extern "C" void mgpuEventSynchronize(CUevent event) {
+  onDevice("mgpuEventSynchronize", [&](ActiveDevice &d) {
+    if (!capturing(d))
+      check(d, d.driver().api().cuEventSynchronize(event),
+            "cuEventSynchronize");
+  });
+}
+
+extern "C" void mgpuEventRecord(CUevent event, CUstream stream) {
+  onDevice("mgpuEventRecord", [&](ActiveDevice &d) {
+    check(d, d.driver().api().cuEventRecord(event, streamOr(d, stream)),
+          "cuEventRecord");
+  });
+}
+
+extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, CUstream, bool) {
+  onDevice("mgpuMemAlloc", [&](ActiveDevice &) {
+    fail("the step allocates ", sizeBytes,
+         " bytes of GPU memory; effopt's plan places every buffer in the "
+         "regions (a compiler bug)");
+  });
+  return nullptr;
+}
+
+extern "C" void mgpuMemFree(void *, CUstream) {}
+
+extern "C" void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,
+                           CUstream stream) {
+  onDevice("mgpuMemcpy", [&](ActiveDevice &d) {
+    check(d,
+          d.driver().api().cuMemcpyDtoDAsync_v2(
+              reinterpret_cast<CUdeviceptr>(dst),
+              reinterpret_cast<CUdeviceptr>(src), sizeBytes,
+              streamOr(d, stream)),
+          "cuMemcpyDtoDAsync");
+  });
+}
+
+extern "C" void mgpuMemset32(void *dst, unsigned int value, size_t count,
+                             CUstream stream) {
+  onDevice("mgpuMemset32", [&](ActiveDevice &d) {
+    check(d,
+          d.driver().api().cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst),
+                                            value, count, streamOr(d, stream)),
+          "cuMemsetD32Async");
+  });
+}
+
+extern "C" void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                             CUstream stream) {
+  onDevice("mgpuMemset16", [&](ActiveDevice &d) {
+    check(d,
+          d.driver().api().cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst),
+                                            value, count, streamOr(d, stream)),
+          "cuMemsetD16Async");
+  });
+}
+
+/// The GPU is chosen by effrun --device; the code's choice is ignored.
+extern "C" void mgpuSetDefaultDevice(int32_t) {}
+
+//===----------------------------------------------------------------------===//
+// Matrix products (cuBLASLt)
+//===----------------------------------------------------------------------===//
+
+namespace {
+const char *typeName(int32_t type) {
+  switch (type) {
+  case 0:
+    return "f32";
+  case 1:
+    return "f16";
+  case 2:
+    return "bf16";
+  }
+  return "?";
+}
+
+cudaDataType dataType(int32_t type, const char *operand) {
+  switch (type) {
+  case 0:
+    return CUDA_R_32F;
+  case 1:
+    return CUDA_R_16F;
+  case 2:
+    return CUDA_R_16BF;
+  }
+  fail("element type ", type, " of ", operand,
+       " is none of 0 (f32), 1 (f16), 2 (bf16)");
+}
+
+void checkLt(const CublasLtSymbols &lt, cublasStatus_t status,
+             const char *what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail(what, ": ", lt.cublasLtGetStatusString(status));
+}
+
+/// Owns the descriptors of one product.
+struct Descriptors {
+  const CublasLtSymbols &lt;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  explicit Descriptors(const CublasLtSymbols &lt) : lt(lt) {}
+  ~Descriptors() {
+    if (preference)
+      lt.cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t l : {a, b, c})
+      if (l)
+        lt.cublasLtMatrixLayoutDestroy(l);
+    if (op)
+      lt.cublasLtMatmulDescDestroy(op);
+  }
+};
+
+/// A column-major layout of `rows` x `cols` for an operand stored with
+/// leading dimension `ld` (a single column may come with a smaller, unused
+/// one, as compiled code passes them).
+cublasLtMatrixLayout_t layout(const CublasLtSymbols &lt, cudaDataType type,
+                              int64_t rows, int64_t cols, int64_t ld,
+                              int64_t batch, int64_t stride,
+                              const char *operand) {
+  if (cols == 1)
+    ld = std::max(ld, rows);
+  if (ld < rows)
+    fail("leading dimension ", ld, " of ", operand, " is below its ", rows,
+         " elements per row");
+  cublasLtMatrixLayout_t l = nullptr;
+  checkLt(lt,
+          lt.cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows),
+                                        static_cast<uint64_t>(cols), ld),
+          "cublasLtMatrixLayoutCreate");
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    checkLt(lt,
+            lt.cublasLtMatrixLayoutSetAttribute(
+                l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+            "cublasLtMatrixLayoutSetAttribute");
+    checkLt(lt,
+            lt.cublasLtMatrixLayoutSetAttribute(
+                l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                sizeof stride),
+            "cublasLtMatrixLayoutSetAttribute");
+  }
+  return l;
+}
+
+/// C = alpha op(A) op(B) + beta C for `batch` row-major products, as
+/// effrt_sgemm_batched defines it (strideC != 0 here).
+void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
+            int64_t M, int64_t N, int64_t K, float alpha, const void *A,
+            int64_t lda, int64_t strideA, const void *B, int64_t ldb,
+            int64_t strideB, float beta, void *C, int64_t ldc, int64_t strideC,
+            int32_t abType, int32_t cType) {
+  if (K <= 0)
+    fail("a product with K = ", K, " (C = beta C) is not supported on cuda");
+  if (batch > INT32_MAX)
+    fail("a batch of ", batch, " products is too many for cuBLASLt");
+  const CublasLtSymbols &lt = cublasLt();
+  cublasLtHandle_t handle = d.cublasLtHandle();
+  cudaDataType ab = dataType(abType, "A and B"), c = dataType(cType, "C");
+  // TF32 only where the model was compiled with effc --allow-tf32 (PyTorch's
+  // default for matmul is off).
+  cublasComputeType_t compute = abType == 0 && d.allowTf32()
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  // Row-major C (M x N) is column-major C^T (N x M) = op(B)^T op(A)^T, and a
+  // row-major operand is its transpose column-major: B goes first.
+  Descriptors desc(lt);
+  checkLt(lt, lt.cublasLtMatmulDescCreate(&desc.op, compute, CUDA_R_32F),
+          "cublasLtMatmulDescCreate");
+  cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  checkLt(lt,
+          lt.cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                            &opFirst, sizeof opFirst),
+          "cublasLtMatmulDescSetAttribute");
+  checkLt(lt,
+          lt.cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                            &opSecond, sizeof opSecond),
+          "cublasLtMatmulDescSetAttribute");
+  desc.b = layout(lt, ab, transB ? K : N, transB ? N : K, ldb, batch, strideB,
+                  "B");
+  desc.a = layout(lt, ab, transA ? M : K, transA ? K : M, lda, batch, strideA,
+                  "A");
+  desc.c = layout(lt, c, N, M, ldc, batch, strideC, "C");
+  checkLt(lt, lt.cublasLtMatmulPreferenceCreate(&desc.preference),
+          "cublasLtMatmulPreferenceCreate");
+  size_t workspaceBytes = static_cast<size_t>(d.workspaceBytes());
+  checkLt(lt,
+          lt.cublasLtMatmulPreferenceSetAttribute(
+              desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+              &workspaceBytes, sizeof workspaceBytes),
+          "cublasLtMatmulPreferenceSetAttribute");
+  cublasLtMatmulHeuristicResult_t best{};
+  int found = 0;
+  checkLt(lt,
+          lt.cublasLtMatmulAlgoGetHeuristic(handle, desc.op, desc.b, desc.a,
+                                            desc.c, desc.c, desc.preference, 1,
+                                            &best, &found),
+          "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    fail("cuBLASLt has no algorithm for a ", typeName(abType), " x ",
+         typeName(abType), " -> ", typeName(cType), " product of ", M, "x",
+         K, " by ", K, "x", N, " with ", workspaceBytes,
+         " bytes of workspace");
+  checkLt(lt,
+          lt.cublasLtMatmul(handle, desc.op, &alpha, B, desc.b, A, desc.a,
+                            &beta, C, desc.c, C, desc.c, &best.algo,
+                            reinterpret_cast<void *>(d.workspace()),
+                            workspaceBytes, d.stream()),
+          "cublasLtMatmul");
+}
+
+size_t elementBytes(int32_t type) { return type == 0 ? 4 : 2; }
+} // namespace
+
+extern "C" void effrt_cuda_gemm(int32_t transA, int32_t transB, int64_t M,
+                                int64_t N, int64_t K, float alpha,
+                                const void *A, int64_t lda, const void *B,
+                                int64_t ldb, float beta, void *C, int64_t ldc,
+                                int32_t abType, int32_t cType) {
+  onDevice("effrt_cuda_gemm", [&](ActiveDevice &d) {
+    if (M < 0 || N < 0 || K < 0)
+      fail("a product of ", M, "x", K, " by ", K, "x", N);
+    if (M == 0 || N == 0)
+      return;
+    matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha, A, lda, 0, B, ldb,
+           0, beta, C, ldc, 0, abType, cType);
+  });
+}
+
+extern "C" void effrt_cuda_gemm_batched(
+    int32_t transA, int32_t transB, int64_t batch, int64_t M, int64_t N,
+    int64_t K, float alpha, const void *A, int64_t lda, int64_t strideA,
+    const void *B, int64_t ldb, int64_t strideB, float beta, void *C,
+    int64_t ldc, int64_t strideC, int32_t abType, int32_t cType) {
+  onDevice("effrt_cuda_gemm_batched", [&](ActiveDevice &d) {
+    if (batch < 0 || M < 0 || N < 0 || K < 0)
+      fail("a batch of ", batch, " products of ", M, "x", K, " by ", K, "x",
+           N);
+    if (batch == 0 || M == 0 || N == 0)
+      return;
+    if (strideC != 0 || batch == 1) {
+      matmul(d, transA != 0, transB != 0, batch, M, N, K, alpha, A, lda,
+             strideA, B, ldb, strideB, beta, C, ldc, strideC, abType, cType);
+      return;
+    }
+    // Every batch adds into the one C: in order on the stream, beta once.
+    size_t ab = elementBytes(abType);
+    for (int64_t b = 0; b < batch; ++b)
+      matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha,
+             static_cast<const std::byte *>(A) + b * strideA * ab, lda, 0,
+             static_cast<const std::byte *>(B) + b * strideB * ab, ldb, 0,
+             b == 0 ? beta : 1.0f, C, ldc, 0, abType, cType);
+  });
+}
