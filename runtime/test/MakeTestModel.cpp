@@ -2,6 +2,11 @@
 //
 //   effrt-make-test-model linear OUT.effx [DATA.npz ROWS]
 //   effrt-make-test-model bigram OUT.effx [TOKENS.bin COUNT]
+//   effrt-make-test-model dot|dot-cuda OUT.effx [DATA.npz ROWS]
+//
+// dot-cuda is the dot model for target "cuda" (a manifest with the CUDA
+// fields, host code for the GPU, a PTX kernel as device code): effrun's
+// CUDA tests run it, or report why no GPU can.
 //
 // The runtime's lit tests run effrun on these (see TestModels.h) without
 // needing the compiler.
@@ -29,7 +34,8 @@ static void writeBytes(const std::string &path,
 
 int main(int argc, char **argv) {
   if (argc != 3 && argc != 5) {
-    std::fprintf(stderr, "usage: effrt-make-test-model linear|bigram OUT.effx "
+    std::fprintf(stderr, "usage: effrt-make-test-model "
+                         "linear|bigram|dot|dot-cuda OUT.effx "
                          "[DATA ROWS|TOKENS]\n");
     return 2;
   }
@@ -39,11 +45,13 @@ int main(int argc, char **argv) {
       writeBytes(argv[2], packEffx(linearModel()));
     else if (model == "bigram")
       writeBytes(argv[2], packEffx(bigramModel()));
+    else if (model == "dot" || model == "dot-cuda")
+      writeBytes(argv[2], packEffx(dotModel(model == "dot-cuda")));
     else
       fail("unknown test model '", model, "'");
     if (argc == 5) {
       long long n = std::stoll(argv[4]);
-      if (model == "linear") {
+      if (model != "bigram") {
         writeLinearData(argv[3], n);
       } else {
         // A learnable stream: each token mostly determines the next.

@@ -17,8 +17,13 @@
 using namespace effrt;
 using json = nlohmann::json;
 
+#include "model/CountKernel.h"
+
 #ifndef EFFRT_TEST_MODEL_SO
 #error "EFFRT_TEST_MODEL_SO must name the test model's shared object"
+#endif
+#ifndef EFFRT_TEST_CUDA_MODEL_SO
+#error "EFFRT_TEST_CUDA_MODEL_SO must name the CUDA test model's shared object"
 #endif
 
 static uint64_t alignUp(uint64_t n) {
@@ -131,7 +136,14 @@ std::vector<std::byte> effrt::test::packEffx(const EffxParts &parts) {
     else
       stored.insert(stored.end(), begin, begin + *bytes);
   }
-  return packEffx(manifest.dump(), parts.code, stored);
+  std::vector<SectionSpec> sections =
+      effxSections(manifest.dump(), parts.code, stored);
+  sections[1].target = parts.codeTarget;
+  if (!parts.deviceCode.empty())
+    sections.push_back({static_cast<uint32_t>(EffxSectionKind::DeviceCode),
+                        kEffxSectionRequired, parts.codeTarget, "kernels",
+                        parts.deviceCode});
+  return packSections(sections);
 }
 
 std::vector<std::byte> effrt::test::packEffxV1(const EffxParts &parts) {
@@ -165,15 +177,19 @@ std::vector<std::byte> effrt::test::packEffxV1(const EffxParts &parts) {
   return out;
 }
 
-std::vector<std::byte> effrt::test::testModelCode() {
-  std::ifstream in(EFFRT_TEST_MODEL_SO, std::ios::binary);
+static std::vector<std::byte> readSharedObject(const char *path) {
+  std::ifstream in(path, std::ios::binary);
   if (!in)
-    fail(EFFRT_TEST_MODEL_SO, ": cannot read the test model");
+    fail(path, ": cannot read the test model");
   std::vector<char> chars((std::istreambuf_iterator<char>(in)),
                           std::istreambuf_iterator<char>());
   std::vector<std::byte> bytes(chars.size());
   std::memcpy(bytes.data(), chars.data(), chars.size());
   return bytes;
+}
+
+std::vector<std::byte> effrt::test::testModelCode() {
+  return readSharedObject(EFFRT_TEST_MODEL_SO);
 }
 
 static json entry(const char *name, const char *dtype, json shape,
@@ -242,6 +258,39 @@ effrt::test::EffxParts effrt::test::bigramModel(bool code) {
   p.manifest["step_counter"] = "optimizer.step";
   p.state.assign(1088, std::byte{0});
   p.code = code ? testModelCode() : junkCode();
+  return p;
+}
+
+effrt::test::EffxParts effrt::test::dotModel(bool cuda) {
+  EffxParts p;
+  p.manifest = baseManifest("dot", "effx_dot_step");
+  p.manifest["batch_size"] = 4;
+  p.manifest["regions"] = {{"state", 192}, {"arena", 64}, {"io", 128}};
+  p.manifest["loss"] = {{"offset", 64}, {"dtype", "float32"}};
+  p.manifest["inputs"] = {entry("x", "float32", {4, 3}, 0)};
+  p.manifest["state"] = {
+      entry("w", "float32", {3, 1}, 0, "trainable"),
+      entry("ones", "float32", {4}, 64, "buffer"),
+      entry("optimizer.step", "int64", json::array(), 128, "optimizer_state")};
+  p.manifest["step_counter"] = "optimizer.step";
+  p.state.assign(192, std::byte{0});
+  const float w[3] = {0.5f, -0.25f, 0.75f}, ones[4] = {1, 1, 1, 1};
+  std::memcpy(p.state.data(), w, sizeof w);
+  std::memcpy(p.state.data() + 64, ones, sizeof ones);
+  if (!cuda) {
+    p.code = testModelCode();
+    return p;
+  }
+  p.manifest["target"] = "cuda";
+  // The kernel is PTX only: the driver compiles it for any GPU from sm_80.
+  p.manifest["cuda_archs"] = json::array();
+  p.manifest["cuda_ptx"] = "compute_80";
+  p.manifest["workspace_bytes"] = 4 << 20;
+  p.manifest["allow_tf32"] = false;
+  p.codeTarget = "cuda";
+  p.code = readSharedObject(EFFRT_TEST_CUDA_MODEL_SO);
+  const std::byte *ptx = reinterpret_cast<const std::byte *>(kCountPtx);
+  p.deviceCode.assign(ptx, ptx + sizeof kCountPtx);
   return p;
 }
 

@@ -24,6 +24,10 @@ namespace effrt::test {
 struct EffxParts {
   nlohmann::json manifest;
   std::vector<std::byte> code;
+  /// The target of the code section (named "step").
+  std::string codeTarget = "cpu-x86_64";
+  /// A device code section "kernels" for codeTarget, when not empty.
+  std::vector<std::byte> deviceCode;
   /// The image of the whole state region (packEffx stores only the entries
   /// that are not all zeros).
   std::vector<std::byte> state;
@@ -67,6 +71,12 @@ EffxParts linearModel(bool code = true);
 /// bigram: inputs tokens, targets int64 [2,4]; state table [16,16] and
 /// optimizer.step.
 EffxParts bigramModel(bool code = true);
+
+/// dot: input x float32 [4,3]; state w [3,1], the buffer ones [4] and
+/// optimizer.step; loss = sum(x w), w -= 0.125 x^T 1 (model/TestModel.c).
+/// `cuda`: the same step for target "cuda" (model/TestCudaModel.c, its PTX
+/// kernel as the device code), with the manifest's CUDA fields.
+EffxParts dotModel(bool cuda);
 
 /// Rows for the linear model: x [rows,3], y [rows,2] = x A + c + noise.
 void writeLinearData(const std::string &path, int64_t rows);

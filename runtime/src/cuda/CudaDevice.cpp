@@ -545,3 +545,9 @@ std::unique_ptr<Device> cuda::createCudaDevice(const DeviceOptions &options) {
   return std::make_unique<CudaDevice>(options, *driver, std::move(manifest),
                                       options.device.value_or(0));
 }
+
+int cuda::openDriver(std::initializer_list<const char *> fileNames) {
+  return Driver::open(fileNames)->version();
+}
+
+size_t cuda::cublasLtVersion() { return cublasLt().cublasLtGetVersion(); }

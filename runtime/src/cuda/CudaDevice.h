@@ -16,6 +16,8 @@
 
 #include "effrt/Device.h"
 
+#include <cstddef>
+#include <initializer_list>
 #include <memory>
 #include <string_view>
 
@@ -28,6 +30,17 @@ bool acceptsTarget(std::string_view target);
 /// Throws Error naming the label and why no GPU can run it (no driver, no
 /// GPU, --device out of range, an architecture the code does not cover).
 std::unique_ptr<Device> createCudaDevice(const DeviceOptions &options);
+
+/// Opens the CUDA driver from the first of `fileNames` that loads (effrun
+/// uses libcuda.so.1), binds every driver function the device calls and
+/// initialises it; returns cuDriverGetVersion (13000 for CUDA 13.0). Throws
+/// Error saying why not. For tests and diagnostics: devices share one
+/// driver per process.
+int openDriver(std::initializer_list<const char *> fileNames);
+/// Opens cuBLASLt as the matrix products do (libcublasLt.so.13), binding
+/// every function they call; returns cublasLtGetVersion (130000 and up for
+/// CUDA 13). Throws Error saying why not. Needs no GPU.
+size_t cublasLtVersion();
 
 } // namespace effrt::cuda
 

@@ -79,7 +79,7 @@ CudaManifest cuda::readCudaManifest(const std::string &path,
   if (archs == root.end())
     fail(path, ": manifest: 'cuda_archs' is missing (the GPU architectures "
                "of the device code, e.g. [\"sm_80\", \"sm_90\"])");
-  bool valid = archs->is_array() && !archs->empty();
+  bool valid = archs->is_array();
   if (valid)
     for (const json &a : *archs) {
       std::optional<CudaArch> arch =
@@ -91,8 +91,8 @@ CudaManifest cuda::readCudaManifest(const std::string &path,
       m.archs.push_back(*arch);
     }
   if (!valid)
-    fail(path, ": manifest: 'cuda_archs' must be a non-empty array of names "
-               "like \"sm_90\" (got ",
+    fail(path, ": manifest: 'cuda_archs' must be an array of names like "
+               "\"sm_90\" (got ",
          shown(*archs), ")");
   if (auto ptx = root.find("cuda_ptx"); ptx != root.end() && !ptx->is_null()) {
     std::optional<CudaArch> arch =
@@ -104,6 +104,9 @@ CudaManifest cuda::readCudaManifest(const std::string &path,
            shown(*ptx), ")");
     m.ptx = *arch;
   }
+  if (m.archs.empty() && !m.ptx)
+    fail(path, ": manifest: the device code is for no GPU ('cuda_archs' is "
+               "empty and there is no 'cuda_ptx')");
   if (auto w = root.find("workspace_bytes"); w != root.end()) {
     if (!w->is_number_unsigned() && !(w->is_number_integer() && *w >= 0))
       fail(path, ": manifest: 'workspace_bytes' must be a non-negative "

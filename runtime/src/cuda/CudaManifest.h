@@ -53,8 +53,8 @@ struct CudaManifest {
 };
 
 /// Reads the CUDA fields of `manifest` (from its JSON). Throws Error:
-/// "PATH: manifest: 'cuda_archs' must be a non-empty array of names like
-/// 'sm_90' (got ...)".
+/// "PATH: manifest: 'cuda_archs' must be an array of names like "sm_90"
+/// (got ...)".
 CudaManifest readCudaManifest(const std::string &path,
                               const EffxManifest &manifest);
 

@@ -10,6 +10,9 @@
  *   - y)^2), SGD with momentum 0.9 (PyTorch's), lr 0.1.
  * - bigram (entry effx_bigram_step): logits = table[token], mean
  *   cross-entropy against the next token, plain SGD, lr 0.5.
+ * - dot (entry effx_dot_step): loss = sum(x w), w -= 0.125 x^T 1, the step
+ *   counter counts; only matrix products, so model/TestCudaModel.c computes
+ *   the same on a GPU (its checkpoints resume here and back).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -120,4 +123,17 @@ void effx_bigram_step(MemRef1D *state, MemRef1D *arena, MemRef1D *io) {
   for (int k = 0; k < GV * GV; ++k)
     table[k] -= lr * grad[k];
   *step += 1;
+}
+
+/* dot: B = 4 rows, D = 3 features; ones is a buffer of four 1s. */
+void effx_dot_step(MemRef1D *state, MemRef1D *arena, MemRef1D *io) {
+  float *w = AT(state, float, 0), *ones = AT(state, float, 64);
+  int64_t *counter = AT(state, int64_t, 128);
+  float *t = AT(arena, float, 0);
+  const float *x = AT(io, float, 0);
+  float *loss = AT(io, float, 64);
+  effrt_sgemm(0, 0, 4, 1, 3, 1.0f, x, 3, w, 1, 0.0f, t, 1);
+  effrt_sgemm(0, 0, 1, 1, 4, 1.0f, ones, 4, t, 1, 0.0f, loss, 1);
+  effrt_sgemm(1, 0, 3, 1, 4, -0.125f, x, 3, ones, 1, 1.0f, w, 1);
+  ++*counter;
 }

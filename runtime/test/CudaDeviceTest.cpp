@@ -1,0 +1,217 @@
+//===- CudaDeviceTest.cpp - The CUDA device where no GPU is needed --------===//
+//
+// What of the CUDA device runs without a GPU: the manifest's CUDA fields,
+// architecture coverage, the driver's absence (and the toolkit's stub
+// driver, against which every driver symbol the device uses is bound), and
+// sessions of cuda models that load no code. Runs on a GPU are lit tests
+// of the feature cuda-device (test/Runtime/cuda-device.test).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestModels.h"
+#include "UnitTest.h"
+
+#include "../src/cuda/CudaDevice.h"
+#include "../src/cuda/CudaManifest.h"
+
+#include "effrt/DynamicLibrary.h"
+#include "effrt/Effx.h"
+#include "effrt/Session.h"
+
+#include <functional>
+#include <sys/stat.h>
+
+using namespace effrt;
+using namespace effrt::cuda;
+using namespace effrt::test;
+using json = nlohmann::json;
+
+static EffxFile openCudaModel(const std::function<void(json &)> &edit = {}) {
+  EffxParts parts = dotModel(/*cuda=*/true);
+  if (edit)
+    edit(parts.manifest);
+  return EffxFile::fromBytes(bytesFromVector(packEffx(parts)), "m.effx");
+}
+
+static CudaManifest cudaManifest(const std::function<void(json &)> &edit) {
+  EffxFile file = openCudaModel(edit);
+  return readCudaManifest(file.path(), file.manifest());
+}
+
+TEST(cudaArchNames) {
+  std::optional<CudaArch> sm90 = parseCudaArch("sm_90");
+  CHECK(sm90 && sm90->major == 9 && sm90->minor == 0 && !sm90->ptx &&
+        !sm90->specific);
+  std::optional<CudaArch> sm86 = parseCudaArch("sm_86");
+  CHECK(sm86 && sm86->major == 8 && sm86->minor == 6);
+  std::optional<CudaArch> sm100a = parseCudaArch("sm_100a");
+  CHECK(sm100a && sm100a->major == 10 && sm100a->minor == 0 &&
+        sm100a->specific);
+  std::optional<CudaArch> ptx = parseCudaArch("compute_90");
+  CHECK(ptx && ptx->ptx && ptx->major == 9);
+  for (const char *bad : {"sm90", "sm_9", "sm_1000", "sm_0x", "sm_05",
+                          "compute_", "gfx90a", ""})
+    CHECK(!parseCudaArch(bad));
+}
+
+TEST(cudaArchCoverage) {
+  // effc --target cuda: sm_80 and sm_90 SASS, compute_90 PTX.
+  CudaManifest m = cudaManifest([](json &j) {
+    j["cuda_archs"] = {"sm_80", "sm_90"};
+    j["cuda_ptx"] = "compute_90";
+  });
+  CHECK_EQ(m.describe(), std::string("sm_80, sm_90, compute_90"));
+  CHECK(m.covers(8, 0));  // A100
+  CHECK(m.covers(8, 6));  // sm_80 SASS runs on 8.x
+  CHECK(m.covers(8, 9));
+  CHECK(m.covers(9, 0));  // H100
+  CHECK(m.covers(10, 0)); // compute_90 PTX, compiled by the driver
+  CHECK(m.covers(12, 0));
+  CHECK(!m.covers(7, 0)); // V100
+  CHECK(!m.covers(7, 5));
+  // Without PTX, SASS runs only within its major version.
+  m = cudaManifest([](json &j) {
+    j["cuda_archs"] = {"sm_80", "sm_90"};
+    j.erase("cuda_ptx");
+  });
+  CHECK(m.covers(8, 7));
+  CHECK(!m.covers(10, 0));
+  // Architecture-specific SASS runs only on its own GPU.
+  m = cudaManifest([](json &j) {
+    j["cuda_archs"] = {"sm_90a"};
+    j.erase("cuda_ptx");
+  });
+  CHECK(m.covers(9, 0));
+  CHECK(!m.covers(9, 1));
+  // The test model: PTX for compute_80 only.
+  m = cudaManifest({});
+  CHECK(m.archs.empty());
+  CHECK(m.covers(8, 0) && m.covers(9, 0) && !m.covers(7, 5));
+  CHECK_EQ(m.workspaceBytes, uint64_t(4) << 20);
+  CHECK(!m.allowTf32);
+}
+
+TEST(cudaManifestErrors) {
+  CHECK_ERROR(cudaManifest([](json &j) { j.erase("cuda_archs"); }),
+              "m.effx: manifest: 'cuda_archs' is missing");
+  CHECK_ERROR(cudaManifest([](json &j) { j["cuda_archs"] = "sm_90"; }),
+              "m.effx: manifest: 'cuda_archs' must be an array of names like "
+              "\"sm_90\" (got \"sm_90\")");
+  CHECK_ERROR(cudaManifest([](json &j) { j["cuda_archs"] = {"compute_90"}; }),
+              "'cuda_archs' must be an array of names like \"sm_90\"");
+  CHECK_ERROR(cudaManifest([](json &j) { j["cuda_ptx"] = "sm_90"; }),
+              "m.effx: manifest: 'cuda_ptx' must be a name like "
+              "\"compute_90\" (got \"sm_90\")");
+  CHECK_ERROR(cudaManifest([](json &j) { j.erase("cuda_ptx"); }),
+              "m.effx: manifest: the device code is for no GPU ('cuda_archs' "
+              "is empty and there is no 'cuda_ptx')");
+  CHECK_ERROR(cudaManifest([](json &j) { j["workspace_bytes"] = -1; }),
+              "m.effx: manifest: 'workspace_bytes' must be a non-negative "
+              "integer (got -1)");
+  CHECK_ERROR(cudaManifest([](json &j) { j["allow_tf32"] = 1; }),
+              "m.effx: manifest: 'allow_tf32' must be true or false (got 1)");
+  CudaManifest tf32 = cudaManifest([](json &j) {
+    j["allow_tf32"] = true;
+    j["workspace_bytes"] = 0;
+  });
+  CHECK(tf32.allowTf32);
+  CHECK_EQ(tf32.workspaceBytes, 0u);
+}
+
+TEST(cudaDriverAbsent) {
+  CHECK_ERROR(openDriver({"libeffrt-absent.so.1"}),
+              "cannot load the CUDA driver (tried libeffrt-absent.so.1): "
+              "libeffrt-absent.so.1: cannot open shared object file");
+}
+
+TEST(cudaStubDriverHasEverySymbol) {
+  // The toolkit's stub libcuda.so exports the driver API of its CUDA
+  // version: binding succeeds (every symbol the device calls exists under
+  // that name), then cuInit says it is a stub.
+  const char *stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  struct stat st;
+  if (::stat(stub, &st) != 0) {
+    std::printf("  (no CUDA toolkit stub at %s: not checked)\n", stub);
+    return;
+  }
+  CHECK_ERROR(openDriver({stub}),
+              "the CUDA driver (/usr/local/cuda/lib64/stubs/libcuda.so) "
+              "cannot start: cuInit: CUDA_ERROR_STUB_LIBRARY");
+  CHECK_ERROR(openDriver({stub}), "no NVIDIA driver is installed");
+}
+
+TEST(cudaCublasLtHasEverySymbol) {
+  if (!DynamicLibrary::available({"libcublasLt.so.13",
+                                  "/usr/local/cuda/lib64/libcublasLt.so.13"})) {
+    std::printf("  (no libcublasLt.so.13 here: not checked)\n");
+    return;
+  }
+  // Binds every cuBLASLt function effrt_cuda_gemm calls; no GPU needed.
+  CHECK(cublasLtVersion() >= 130000u);
+}
+
+TEST(cudaSessionNeedsTheDriver) {
+  std::string path = tempPath("dot-cuda.effx");
+  writeFileBytes(path, packEffx(dotModel(true)));
+  if (DynamicLibrary::available({"libcuda.so.1"})) {
+    std::printf("  (libcuda.so.1 loads here: the no-driver path is not "
+                "checked)\n");
+  } else {
+    CHECK_ERROR(Session::open(path),
+                "dot-cuda.effx: target 'cuda' needs an NVIDIA GPU and its "
+                "driver: cannot load the CUDA driver (tried libcuda.so.1): "
+                "libcuda.so.1: ");
+  }
+  // A bad manifest is reported before the driver is looked for.
+  EffxParts parts = dotModel(true);
+  parts.manifest["cuda_ptx"] = 90;
+  std::string bad = tempPath("dot-cuda-bad.effx");
+  writeFileBytes(bad, packEffx(parts));
+  CHECK_ERROR(Session::open(bad), "dot-cuda-bad.effx: manifest: 'cuda_ptx' "
+                                  "must be a name like \"compute_90\" (got "
+                                  "90)");
+}
+
+TEST(cudaCheckpointsAreTheCpus) {
+  // The CPU and CUDA dot models have one state layout: a checkpoint of
+  // either loads into the other. A session that loads no code holds a cuda
+  // model's state in host memory, without a GPU.
+  std::string cpuPath = tempPath("dot.effx"), cudaPath = tempPath("dot2.effx");
+  writeFileBytes(cpuPath, packEffx(dotModel(false)));
+  writeFileBytes(cudaPath, packEffx(dotModel(true)));
+  Session cpu = Session::open(cpuPath);
+  Session gpu = Session::open(cudaPath, [] {
+    SessionOptions o;
+    o.loadCode = false;
+    return o;
+  }());
+  CHECK_EQ(stateLayoutId(cpu.manifest()), stateLayoutId(gpu.manifest()));
+  float x[12];
+  for (int i = 0; i < 12; ++i)
+    x[i] = static_cast<float>(i % 5) - 2.0f;
+  cpu.setInputBytes("x", x, sizeof x);
+  cpu.step();
+  std::string ckpt = tempPath("dot.safetensors");
+  cpu.save(ckpt);
+  gpu.load(ckpt);
+  CHECK_EQ(gpu.globalStep(), 1);
+  CHECK_EQ(gpu.optimizerStep().value_or(-1), 1);
+  Tensor w = gpu.readState("w");
+  // w -= 0.125 x^T 1: column sums of x are -2, -1, 0 ... exactly.
+  float sums[3] = {0, 0, 0};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c)
+      sums[c] += x[r * 3 + c];
+  CHECK_EQ(w.load<float>(0), 0.5f - 0.125f * sums[0]);
+  CHECK_EQ(w.load<float>(2), 0.75f - 0.125f * sums[2]);
+}
+
+TEST(cpuModelRefusesDevice) {
+  std::string path = tempPath("dot-device.effx");
+  writeFileBytes(path, packEffx(dotModel(false)));
+  SessionOptions o;
+  o.device = 1;
+  CHECK_ERROR(Session::open(path, o),
+              "dot-device.effx: --device 1: the model is compiled for "
+              "cpu-x86_64, which runs on this machine's CPU");
+}
