@@ -47,6 +47,29 @@ llvm_config.add_tool_substitutions(tools, [config.effopt_tools_dir])
 if shutil.which("mpirun"):
     config.available_features.add("mpirun")
 
+# CUDA: "cuda-driver" where libcuda.so.1 loads, "cuda-device" where its
+# cuInit succeeds and it sees a GPU. GPU tests REQUIRE cuda-device, so
+# without a GPU they report UNSUPPORTED, never passed.
+def _cuda_features():
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return []
+    features = ["cuda-driver"]
+    count = ctypes.c_int(0)
+    try:
+        if (cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0
+                and count.value > 0):
+            features.append("cuda-device")
+    except AttributeError:
+        pass
+    return features
+
+
+for feature in _cuda_features():
+    config.available_features.add(feature)
+
 # Where effc and effrun live, for scripts that run them.
 config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))
 

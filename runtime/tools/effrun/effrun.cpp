@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
                  "the GPU of a model compiled with effc --target cuda "
                  "(default 0; CUDA_VISIBLE_DEVICES decides which GPUs the "
                  "numbers count)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4095));
   app.add_flag("--quiet,-q", o.quiet, "print nothing but errors");
   app.add_option("--nproc", o.nproc,
                  "start N local ranks (data parallel) through mpirun -np N")
