@@ -40,18 +40,20 @@ Driver::open(std::initializer_list<const char *> fileNames) {
 }
 
 const Driver &Driver::get() {
+  // Never closed: the driver's own exit handlers may still run after
+  // static destructors.
   static std::once_flag once;
-  static std::unique_ptr<Driver> driver;
-  static std::string error;
+  static Driver *driver = nullptr;
+  static std::string *error = new std::string;
   std::call_once(once, [] {
     try {
-      driver = open({"libcuda.so.1"});
+      driver = open({"libcuda.so.1"}).release();
     } catch (const Error &e) {
-      error = e.what();
+      *error = e.what();
     }
   });
   if (!driver)
-    throw Error(error);
+    throw Error(*error);
   return *driver;
 }
 
@@ -76,9 +78,10 @@ void Driver::check(CUresult result, const std::string &what) const {
 }
 
 const CublasLtSymbols &cuda::cublasLt() {
+  // Never closed, as the driver.
   static std::once_flag once;
-  static std::unique_ptr<std::pair<DynamicLibrary, CublasLtSymbols>> lt;
-  static std::string error;
+  static std::pair<DynamicLibrary, CublasLtSymbols> *lt = nullptr;
+  static std::string *error = new std::string;
   std::call_once(once, [] {
     try {
       DynamicLibrary library = DynamicLibrary::open(
@@ -86,13 +89,13 @@ const CublasLtSymbols &cuda::cublasLt() {
                        "/usr/local/cuda/lib64/libcublasLt.so.13"});
       CublasLtSymbols symbols;
       symbols.bind(library);
-      lt = std::make_unique<std::pair<DynamicLibrary, CublasLtSymbols>>(
-          std::move(library), symbols);
+      lt = new std::pair<DynamicLibrary, CublasLtSymbols>(std::move(library),
+                                                         symbols);
     } catch (const Error &e) {
-      error = e.what();
+      *error = e.what();
     }
   });
   if (!lt)
-    throw Error(error);
+    throw Error(*error);
   return lt->second;
 }
