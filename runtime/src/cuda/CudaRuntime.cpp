@@ -321,6 +321,16 @@ cublasLtMatrixLayout_t layout(const CublasLtSymbols &lt, cudaDataType type,
   return l;
 }
 
+size_t elementBytes(int32_t type) { return type == 0 ? 4 : 2; }
+
+/// The largest power of two up to 256 dividing the address of every
+/// matrix of an operand: `p`, and `p + b * strideBytes` in a batch.
+uint32_t alignmentOf(const void *p, int64_t strideBytes) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) |
+                  static_cast<uint64_t>(strideBytes) | 256;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
 /// C = alpha op(A) op(B) + beta C for `batch` row-major products, as
 /// effrt_sgemm_batched defines it (strideC != 0 here).
 void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
@@ -368,6 +378,28 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
               desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
               &workspaceBytes, sizeof workspaceBytes),
           "cublasLtMatmulPreferenceSetAttribute");
+  // cuBLASLt assumes 256-byte aligned operands unless told: say how aligned
+  // each is (views into the arena may be less), so that no algorithm that
+  // needs more is chosen.
+  const int64_t abBytes = static_cast<int64_t>(elementBytes(abType)),
+                cBytes = static_cast<int64_t>(elementBytes(cType));
+  struct {
+    cublasLtMatmulPreferenceAttributes_t attribute;
+    uint32_t bytes;
+  } alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+       alignmentOf(B, batch > 1 ? strideB * abBytes : 0)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+       alignmentOf(A, batch > 1 ? strideA * abBytes : 0)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+       alignmentOf(C, batch > 1 ? strideC * cBytes : 0)},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+       alignmentOf(C, batch > 1 ? strideC * cBytes : 0)}};
+  for (const auto &a : alignments)
+    checkLt(lt,
+            lt.cublasLtMatmulPreferenceSetAttribute(
+                desc.preference, a.attribute, &a.bytes, sizeof a.bytes),
+            "cublasLtMatmulPreferenceSetAttribute");
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   checkLt(lt,
@@ -388,7 +420,6 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
           "cublasLtMatmul");
 }
 
-size_t elementBytes(int32_t type) { return type == 0 ? 4 : 2; }
 } // namespace
 
 extern "C" void effrt_cuda_gemm(int32_t transA, int32_t transB, int64_t M,
