@@ -181,9 +181,9 @@ CudaDevice::CudaDevice(const DeviceOptions &options, const Driver &driver,
   CUresult counted = cu_.cuDeviceGetCount(&count);
   if (counted != CUDA_SUCCESS || count == 0)
     fail(label(), ": target 'cuda' needs an NVIDIA GPU: the driver sees none",
-         counted != CUDA_SUCCESS ? " (" + driver_.describe(counted) + ")"
+         counted != CUDA_SUCCESS ? ": " + driver_.describe(counted)
                                  : std::string(),
-         visibleDevicesNote());
+         initFailureHint(CUDA_ERROR_NO_DEVICE));
   if (ordinal < 0 || ordinal >= count)
     fail(label(), ": --device ", ordinal, ": the driver sees ", count,
          count == 1 ? " GPU (device 0" : " GPUs (devices 0.." ,
