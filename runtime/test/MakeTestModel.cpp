@@ -3,6 +3,7 @@
 //   effrt-make-test-model linear OUT.effx [DATA.npz ROWS]
 //   effrt-make-test-model bigram OUT.effx [TOKENS.bin COUNT]
 //   effrt-make-test-model dot|dot-cuda OUT.effx [DATA.npz ROWS]
+//   ... [--manifest JSON]     (merged into the manifest; null deletes)
 //
 // dot-cuda is the dot model for target "cuda" (a manifest with the CUDA
 // fields, host code for the GPU, a PTX kernel as device code): effrun's
@@ -33,22 +34,38 @@ static void writeBytes(const std::string &path,
 }
 
 int main(int argc, char **argv) {
+  // A trailing --manifest JSON is merged into the manifest (RFC 7386: null
+  // deletes a key), for tests of what the runtime refuses.
+  nlohmann::json patch;
+  if (argc >= 5 && std::string(argv[argc - 2]) == "--manifest") {
+    patch = nlohmann::json::parse(argv[argc - 1], nullptr, false);
+    if (patch.is_discarded() || !patch.is_object()) {
+      std::fprintf(stderr, "effrt-make-test-model: --manifest takes a JSON "
+                           "object\n");
+      return 2;
+    }
+    argc -= 2;
+  }
   if (argc != 3 && argc != 5) {
     std::fprintf(stderr, "usage: effrt-make-test-model "
                          "linear|bigram|dot|dot-cuda OUT.effx "
-                         "[DATA ROWS|TOKENS]\n");
+                         "[DATA ROWS|TOKENS] [--manifest JSON]\n");
     return 2;
   }
   try {
     std::string model = argv[1];
+    EffxParts parts;
     if (model == "linear")
-      writeBytes(argv[2], packEffx(linearModel()));
+      parts = linearModel();
     else if (model == "bigram")
-      writeBytes(argv[2], packEffx(bigramModel()));
+      parts = bigramModel();
     else if (model == "dot" || model == "dot-cuda")
-      writeBytes(argv[2], packEffx(dotModel(model == "dot-cuda")));
+      parts = dotModel(model == "dot-cuda");
     else
       fail("unknown test model '", model, "'");
+    if (!patch.is_null())
+      parts.manifest.merge_patch(patch);
+    writeBytes(argv[2], packEffx(parts));
     if (argc == 5) {
       long long n = std::stoll(argv[4]);
       if (model != "bigram") {
