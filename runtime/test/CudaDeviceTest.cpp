@@ -13,11 +13,14 @@
 
 #include "../src/cuda/CudaDevice.h"
 #include "../src/cuda/CudaManifest.h"
+#include "../src/cuda/GemmPlan.h"
 
 #include "effrt/DynamicLibrary.h"
 #include "effrt/Effx.h"
+#include "effrt/Kernels.h"
 #include "effrt/Session.h"
 
+#include <cmath>
 #include <functional>
 #include <sys/stat.h>
 
@@ -116,6 +119,74 @@ TEST(cudaManifestErrors) {
   });
   CHECK(tf32.allowTf32);
   CHECK_EQ(tf32.workspaceBytes, 0u);
+}
+
+/// cuBLAS's definition of its column-major product, on the host:
+/// C = alpha op(X) op(Y) + beta C with X, Y, C as the plan lays them out.
+static void columnMajorProduct(const GemmPlan &p, float alpha, const float *X,
+                               const float *Y, float beta, float *C) {
+  auto at = [](const ColumnMajorOperand &o, const float *data, int64_t i,
+               int64_t j) {
+    // Element (i, j) of op(o).
+    return o.transposed ? data[j + i * o.ld] : data[i + j * o.ld];
+  };
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      double sum = 0;
+      for (int64_t l = 0; l < p.k; ++l)
+        sum += double(at(p.first, X, i, l)) * at(p.second, Y, l, j);
+      float &c = C[i + j * p.c.ld];
+      c = alpha * float(sum) + beta * c;
+    }
+}
+
+TEST(cudaGemmPlanIsSgemm) {
+  // Every transpose and shape class (one row, one column, K = 1, padded
+  // leading dimensions, the small unused ones compiled code passes for a
+  // single row): the planned column-major product gives effrt_sgemm's C.
+  struct Case {
+    int64_t M, N, K, pad;
+  } cases[] = {{3, 5, 4, 0}, {3, 5, 4, 3}, {1, 6, 2, 0}, {7, 1, 3, 2},
+               {4, 4, 1, 0}, {1, 1, 5, 0}, {2, 3, 7, 1}};
+  uint32_t seed = 1;
+  auto next = [&] {
+    seed = seed * 1664525u + 1013904223u;
+    return float(int(seed >> 27) - 16) / 8.0f;
+  };
+  int checked = 0;
+  for (const Case &c : cases)
+    for (int transA = 0; transA < 2; ++transA)
+      for (int transB = 0; transB < 2; ++transB) {
+        int64_t lda = (transA ? c.M : c.K) + c.pad;
+        int64_t ldb = (transB ? c.K : c.N) + c.pad;
+        int64_t ldc = c.N + c.pad;
+        std::vector<float> A((transA ? c.K : c.M) * lda),
+            B((transB ? c.N : c.K) * ldb), C(c.M * ldc);
+        for (float &v : A)
+          v = next();
+        for (float &v : B)
+          v = next();
+        for (float &v : C)
+          v = next();
+        std::vector<float> want = C, got = C;
+        effrt_sgemm(transA, transB, c.M, c.N, c.K, 0.5f, A.data(), lda,
+                    B.data(), ldb, -2.0f, want.data(), ldc);
+        GemmPlan plan;
+        CHECK_EQ(planGemm(transA, transB, c.M, c.N, c.K, lda, ldb, ldc, plan),
+                 std::string());
+        columnMajorProduct(plan, 0.5f, B.data(), A.data(), -2.0f, got.data());
+        for (size_t i = 0; i < want.size(); ++i)
+          CHECK(std::fabs(want[i] - got[i]) <= 1e-5f * (1 + std::fabs(want[i])));
+        ++checked;
+      }
+  CHECK_EQ(checked, 28);
+  // A single row (row-major) may carry a leading dimension below its length.
+  GemmPlan plan;
+  CHECK_EQ(planGemm(false, false, 1, 3, 5, 1, 3, 3, plan), std::string());
+  CHECK_EQ(plan.second.ld, 5);
+  CHECK_EQ(planGemm(false, false, 4, 2, 3, 2, 2, 2, plan),
+           std::string("leading dimension 2 of A is below its 3 elements per "
+                       "column"));
 }
 
 TEST(cudaDriverAbsent) {

@@ -25,6 +25,7 @@
 #include "ActiveDevice.h"
 #include "CudaApi.h"
 #include "CudaDriver.h"
+#include "GemmPlan.h"
 
 #include "effrt/Error.h"
 #include "effrt/Kernels.h"
@@ -289,22 +290,15 @@ struct Descriptors {
   }
 };
 
-/// A column-major layout of `rows` x `cols` for an operand stored with
-/// leading dimension `ld` (a single column may come with a smaller, unused
-/// one, as compiled code passes them).
+/// The cuBLASLt layout of one operand of a plan (GemmPlan.h).
 cublasLtMatrixLayout_t layout(const CublasLtSymbols &lt, cudaDataType type,
-                              int64_t rows, int64_t cols, int64_t ld,
-                              int64_t batch, int64_t stride,
-                              const char *operand) {
-  if (cols == 1)
-    ld = std::max(ld, rows);
-  if (ld < rows)
-    fail("leading dimension ", ld, " of ", operand, " is below its ", rows,
-         " elements per row");
+                              const ColumnMajorOperand &operand,
+                              int64_t batch, int64_t stride) {
   cublasLtMatrixLayout_t l = nullptr;
   checkLt(lt,
-          lt.cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows),
-                                        static_cast<uint64_t>(cols), ld),
+          lt.cublasLtMatrixLayoutCreate(
+              &l, type, static_cast<uint64_t>(operand.rows),
+              static_cast<uint64_t>(operand.cols), operand.ld),
           "cublasLtMatrixLayoutCreate");
   if (batch > 1) {
     int32_t count = static_cast<int32_t>(batch);
@@ -350,13 +344,17 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
   cublasComputeType_t compute = abType == 0 && d.allowTf32()
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
-  // Row-major C (M x N) is column-major C^T (N x M) = op(B)^T op(A)^T, and a
-  // row-major operand is its transpose column-major: B goes first.
+  GemmPlan plan;
+  if (std::string why =
+          planGemm(transA, transB, M, N, K, lda, ldb, ldc, plan);
+      !why.empty())
+    fail(why);
   Descriptors desc(lt);
   checkLt(lt, lt.cublasLtMatmulDescCreate(&desc.op, compute, CUDA_R_32F),
           "cublasLtMatmulDescCreate");
-  cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opFirst = plan.first.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opSecond =
+      plan.second.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   checkLt(lt,
           lt.cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA,
                                             &opFirst, sizeof opFirst),
@@ -365,11 +363,9 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
           lt.cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB,
                                             &opSecond, sizeof opSecond),
           "cublasLtMatmulDescSetAttribute");
-  desc.b = layout(lt, ab, transB ? K : N, transB ? N : K, ldb, batch, strideB,
-                  "B");
-  desc.a = layout(lt, ab, transA ? M : K, transA ? K : M, lda, batch, strideA,
-                  "A");
-  desc.c = layout(lt, c, N, M, ldc, batch, strideC, "C");
+  desc.b = layout(lt, ab, plan.first, batch, strideB);
+  desc.a = layout(lt, ab, plan.second, batch, strideA);
+  desc.c = layout(lt, c, plan.c, batch, strideC);
   checkLt(lt, lt.cublasLtMatmulPreferenceCreate(&desc.preference),
           "cublasLtMatmulPreferenceCreate");
   size_t workspaceBytes = static_cast<size_t>(d.workspaceBytes());
