@@ -6,8 +6,9 @@
 // .effx for its target, and runs the entry point on the regions. Session
 // (Session.h) only orchestrates: it never touches device memory except
 // through a Device, so a new kind of machine is a new Device, registered by
-// target name, in its own folder (runtime/src/cpu today; runtime/src/cuda
-// next), without edits to Session, effrun or the C interface.
+// target name, in its own folder (runtime/src/cpu; runtime/src/cuda, whose
+// steps run asynchronously: launch() queues, synchronize() waits), without
+// edits to Session, effrun or the C interface.
 //
 // A device reaches collectives (sums and gathers across ranks) through a
 // Collectives object: a single-rank one unless another is given, so
