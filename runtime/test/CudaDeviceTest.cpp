@@ -52,8 +52,8 @@ TEST(cudaArchNames) {
         sm100a->specific);
   std::optional<CudaArch> ptx = parseCudaArch("compute_90");
   CHECK(ptx && ptx->ptx && ptx->major == 9);
-  for (const char *bad : {"sm90", "sm_9", "sm_1000", "sm_0x", "sm_05",
-                          "compute_", "gfx90a", ""})
+  for (const char *bad :
+       {"sm90", "sm_9", "sm_1000", "sm_0x", "sm_05", "compute_", "gfx90a", ""})
     CHECK(!parseCudaArch(bad));
 }
 
@@ -64,8 +64,8 @@ TEST(cudaArchCoverage) {
     j["cuda_ptx"] = "compute_90";
   });
   CHECK_EQ(m.describe(), std::string("sm_80, sm_90, compute_90"));
-  CHECK(m.covers(8, 0));  // A100
-  CHECK(m.covers(8, 6));  // sm_80 SASS runs on 8.x
+  CHECK(m.covers(8, 0)); // A100
+  CHECK(m.covers(8, 6)); // sm_80 SASS runs on 8.x
   CHECK(m.covers(8, 9));
   CHECK(m.covers(9, 0));  // H100
   CHECK(m.covers(10, 0)); // compute_90 PTX, compiled by the driver
@@ -176,7 +176,8 @@ TEST(cudaGemmPlanIsSgemm) {
                  std::string());
         columnMajorProduct(plan, 0.5f, B.data(), A.data(), -2.0f, got.data());
         for (size_t i = 0; i < want.size(); ++i)
-          CHECK(std::fabs(want[i] - got[i]) <= 1e-5f * (1 + std::fabs(want[i])));
+          CHECK(std::fabs(want[i] - got[i]) <=
+                1e-5f * (1 + std::fabs(want[i])));
         ++checked;
       }
   CHECK_EQ(checked, 28);
@@ -212,8 +213,8 @@ TEST(cudaStubDriverHasEverySymbol) {
 }
 
 TEST(cudaCublasLtHasEverySymbol) {
-  if (!DynamicLibrary::available({"libcublasLt.so.13",
-                                  "/usr/local/cuda/lib64/libcublasLt.so.13"})) {
+  if (!DynamicLibrary::available(
+          {"libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13"})) {
     std::printf("  (no libcublasLt.so.13 here: not checked)\n");
     return;
   }

@@ -49,8 +49,7 @@ protected:
 /// Makes `device` the active one while it lives.
 class ActiveScope {
 public:
-  explicit ActiveScope(ActiveDevice *device)
-      : outer_(ActiveDevice::current_) {
+  explicit ActiveScope(ActiveDevice *device) : outer_(ActiveDevice::current_) {
     ActiveDevice::current_ = device;
   }
   ~ActiveScope() { ActiveDevice::current_ = outer_; }

@@ -53,7 +53,9 @@ typedef enum CUdevice_attribute_enum {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 } CUdevice_attribute;
-typedef enum CUstream_flags_enum { CU_STREAM_NON_BLOCKING = 0x1 } CUstream_flags;
+typedef enum CUstream_flags_enum {
+  CU_STREAM_NON_BLOCKING = 0x1
+} CUstream_flags;
 typedef enum CUevent_flags_enum { CU_EVENT_DISABLE_TIMING = 0x2 } CUevent_flags;
 typedef enum CUstreamCaptureMode_enum {
   CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
@@ -134,8 +136,7 @@ typedef enum {
   X(cuMemcpyDtoDAsync_v2, CUresult, CUdeviceptr, CUdeviceptr, size_t,          \
     CUstream)                                                                  \
   X(cuMemsetD8Async, CUresult, CUdeviceptr, unsigned char, size_t, CUstream)   \
-  X(cuMemsetD16Async, CUresult, CUdeviceptr, unsigned short, size_t,           \
-    CUstream)                                                                  \
+  X(cuMemsetD16Async, CUresult, CUdeviceptr, unsigned short, size_t, CUstream) \
   X(cuMemsetD32Async, CUresult, CUdeviceptr, unsigned int, size_t, CUstream)   \
   X(cuStreamCreate, CUresult, CUstream *, unsigned int)                        \
   X(cuStreamDestroy_v2, CUresult, CUstream)                                    \

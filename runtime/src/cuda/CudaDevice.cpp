@@ -186,7 +186,7 @@ CudaDevice::CudaDevice(const DeviceOptions &options, const Driver &driver,
          initFailureHint(CUDA_ERROR_NO_DEVICE));
   if (ordinal < 0 || ordinal >= count)
     fail(label(), ": --device ", ordinal, ": the driver sees ", count,
-         count == 1 ? " GPU (device 0" : " GPUs (devices 0.." ,
+         count == 1 ? " GPU (device 0" : " GPUs (devices 0..",
          count == 1 ? "" : std::to_string(count - 1), ")",
          visibleDevicesNote());
   check(cu_.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
@@ -206,8 +206,7 @@ CudaDevice::CudaDevice(const DeviceOptions &options, const Driver &driver,
   check(cu_.cuDevicePrimaryCtxRetain(&context_, device_),
         "cuDevicePrimaryCtxRetain");
   makeCurrent();
-  check(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING),
-        "cuStreamCreate");
+  check(cu_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   for (CUevent &e : mirrorFree_)
     check(cu_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
   const char *graphs = std::getenv("EFFRT_CUDA_GRAPHS");
@@ -304,9 +303,9 @@ void CudaDevice::allocate(const RegionSizes &sizes) {
     if (!size)
       continue;
     CUdeviceptr &p = regions_[static_cast<int>(region)];
-    check(cu_.cuMemAlloc_v2(&p, size),
-          std::string("cannot allocate the ") + regionName(region) +
-              " region (" + std::to_string(size) + " bytes)");
+    check(cu_.cuMemAlloc_v2(&p, size), std::string("cannot allocate the ") +
+                                           regionName(region) + " region (" +
+                                           std::to_string(size) + " bytes)");
     check(cu_.cuMemsetD8Async(p, 0, size, stream_), "cuMemsetD8Async");
   }
   if (w)
@@ -317,8 +316,8 @@ void CudaDevice::allocate(const RegionSizes &sizes) {
     for (void *&p : ioMirror_)
       p = pinned(sizes.io, "the io region's staging");
   stagingBytes_ = std::max<uint64_t>(
-      1, std::min(kStagingBytes,
-                  std::max({sizes.state, sizes.arena, sizes.io})));
+      1,
+      std::min(kStagingBytes, std::max({sizes.state, sizes.arena, sizes.io})));
   staging_ = pinned(stagingBytes_, "copies");
   readback_ = pinned(kReadbackBytes, "results");
   check(cu_.cuStreamSynchronize(stream_), "zero-filling the regions");
@@ -382,10 +381,9 @@ void CudaDevice::copyFromDeviceAsync(DeviceSpan src, void *dst) {
   if (src.bytes > kReadbackBytes - readbackUsed_)
     return copyFromDevice(src, dst);
   makeCurrent();
-  check(cu_.cuMemcpyDtoHAsync_v2(static_cast<std::byte *>(readback_) +
-                                     readbackUsed_,
-                                 regionPointer(src.region) + src.offset,
-                                 src.bytes, stream_),
+  check(cu_.cuMemcpyDtoHAsync_v2(
+            static_cast<std::byte *>(readback_) + readbackUsed_,
+            regionPointer(src.region) + src.offset, src.bytes, stream_),
         "cuMemcpyDtoHAsync");
   pendingReads_.push_back({dst, readbackUsed_, src.bytes});
   readbackUsed_ += (src.bytes + 63) / 64 * 64;
@@ -416,8 +414,7 @@ void CudaDevice::synchronize() {
     check(done, "the step failed");
   }
   for (const PendingRead &r : pendingReads_)
-    std::memcpy(r.dst, static_cast<std::byte *>(readback_) + r.offset,
-                r.bytes);
+    std::memcpy(r.dst, static_cast<std::byte *>(readback_) + r.offset, r.bytes);
   pendingReads_.clear();
   readbackUsed_ = 0;
   throwNotedError();
@@ -459,8 +456,7 @@ void CudaDevice::loadCode(const EffxFile &file) {
     // (mgpuModuleLoad) on this GPU.
     ActiveScope scope(this);
     error_.clear();
-    so = cpu::SharedObject::load(path, file.sectionData(section),
-                                 section.size);
+    so = cpu::SharedObject::load(path, file.sectionData(section), section.size);
     if (!error_.empty()) {
       std::string why = std::move(error_);
       error_.clear();
@@ -539,8 +535,8 @@ std::unique_ptr<Device> cuda::createCudaDevice(const DeviceOptions &options) {
   try {
     driver = &Driver::get();
   } catch (const Error &e) {
-    fail(options.label, ": target 'cuda' needs an NVIDIA GPU and its driver: ",
-         e.what());
+    fail(options.label,
+         ": target 'cuda' needs an NVIDIA GPU and its driver: ", e.what());
   }
   return std::make_unique<CudaDevice>(options, *driver, std::move(manifest),
                                       options.device.value_or(0));

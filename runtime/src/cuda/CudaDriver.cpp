@@ -33,8 +33,8 @@ Driver::open(std::initializer_list<const char *> fileNames) {
   d->api_.bind(d->library_);
   CUresult init = d->api_.cuInit(0);
   if (init != CUDA_SUCCESS)
-    fail("the CUDA driver (", d->fileName(), ") cannot start: cuInit: ",
-         d->describe(init), initFailureHint(init));
+    fail("the CUDA driver (", d->fileName(),
+         ") cannot start: cuInit: ", d->describe(init), initFailureHint(init));
   d->check(d->api_.cuDriverGetVersion(&d->version_), "cuDriverGetVersion");
   return d;
 }
@@ -85,12 +85,12 @@ const CublasLtSymbols &cuda::cublasLt() {
   std::call_once(once, [] {
     try {
       DynamicLibrary library = DynamicLibrary::open(
-          "cuBLASLt", {"libcublasLt.so.13",
-                       "/usr/local/cuda/lib64/libcublasLt.so.13"});
+          "cuBLASLt",
+          {"libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.13"});
       CublasLtSymbols symbols;
       symbols.bind(library);
       lt = new std::pair<DynamicLibrary, CublasLtSymbols>(std::move(library),
-                                                         symbols);
+                                                          symbols);
     } catch (const Error &e) {
       *error = e.what();
     }

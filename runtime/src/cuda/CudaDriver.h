@@ -1,4 +1,4 @@
-//===- CudaDriver.h - The CUDA driver and cuBLASLt of this process -*- C++ -*-===//
+//===- CudaDriver.h - The CUDA driver and cuBLASLt --------------*- C++ -*-===//
 //
 // libcuda.so.1 opened, its symbols bound and cuInit called once per
 // process; cuBLASLt opened on first use. Every failure is one line saying
@@ -26,8 +26,8 @@ public:
   static const Driver &get();
   /// A driver opened from the first of `fileNames` that loads, and
   /// initialised (for tests: the stub library, absent files).
-  static std::unique_ptr<Driver> open(
-      std::initializer_list<const char *> fileNames);
+  static std::unique_ptr<Driver>
+  open(std::initializer_list<const char *> fileNames);
 
   const DriverSymbols &api() const { return api_; }
   /// cuDriverGetVersion: 13000 for CUDA 13.0.

@@ -45,8 +45,7 @@ std::optional<CudaArch> cuda::parseCudaArch(std::string_view name) {
 
 bool CudaManifest::covers(int major, int minor) const {
   for (const CudaArch &a : archs)
-    if (a.major == major &&
-        (a.specific ? a.minor == minor : a.minor <= minor))
+    if (a.major == major && (a.specific ? a.minor == minor : a.minor <= minor))
       return true;
   if (ptx && !ptx->specific &&
       (ptx->major < major || (ptx->major == major && ptx->minor <= minor)))
@@ -91,16 +90,18 @@ CudaManifest cuda::readCudaManifest(const std::string &path,
       m.archs.push_back(*arch);
     }
   if (!valid)
-    fail(path, ": manifest: 'cuda_archs' must be an array of names like "
-               "\"sm_90\" (got ",
+    fail(path,
+         ": manifest: 'cuda_archs' must be an array of names like "
+         "\"sm_90\" (got ",
          shown(*archs), ")");
   if (auto ptx = root.find("cuda_ptx"); ptx != root.end() && !ptx->is_null()) {
-    std::optional<CudaArch> arch =
-        ptx->is_string() ? parseCudaArch(ptx->get<std::string>())
-                         : std::nullopt;
+    std::optional<CudaArch> arch = ptx->is_string()
+                                       ? parseCudaArch(ptx->get<std::string>())
+                                       : std::nullopt;
     if (!arch || !arch->ptx)
-      fail(path, ": manifest: 'cuda_ptx' must be a name like \"compute_90\" "
-                 "(got ",
+      fail(path,
+           ": manifest: 'cuda_ptx' must be a name like \"compute_90\" "
+           "(got ",
            shown(*ptx), ")");
     m.ptx = *arch;
   }
@@ -109,8 +110,9 @@ CudaManifest cuda::readCudaManifest(const std::string &path,
                "empty and there is no 'cuda_ptx')");
   if (auto w = root.find("workspace_bytes"); w != root.end()) {
     if (!w->is_number_unsigned() && !(w->is_number_integer() && *w >= 0))
-      fail(path, ": manifest: 'workspace_bytes' must be a non-negative "
-                 "integer (got ",
+      fail(path,
+           ": manifest: 'workspace_bytes' must be a non-negative "
+           "integer (got ",
            shown(*w), ")");
     m.workspaceBytes = w->get<uint64_t>();
   }

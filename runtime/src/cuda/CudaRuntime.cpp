@@ -1,4 +1,4 @@
-//===- CudaRuntime.cpp - What CUDA host code imports from the runtime ------===//
+//===- CudaRuntime.cpp - What CUDA host code imports ----------------------===//
 //
 // The host code of a cuda .effx (docs/CudaBackend.md, docs/CudaRuntime.md)
 // imports the MLIR GPU runtime ABI that MLIR's gpu-to-llvm and gpu.binary
@@ -93,10 +93,12 @@ extern "C" CUmodule mgpuModuleLoadJIT(void *data, int optLevel) {
   onDevice("mgpuModuleLoadJIT", [&](ActiveDevice &d) {
     d.makeCurrent();
     CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
-    void *values[] = {reinterpret_cast<void *>(static_cast<intptr_t>(optLevel))};
-    check(d, d.driver().api().cuModuleLoadDataEx(&module, data, 1, options,
-                                                 values),
-          "cuModuleLoadDataEx");
+    void *values[] = {
+        reinterpret_cast<void *>(static_cast<intptr_t>(optLevel))};
+    check(
+        d,
+        d.driver().api().cuModuleLoadDataEx(&module, data, 1, options, values),
+        "cuModuleLoadDataEx");
   });
   return module;
 }
@@ -292,8 +294,8 @@ struct Descriptors {
 
 /// The cuBLASLt layout of one operand of a plan (GemmPlan.h).
 cublasLtMatrixLayout_t layout(const CublasLtSymbols &lt, cudaDataType type,
-                              const ColumnMajorOperand &operand,
-                              int64_t batch, int64_t stride) {
+                              const ColumnMajorOperand &operand, int64_t batch,
+                              int64_t stride) {
   cublasLtMatrixLayout_t l = nullptr;
   checkLt(lt,
           lt.cublasLtMatrixLayoutCreate(
@@ -320,18 +322,18 @@ size_t elementBytes(int32_t type) { return type == 0 ? 4 : 2; }
 /// The largest power of two up to 256 dividing the address of every
 /// matrix of an operand: `p`, and `p + b * strideBytes` in a batch.
 uint32_t alignmentOf(const void *p, int64_t strideBytes) {
-  uint64_t bits = reinterpret_cast<uintptr_t>(p) |
-                  static_cast<uint64_t>(strideBytes) | 256;
+  uint64_t bits =
+      reinterpret_cast<uintptr_t>(p) | static_cast<uint64_t>(strideBytes) | 256;
   return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
 /// C = alpha op(A) op(B) + beta C for `batch` row-major products, as
 /// effrt_sgemm_batched defines it (strideC != 0 here).
-void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
-            int64_t M, int64_t N, int64_t K, float alpha, const void *A,
-            int64_t lda, int64_t strideA, const void *B, int64_t ldb,
-            int64_t strideB, float beta, void *C, int64_t ldc, int64_t strideC,
-            int32_t abType, int32_t cType) {
+void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
+            int64_t N, int64_t K, float alpha, const void *A, int64_t lda,
+            int64_t strideA, const void *B, int64_t ldb, int64_t strideB,
+            float beta, void *C, int64_t ldc, int64_t strideC, int32_t abType,
+            int32_t cType) {
   if (K <= 0)
     fail("a product with K = ", K, " (C = beta C) is not supported on cuda");
   if (batch > INT32_MAX)
@@ -345,8 +347,7 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
   GemmPlan plan;
-  if (std::string why =
-          planGemm(transA, transB, M, N, K, lda, ldb, ldc, plan);
+  if (std::string why = planGemm(transA, transB, M, N, K, lda, ldb, ldc, plan);
       !why.empty())
     fail(why);
   Descriptors desc(lt);
@@ -356,12 +357,12 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
   cublasOperation_t opSecond =
       plan.second.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   checkLt(lt,
-          lt.cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA,
-                                            &opFirst, sizeof opFirst),
+          lt.cublasLtMatmulDescSetAttribute(
+              desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst),
           "cublasLtMatmulDescSetAttribute");
   checkLt(lt,
-          lt.cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB,
-                                            &opSecond, sizeof opSecond),
+          lt.cublasLtMatmulDescSetAttribute(
+              desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond),
           "cublasLtMatmulDescSetAttribute");
   desc.b = layout(lt, ab, plan.first, batch, strideB);
   desc.a = layout(lt, ab, plan.second, batch, strideA);
@@ -382,15 +383,14 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
   struct {
     cublasLtMatmulPreferenceAttributes_t attribute;
     uint32_t bytes;
-  } alignments[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-       alignmentOf(B, batch > 1 ? strideB * abBytes : 0)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-       alignmentOf(A, batch > 1 ? strideA * abBytes : 0)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-       alignmentOf(C, batch > 1 ? strideC * cBytes : 0)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-       alignmentOf(C, batch > 1 ? strideC * cBytes : 0)}};
+  } alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                     alignmentOf(B, batch > 1 ? strideB * abBytes : 0)},
+                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                     alignmentOf(A, batch > 1 ? strideA * abBytes : 0)},
+                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                     alignmentOf(C, batch > 1 ? strideC * cBytes : 0)},
+                    {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                     alignmentOf(C, batch > 1 ? strideC * cBytes : 0)}};
   for (const auto &a : alignments)
     checkLt(lt,
             lt.cublasLtMatmulPreferenceSetAttribute(
@@ -405,9 +405,8 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch,
           "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
     fail("cuBLASLt has no algorithm for a ", typeName(abType), " x ",
-         typeName(abType), " -> ", typeName(cType), " product of ", M, "x",
-         K, " by ", K, "x", N, " with ", workspaceBytes,
-         " bytes of workspace");
+         typeName(abType), " -> ", typeName(cType), " product of ", M, "x", K,
+         " by ", K, "x", N, " with ", workspaceBytes, " bytes of workspace");
   checkLt(lt,
           lt.cublasLtMatmul(handle, desc.op, &alpha, B, desc.b, A, desc.a,
                             &beta, C, desc.c, C, desc.c, &best.algo,
@@ -428,8 +427,8 @@ extern "C" void effrt_cuda_gemm(int32_t transA, int32_t transB, int64_t M,
       fail("a product of ", M, "x", K, " by ", K, "x", N);
     if (M == 0 || N == 0)
       return;
-    matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha, A, lda, 0, B, ldb,
-           0, beta, C, ldc, 0, abType, cType);
+    matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha, A, lda, 0, B, ldb, 0,
+           beta, C, ldc, 0, abType, cType);
   });
 }
 
@@ -440,8 +439,7 @@ extern "C" void effrt_cuda_gemm_batched(
     int64_t ldc, int64_t strideC, int32_t abType, int32_t cType) {
   onDevice("effrt_cuda_gemm_batched", [&](ActiveDevice &d) {
     if (batch < 0 || M < 0 || N < 0 || K < 0)
-      fail("a batch of ", batch, " products of ", M, "x", K, " by ", K, "x",
-           N);
+      fail("a batch of ", batch, " products of ", M, "x", K, " by ", K, "x", N);
     if (batch == 0 || M == 0 || N == 0)
       return;
     if (strideC != 0 || batch == 1) {

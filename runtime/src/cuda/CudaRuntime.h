@@ -1,4 +1,4 @@
-//===- CudaRuntime.h - What CUDA host code imports from the runtime -*- C++ -*-===//
+//===- CudaRuntime.h - What CUDA host code imports --------------*- C++ -*-===//
 //
 // The functions CudaRuntime.cpp defines for the host code of cuda .effx
 // files: the MLIR GPU runtime ABI (MLIR 22's signatures) and the matrix
@@ -33,8 +33,7 @@ void mgpuEventRecord(CUevent event, CUstream stream);
 void *mgpuMemAlloc(uint64_t sizeBytes, CUstream stream, bool isHostShared);
 void mgpuMemFree(void *ptr, CUstream stream);
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, CUstream stream);
-void mgpuMemset32(void *dst, unsigned int value, size_t count,
-                  CUstream stream);
+void mgpuMemset32(void *dst, unsigned int value, size_t count, CUstream stream);
 void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   CUstream stream);
 void mgpuSetDefaultDevice(int32_t device);

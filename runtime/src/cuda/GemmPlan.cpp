@@ -30,8 +30,8 @@ std::string effrt::cuda::planGemm(bool transA, bool transB, int64_t M,
   std::string why =
       operand("B", transB ? K : N, transB ? N : K, ldb, transB, plan.first);
   if (why.empty())
-    why = operand("A", transA ? M : K, transA ? K : M, lda, transA,
-                  plan.second);
+    why =
+        operand("A", transA ? M : K, transA ? K : M, lda, transA, plan.second);
   if (why.empty())
     why = operand("C", N, M, ldc, false, plan.c);
   return why;

@@ -1,4 +1,4 @@
-//===- GemmPlan.h - Row-major products as cuBLASLt's column-major -*- C++ -*-===//
+//===- GemmPlan.h - Row-major products for cuBLASLt -------------*- C++ -*-===//
 //
 // effrt_cuda_gemm has effrt_sgemm's row-major semantics; cuBLASLt computes
 // column-major D = op(X) op(Y) + C. The plan says which operand goes where,
