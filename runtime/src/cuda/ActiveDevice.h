@@ -38,11 +38,12 @@ public:
   virtual void noteError(std::string message) = 0;
   virtual void makeCurrent() = 0;
 
-  /// The device whose code is loading, running or unloading, or null.
+  /// The device whose code is loading, running or unloading on this
+  /// thread, or null.
   static ActiveDevice *current();
 
 protected:
-  static ActiveDevice *current_;
+  static thread_local ActiveDevice *current_;
   friend class ActiveScope;
 };
 

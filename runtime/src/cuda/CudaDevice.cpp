@@ -51,7 +51,7 @@ void *const effrt_cuda_symbols[] = {
 }
 
 ActiveDevice::~ActiveDevice() = default;
-ActiveDevice *ActiveDevice::current_ = nullptr;
+thread_local ActiveDevice *ActiveDevice::current_ = nullptr;
 ActiveDevice *ActiveDevice::current() { return current_; }
 
 bool cuda::acceptsTarget(std::string_view target) {
