@@ -13,12 +13,14 @@
 #
 # usage: scripts/gpu/run.sh [--dir build-gpu] [--device-kind cuda|cpu]
 #          [--only CHECK-PREFIXES] [--no-suite] [--no-bench] [--bench-steps N]
-#          [--suite-timeout S] [--bench-timeout S]
+#          [--suite-timeout S] [--bench-timeout S] [--budget S]
+# --budget (default 540): the whole command's seconds; the benchmark gets at
+# most what the build and the suite left of it (minus 15 s to write files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 DIR=build-gpu KIND=cuda ONLY="" SUITE=1 BENCH=1 BENCH_STEPS=10
-SUITE_TIMEOUT=240 BENCH_TIMEOUT=330
+SUITE_TIMEOUT=200 BENCH_TIMEOUT=330 BUDGET=540
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
     --bench-steps) BENCH_STEPS=$2; shift 2 ;;
     --suite-timeout) SUITE_TIMEOUT=$2; shift 2 ;;
     --bench-timeout) BENCH_TIMEOUT=$2; shift 2 ;;
+    --budget) BUDGET=$2; shift 2 ;;
     *) echo "run.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -95,8 +98,13 @@ if [ "$SUITE" = 1 ] && [ -f "$DIR/suite/suite.json" ]; then
 fi
 
 # 3. The benchmark.
-if [ "$BENCH" = 1 ] && [ -f "$DIR/bench/bench.json" ]; then
-  echo "== $(date -u +%H:%M:%S) benchmark"
+left=$(( BUDGET - ($(date +%s) - T0) - 15 ))
+if [ "$BENCH" = 1 ] && [ "$left" -lt 60 ]; then
+  echo "FAIL bench: not run, $left s left of the $BUDGET s budget"; worst 1; bench_rc=1
+elif [ "$BENCH" = 1 ] && [ -f "$DIR/bench/bench.json" ]; then
+  left=$(( BUDGET - ($(date +%s) - T0) - 15 ))
+  if [ "$left" -lt "$BENCH_TIMEOUT" ]; then BENCH_TIMEOUT=$left; fi
+  echo "== $(date -u +%H:%M:%S) benchmark (at most $BENCH_TIMEOUT s)"
   timeout "$BENCH_TIMEOUT" "$PYTHON" bench/gpu_vs_torch.py run --dir "$DIR/bench" \
     --effrun "$EFFRUN" --device-kind "$KIND" --out "$OUT" --steps "$BENCH_STEPS" \
     2>&1 | tee "$OUT/gpu_vs_torch.log"
