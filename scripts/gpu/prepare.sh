@@ -32,6 +32,7 @@ while [ $# -gt 0 ]; do
 done
 PY=/usr/bin/python3   # PyTorch 1.13 + onnx: the exporter (docs/GpuSuite.md)
 LIMIT=$((48 * 1024 * 1024))   # well under the device tool's 64 MiB
+PACK_ABOVE=${PACK_ABOVE:-$((32 * 1024 * 1024))}   # xz the .effx files above this
 case "$OUT" in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 case "$BIN" in /*) ;; *) BIN=$ROOT/$BIN ;; esac
 if [ ! -x "$BIN/effc" ]; then
@@ -109,6 +110,14 @@ size=$(du -sb "$OUT" | cut -f1)
 echo
 echo "== $OUT: $((size / 1024)) KiB ($(find "$OUT" -type f | wc -l) files; effrun needs $glibc $glibcxx)"
 du -sh "$OUT"/suite "$OUT"/bench "$OUT"/rt 2>/dev/null | sed 's/^/   /'
+if [ "$size" -gt "$PACK_ABOVE" ]; then
+  # The device code makes .effx files large: xz them (about half); run.sh
+  # unpacks them there (Python's lzma).
+  echo "== over $((PACK_ABOVE / 1048576)) MiB: packing the .effx files with xz"
+  find "$OUT" -name '*.effx' -print0 | xargs -0 -r xz -T0 -6 -f
+  size=$(du -sb "$OUT" | cut -f1)
+  echo "   now $((size / 1024)) KiB"
+fi
 if [ "$size" -gt "$LIMIT" ]; then
   echo "prepare.sh: $OUT is $((size / 1048576)) MiB, over the $((LIMIT / 1048576)) MiB this script allows (the device tool carries 64 MiB in all)" >&2
   exit 1

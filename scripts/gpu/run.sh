@@ -56,6 +56,16 @@ else
   echo "   no nvidia-smi"
 fi
 
+# .effx files prepare.sh packed with xz (when the folder was large).
+"$PYTHON" - "$DIR" <<'PY' || { echo "FAIL unpacking the .effx.xz files"; exit 1; }
+import glob, lzma, os, shutil, sys
+for packed in glob.glob(os.path.join(sys.argv[1], "*", "*.effx.xz")):
+    with lzma.open(packed) as src, open(packed[:-3], "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 24)
+    os.remove(packed)
+    print("   unpacked", os.path.basename(packed))
+PY
+
 # 1. effrun.
 EFFRUN=$DIR/rt/effrun
 if ! "$EFFRUN" --help >/dev/null 2>"$OUT/effrun-start.txt"; then
@@ -65,6 +75,8 @@ if ! "$EFFRUN" --help >/dev/null 2>"$OUT/effrun-start.txt"; then
   if cmake -G Ninja -S runtime -B "$RTB" -DCMAKE_BUILD_TYPE=Release \
        -DEFFRT_USE_OPENBLAS=OFF -DEFFRT_USE_OPENMP=OFF \
        -DEFFRT_BUILD_TESTS=OFF -DEFFRT_BUILD_FUZZERS=OFF \
+       -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
+       -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON \
        -DEFFRT_CLI11_INCLUDE="$DIR/rt/include" \
        -DEFFRT_NLOHMANN_JSON_INCLUDE="$DIR/rt/include" \
        -DZLIB_INCLUDE_DIR="$DIR/rt/include" -DZLIB_LIBRARY="$DIR/rt/lib/libz.so.1" \

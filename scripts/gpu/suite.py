@@ -654,6 +654,9 @@ class Runner:
             detail) if x))
 
     def check_remat(self, case):
+        if not any(self.selected("remat:gpt-" + p)
+                   for p in ("selective", "full")):
+            return
         base = None
         for policy in ("none", "selective", "full"):
             name = "remat:gpt-%s" % policy
@@ -740,6 +743,9 @@ class Runner:
                 if self.selected(n):
                     self.res.unsupported(n, "no CPU twin: prepared with "
                                          "--target cpu (dry run)")
+            return
+        if not any(self.selected(n) for n in ("xdev:gpu-to-cpu",
+                                               "xdev:cpu-to-gpu")):
             return
         try:
             full = self.train_effrun(case, "fp32", steps=6, stem="gpt.xfull6")
