@@ -454,14 +454,24 @@ def effopt_run(args, bench, B, weights, data, steps, warmup, device, work):
     n = write_init_checkpoint(zero, effx, weights, init)
     os.remove(zero)
     log = os.path.join(work, "effrun.b%d.jsonl" % B)
+    if os.path.exists(log):
+        os.remove(log)   # --resume appends to a log
+    # Wall clock too, in case the log's per-step times miss asynchronous
+    # work: (a run of W+S steps - a run of 0 steps, same loading) / (W+S).
+    t0 = time.perf_counter()
+    effrun(["--steps", "0", "--resume", init])
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
     with FreeMemoryWatch(device) as watch:
         effrun(["--steps", str(warmup + steps), "--resume", init,
                 "--log", log])
+    run_s = time.perf_counter() - t0
     os.remove(init)
     rows = [json.loads(l) for l in open(log)]
     losses = [r["loss"] for r in rows]
-    ms = float(np.median([r["time_ms"] for r in rows[warmup:]]))
-    return losses, ms, rows, watch.taken(), n
+    ms_log = float(np.median([r["time_ms"] for r in rows[warmup:]]))
+    ms_wall = max(0.0, run_s - load_s) * 1000.0 / (warmup + steps)
+    return losses, ms_log, ms_wall, rows, watch.taken(), n
 
 
 def copy_probe(device, timer):
@@ -624,10 +634,16 @@ def run(args):
             torch.__version__)
     status = "PASS"
     try:
-        losses, ms, rows, footprint, n = effopt_run(
+        losses, ms_log, ms_wall, rows, footprint, n = effopt_run(
             args, bench, B, weights, data, steps, warmup, device, work)
         planned = bench["variants"][str(B)]["planned"]
-        systems["effopt"] = dict(losses=losses, ms=ms, planned=planned,
+        # The slower of the two (the wall clock includes the warm-up steps).
+        ms = max(ms_log, ms_wall)
+        say("effopt: %.2f ms/step in effrun's log (median), %.2f by the "
+            "wall clock (all %d steps, loading subtracted)" % (
+                ms_log, ms_wall, warmup + steps))
+        systems["effopt"] = dict(losses=losses, ms=ms, ms_log=ms_log,
+                                 ms_wall=ms_wall, planned=planned,
                                  allocated=rows[0].get("allocated_bytes"),
                                  device=rows[0].get("device_bytes"),
                                  footprint=footprint, tensors_loaded=n)
@@ -660,7 +676,8 @@ def run(args):
             say("FAIL effopt: effrun's log has no device_bytes (the drop of "
                 "cuMemGetInfo's free bytes across the model's allocation)")
             status = "FAIL"
-        elif s["device"] is not None and s["device"] != s["planned"]:
+        elif s["device"] is not None and not (
+                s["planned"] <= s["device"] < s["planned"] + (8 << 20)):
             say("FAIL effopt: planned %d bytes, device_bytes %d" % (
                 s["planned"], s["device"]))
             status = "FAIL"

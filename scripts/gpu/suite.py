@@ -55,6 +55,7 @@ import export_examples as ex  # noqa: E402
 import train_vs_torch as tv  # noqa: E402
 
 GPT_SPEC = dict(vocab=256, block_size=32, n_layer=2, d_model=64, n_head=4)
+GRANULE = 2 << 20   # the CUDA driver's allocation granularity
 LORA_TARGETS = r"c_attn|c_proj|mlp\.[02]\.weight"
 
 # Optimizer settings of each model (effc's flag names, as tv.add_training_args).
@@ -548,11 +549,14 @@ class Runner:
                 "cuMemGetInfo's free bytes across the model's allocation); "
                 "planned == allocated == %d" % planned, planned=planned,
                 allocated=alloc)
-        ok = dev == planned
+        # cuMemAlloc hands out whole 2 MiB pages: each of the (at most 4)
+        # regions may show up to that much more in cuMemGetInfo.
+        ok = planned <= dev < planned + 4 * GRANULE
         return self.res.add(name, "PASS" if ok else "FAIL",
-                            "planned %d, allocated %d, device %d bytes"
-                            % (planned, alloc, dev), planned=planned,
-                            allocated=alloc, device=dev)
+                            "planned %d, allocated %d, device %d bytes "
+                            "(+%d: allocation granularity)"
+                            % (planned, alloc, dev, dev - planned),
+                            planned=planned, allocated=alloc, device=dev)
 
     # -- checks ------------------------------------------------------------
 
