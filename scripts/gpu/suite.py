@@ -37,6 +37,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -295,6 +296,39 @@ class EffrunError(Exception):
     pass
 
 
+class FreeMemoryWatch:
+    """The lowest device-wide free memory (cudaMemGetInfo, polled) while
+    effrun runs: the whole process's footprint, CUDA context and code
+    included. Informative: device_bytes (effrun's own, around its
+    allocations) is what the memory checks compare."""
+
+    def __init__(self, on):
+        self.on = on
+        self.low = self.before = None
+        self.stop = threading.Event()
+
+    def __enter__(self):
+        if self.on:
+            torch.cuda.synchronize()
+            self.before = self.low = torch.cuda.mem_get_info()[0]
+            self.thread = threading.Thread(target=self.poll, daemon=True)
+            self.thread.start()
+        return self
+
+    def poll(self):
+        while not self.stop.is_set():
+            self.low = min(self.low, torch.cuda.mem_get_info()[0])
+            time.sleep(0.01)
+
+    def __exit__(self, *exc):
+        if self.on:
+            self.stop.set()
+            self.thread.join()
+
+    def taken(self):
+        return None if not self.on else self.before - self.low
+
+
 class Effrun:
     def __init__(self, path, threads):
         self.path = path
@@ -493,6 +527,7 @@ class Runner:
         os.makedirs(self.work)
         self.table = []
         self.memory_checked = set()
+        self.footprint = {}
 
     def selected(self, check):
         if not self.args.only:
@@ -510,9 +545,12 @@ class Runner:
         v = case["variants"][tag]
         stem = stem or "%s.%s" % (case["name"], tag)
         log, ckpt = self.w(stem + ".jsonl"), self.w(stem + ".safetensors")
-        self.effrun(self.p(v["effx"]), self.p(case["data"]),
-                    steps if steps is not None else case["steps"], log=log,
-                    save=ckpt, resume=resume)
+        with FreeMemoryWatch(self.device.type == "cuda"
+                             and v["target"] == "cuda") as watch:
+            self.effrun(self.p(v["effx"]), self.p(case["data"]),
+                        steps if steps is not None else case["steps"],
+                        log=log, save=ckpt, resume=resume)
+        self.footprint[(case["name"], tag)] = watch.taken()
         rows = read_log(log) if os.path.exists(log) else []
         out = dict(log=rows, losses=[r["loss"] for r in rows], ckpt=ckpt,
                    state=tv.read_safetensors(ckpt))
@@ -543,20 +581,25 @@ class Runner:
                                    planned=planned, allocated=alloc)
         dev = rows[0].get("device_bytes")
         row["device"] = dev
+        foot = self.footprint.get((case["name"], tag))
+        row["process"] = foot
+        seen = ("; the whole effrun process took %d bytes of the GPU "
+                "(context and code included)" % foot) if foot else ""
         if dev is None:
             return self.res.failed(
                 name, "effrun's log has no device_bytes (the drop of "
                 "cuMemGetInfo's free bytes across the model's allocation); "
-                "planned == allocated == %d" % planned, planned=planned,
-                allocated=alloc)
+                "planned == allocated == %d%s" % (planned, seen),
+                planned=planned, allocated=alloc, process=foot)
         # cuMemAlloc hands out whole 2 MiB pages: each of the (at most 4)
         # regions may show up to that much more in cuMemGetInfo.
         ok = planned <= dev < planned + 4 * GRANULE
         return self.res.add(name, "PASS" if ok else "FAIL",
                             "planned %d, allocated %d, device %d bytes "
-                            "(+%d: allocation granularity)"
-                            % (planned, alloc, dev, dev - planned),
-                            planned=planned, allocated=alloc, device=dev)
+                            "(+%d: allocation granularity)%s"
+                            % (planned, alloc, dev, dev - planned, seen),
+                            planned=planned, allocated=alloc, device=dev,
+                            process=foot)
 
     # -- checks ------------------------------------------------------------
 
@@ -881,16 +924,17 @@ def run(args):
             r.check_refuse(cases["gpt"])
         status = 1 if any(c["status"] == "FAIL" for c in res.checks) else 0
         print()
-        print("%-26s %12s %12s %12s %10s %10s %10s %10s" % (
-            "check", "planned", "allocated", "device", "effrun_ms", "torch_ms",
-            "loss_err", "state_err"))
+        print("%-26s %12s %12s %12s %12s %10s %10s %9s %9s" % (
+            "check", "planned", "allocated", "device", "process",
+            "effrun_ms", "torch_ms", "loss_err", "state_err"))
 
         def fmt(v, f="%d"):
             return "-" if v is None else f % v
         for row in r.table:
-            print("%-26s %12s %12s %12s %10s %10s %10s %10s" % (
+            print("%-26s %12s %12s %12s %12s %10s %10s %9s %9s" % (
                 row["check"], fmt(row.get("planned")),
                 fmt(row.get("allocated")), fmt(row.get("device")),
+                fmt(row.get("process")),
                 fmt(row.get("effrun_ms_step"), "%.2f"),
                 fmt(row.get("torch_ms_step"), "%.2f"),
                 fmt(row.get("loss_rel_err"), "%.1e"),
