@@ -223,7 +223,16 @@ def prepare(args):
                "--weight-decay", repr(OPT["weight_decay"]),
                "--report-json", os.path.join(out, report)] + args.effc
         t1 = time.time()
-        run_tool(cmd, "effc (batch %d)" % B)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        if r.returncode != 0:
+            # Recorded: the run says FAIL for effopt with effc's words and
+            # still measures PyTorch.
+            msg = (r.stderr.strip() or r.stdout.strip() or "no output")
+            msg = "effc failed: " + msg.splitlines()[-1][:300]
+            variants[str(B)] = dict(effx=effx, report=report, error=msg)
+            print("FAILED batch %d: %s" % (B, msg), flush=True)
+            continue
         planned = json.load(open(os.path.join(out, report)))["total_bytes"]
         variants[str(B)] = dict(effx=effx, report=report, planned=planned)
         print("compiled batch %d: %s, %.1f MB, planned %.2f GiB (%.0f s)" % (
@@ -435,6 +444,8 @@ def effopt_run(args, bench, B, weights, data, steps, warmup, device, work):
     """(losses, ms per timed step, log rows, process footprint) or raises
     RuntimeError with effrun's message."""
     v = bench["variants"][str(B)]
+    if "error" in v:
+        raise RuntimeError(v["error"])
     effx = os.path.join(args.dir, v["effx"])
     npz = os.path.join(work, "tokens.b%d.npz" % B)
     np.savez(npz, **data)
@@ -480,7 +491,6 @@ def copy_probe(device, timer):
     dst = torch.empty_like(src)
     ms = timer.time_ms(lambda: dst.copy_(src), reps=20, warmup=3)
     gbs = 2 * src.numel() * 4 / (ms / 1e3) / 1e9   # read + written
-    del src, dst
     return dict(bytes=n * 4, ms=ms, gb_per_s=gbs)
 
 
@@ -519,7 +529,6 @@ def gemm_probe(cfg, B, device, timer):
                          count=count, ms=ms, tflops=flops / (ms / 1e3) / 1e12))
         total_ms += ms * count
         total_flops += flops * count
-        del a, b
     for name, fin, fout, count in linears:
         bench(name + " fwd", (M, fin), (fout, fin), count, transpose_b=True)
         bench(name + " dX", (M, fout), (fout, fin), count)
@@ -593,7 +602,7 @@ def run(args):
     free = torch.cuda.mem_get_info()[0] if device.type == "cuda" else None
     chosen, eager = None, None
     for B in batches:
-        planned = bench["variants"][str(B)]["planned"]
+        planned = bench["variants"][str(B)].get("planned", 0)
         if free is not None and planned > free:
             say("batch %d: effopt plans %.2f GiB, %.2f GiB free: skipped"
                 % (B, planned / 2**30, free / 2**30))
@@ -636,7 +645,7 @@ def run(args):
     try:
         losses, ms_log, ms_wall, rows, footprint, n = effopt_run(
             args, bench, B, weights, data, steps, warmup, device, work)
-        planned = bench["variants"][str(B)]["planned"]
+        planned = bench["variants"][str(B)].get("planned")
         # The slower of the two (the wall clock includes the warm-up steps).
         ms = max(ms_log, ms_wall)
         say("effopt: %.2f ms/step in effrun's log (median), %.2f by the "

@@ -141,6 +141,7 @@ def prepare(args):
     target = args.target
     torch.set_num_threads(1)
     cases = []
+    failed_compiles = []
     t0 = time.time()
 
     def compile_variant(case, tag, onnx_path, flags, tgt=None):
@@ -152,9 +153,21 @@ def prepare(args):
         if tgt == "cpu":
             # Runs on whatever CPU the GPU machine has.
             cmd += ["--cpu", "x86-64"]
-        run_tool(cmd + flags, "effc (%s %s)" % (case["name"], tag))
         case["variants"][tag] = dict(effx=effx, report=report, target=tgt,
                                      flags=flags)
+        r = subprocess.run(cmd + flags, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if r.returncode != 0:
+            # Recorded, not fatal: the checks that need it FAIL there with
+            # effc's words, the others still run.
+            lines = (r.stderr.strip() or r.stdout.strip() or
+                     "no output").splitlines()
+            case["variants"][tag]["error"] = "effc --target %s failed: %s" % (
+                tgt, lines[-1][:300])
+            failed_compiles.append("%s %s" % (case["name"], tag))
+            print("  FAILED   %-8s %-12s --target %s: %s" % (
+                case["name"], tag, tgt, lines[-1][:300]), flush=True)
+            return
         print("  compiled %-8s %-12s --target %s %s" % (
             case["name"], tag, tgt, " ".join(flags)), flush=True)
 
@@ -263,8 +276,12 @@ def prepare(args):
     with open(os.path.join(out, "suite.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print("suite.py prepare: %d models, %d .effx (--target %s) in %s (%.0f s)"
-          % (len(cases), sum(len(c["variants"]) for c in cases), target, out,
-             time.time() - t0))
+          % (len(cases), sum(len(c["variants"]) for c in cases)
+             - len(failed_compiles), target, out, time.time() - t0))
+    if failed_compiles:
+        print("suite.py prepare: %d variants did not compile (their checks "
+              "will FAIL): %s" % (len(failed_compiles),
+                                  ", ".join(failed_compiles)))
 
 
 # ---------------------------------------------------------------------------
@@ -543,6 +560,8 @@ class Runner:
     def train_effrun(self, case, tag, steps=None, stem=None, resume=None):
         """effrun STEPS steps of a variant; {losses, state, log} or raises."""
         v = case["variants"][tag]
+        if "error" in v:
+            raise EffrunError(v["error"])
         stem = stem or "%s.%s" % (case["name"], tag)
         log, ckpt = self.w(stem + ".jsonl"), self.w(stem + ".safetensors")
         with FreeMemoryWatch(self.device.type == "cuda"
@@ -831,6 +850,8 @@ class Runner:
             return
         if self.args.device_kind != "cuda":
             return self.res.unsupported(name, "needs --device-kind cuda")
+        if "error" in case["variants"]["fp32"]:
+            return self.res.failed(name, case["variants"]["fp32"]["error"])
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
         cmd = [self.effrun.path, self.p(case["variants"]["fp32"]["effx"]),
                "--data", self.p(case["data"]), "--steps", "1"]
