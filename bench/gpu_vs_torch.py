@@ -37,6 +37,7 @@ import argparse
 import json
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -477,12 +478,124 @@ def effopt_run(args, bench, B, weights, data, steps, warmup, device, work):
         effrun(["--steps", str(warmup + steps), "--resume", init,
                 "--log", log])
     run_s = time.perf_counter() - t0
+    if args.profile:
+        try:
+            result_profile = ncu_profile(args, effx, npz, init, work)
+        except Exception as e:   # noqa: BLE001 - a profile never fails the bench
+            result_profile = dict(error="profile failed: %s" % e)
+    else:
+        result_profile = None
     os.remove(init)
     rows = [json.loads(l) for l in open(log)]
     losses = [r["loss"] for r in rows]
     ms_log = float(np.median([r["time_ms"] for r in rows[warmup:]]))
     ms_wall = max(0.0, run_s - load_s) * 1000.0 / (warmup + steps)
-    return losses, ms_log, ms_wall, rows, watch.taken(), n
+    return losses, ms_log, ms_wall, rows, watch.taken(), n, result_profile
+
+
+NCU_METRICS = "gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum"
+GEMM_KERNEL = re.compile(r"gemm|xmma|nvjet|cutlass|cublas", re.I)
+UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6,
+         "msecond": 1e-3, "ms": 1e-3, "second": 1.0, "s": 1.0,
+         "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9,
+         "KB": 1e3, "MB": 1e6, "GB": 1e9, "": 1.0}
+
+
+def find_ncu():
+    import glob
+    import shutil
+    for c in [shutil.which("ncu"), "/usr/local/cuda/bin/ncu"] + sorted(
+            glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True):
+        if c and os.path.exists(c):
+            return c
+    return None
+
+
+def parse_ncu_csv(text):
+    """[{name, seconds, bytes}] per profiled kernel of `ncu --csv` output
+    (one row per kernel and metric)."""
+    import csv
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')),
+                 None)
+    if start is None:
+        raise ValueError("no CSV header (\"ID\", ...) in ncu's output")
+    kernels = {}
+    for row in csv.DictReader(lines[start:]):
+        name = (row.get("Kernel Name") or row.get("Function Name")
+                or row.get("Name") or "?")
+        k = kernels.setdefault(row["ID"], dict(name=name,
+                                               seconds=0.0, bytes=0.0))
+        unit = row.get("Metric Unit", "") or ""
+        value = float(row["Metric Value"].replace(",", "")) * UNITS.get(
+            unit, 1.0)
+        if row["Metric Name"].startswith("gpu__time_duration"):
+            k["seconds"] += value
+        elif row["Metric Name"].startswith("dram__bytes"):
+            k["bytes"] += value
+    return list(kernels.values())
+
+
+def ncu_profile(args, effx, npz, init, work):
+    """One eager step of effrun under Nsight Compute: each kernel's time
+    and DRAM bytes. cuBLASLt's kernels (by name) against effopt's own."""
+    ncu = find_ncu()
+    if ncu is None:
+        return dict(error="no ncu on this machine")
+    log = os.path.join(work, "ncu.csv")
+    cmd = [ncu, "--csv", "--print-units", "base", "--replay-mode",
+           "application", "--target-processes", "all", "--metrics",
+           NCU_METRICS, "--log-file", log, args.effrun, effx, "--data", npz,
+           "--steps", "1", "--resume", init, "--quiet"]
+    t0 = time.time()
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=args.profile_timeout)
+    if r.returncode != 0 or not os.path.exists(log):
+        return dict(error="ncu exit %d: %s" % (r.returncode, (
+            r.stdout.strip() or "no output").splitlines()[-1][:300]))
+    kernels = parse_ncu_csv(open(log).read())
+    gemm = [k for k in kernels if GEMM_KERNEL.search(k["name"])]
+    own = [k for k in kernels if not GEMM_KERNEL.search(k["name"])]
+    return dict(seconds=time.time() - t0, kernels=kernels,
+                gemm_s=sum(k["seconds"] for k in gemm), gemm_n=len(gemm),
+                own_s=sum(k["seconds"] for k in own), own_n=len(own),
+                own_bytes=sum(k["bytes"] for k in own))
+
+
+def say_profile(say, prof, copy_gbs, gemm_floor_ms):
+    if prof is None:
+        return
+    if "error" in prof:
+        say("profile: %s" % prof["error"])
+        return
+    total = prof["gemm_s"] + prof["own_s"]
+    say("")
+    say("profile (ncu, one eager effrun step; %.0f s): %d kernels, %.2f ms "
+        "of kernel time" % (prof["seconds"], len(prof["kernels"]),
+                            total * 1e3))
+    say("  GEMMs (cuBLASLt kernels): %d, %.2f ms%s" % (
+        prof["gemm_n"], prof["gemm_s"] * 1e3,
+        "; cuBLAS alone on the step's shapes %.2f ms: %.2fx (goal <= 1.10)"
+        % (gemm_floor_ms, prof["gemm_s"] * 1e3 / gemm_floor_ms)
+        if gemm_floor_ms else ""))
+    if prof["own_s"] > 0:
+        bw = prof["own_bytes"] / prof["own_s"] / 1e9
+        say("  effopt's kernels: %d, %.2f ms, %.2f GB of DRAM traffic: %.0f "
+            "GB/s on average%s" % (
+                prof["own_n"], prof["own_s"] * 1e3, prof["own_bytes"] / 1e9,
+                bw, ", %.0f%% of the copy bandwidth (goal >= 70%%)"
+                % (100 * bw / copy_gbs) if copy_gbs else ""))
+        if copy_gbs:
+            slow = [k for k in prof["kernels"]
+                    if not GEMM_KERNEL.search(k["name"]) and k["seconds"] > 0
+                    and k["bytes"] / k["seconds"] / 1e9 < 0.7 * copy_gbs]
+            say("  below 70%% of copy bandwidth: %d kernels, %.2f ms" % (
+                len(slow), sum(k["seconds"] for k in slow) * 1e3))
+    say("  the 10 longest kernels:")
+    for k in sorted(prof["kernels"], key=lambda k: -k["seconds"])[:10]:
+        say("    %8.3f ms %7.0f GB/s  %s" % (
+            k["seconds"] * 1e3, k["bytes"] / max(k["seconds"], 1e-12) / 1e9,
+            k["name"][:90]))
 
 
 def copy_probe(device, timer):
@@ -643,7 +756,7 @@ def run(args):
             torch.__version__)
     status = "PASS"
     try:
-        losses, ms_log, ms_wall, rows, footprint, n = effopt_run(
+        losses, ms_log, ms_wall, rows, footprint, n, prof = effopt_run(
             args, bench, B, weights, data, steps, warmup, device, work)
         planned = bench["variants"][str(B)].get("planned")
         # The slower of the two (the wall clock includes the warm-up steps).
@@ -656,6 +769,7 @@ def run(args):
                                  allocated=rows[0].get("allocated_bytes"),
                                  device=rows[0].get("device_bytes"),
                                  footprint=footprint, tensors_loaded=n)
+        result["profile"] = prof
         if n != len(weights):
             say("FAIL effopt: %d of the %d weights are in effrun's checkpoint"
                 % (n, len(weights)))
@@ -754,6 +868,9 @@ def run(args):
             "; effopt's step %.2f ms: GEMMs alone would be %.0f%% of it"
             % (systems["effopt"]["ms"], 100 * gemm_ms /
                systems["effopt"]["ms"]) if "effopt" in systems else ""))
+        say_profile(say, result.get("profile"), cp["gb_per_s"], gemm_ms)
+    else:
+        say_profile(say, result.get("profile"), None, None)
     return finish(status)
 
 
@@ -777,6 +894,10 @@ def main():
     r.add_argument("--warmup", type=int, default=3)
     r.add_argument("--loss-rtol", type=float, default=2e-2)
     r.add_argument("--no-probes", action="store_true")
+    r.add_argument("--profile", action="store_true",
+                   help="also one effrun step under Nsight Compute (ncu): "
+                        "each kernel's time and DRAM bytes (about a minute)")
+    r.add_argument("--profile-timeout", type=int, default=150)
     args = ap.parse_args()
     if args.cmd == "prepare":
         prepare(args)

@@ -13,13 +13,16 @@
 #
 # usage: scripts/gpu/run.sh [--dir build-gpu] [--device-kind cuda|cpu]
 #          [--only CHECK-PREFIXES] [--no-suite] [--no-bench] [--bench-steps N]
-#          [--suite-timeout S] [--bench-timeout S] [--budget S]
+#          [--suite-timeout S] [--bench-timeout S] [--budget S] [--profile]
+# --profile: the benchmark also runs one effrun step under Nsight Compute
+# (each kernel's time and DRAM bytes: GEMMs vs cuBLAS alone, effopt's
+# kernels vs the copy bandwidth); about a minute more.
 # --budget (default 540): the whole command's seconds; the benchmark gets at
 # most what the build and the suite left of it (minus 15 s to write files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
-DIR=build-gpu KIND=cuda ONLY="" SUITE=1 BENCH=1 BENCH_STEPS=10
+DIR=build-gpu KIND=cuda ONLY="" SUITE=1 BENCH=1 BENCH_STEPS=10 PROFILE=
 SUITE_TIMEOUT=200 BENCH_TIMEOUT=330 BUDGET=540
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --suite-timeout) SUITE_TIMEOUT=$2; shift 2 ;;
     --bench-timeout) BENCH_TIMEOUT=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
+    --profile) PROFILE=--profile; shift ;;
     *) echo "run.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -118,7 +122,7 @@ elif [ "$BENCH" = 1 ] && [ -f "$DIR/bench/bench.json" ]; then
   if [ "$left" -lt "$BENCH_TIMEOUT" ]; then BENCH_TIMEOUT=$left; fi
   echo "== $(date -u +%H:%M:%S) benchmark (at most $BENCH_TIMEOUT s)"
   timeout "$BENCH_TIMEOUT" "$PYTHON" bench/gpu_vs_torch.py run --dir "$DIR/bench" \
-    --effrun "$EFFRUN" --device-kind "$KIND" --out "$OUT" --steps "$BENCH_STEPS" \
+    --effrun "$EFFRUN" --device-kind "$KIND" --out "$OUT" --steps "$BENCH_STEPS" $PROFILE \
     2>&1 | tee "$OUT/gpu_vs_torch.log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" -eq 124 ]; then echo "FAIL bench: timed out after $BENCH_TIMEOUT s"; rc=1; fi
