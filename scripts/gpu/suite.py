@@ -18,6 +18,7 @@ has no GPU:
         remat:*     --remat selective/full bit-identical to none (losses
                     and every checkpoint tensor)
         resume:*    6 steps == 3 steps, --save, --resume, 3 more (bits)
+        graphs:*    CUDA graph replay == EFFRT_CUDA_GRAPHS=0 (bits)
         xdev:*      a GPU checkpoint resumed by the CPU twin of the model
                     (compiled here with --target cpu) and back, against
                     the uninterrupted GPU run (fp32 tolerance)
@@ -557,7 +558,8 @@ class Runner:
     def w(self, name):
         return os.path.join(self.work, name)
 
-    def train_effrun(self, case, tag, steps=None, stem=None, resume=None):
+    def train_effrun(self, case, tag, steps=None, stem=None, resume=None,
+                     env=None):
         """effrun STEPS steps of a variant; {losses, state, log} or raises."""
         v = case["variants"][tag]
         if "error" in v:
@@ -568,7 +570,7 @@ class Runner:
                              and v["target"] == "cuda") as watch:
             self.effrun(self.p(v["effx"]), self.p(case["data"]),
                         steps if steps is not None else case["steps"],
-                        log=log, save=ckpt, resume=resume)
+                        log=log, save=ckpt, resume=resume, env=env)
         self.footprint[(case["name"], tag)] = watch.taken()
         rows = read_log(log) if os.path.exists(log) else []
         out = dict(log=rows, losses=[r["loss"] for r in rows], ckpt=ckpt,
@@ -811,6 +813,33 @@ class Runner:
             "equal" if same_l else "differ", len(diff),
             (", e.g. " + diff[0]) if diff else ""))
 
+    def check_graphs(self, case):
+        """CUDA graph replay (every step after the second) bit-identical
+        to eager steps (EFFRT_CUDA_GRAPHS=0, docs/CudaRuntime.md)."""
+        name = "graphs:gpt-fp32"
+        if not self.selected(name):
+            return
+        if self.args.device_kind != "cuda":
+            return self.res.unsupported(name, "needs --device-kind cuda")
+        try:
+            graphs = self.train_effrun(case, "fp32", steps=6,
+                                       stem="gpt.graphs6")
+            eager = self.train_effrun(case, "fp32", steps=6,
+                                      stem="gpt.eager6",
+                                      env=dict(os.environ,
+                                               EFFRT_CUDA_GRAPHS="0"))
+        except EffrunError as e:
+            return self.res.failed(name, str(e))
+        same_l = [f32_bits(x) for x in graphs["losses"]] == \
+            [f32_bits(x) for x in eager["losses"]]
+        diff = [k for k in graphs["state"] if not np.array_equal(
+            graphs["state"][k], eager["state"].get(k))]
+        if same_l and not diff:
+            return self.res.passed(name, "6 steps replayed as a CUDA graph "
+                                   "== 6 eager steps, bit-identical")
+        return self.res.failed(name, "losses %s; %d tensors differ" % (
+            "equal" if same_l else "differ", len(diff)))
+
     def check_xdev(self, case):
         """GPU checkpoint -> CPU twin and back, against 6 GPU steps."""
         if "cpu" not in case["variants"]:
@@ -900,7 +929,8 @@ def device_info(kind):
 CHECKS = ["train:mlp-fp32", "train:cnn-fp32", "train:gpt-fp32",
           "train:gpt-bf16", "train:gpt-fp16", "train:llama-fp32",
           "train:lora-gpt-fp32", "remat:gpt-selective", "remat:gpt-full",
-          "remat:cnn-selective", "resume:gpt-fp32", "xdev:gpu-to-cpu",
+          "remat:cnn-selective", "resume:gpt-fp32", "graphs:gpt-fp32",
+          "xdev:gpu-to-cpu",
           "xdev:cpu-to-gpu", "refuse:no-gpu-visible"]
 
 
@@ -950,6 +980,7 @@ def run(args):
             r.check_cnn_remat(cases["cnn"])
         if "gpt" in cases:
             r.check_resume(cases["gpt"])
+            r.check_graphs(cases["gpt"])
             r.check_xdev(cases["gpt"])
             r.check_refuse(cases["gpt"])
         status = 1 if any(c["status"] == "FAIL" for c in res.checks) else 0
