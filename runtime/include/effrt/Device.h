@@ -137,6 +137,13 @@ public:
   virtual void allocate(const RegionSizes &sizes) = 0;
   /// The sizes allocated.
   const RegionSizes &sizes() const { return sizes_; }
+  /// Bytes allocate() took besides the regions for the libraries the code
+  /// calls (a GPU's cuBLASLt workspace; the plan counts them too).
+  virtual uint64_t libraryWorkspaceBytes() const { return 0; }
+  /// What allocate() took from the device as the device reports it (a
+  /// GPU: the drop of its free memory, allocation granularity included);
+  /// unknown (0) where the host's allocator serves the regions.
+  virtual uint64_t measuredDeviceBytes() const { return 0; }
   /// The region's bytes if the host can address them (the CPU: zero-copy
   /// views), else null.
   virtual std::byte *hostPointer(RegionKind region) = 0;

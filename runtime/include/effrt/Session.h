@@ -49,7 +49,12 @@ struct SessionOptions {
 /// Bytes the session allocated for each region.
 struct AllocatedBytes {
   uint64_t state = 0, arena = 0, io = 0;
-  uint64_t total() const { return state + arena + io; }
+  /// The libraries' workspace (a GPU's cuBLASLt), planned like the regions.
+  uint64_t workspace = 0;
+  /// What the device reports it gave (0: unknown; see
+  /// Device::measuredDeviceBytes).
+  uint64_t measuredDevice = 0;
+  uint64_t total() const { return state + arena + io + workspace; }
 };
 
 class Session {

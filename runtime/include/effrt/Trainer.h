@@ -100,8 +100,10 @@ struct StepRecord {
   /// The process's resident memory after the step (0 where unknown, and
   /// in a run() with neither a log nor a callback, which skips reading it).
   uint64_t rssBytes = 0;
-  /// Bytes of the state, arena and io regions.
+  /// Bytes of the state, arena and io regions and the libraries' workspace.
   uint64_t allocatedBytes = 0;
+  /// What the device reports those took (a GPU; 0: not measured).
+  uint64_t deviceBytes = 0;
   std::optional<LossScaleReading> lossScale;
 };
 

@@ -97,6 +97,10 @@ public:
   bool allowTf32() const override { return manifest_ && manifest_->allowTf32; }
   CUdeviceptr workspace() const override { return workspace_; }
   uint64_t workspaceBytes() const override { return workspaceBytes_; }
+  uint64_t libraryWorkspaceBytes() const override {
+    return workspace_ ? workspaceBytes_ : 0;
+  }
+  uint64_t measuredDeviceBytes() const override { return measuredBytes_; }
   cublasLtHandle_t cublasLtHandle() override;
   void noteError(std::string message) override {
     if (error_.empty())
@@ -138,6 +142,8 @@ private:
   const DriverSymbols &cu_;
   std::optional<CudaManifest> manifest_;
   uint64_t workspaceBytes_ = 0;
+  /// The drop of cuMemGetInfo's free bytes across allocate().
+  uint64_t measuredBytes_ = 0;
   int ordinal_ = 0;
   CUdevice device_ = 0;
   std::string name_;
@@ -298,6 +304,7 @@ void CudaDevice::allocate(const RegionSizes &sizes) {
          ") has ", static_cast<uint64_t>(freeBytes), " bytes free of ",
          static_cast<uint64_t>(totalBytes));
 
+  const size_t freeBefore = freeBytes;
   for (RegionKind region : kRegionKinds) {
     uint64_t size = sizes.of(region);
     if (!size)
@@ -321,6 +328,9 @@ void CudaDevice::allocate(const RegionSizes &sizes) {
   staging_ = pinned(stagingBytes_, "copies");
   readback_ = pinned(kReadbackBytes, "results");
   check(cu_.cuStreamSynchronize(stream_), "zero-filling the regions");
+  size_t freeAfter = 0;
+  check(cu_.cuMemGetInfo_v2(&freeAfter, &totalBytes), "cuMemGetInfo");
+  measuredBytes_ = freeBefore > freeAfter ? freeBefore - freeAfter : 0;
   sizes_ = sizes;
 }
 

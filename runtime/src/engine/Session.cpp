@@ -278,8 +278,11 @@ void Session::writeState(const std::string &name, const Tensor &value) {
 float Session::lastLoss() const { return impl_->lastLoss; }
 
 AllocatedBytes Session::allocated() const {
-  const RegionSizes &sizes = impl_->device->sizes();
-  return AllocatedBytes{sizes.state, sizes.arena, sizes.io};
+  const Device &device = *impl_->device;
+  const RegionSizes &sizes = device.sizes();
+  return AllocatedBytes{sizes.state, sizes.arena, sizes.io,
+                        device.libraryWorkspaceBytes(),
+                        device.measuredDeviceBytes()};
 }
 
 std::byte *Session::stateRegion() {

@@ -34,6 +34,8 @@ void StepLog::write(const StepRecord &r) {
                        ", \"allocated_bytes\": %" PRIu64,
                        r.step, lossText, r.timeMs, r.samplesPerS, r.rssBytes,
                        r.allocatedBytes);
+  if (n >= 0 && r.deviceBytes)
+    n = std::fprintf(file_, ", \"device_bytes\": %" PRIu64, r.deviceBytes);
   if (n >= 0 && r.lossScale)
     n = std::fprintf(file_,
                      ", \"loss_scale\": %.9g, \"step_skipped\": %s, "

@@ -7,7 +7,9 @@
 //    63104.71, "rss_bytes": 9252864, "allocated_bytes": 231872}
 //
 // plus "loss_scale", "step_skipped" and "skipped_steps" for a step compiled
-// with loss scaling. A loss that is not finite is written as null.
+// with loss scaling, and "device_bytes" where the device measures what the
+// allocation took (a GPU: the drop of its free memory). "allocated_bytes"
+// counts the regions and the libraries' workspace: the plan's total. A loss that is not finite is written as null.
 //
 //===----------------------------------------------------------------------===//
 

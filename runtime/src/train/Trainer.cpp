@@ -78,7 +78,7 @@ struct Trainer::Impl {
   std::unique_ptr<DataSource> data;
   std::optional<Session> session;
   int64_t samplesPerStep = 0;
-  uint64_t allocated = 0;
+  uint64_t allocated = 0, deviceBytes = 0;
   ResidentMemory rss;
   std::optional<LossScaleWatch> scaling;
   std::unique_ptr<StepLog> log;
@@ -147,6 +147,7 @@ struct Trainer::Impl {
                          ? m.batchSize
                          : m.inputs[0].shape[0];
     allocated = session->allocated().total();
+    deviceBytes = session->allocated().measuredDevice;
     scaling.emplace(m.lossScaling);
     if (o.handleSignals)
       signals.emplace();
@@ -198,6 +199,7 @@ struct Trainer::Impl {
     r.samplesPerS = r.timeMs > 0 ? samplesPerStep * 1000.0 / r.timeMs : 0.0;
     r.rssBytes = log || measureRss ? rss.read() : 0;
     r.allocatedBytes = allocated;
+    r.deviceBytes = deviceBytes;
     if (scaling->enabled())
       r.lossScale = LossScaleWatch::read(s);
     last = r;
