@@ -281,6 +281,7 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
            "Emit a remark per kernel naming its strategy">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -780,9 +780,10 @@ struct EffGpuFormKernelsPass
     for (auto [loop, k] :
          llvm::zip(parallel, delinearize(b, loc, pointsLoop.getInductionVar(),
                                          tripCounts))) {
-      Value offset = arith::MulIOp::create(b, loc, k, loop.getStep());
+      Value offset = b.createOrFold<arith::MulIOp>(loc, k, loop.getStep());
       mapping.map(loop.getInductionVar(),
-                  arith::AddIOp::create(b, loc, loop.getLowerBound(), offset));
+                  b.createOrFold<arith::AddIOp>(loc, loop.getLowerBound(),
+                                                offset));
     }
     DenseSet<Operation *> spread;
     for (scf::ForOp loop : parallel)
