@@ -8,6 +8,8 @@
 
 #include "effopt/Conversion/Passes.h"
 
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
+
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -381,9 +383,11 @@ struct EffGpuFormKernelsPass
                          << " is not positive";
       return signalPassFailure();
     }
+    // The step entry points (eff-memory-plan tags them with their arena
+    // argument); other functions (a test's driver) stay host code.
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal())
+      if (!func.isExternal() && func->hasAttr(eff::kArenaArgAttrName))
         funcs.push_back(func);
     for (func::FuncOp func : funcs) {
       if (failed(normalize(func)) || failed(formBlock(func.getBody().front())) ||

@@ -12,7 +12,7 @@
 // CHECK:     scf.for {{.*}} iter_args
 // CHECK-NOT: gpu.all_reduce
 // CHECK: } {eff.kernel = "thread-reduction"}
-func.func @argmax_fallback(%x: memref<32x10xf32>, %m: memref<32xf32>, %i: memref<32xi64>) {
+func.func @argmax_fallback(%x: memref<32x10xf32>, %m: memref<32xf32>, %i: memref<32xi64>) attributes {eff.arena_arg = 0 : i64} {
   // expected-remark @below {{reduction combiner not recognised: one thread per output element (correct, slow)}}
   linalg.generic {indexing_maps = [#id, #rows, #rows], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<32x10xf32>) outs(%m, %i : memref<32xf32>, memref<32xi64>) {
@@ -30,7 +30,7 @@ func.func @argmax_fallback(%x: memref<32x10xf32>, %m: memref<32xf32>, %i: memref
 // -----
 
 // CHECK-LABEL: func.func @softmax_sum
-func.func @softmax_sum(%x: memref<8x512xf32>, %s: memref<8xf32>) {
+func.func @softmax_sum(%x: memref<8x512xf32>, %s: memref<8xf32>) attributes {eff.arena_arg = 0 : i64} {
   // expected-remark @below {{block reduction: one block per output element}}
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<8x512xf32>) outs(%s : memref<8xf32>) {

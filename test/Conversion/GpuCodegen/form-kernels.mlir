@@ -23,7 +23,7 @@
 // CHECK: } {eff.kernel = "elementwise"}
 // CHECK-NOT: memref.load
 // CHECK: return
-func.func @elementwise(%x: memref<32x128xf32>, %b: memref<128xf32>, %y: memref<32x128xf32>) {
+func.func @elementwise(%x: memref<32x128xf32>, %b: memref<128xf32>, %y: memref<32x128xf32>) attributes {eff.arena_arg = 0 : i64} {
   linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
       ins(%x, %b : memref<32x128xf32>, memref<128xf32>) outs(%y : memref<32x128xf32>) {
   ^bb0(%in: f32, %bias: f32, %out: f32):
@@ -58,7 +58,7 @@ func.func @elementwise(%x: memref<32x128xf32>, %b: memref<128xf32>, %y: memref<3
 // CHECK:     %[[RES:.*]] = arith.maximumf %[[TOTAL]], %[[INIT]]
 // CHECK:     memref.store %[[RES]], %{{.*}}[%[[BX]]]
 // CHECK: } {eff.kernel = "block-reduction"}
-func.func @row_max(%x: memref<32x10xf32>, %m: memref<32xf32>) {
+func.func @row_max(%x: memref<32x10xf32>, %m: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
   %ninf = arith.constant 0xFF800000 : f32
   linalg.fill ins(%ninf : f32) outs(%m : memref<32xf32>)
   linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
@@ -85,7 +85,7 @@ func.func @row_max(%x: memref<32x10xf32>, %m: memref<32xf32>) {
 // CHECK:   gpu.all_reduce {{ *}}add %{{.*}} uniform {{.*}}
 // CHECK:   } : (f64) -> f64
 // CHECK: } {eff.kernel = "block-reduction"}
-func.func @two_f64_sums(%x: memref<4096xf32>, %sum: memref<f64>, %sq: memref<f64>) {
+func.func @two_f64_sums(%x: memref<4096xf32>, %sum: memref<f64>, %sq: memref<f64>) attributes {eff.arena_arg = 0 : i64} {
   linalg.generic {indexing_maps = [#v, #s, #s], iterator_types = ["reduction"]}
       ins(%x : memref<4096xf32>) outs(%sum, %sq : memref<f64>, memref<f64>) {
   ^bb0(%in: f32, %a: f64, %b: f64):
@@ -115,7 +115,7 @@ func.func @two_f64_sums(%x: memref<4096xf32>, %sum: memref<f64>, %sq: memref<f64
 // CHECK:     memref.store %[[SUM]], %{{.*}}[%[[J]]]
 // CHECK-NOT: gpu.all_reduce
 // CHECK: } {eff.kernel = "thread-reduction"}
-func.func @column_sum(%x: memref<256x64xf32>, %g: memref<64xf32>) {
+func.func @column_sum(%x: memref<256x64xf32>, %g: memref<64xf32>) attributes {eff.arena_arg = 0 : i64} {
   linalg.generic {indexing_maps = [#id, #cols], iterator_types = ["reduction", "parallel"]}
       ins(%x : memref<256x64xf32>) outs(%g : memref<64xf32>) {
   ^bb0(%in: f32, %out: f32):
@@ -138,7 +138,7 @@ func.func @column_sum(%x: memref<256x64xf32>, %g: memref<64xf32>) {
 // CHECK:   %[[ANY:.*]] = gpu.all_reduce {{ *}}or %[[WIDE]] uniform
 // CHECK:   arith.trunci %[[ANY]] : i32 to i1
 // CHECK: } {eff.kernel = "block-reduction"}
-func.func @any_nonfinite(%x: memref<1000xf32>, %flag: memref<i1>) {
+func.func @any_nonfinite(%x: memref<1000xf32>, %flag: memref<i1>) attributes {eff.arena_arg = 0 : i64} {
   %inf = arith.constant 0x7F800000 : f32
   linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]}
       ins(%x : memref<1000xf32>) outs(%flag : memref<i1>) {
@@ -174,7 +174,7 @@ memref.global "private" constant @table : memref<4xi64> = dense<[3, 1, 4, 1]>
 // CHECK:   memref.load %{{.*}} : memref<4x8xf32, strided<[16, 1]>>
 // CHECK:   memref.store %{{.*}} : memref<4x8xf32>
 // CHECK: } {eff.kernel = "elementwise"}
-func.func @copies(%a: memref<4x8xf32>, %t: memref<4xi64>, %src: memref<4x8xf32, strided<[16, 1]>>) {
+func.func @copies(%a: memref<4x8xf32>, %t: memref<4xi64>, %src: memref<4x8xf32, strided<[16, 1]>>) attributes {eff.arena_arg = 0 : i64} {
   %z = memref.get_global @zeros : memref<4x8xf32>
   memref.copy %z, %a : memref<4x8xf32> to memref<4x8xf32>
   %g = memref.get_global @table : memref<4xi64>
@@ -199,7 +199,7 @@ func.func private @effrt_sgemm(i32) -> ()
 // CHECK:   gpu.launch
 // CHECK:   } {eff.kernel = "elementwise"}
 // CHECK: } {eff.accumulation_loop}
-func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) {
+func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -237,7 +237,7 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) {
 // CHECK:         memref.load %{{.*}}[%[[B]], %[[T]]] : memref<8x32xi64>
 // CHECK:         memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[F]]] : memref<256x64xf32>
 // CHECK: } {eff.kernel = "loop-nest"}
-func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %table: memref<256x64xf32>) {
+func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %table: memref<256x64xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
