@@ -162,8 +162,7 @@ struct TestEmulateGpuLaunchesPass
     if (!reduces.empty()) {
       IRMapping mapping = base;
       mapping.map(threads.x, zero);
-      for (auto [reduce, total] :
-           llvm::zip(reduces, threadLoop.getResults()))
+      for (auto [reduce, total] : llvm::zip(reduces, threadLoop.getResults()))
         mapping.map(reduce.getResult(), total);
       for (Operation &op : body.without_terminator())
         if (!afterReduce.contains(&op))
