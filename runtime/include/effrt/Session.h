@@ -42,6 +42,10 @@ struct SessionOptions {
   /// Load the code section (false: a session that can set inputs, save and
   /// load, but not step — for tools and tests on machines of another target).
   bool loadCode = true;
+  /// The ranks of a data-parallel run (null: one rank). The session takes
+  /// its rank's block of every sharded entry stored whole (ZeRO-3
+  /// parameters) when it starts.
+  std::shared_ptr<Collectives> collectives;
 };
 
 /// Bytes the session allocated for each region.

@@ -132,9 +132,9 @@ struct Trainer::Impl {
                "names) into the original weights instead");
       checkWritable(options.mergeLora);
     }
-    session.emplace(effx);
-    if (o.collectives)
-      session->device().setCollectives(o.collectives);
+    SessionOptions sessionOptions;
+    sessionOptions.collectives = o.collectives;
+    session.emplace(effx, sessionOptions);
     if (!o.resume.empty())
       session->load(o.resume);
     setBlasThreads(threadCount(o.threads));
