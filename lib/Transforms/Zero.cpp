@@ -289,7 +289,8 @@ LogicalResult EffZeroPass::shardParameters(ModuleOp module,
       continue; // frozen parameters and buffers stay whole on every rank
     auto param = module.lookupSymbol<ParameterOp>(symbol);
     auto type = cast<RankedTensorType>(arg.getType());
-    if (!param || param.getType() != type)
+    if (!param || param.getType() != type ||
+        param->hasAttr(kShardOfAttrName))
       return func.emitError("eff-zero: stage 3: argument ")
              << arg.getArgNumber() << " is not the whole parameter "
              << symbol << " (was the step sharded already?)";

@@ -86,6 +86,9 @@ def main():
                     help="ZeRO stage of the data-parallel build (effc "
                          "--zero): 1 shards the optimizer state, 2 the "
                          "gradients too")
+    ap.add_argument("--keep-gathered", action="store_true",
+                    help="stage 3: effc --zero-keep-gathered (each parameter "
+                         "gathered once, kept from forward to backward)")
     ap.add_argument("--no-nproc", action="store_true",
                     help="skip the effrun --nproc run (mpirun only)")
     ap.add_argument("--resume", action="store_true",
@@ -147,7 +150,8 @@ def main():
     accum_effx = compile("accum", ["--accum", str(N * K)])
     accum = train("accum", accum_effx, lambda e: [effrun, e])
     dp = compile("dp", ["--world-size", str(N), "--accum", str(K),
-                        "--zero", str(args.zero)])
+                        "--zero", str(args.zero)]
+                 + (["--zero-keep-gathered"] if args.keep_gathered else []))
     mpi = train("mpirun", dp,
                 lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
     nproc = None if args.no_nproc else train(
