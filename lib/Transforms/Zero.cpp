@@ -91,6 +91,9 @@ FailureOr<LossWeighting> classifyLoss(func::FuncOp func) {
 
 } // namespace
 
+static void placeEarly(Block &body, Operation *lastStepOp,
+                       Operation *returnOp);
+
 void EffZeroPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (worldSize < 1) {
@@ -162,12 +165,30 @@ void EffZeroPass::runOnOperation() {
   }
 
   // What each rank contributes: the count, then the loss and the gradients
-  // in result order (weighted by the count for a counted mean).
+  // in the order the step produces them (weighted by the count for a
+  // counted mean), so that a bucket is final as soon as its last gradient
+  // is, as DDP's buckets in reverse parameter order.
+  Block &body = func.getBody().front();
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = i + 1;
+  auto producedAt = [&](Value v) -> unsigned {
+    Operation *def = v.getDefiningOp();
+    Operation *inBody = def ? body.findAncestorOpInBlock(*def) : nullptr;
+    return inBody ? position.lookup(inBody) : 0;
+  };
+  SmallVector<unsigned> order =
+      llvm::to_vector(llvm::seq<unsigned>(0, returnOp.getNumOperands()));
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return producedAt(returnOp.getOperand(a)) <
+           producedAt(returnOp.getOperand(b));
+  });
+  Operation *lastStepOp = returnOp->getPrevNode();
   SmallVector<unsigned> resultIndices, scatteredIndices;
   SmallVector<Value> summands, scattered;
   if (count)
     summands.push_back(count);
-  for (unsigned i = 0; i < returnOp.getNumOperands(); ++i) {
+  for (unsigned i : order) {
     Value value = returnOp.getOperand(i);
     bool isLoss = i == 0;
     if (!isLoss && !func.getResultAttr(i, kGradientAttrName))
@@ -254,12 +275,45 @@ void EffZeroPass::runOnOperation() {
     numAllReducedBytes += effopt::eff::detail::tensorBytes(flat.getType());
     returnOp->setOperand(i, global(mine));
   }
+  placeEarly(body, lastStepOp, returnOp);
   if (stage == 3 && failed(shardParameters(module, func)))
     return signalPassFailure();
   if (!scattered.empty() || stage == 3)
     func.setType(builder.getFunctionType(
         func.getBody().front().getArgumentTypes(),
         returnOp.getOperandTypes()));
+}
+
+/// Moves the ops eff-zero built before the return (after `lastStepOp`)
+/// each to just after the last producer of its operands: a bucket's
+/// all-reduce (a gradient's reduce-scatter) runs as soon as its last
+/// gradient is final, in the middle of the rest of the backward, instead
+/// of after all of it. The data flow decides; the ranks still run every
+/// collective in one order, the block's.
+static void placeEarly(Block &body, Operation *lastStepOp,
+                       Operation *returnOp) {
+  SmallVector<Operation *> built;
+  for (Operation *op = lastStepOp ? lastStepOp->getNextNode() : &body.front();
+       op != returnOp; op = op->getNextNode())
+    built.push_back(op);
+  // Ops placed after the same producer keep the order they were built in.
+  DenseMap<Operation *, Operation *> lastPlaced;
+  for (Operation *op : built) {
+    Operation *after = nullptr;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      Operation *inBody = def ? body.findAncestorOpInBlock(*def) : nullptr;
+      if (inBody && (!after || after->isBeforeInBlock(inBody)))
+        after = inBody;
+    }
+    if (Operation *previous = lastPlaced.lookup(after))
+      op->moveAfter(previous);
+    else if (after)
+      op->moveAfter(after);
+    else
+      op->moveBefore(&body.front());
+    lastPlaced[after] = op;
+  }
 }
 
 /// Whether `op` belongs to the backward of the step (a recomputed forward

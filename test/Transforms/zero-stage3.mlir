@@ -62,9 +62,12 @@ module {
 // CHECK-NEXT: %[[BALL2:.*]] = eff.all_gather %[[B]] {eff.recomputed, world_size = 2 : i64}
 // CHECK-NEXT: %[[BB:.*]] = eff.slice %[[BALL2]]
 // CHECK-NEXT: eff.mul %{{.*}}, %[[BB]] {eff.recomputed}
-// The gradients are reduce-scattered as in stage 2.
-// CHECK: eff.reduce_scatter %{{.*}} {world_size = 2 : i64} : tensor<6xf32> -> tensor<3xf32>
+// The gradients are reduce-scattered as in stage 2, each as soon as it is
+// final (b's first, in the middle of the backward).
+// CHECK: %[[GB:.*]] = eff.reduce_sum
 // CHECK: eff.reduce_scatter %{{.*}} {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+// CHECK: eff.linear %{{.*}}, %{{.*}} {transpose_a = true}
+// CHECK: eff.reduce_scatter %{{.*}} {world_size = 2 : i64} : tensor<6xf32> -> tensor<3xf32>
 
 // keep-gathered: one gather per parameter, read by the forward and the
 // backward.
