@@ -184,10 +184,13 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     `eff-grad-accum steps=N`. Stage 0 (plain data parallel): every gradient
     (`eff.gradient` result) is summed over the ranks and divided by N, and
     the loss (result 0) too, so every rank logs the global mean loss. The
-    sums are `eff.all_reduce` ops over buckets: the values in result order
-    (the loss first), a bucket closing before the tensor that would take it
-    past `bucket-bytes`. They are placed after the whole backward (no
-    overlap with it yet). The
+    sums are `eff.all_reduce` ops over buckets: the values in the order the
+    step produces them (the loss first, then the gradients as the backward
+    finishes them, as DDP's buckets in reverse parameter order), a bucket
+    closing before the tensor that would take it past `bucket-bytes`. Each
+    all-reduce (stage 2: each reduce-scatter) and what follows it is placed
+    right after the last of its tensors is produced, in the middle of the
+    rest of the backward, not after all of it. The
     module gets `eff.world_size = N`, which the manifest records and the
     runtime checks against the ranks it runs on.
 
