@@ -88,9 +88,9 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zero < 0 || options.zero > 3)
     return fail("--zero must be 0, 1, 2 or 3, got " +
                 llvm::Twine(static_cast<int64_t>(options.zero)));
-  if (options.zero == 3)
-    return fail("--zero 3 (sharded parameters) is not implemented yet "
-                "(stages 0, 1 and 2 are)");
+  if (options.zeroKeepGathered && options.zero != 3)
+    return fail("--zero-keep-gathered applies to --zero 3 (sharded "
+                "parameters) only");
   if (options.zero != 0 && options.optimizer == OptimizerKind::Adafactor)
     return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
                 " shards elementwise optimizer state; adafactor's factored "
@@ -192,6 +192,11 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   if (options.accum != 1) {
     EffGradAccumPassOptions accum;
     accum.steps = options.accum;
+    // ZeRO-3: a cast of a weight hoisted out of the micro-batch loop would
+    // keep a whole copy of the sharded weight live across the loop; in the
+    // loop it is made from the gathered copy and freed with it.
+    if (options.zero == 3 && options.worldSize > 1)
+      accum.hoist = false;
     pm.addPass(createEffGradAccumPass(accum));
   }
   // After accumulation (the sum of the ranks' accumulated gradients), before
@@ -200,6 +205,7 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     EffZeroPassOptions zero;
     zero.stage = options.zero;
     zero.worldSize = options.worldSize;
+    zero.keepGathered = options.zeroKeepGathered;
     pm.addPass(createEffZeroPass(zero));
   }
   LossScaleMode lossScale = options.effectiveLossScale();

@@ -128,10 +128,21 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
                  << "parameter '" << tensor.name
                  << "' has no initial value (the model was imported without "
                     "its weights, --shapes-only): a .effx needs them";
-        if (failed(copyInitialValue(*value, type,
-                                    layout.initialState.data() + tensor.offset,
-                                    tensor.bytes, parameter.getLoc())))
+        auto valueType = cast<RankedTensorType>(value->getType());
+        if (tensor.shardOf && valueType != type) {
+          // ZeRO-3: the whole initial value of a sharded parameter.
+          tensor.wholeInitial.resize(storageBytes(valueType));
+          if (failed(copyInitialValue(*value, valueType,
+                                      tensor.wholeInitial.data(),
+                                      tensor.wholeInitial.size(),
+                                      parameter.getLoc())))
+            return failure();
+        } else if (failed(copyInitialValue(
+                       *value, type,
+                       layout.initialState.data() + tensor.offset,
+                       tensor.bytes, parameter.getLoc()))) {
           return failure();
+        }
       }
       if (tensor.role == "optimizer_state" && tensor.name == "optimizer.step")
         layout.stepCounter = tensor.name;
@@ -240,8 +251,12 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
   llvm::json::Array state = tensorsToJson(layout.state, true);
   std::vector<char> storedState;
   for (auto [tensor, entry] : llvm::zip_equal(layout.state, state)) {
-    ArrayRef<char> bytes(layout.initialState.data() + tensor.offset,
-                         tensor.bytes);
+    // A ZeRO-3 shard stores the whole tensor (docs/Effx.md).
+    ArrayRef<char> bytes =
+        !tensor.wholeInitial.empty()
+            ? ArrayRef<char>(tensor.wholeInitial)
+            : ArrayRef<char>(layout.initialState.data() + tensor.offset,
+                             tensor.bytes);
     if (allZero(bytes))
       (*entry.getAsObject())["init"] = "zeros";
     else

@@ -14,6 +14,8 @@
 // stage 2), and eff.all_gather brings every rank's updated shard back into
 // the whole parameter. The updates are elementwise, so a shard updates
 // exactly as it would inside the whole tensor; zero padding stays zero.
+// Stage 3 leaves the parameters sharded: the update writes this rank's
+// shard of the parameter back in place, and eff-zero's gathers read it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -350,6 +352,9 @@ void EffOptimizerPass::runOnOperation() {
   bool sharded = zeroStage >= 1 && worldSize > 1;
   // Stage 2: the gradients arrive as this rank's shards (eff-zero).
   bool shardedGradients = sharded && zeroStage >= 2;
+  // Stage 3: the parameter arguments are this rank's shards already
+  // (eff-zero), updated in place; nothing is gathered here.
+  bool shardedParameters = sharded && zeroStage >= 3;
   if (sharded && optimizer == "adafactor") {
     module.emitError("eff-optimizer: adafactor's factored state is not "
                      "elementwise and cannot be sharded by ZeRO stage ")
@@ -544,7 +549,17 @@ void EffOptimizerPass::runOnOperation() {
     Value paramIn = entry.value, gradIn = entry.grad;
     std::optional<ShardLayout> layout;
     auto fullType = type;
-    if (sharded) {
+    if (shardedParameters) {
+      auto whole =
+          entry.param->getAttrOfType<DenseI64ArrayAttr>(kShardOfAttrName);
+      if (!whole || type.getRank() != 1 || gradIn.getType() != type) {
+        step.emitError("eff-optimizer: ZeRO stage 3 expects ")
+            << name << " and its gradient as this rank's 1-D shard (eff-zero "
+            << "stage=3), got " << type << " and " << gradIn.getType();
+        return signalPassFailure();
+      }
+      wholeShape = SmallVector<int64_t>(whole.asArrayRef());
+    } else if (sharded) {
       layout = ShardLayout{worldSize, type.getNumElements(),
                            (type.getNumElements() + worldSize - 1) / worldSize};
       wholeShape = SmallVector<int64_t>(type.getShape());

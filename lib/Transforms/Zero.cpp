@@ -14,6 +14,16 @@
 // and zero-padded to a multiple of N, so the step returns only this rank's
 // shard of it (1/N of the gradient bytes).
 //
+// Stage 3 also shards the parameters: the step's argument of a trainable
+// parameter becomes this rank's 1-D block of it (flattened, zero-padded),
+// and every read of the parameter reads a whole copy all-gathered right
+// before it: one gather before the first forward reader and another before
+// the first backward reader (eff.recomputed, like remat's clones, so CSE
+// keeps them apart), each in the block of its readers, so the whole copy
+// lives only from its gather to its last reader. `keep-gathered` gathers
+// once per block instead and keeps the copy from the forward to the
+// backward. Gradients are reduce-scattered as in stage 2.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Transforms/Passes.h"
@@ -27,6 +37,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFZEROPASS
@@ -42,6 +53,9 @@ namespace {
 struct EffZeroPass : effopt::impl::EffZeroPassBase<EffZeroPass> {
   using EffZeroPassBase::EffZeroPassBase;
   void runOnOperation() override;
+  /// Stage 3: trainable parameter arguments become this rank's shards,
+  /// gathered before their readers.
+  LogicalResult shardParameters(ModuleOp module, func::FuncOp func);
 };
 
 /// Finds the loss op of the step (a classification loss anywhere in it,
@@ -77,6 +91,9 @@ FailureOr<LossWeighting> classifyLoss(func::FuncOp func) {
 
 } // namespace
 
+static void placeEarly(Block &body, Operation *lastStepOp,
+                       Operation *returnOp);
+
 void EffZeroPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (worldSize < 1) {
@@ -92,11 +109,6 @@ void EffZeroPass::runOnOperation() {
   if (stage < 0 || stage > 3) {
     module.emitError("eff-zero: stage must be 0, 1, 2 or 3, got ")
         << static_cast<int64_t>(stage);
-    return signalPassFailure();
-  }
-  if (stage == 3) {
-    module.emitError("eff-zero: stage 3 (sharded parameters) is not "
-                     "implemented yet; stages 0, 1 and 2 are");
     return signalPassFailure();
   }
   auto func = module.lookupSymbol<func::FuncOp>(kForwardBackwardFuncName);
@@ -153,12 +165,30 @@ void EffZeroPass::runOnOperation() {
   }
 
   // What each rank contributes: the count, then the loss and the gradients
-  // in result order (weighted by the count for a counted mean).
+  // in the order the step produces them (weighted by the count for a
+  // counted mean), so that a bucket is final as soon as its last gradient
+  // is, as DDP's buckets in reverse parameter order.
+  Block &body = func.getBody().front();
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = i + 1;
+  auto producedAt = [&](Value v) -> unsigned {
+    Operation *def = v.getDefiningOp();
+    Operation *inBody = def ? body.findAncestorOpInBlock(*def) : nullptr;
+    return inBody ? position.lookup(inBody) : 0;
+  };
+  SmallVector<unsigned> order =
+      llvm::to_vector(llvm::seq<unsigned>(0, returnOp.getNumOperands()));
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return producedAt(returnOp.getOperand(a)) <
+           producedAt(returnOp.getOperand(b));
+  });
+  Operation *lastStepOp = returnOp->getPrevNode();
   SmallVector<unsigned> resultIndices, scatteredIndices;
   SmallVector<Value> summands, scattered;
   if (count)
     summands.push_back(count);
-  for (unsigned i = 0; i < returnOp.getNumOperands(); ++i) {
+  for (unsigned i : order) {
     Value value = returnOp.getOperand(i);
     bool isLoss = i == 0;
     if (!isLoss && !func.getResultAttr(i, kGradientAttrName))
@@ -175,7 +205,7 @@ void EffZeroPass::runOnOperation() {
       value = WhereOp::create(builder, loc, product.getType(), hasTargets,
                               product, scalarF32(builder, loc, 0.0));
     }
-    if (stage == 2 && !isLoss) {
+    if (stage >= 2 && !isLoss) {
       scatteredIndices.push_back(i);
       scattered.push_back(value);
       continue;
@@ -245,7 +275,131 @@ void EffZeroPass::runOnOperation() {
     numAllReducedBytes += effopt::eff::detail::tensorBytes(flat.getType());
     returnOp->setOperand(i, global(mine));
   }
-  if (!scattered.empty())
-    func.setType(builder.getFunctionType(func.getArgumentTypes(),
-                                         returnOp.getOperandTypes()));
+  placeEarly(body, lastStepOp, returnOp);
+  if (stage == 3 && failed(shardParameters(module, func)))
+    return signalPassFailure();
+  if (!scattered.empty() || stage == 3)
+    func.setType(builder.getFunctionType(
+        func.getBody().front().getArgumentTypes(),
+        returnOp.getOperandTypes()));
+}
+
+/// Moves the ops eff-zero built before the return (after `lastStepOp`)
+/// each to just after the last producer of its operands: a bucket's
+/// all-reduce (a gradient's reduce-scatter) runs as soon as its last
+/// gradient is final, in the middle of the rest of the backward, instead
+/// of after all of it. The data flow decides; the ranks still run every
+/// collective in one order, the block's.
+static void placeEarly(Block &body, Operation *lastStepOp,
+                       Operation *returnOp) {
+  SmallVector<Operation *> built;
+  for (Operation *op = lastStepOp ? lastStepOp->getNextNode() : &body.front();
+       op != returnOp; op = op->getNextNode())
+    built.push_back(op);
+  // Ops placed after the same producer keep the order they were built in.
+  DenseMap<Operation *, Operation *> lastPlaced;
+  for (Operation *op : built) {
+    Operation *after = nullptr;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      Operation *inBody = def ? body.findAncestorOpInBlock(*def) : nullptr;
+      if (inBody && (!after || after->isBeforeInBlock(inBody)))
+        after = inBody;
+    }
+    if (Operation *previous = lastPlaced.lookup(after))
+      op->moveAfter(previous);
+    else if (after)
+      op->moveAfter(after);
+    else
+      op->moveBefore(&body.front());
+    lastPlaced[after] = op;
+  }
+}
+
+/// Whether `op` belongs to the backward of the step (a recomputed forward
+/// op included): its parameter reads get the backward's gather.
+static bool isBackwardOp(Operation *op) {
+  Provenance provenance = provenanceOf(op->getLoc());
+  return provenance == Provenance::Backward ||
+         provenance == Provenance::Gradient ||
+         provenance == Provenance::Recomputed ||
+         op->hasAttr(kRecomputedAttrName);
+}
+
+LogicalResult EffZeroPass::shardParameters(ModuleOp module,
+                                           func::FuncOp func) {
+  Block &body = func.getBody().front();
+  llvm::SmallDenseSet<Attribute> trained;
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto param =
+            func.getResultAttrOfType<FlatSymbolRefAttr>(i, kGradientAttrName))
+      trained.insert(param);
+  OpBuilder builder(module.getContext());
+  Type f32 = builder.getF32Type();
+  for (BlockArgument arg : body.getArguments()) {
+    auto symbol = func.getArgAttrOfType<FlatSymbolRefAttr>(
+        arg.getArgNumber(), kParameterAttrName);
+    if (!symbol || !trained.contains(symbol))
+      continue; // frozen parameters and buffers stay whole on every rank
+    auto param = module.lookupSymbol<ParameterOp>(symbol);
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!param || param.getType() != type ||
+        param->hasAttr(kShardOfAttrName))
+      return func.emitError("eff-zero: stage 3: argument ")
+             << arg.getArgNumber() << " is not the whole parameter "
+             << symbol << " (was the step sharded already?)";
+    if (!type.getElementType().isF32())
+      return param.emitError("eff-zero: stage 3 shards f32 parameters (the "
+                             "master weights); ")
+             << symbol << " is " << type;
+    int64_t elements = type.getNumElements();
+    int64_t shard = (elements + worldSize - 1) / worldSize;
+    auto shardType = RankedTensorType::get({shard}, f32);
+    auto paddedType = RankedTensorType::get({shard * worldSize}, f32);
+
+    // The readers, grouped by block and by forward / backward (one group
+    // per block with keep-gathered), in order of first appearance.
+    llvm::MapVector<std::pair<Block *, int>, SmallVector<OpOperand *>>
+        groups;
+    for (OpOperand &use : arg.getUses()) {
+      Operation *user = use.getOwner();
+      bool backward = !keepGathered && isBackwardOp(user);
+      groups[{user->getBlock(), backward ? 1 : 0}].push_back(&use);
+    }
+    for (auto &[key, uses] : groups) {
+      Operation *first = uses.front()->getOwner();
+      for (OpOperand *use : uses)
+        if (use->getOwner()->isBeforeInBlock(first))
+          first = use->getOwner();
+      bool backward = key.second != 0;
+      Location loc = withProvenance(
+          first->getLoc(),
+          backward ? Provenance::Recomputed : Provenance::Forward);
+      builder.setInsertionPoint(first);
+      auto gather = AllGatherOp::create(builder, loc, paddedType, arg,
+                                        builder.getI64IntegerAttr(worldSize));
+      ++numAllGathers;
+      Value whole = gather;
+      if (shard * worldSize != elements)
+        whole = SliceOp::create(builder, loc, whole,
+                                builder.getDenseI64ArrayAttr({0}),
+                                builder.getDenseI64ArrayAttr({elements}),
+                                builder.getDenseI64ArrayAttr({1}));
+      if (type.getRank() != 1)
+        whole = ReshapeOp::create(builder, loc, type, whole);
+      // The backward's copy is a recomputation of the forward's: tagged
+      // like eff-remat's clones, so CSE does not merge it back.
+      if (backward)
+        for (Operation *op = gather; op != first; op = op->getNextNode())
+          op->setAttr(kRecomputedAttrName, builder.getUnitAttr());
+      for (OpOperand *use : uses)
+        use->set(whole);
+    }
+    arg.setType(shardType);
+    param.setType(shardType);
+    param->setAttr(kShardOfAttrName,
+                   builder.getDenseI64ArrayAttr(type.getShape()));
+    ++numShardedParameters;
+  }
+  return success();
 }

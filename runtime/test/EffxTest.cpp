@@ -146,6 +146,36 @@ TEST(effxValidFileOpens) {
            std::string("kind 7"));
 }
 
+TEST(effxShardStoredWholeGivesEachRankItsBlock) {
+  // ZeRO-3: the parameter 'w' (3x2) is a shard of 3 elements per rank over
+  // 2 ranks; the initial state section stores the whole 6, and each rank
+  // copies its block.
+  EffxParts parts = linearModel(false);
+  std::vector<std::byte> stored(parts.state.begin(), parts.state.begin() + 24);
+  json manifest = parts.manifest;
+  manifest["world_size"] = 2;
+  manifest["state"][0]["shape"] = {3};
+  manifest["state"][0]["shard_of"] = {3, 2};
+  for (size_t i = 1; i < manifest["state"].size(); ++i)
+    manifest["state"][i]["init"] = "zeros";
+  EffxFile file = openBytes(
+      packSections(effxSections(manifest.dump(), parts.code, stored)));
+  const EffxStateEntry *w = file.manifest().findState("w");
+  CHECK(w && w->sharded && w->byteSize == 12 && w->wholeByteSize() == 24);
+  CHECK_EQ(file.storedStateBytes(), 24u);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::byte> region(file.manifest().stateBytes, std::byte{7});
+    file.copyInitialState(region.data(), rank);
+    CHECK(std::memcmp(region.data(), stored.data() + 12 * rank, 12) == 0);
+    CHECK(region[12] == std::byte{0}); // the next entry starts as zeros
+  }
+  // The section must hold the whole tensor, not the shard.
+  std::vector<std::byte> shard(stored.begin(), stored.begin() + 12);
+  CHECK_ERROR(openBytes(packSections(
+                  effxSections(manifest.dump(), parts.code, shard))),
+              "take 24 bytes but the initial state section holds 12");
+}
+
 TEST(effxVersion1IsRead) {
   // A version-1 file (three fixed sections, the whole state image) reads
   // as the same model: its sections appear as a table.

@@ -24,12 +24,14 @@ module {
 // CHECK: %[[COUNTED:.*]] = eff.cmp ne, %[[T]], %[[IGNORE]]
 // CHECK: %[[ONES:.*]] = eff.cast %[[COUNTED]]
 // CHECK: %[[COUNT:.*]] = eff.reduce_sum %[[ONES]]
-// CHECK: %[[HAS:.*]] = eff.cmp gt, %[[COUNT]]
-// CHECK: %[[LW:.*]] = eff.mul %[[LOSS]], %[[COUNT]]
-// CHECK: %[[LW0:.*]] = eff.where %[[HAS]], %[[LW]]
-// CHECK: %[[GW:.*]] = eff.mul %[[W]], %[[COUNT]]
-// CHECK: %[[GW0:.*]] = eff.where %[[HAS]], %[[GW]]
-// CHECK: %[[SUM:.*]]:3 = eff.all_reduce %[[COUNT]], %[[LW0]], %[[GW0]] {world_size = 2 : i64} : tensor<f32>, tensor<f32>, tensor<5xf32>
-// CHECK: %[[LMEAN:.*]] = eff.div %[[SUM]]#1, %[[SUM]]#0
-// CHECK: %[[GMEAN:.*]] = eff.div %[[SUM]]#2, %[[SUM]]#0
+// CHECK-DAG: %[[HAS:.*]] = eff.cmp gt, %[[COUNT]]
+// CHECK-DAG: %[[LW:.*]] = eff.mul %[[LOSS]], %[[COUNT]]
+// CHECK-DAG: %[[GW:.*]] = eff.mul %[[W]], %[[COUNT]]
+// CHECK-DAG: %[[LW0:.*]] = eff.where %[[HAS]], %[[LW]]
+// CHECK-DAG: %[[GW0:.*]] = eff.where %[[HAS]], %[[GW]]
+// The tensors in the order the step produces them (the gradient here is
+// the argument itself, before the loss).
+// CHECK: %[[SUM:.*]]:3 = eff.all_reduce %[[COUNT]], %[[GW0]], %[[LW0]] {world_size = 2 : i64} : tensor<f32>, tensor<5xf32>, tensor<f32>
+// CHECK-DAG: %[[GMEAN:.*]] = eff.div %[[SUM]]#1, %[[SUM]]#0
+// CHECK-DAG: %[[LMEAN:.*]] = eff.div %[[SUM]]#2, %[[SUM]]#0
 // CHECK: return %[[LMEAN]], %[[GMEAN]]

@@ -52,8 +52,8 @@ module {
 // SCATTER: module attributes {eff.world_size = 2 : i64, eff.zero_stage = 2 : i64}
 // SCATTER-LABEL: func.func @forward_backward(
 // SCATTER-SAME: -> (tensor<f32> {eff.output = "loss"}, tensor<2xf32> {eff.gradient = @w})
-// SCATTER: %[[LSUM:.*]] = eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<f32>
 // SCATTER: %[[N:.*]] = eff.constant dense<2.000000e+00>
+// SCATTER: %[[LSUM:.*]] = eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<f32>
 // SCATTER: %[[LOSS:.*]] = eff.div %[[LSUM]], %[[N]]
 // SCATTER: %[[PAD:.*]] = eff.pad %{{.*}} {high = array<i64: 1>, low = array<i64: 0>{{.*}}} : tensor<3xf32> -> tensor<4xf32>
 // SCATTER: %[[MINE:.*]] = eff.reduce_scatter %[[PAD]] {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>

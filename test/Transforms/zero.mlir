@@ -23,22 +23,28 @@ module {
 }
 
 // The loss and the gradient are summed over the ranks in one bucket (one
-// all-reduce) and divided by N, right before the return; the buffer update
-// stays per rank.
+// all-reduce) and divided by N, as soon as the gradient is final; the
+// buffer update stays per rank.
 // CHECK: module attributes {eff.world_size = 2 : i64}
 // CHECK-LABEL: func.func @forward_backward(
+// CHECK: %[[N:.*]] = eff.constant dense<2.000000e+00> : tensor<f32>
 // CHECK: %[[LOSS:.*]] = eff.reduce_sum
 // CHECK: %[[GW:.*]] = eff.mul %{{.*}}, %[[X:[a-z0-9]+]]
-// CHECK: %[[SUM:.*]]:2 = eff.all_reduce %[[LOSS]], %[[GW]] {world_size = 2 : i64} : tensor<f32>, tensor<4xf32>
-// CHECK: %[[N:.*]] = eff.constant dense<2.000000e+00> : tensor<f32>
-// CHECK: %[[LMEAN:.*]] = eff.div %[[SUM]]#0, %[[N]]
-// CHECK: %[[GMEAN:.*]] = eff.div %[[SUM]]#1, %[[N]]
+// CHECK-NEXT: %[[SUM:.*]]:2 = eff.all_reduce %[[LOSS]], %[[GW]] {world_size = 2 : i64} : tensor<f32>, tensor<4xf32>
+// CHECK-NEXT: %[[LMEAN:.*]] = eff.div %[[SUM]]#0, %[[N]]
+// CHECK-NEXT: %[[GMEAN:.*]] = eff.div %[[SUM]]#1, %[[N]]
 // CHECK: return %[[LMEAN]], %[[X]], %[[GMEAN]]
 // CHECK-NOT: eff.all_reduce
 
-// A bucket closes before the tensor that would take it past bucket-bytes.
-// BUCKETS: eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<f32>
-// BUCKETS: eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<4xf32>
+// A bucket closes before the tensor that would take it past bucket-bytes;
+// each bucket's all-reduce runs right after the last of its tensors is
+// produced: the loss's in the forward, the gradient's after the gradient.
+// BUCKETS: %[[LOSS:.*]] = eff.reduce_sum
+// BUCKETS-NEXT: %[[LSUM:.*]] = eff.all_reduce %[[LOSS]] {world_size = 2 : i64} : tensor<f32>
+// BUCKETS-NEXT: eff.div %[[LSUM]]
+// BUCKETS-NEXT: eff.constant {eff.loss_seed}
+// BUCKETS: %[[GW:.*]] = eff.mul
+// BUCKETS-NEXT: eff.all_reduce %[[GW]] {world_size = 2 : i64} : tensor<4xf32>
 
 // One rank: nothing to sum; the world size is still recorded.
 // ONE: module attributes {eff.world_size = 1 : i64}

@@ -252,8 +252,15 @@ static cl::opt<int64_t> accum(
 static cl::opt<int64_t> zero(
     "zero",
     cl::desc("ZeRO stage of a data-parallel step: 0 sums the gradients over "
-             "the ranks (1-3, sharding, not yet)"),
+             "the ranks; 1 shards the optimizer state, 2 also the gradients, "
+             "3 also the parameters (docs/Distributed.md)"),
     cl::value_desc("K"), cl::init(0), cl::cat(category));
+static cl::opt<bool> zeroKeepGathered(
+    "zero-keep-gathered",
+    cl::desc("ZeRO-3: gather each parameter once and keep it from the "
+             "forward to the backward (default: gathered again for the "
+             "backward, freed after each use)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<int64_t> worldSize(
     "world-size",
     cl::desc("Ranks of a data-parallel run (mpirun -np N effrun, or effrun "
@@ -334,7 +341,7 @@ void checkFlags() {
              &clipThreshold, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
              &quantizeFrozen, &quantizeFrozenNames, &qlora,
-             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &worldSize,
+             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
       if (option->getNumOccurrences())
@@ -433,6 +440,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.quantizeFrozenNames = quantizeFrozenNames.getValue();
   step.accum = accum.getValue();
   step.zero = zero.getValue();
+  step.zeroKeepGathered = zeroKeepGathered.getValue();
   step.worldSize = worldSize.getValue();
   step.scheduleMemory = scheduleMemory.getValue();
   step.precision = parseChoice<Precision>(precision,

@@ -220,12 +220,19 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       llvm::cl::init("")};
   // Data parallel (eff-zero).
   Option<int64_t> zero{*this, "zero",
-                       llvm::cl::desc("ZeRO stage (0: plain data parallel)"),
+                       llvm::cl::desc("ZeRO stage (0: plain data parallel; 1: sharded "
+                                      "optimizer state; 2: and gradients; "
+                                      "3: and parameters)"),
                        llvm::cl::init(0)};
   Option<int64_t> worldSize{
       *this, "world-size",
       llvm::cl::desc("Ranks of a data-parallel run (1: one process)"),
       llvm::cl::init(1)};
+  Option<bool> zeroKeepGathered{
+      *this, "zero-keep-gathered",
+      llvm::cl::desc("ZeRO-3: keep each gathered parameter from the forward "
+                     "to the backward instead of gathering it again"),
+      llvm::cl::init(false)};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),

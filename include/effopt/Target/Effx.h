@@ -36,6 +36,9 @@ struct StepTensor {
   /// (flattened, zero-padded to a multiple of the world size); empty when
   /// every rank holds the whole tensor.
   std::optional<std::vector<int64_t>> shardOf;
+  /// ZeRO-3: the whole tensor's initial bytes of a sharded parameter (the
+  /// .effx stores them whole; each rank takes its block at the start).
+  std::vector<char> wholeInitial;
 };
 
 struct StepLayout {

@@ -184,10 +184,13 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     `eff-grad-accum steps=N`. Stage 0 (plain data parallel): every gradient
     (`eff.gradient` result) is summed over the ranks and divided by N, and
     the loss (result 0) too, so every rank logs the global mean loss. The
-    sums are `eff.all_reduce` ops over buckets: the values in result order
-    (the loss first), a bucket closing before the tensor that would take it
-    past `bucket-bytes`. They are placed after the whole backward (no
-    overlap with it yet). The
+    sums are `eff.all_reduce` ops over buckets: the values in the order the
+    step produces them (the loss first, then the gradients as the backward
+    finishes them, as DDP's buckets in reverse parameter order), a bucket
+    closing before the tensor that would take it past `bucket-bytes`. Each
+    all-reduce (stage 2: each reduce-scatter) and what follows it is placed
+    right after the last of its tensors is produced, in the middle of the
+    rest of the backward, not after all of it. The
     module gets `eff.world_size = N`, which the manifest records and the
     runtime checks against the ranks it runs on.
 
@@ -207,14 +210,35 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     sums the gradients as stage 0; stage 2 reduce-scatters each gradient
     (flattened and zero-padded) instead, so its `eff.gradient` result is
     this rank's 1-D shard of S = ceil(numel / N) elements, and only the
-    loss (and the counted targets) are all-reduced. Stage 3 (sharded
-    parameters) is not implemented yet and is an error, as are `stage`
-    outside 0-3 and `world-size < 1`.
+    loss (and the counted targets) are all-reduced.
+
+    Stage 3 also shards the parameters: the step argument of every f32
+    trainable parameter (and its `eff.parameter` declaration, which gets
+    `eff.shard_of` with the whole shape and keeps the whole initial value)
+    becomes this rank's 1-D block of S elements, and every reader reads a
+    whole copy gathered right before it (`eff.all_gather`, then the
+    padding sliced off and the shape restored): one gather in front of the
+    first forward reader of each block and, by default, another in front
+    of the first backward (or recomputed) reader, tagged `eff.recomputed`
+    so that CSE does not merge it into the forward's. Each copy lives from
+    its gather to its last reader, which the memory plan sees.
+    `keep-gathered` gathers once per block and keeps the copy from the
+    forward to the backward instead (half the gathers, the whole
+    parameters live through the step). Gradients are reduce-scattered as
+    in stage 2, and eff-optimizer updates the shard in place. Frozen
+    parameters and buffers stay whole on every rank.
+
+    Errors: `stage` outside 0-3, `world-size < 1`, a stage-3 parameter that
+    is not f32.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", /*default=*/"0",
            "ZeRO stage (0: plain data parallel; 1: sharded optimizer "
-           "state; 2: and gradients; 3 not yet)">,
+           "state; 2: and gradients; 3: and parameters)">,
+    Option<"keepGathered", "keep-gathered", "bool", /*default=*/"false",
+           "Stage 3: gather each parameter once per block and keep it from "
+           "the forward to the backward (default: gathered again for the "
+           "backward)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
            "Ranks of the run (N)">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
@@ -229,7 +253,11 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     Statistic<"numAllReducedBytes", "all-reduced-bytes",
               "Bytes all-reduced (or reduce-scattered) per step">,
     Statistic<"numReduceScatters", "reduce-scatters",
-              "eff.reduce_scatter ops placed (stage 2: one per gradient)">
+              "eff.reduce_scatter ops placed (stage 2: one per gradient)">,
+    Statistic<"numAllGathers", "all-gathers",
+              "eff.all_gather ops placed before parameter readers (stage 3)">,
+    Statistic<"numShardedParameters", "sharded-parameters",
+              "Parameters sharded across the ranks (stage 3)">
   ];
 }
 

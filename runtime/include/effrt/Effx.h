@@ -62,7 +62,7 @@ struct EffxStateEntry : EffxTensor {
   /// `"init": "zeros"`: the entry starts as zeros and has no bytes in the
   /// initial state section (version 2).
   bool zeroInit = false;
-  /// `"shard_of": [d0, ...]` (ZeRO stages 1-2): this 1-D f32 entry of S
+  /// `"shard_of": [d0, ...]` (ZeRO stages 1-3): this 1-D f32 entry of S
   /// elements is this rank's shard, elements [rank*S, (rank+1)*S), of the
   /// tensor of this shape flattened and zero-padded to world_size*S
   /// elements (S = ceil(elements / world_size)). Only when `sharded`.
@@ -189,13 +189,17 @@ public:
   /// Calls `write(offset, data, size)` for every stored range of the
   /// initial state (in pieces of at most 16 MiB), `offset` in the state
   /// region, releasing each piece's pages once written. Bytes of the state
-  /// region outside these ranges start as zero.
+  /// region outside these ranges start as zero. A sharded entry (ZeRO-3
+  /// parameters) stores its whole tensor: rank `rank` gets its block of it
+  /// (the bytes past the whole tensor, padding, stay zero).
   void forEachStoredState(
       const std::function<void(uint64_t offset, const std::byte *data,
-                               uint64_t size)> &write) const;
-  /// Writes the initial state into `region` (manifest().stateBytes bytes,
-  /// host memory): zeros, then every stored range.
-  void copyInitialState(std::byte *region) const;
+                               uint64_t size)> &write,
+      int rank = 0) const;
+  /// Writes the initial state of rank `rank` into `region`
+  /// (manifest().stateBytes bytes, host memory): zeros, then every stored
+  /// range.
+  void copyInitialState(std::byte *region, int rank = 0) const;
 
   struct Impl;
 

@@ -44,6 +44,10 @@ struct SessionOptions {
   bool loadCode = true;
   /// The GPU to run on (effrun --device N); a CPU model refuses one.
   std::optional<int> device;
+  /// The ranks of a data-parallel run (null: one rank). The session takes
+  /// its rank's block of every sharded entry stored whole (ZeRO-3
+  /// parameters) when it starts.
+  std::shared_ptr<Collectives> collectives;
 };
 
 /// Bytes the session allocated for each region.

@@ -722,7 +722,9 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
     uint64_t stored = 0;
     for (const EffxStateEntry &e : m.state)
       if (!e.zeroInit)
-        stored += e.byteSize; // cannot overflow: the entries are disjoint
+        // A sharded entry stores its whole tensor (ZeRO-3 parameters); the
+        // whole size was checked to fit.
+        stored += e.wholeByteSize();
     if (stored != stateSectionSize)
       error("the state entries not marked 'init': 'zeros' take ", stored,
             " bytes but the initial state section holds ", stateSectionSize);
@@ -962,8 +964,8 @@ uint64_t EffxFile::storedStateBytes() const {
 }
 
 void EffxFile::forEachStoredState(
-    const std::function<void(uint64_t, const std::byte *, uint64_t)> &write)
-    const {
+    const std::function<void(uint64_t, const std::byte *, uint64_t)> &write,
+    int rank) const {
   const EffxSection &section = impl_->sections[impl_->stateSection];
   const std::byte *data = sectionData(section);
   // Hands out `size` bytes at `at` in the section for region offset
@@ -985,18 +987,29 @@ void EffxFile::forEachStoredState(
     for (const EffxStateEntry &e : impl_->manifest.state) {
       if (e.zeroInit || !e.byteSize)
         continue;
-      give(e.offset, at, e.byteSize);
-      at += e.byteSize;
+      if (!e.sharded) {
+        give(e.offset, at, e.byteSize);
+        at += e.byteSize;
+        continue;
+      }
+      // This rank's block [rank*S, (rank+1)*S) of the whole tensor.
+      uint64_t whole = e.wholeByteSize();
+      uint64_t first = static_cast<uint64_t>(rank) * e.byteSize;
+      if (first < whole)
+        give(e.offset, at + first, std::min(e.byteSize, whole - first));
+      at += whole;
     }
   }
   releaseSection(section);
 }
 
-void EffxFile::copyInitialState(std::byte *region) const {
+void EffxFile::copyInitialState(std::byte *region, int rank) const {
   uint64_t bytes = impl_->manifest.stateBytes;
   if (bytes)
     std::memset(region, 0, static_cast<size_t>(bytes));
-  forEachStoredState([&](uint64_t offset, const std::byte *data, uint64_t n) {
-    std::memcpy(region + offset, data, static_cast<size_t>(n));
-  });
+  forEachStoredState(
+      [&](uint64_t offset, const std::byte *data, uint64_t n) {
+        std::memcpy(region + offset, data, static_cast<size_t>(n));
+      },
+      rank);
 }

@@ -84,17 +84,19 @@ Session::Session(EffxFile file, SessionOptions options)
     : impl_(std::make_unique<Impl>(std::move(file))) {
   Impl &s = *impl_;
   const EffxManifest &m = s.manifest();
-  DeviceOptions deviceOptions(s.path());
+  DeviceOptions deviceOptions(s.path(), options.collectives);
   deviceOptions.device = options.device;
   deviceOptions.manifest = &m;
   s.device = options.loadCode ? createDevice(m.target, deviceOptions)
                               : createHostMemoryDevice(deviceOptions);
   s.device->allocate(RegionSizes{m.stateBytes, m.arenaBytes, m.ioBytes});
-  // The regions start as zeros: only the stored entries are copied.
+  // The regions start as zeros: only the stored entries are copied (of a
+  // sharded one, this rank's block).
   s.file.forEachStoredState(
       [&](uint64_t offset, const std::byte *data, uint64_t size) {
         s.device->copyToDevice({RegionKind::State, offset, size}, data);
-      });
+      },
+      s.device->collectives().rank());
   s.inputSet.assign(m.inputs.size(), false);
   if (options.loadCode)
     s.device->loadCode(s.file);

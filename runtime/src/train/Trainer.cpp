@@ -137,9 +137,8 @@ struct Trainer::Impl {
     }
     SessionOptions sessionOptions;
     sessionOptions.device = o.device;
+    sessionOptions.collectives = o.collectives;
     session.emplace(effx, sessionOptions);
-    if (o.collectives)
-      session->device().setCollectives(o.collectives);
     if (!o.resume.empty())
       session->load(o.resume);
     setBlasThreads(threadCount(o.threads));
@@ -159,10 +158,26 @@ struct Trainer::Impl {
       log = std::make_unique<StepLog>(options.log, !options.resume.empty());
   }
 
-  /// A stop request or signal, consumed: {stop?, signal}.
+  /// A stop request or signal, consumed: {stop?, signal}. Ranks of a
+  /// data-parallel run agree: every rank stops when any does (a signal that
+  /// reached one rank, or each rank at a different step, would otherwise
+  /// leave the others waiting in the next step's collectives, or meet a
+  /// checkpoint's gather with a step's).
   std::pair<bool, int> takeStop() {
     int signo = signals ? StopSignals::take() : 0;
     bool requested = stopRequested.exchange(false);
+    const std::shared_ptr<Collectives> &c = options.collectives;
+    if (c && c->worldSize() > 1) {
+      int32_t mine[2] = {signo != 0 || requested, signo};
+      std::vector<int32_t> all(2 * static_cast<size_t>(c->worldSize()));
+      c->allGatherHost(mine, all.data(), sizeof(mine));
+      requested = false;
+      for (size_t r = 0; r < all.size(); r += 2) {
+        requested = requested || all[r];
+        if (!signo)
+          signo = all[r + 1];
+      }
+    }
     return {signo != 0 || requested, signo};
   }
 

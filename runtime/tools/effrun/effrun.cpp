@@ -34,6 +34,7 @@
 #include <climits>
 #include <cstdio>
 #include <new>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -147,6 +148,21 @@ int run(const Options &o) {
   return 0;
 }
 
+/// "rank R of N: " in a run started by mpirun with more than one rank, so
+/// that the one line of an error says which rank it comes from; else "".
+std::string rankPrefix() {
+  const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!rank)
+    rank = std::getenv("PMIX_RANK");
+  if (!rank || (size && std::strcmp(size, "1") == 0))
+    return "";
+  std::string prefix = std::string("rank ") + rank;
+  if (size)
+    prefix += std::string(" of ") + size;
+  return prefix + ": ";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -204,13 +220,17 @@ int main(int argc, char **argv) {
     finishMpi(failed);
     return status;
   } catch (const Error &e) {
-    std::fprintf(stderr, "effrun: error: %s\n", e.what());
+    std::fprintf(stderr, "effrun: error: %s%s\n", rankPrefix().c_str(),
+                 e.what());
   } catch (const std::bad_alloc &) {
-    std::fprintf(stderr, "effrun: error: out of memory\n");
+    std::fprintf(stderr, "effrun: error: %sout of memory\n",
+                 rankPrefix().c_str());
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "effrun: error: internal error: %s\n", e.what());
+    std::fprintf(stderr, "effrun: error: %sinternal error: %s\n",
+                 rankPrefix().c_str(), e.what());
   } catch (...) {
-    std::fprintf(stderr, "effrun: error: internal error: unknown exception\n");
+    std::fprintf(stderr, "effrun: error: %sinternal error: unknown exception\n",
+                 rankPrefix().c_str());
   }
   // The other ranks may be waiting in a collective: end them too.
   std::fflush(stderr);

@@ -11,6 +11,13 @@ eff.parameter trainable @w : tensor<2xf32> = dense<1.0> : tensor<3xf32>
 
 // -----
 
+// A ZeRO-3 shard may keep the whole tensor's initial value, of the shape
+// eff.shard_of names, and no other.
+// expected-error @+1 {{initial value has type 'tensor<3xf32>' but the parameter is declared 'tensor<2xf32>' (a shard of 'tensor<4xf32>')}}
+eff.parameter trainable @w : tensor<2xf32> = dense<1.0> : tensor<3xf32> {eff.shard_of = array<i64: 4>}
+
+// -----
+
 // expected-error @+1 {{a trainable parameter must have a floating-point element type, not 'i64'}}
 eff.parameter trainable @steps : tensor<2xi64> = dense<0> : tensor<2xi64>
 

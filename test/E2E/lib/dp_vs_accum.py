@@ -86,6 +86,9 @@ def main():
                     help="ZeRO stage of the data-parallel build (effc "
                          "--zero): 1 shards the optimizer state, 2 the "
                          "gradients too")
+    ap.add_argument("--keep-gathered", action="store_true",
+                    help="stage 3: effc --zero-keep-gathered (each parameter "
+                         "gathered once, kept from forward to backward)")
     ap.add_argument("--no-nproc", action="store_true",
                     help="skip the effrun --nproc run (mpirun only)")
     ap.add_argument("--resume", action="store_true",
@@ -98,6 +101,14 @@ def main():
     ap.add_argument("--accum", type=int, default=1,
                     help="micro-batches of every rank (K): N ranks then "
                          "train like --accum N*K")
+    ap.add_argument("--effc", action="append", default=[],
+                    help="an extra effc flag for both builds (e.g. "
+                         "--effc=--precision=bf16 --effc=--remat=selective)")
+    ap.add_argument("--torch-rtol", type=float, default=None,
+                    help="tolerance against PyTorch fp32 (default --rtol): "
+                         "looser under --precision bf16, whose products "
+                         "round to bf16")
+    ap.add_argument("--torch-atol", type=float, default=None)
     t.add_training_args(ap)
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -122,7 +133,8 @@ def main():
 
     def compile(label, flags):
         effx = os.path.join(args.work, label + ".effx")
-        run([effc, onnx_path, "-o", effx] + t.effc_flags(args) + flags)
+        run([effc, onnx_path, "-o", effx] + t.effc_flags(args) + args.effc
+            + flags)
         return effx
 
     def train(label, effx, launcher, steps=args.steps, extra=()):
@@ -138,7 +150,8 @@ def main():
     accum_effx = compile("accum", ["--accum", str(N * K)])
     accum = train("accum", accum_effx, lambda e: [effrun, e])
     dp = compile("dp", ["--world-size", str(N), "--accum", str(K),
-                        "--zero", str(args.zero)])
+                        "--zero", str(args.zero)]
+                 + (["--zero-keep-gathered"] if args.keep_gathered else []))
     mpi = train("mpirun", dp,
                 lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
     nproc = None if args.no_nproc else train(
@@ -146,11 +159,18 @@ def main():
     # Only rank 0 writes: one log line per step, not N.
     ref_losses, ref_state = t.train_torch(model, data, N * K * B, args)
 
-    failures = compare("accum vs torch", *accum, ref_losses, ref_state, args)
+    vs_torch = argparse.Namespace(**vars(args))
+    if args.torch_rtol is not None:
+        vs_torch.rtol = args.torch_rtol
+    if args.torch_atol is not None:
+        vs_torch.atol = args.torch_atol
+    failures = compare("accum vs torch", *accum, ref_losses, ref_state,
+                       vs_torch)
     failures += compare("mpirun vs accum", *mpi, *accum, args)
     if nproc:
         failures += compare("nproc vs accum", *nproc, *accum, args)
-    failures += compare("mpirun vs torch", *mpi, ref_losses, ref_state, args)
+    failures += compare("mpirun vs torch", *mpi, ref_losses, ref_state,
+                        vs_torch)
     if args.resume:
         # The first steps on N ranks, the last on one process from their
         # checkpoint: the same training as --accum N*K throughout.

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""Per-rank memory of ZeRO stages 0, 1 and 2 from effc's own plans.
+"""Per-rank memory of ZeRO stages 0-3 from effc's own plans.
 
     zero_memory.py --model gpt --ranks 2 --bin BUILD/bin --work DIR
 
-Compiles the model for N ranks at --zero 0, 1 and 2 with --report-json and
-checks, from the plans alone (no figure is hard-coded):
-- parameters are the same bytes at every stage (every rank holds them);
+Compiles the model for N ranks at --zero 0, 1, 2 and 3 with --report-json
+and checks, from the plans alone (no figure is hard-coded):
+- parameters are the same bytes at stages 0-2 (every rank holds them); at
+  stage 3 exactly each of stage 0's parameter tensors cut to
+  ceil(elements / N) f32 elements;
 - the optimizer state of stages 1 and 2 is exactly each of stage 0's state
   tensors cut to ceil(elements / N) f32 elements (the step counter whole);
 - the most gradient bytes live at once: stage 1 as stage 0 (the gradients
   are summed whole), stage 2 less (each is reduce-scattered when final);
-- the state region shrinks by what the optimizer state lost.
+- the most gradient bytes live at once at stage 3 below stage 0's;
+- the state region shrinks by what the optimizer state (stage 3: and the
+  parameters) lost.
 Prints the bytes by category of every stage.
 """
 import argparse
@@ -60,7 +64,7 @@ def main():
     t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names), names,
              onnx_path)
     plans = {}
-    for stage in (0, 1, 2):
+    for stage in (0, 1, 2, 3):
         report = os.path.join(args.work, "zero%d.json" % stage)
         subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
                         os.path.join(args.work, "zero%d.effx" % stage),
@@ -87,7 +91,7 @@ def main():
             sharded += x["bytes"]
         else:
             sharded += -(-x["bytes"] // 4 // N) * 4
-    for stage in (0, 1, 2):
+    for stage in (0, 1, 2, 3):
         plan = plans[stage]
         figures = {
             "parameters": persistent(plan, "parameters"),
@@ -101,16 +105,20 @@ def main():
         print("stage %d: %s" % (stage, ", ".join(
             "%s %d" % kv for kv in figures.items())))
         plans[stage]["figures"] = figures
-    f0, f1, f2 = (plans[s]["figures"] for s in (0, 1, 2))
-    for s, f in ((1, f1), (2, f2)):
-        expect(f["parameters"] == f0["parameters"],
-               "stage %d parameters %d, stage 0 %d" % (s, f["parameters"],
-                                                       f0["parameters"]))
+    shardedParams = sum(-(-x["bytes"] // 4 // N) * 4 for x in base["tensors"]
+                        if x["category"] == "parameters")
+    f0, f1, f2, f3 = (plans[s]["figures"] for s in (0, 1, 2, 3))
+    for s, f in ((1, f1), (2, f2), (3, f3)):
+        want = shardedParams if s == 3 else f0["parameters"]
+        expect(f["parameters"] == want,
+               "stage %d parameters %d, expected %d (stage 0 %d)" %
+               (s, f["parameters"], want, f0["parameters"]))
         expect(f["optimizer state"] == sharded,
                "stage %d optimizer state %d, expected stage 0's %d cut to "
                "1/%d: %d" % (s, f["optimizer state"], f0["optimizer state"],
                              N, sharded))
         saved = f0["optimizer state"] - f["optimizer state"]
+        saved += f0["parameters"] - f["parameters"]
         expect(f0["state"] - f["state"] >= saved - 64 * len(base["tensors"]),
                "stage %d state region %d, stage 0 %d: not smaller by the "
                "optimizer state's %d" % (s, f["state"], f0["state"], saved))
@@ -120,9 +128,14 @@ def main():
     expect(f2["gradients (most live)"] < f0["gradients (most live)"],
            "stage 2 gradients %d not below stage 0's %d" %
            (f2["gradients (most live)"], f0["gradients (most live)"]))
+    expect(f3["gradients (most live)"] < f0["gradients (most live)"],
+           "stage 3 gradients %d not below stage 0's %d" %
+           (f3["gradients (most live)"], f0["gradients (most live)"]))
     print("optimizer state: stage 1/stage 0 = %.3f; gradients: stage 2/stage 0"
-          " = %.3f" % (f1["optimizer state"] / f0["optimizer state"],
-                       f2["gradients (most live)"] / f0["gradients (most live)"]))
+          " = %.3f; parameters: stage 3/stage 0 = %.3f" % (
+              f1["optimizer state"] / f0["optimizer state"],
+              f2["gradients (most live)"] / f0["gradients (most live)"],
+              f3["parameters"] / f0["parameters"]))
     print("%s: %s" % (args.model, "PASS" if not failures else
                       "FAIL (%d mismatches)" % failures))
     sys.exit(1 if failures else 0)

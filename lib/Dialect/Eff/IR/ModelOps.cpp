@@ -7,10 +7,21 @@ using namespace effopt::eff;
 
 LogicalResult ParameterOp::verify() {
   if (std::optional<ElementsAttr> value = getInitialValue()) {
-    if (value->getType() != getType())
-      return emitOpError("initial value has type ")
-             << value->getType() << " but the parameter is declared "
-             << getType();
+    // A ZeRO-3 shard (eff.shard_of) may keep the whole tensor's initial
+    // value: each rank takes its block when the run starts.
+    Type whole;
+    if (auto shape = (*this)->getAttrOfType<DenseI64ArrayAttr>(
+            kShardOfAttrName))
+      whole = getTensorType().clone(shape.asArrayRef());
+    if (value->getType() != getType() && value->getType() != whole) {
+      InFlightDiagnostic diag = emitOpError("initial value has type ")
+                                << value->getType()
+                                << " but the parameter is declared "
+                                << getType();
+      if (whole)
+        diag << " (a shard of " << whole << ")";
+      return diag;
+    }
   }
   // Frozen parameters may also be integer storage (the packed codes of an
   // NF4 weight, eff-quantize-frozen).
