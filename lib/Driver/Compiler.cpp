@@ -252,6 +252,7 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
       })))
     return failure();
   step.layout.arenaBytes = plannedArenaBytes(*step.module);
+  step.layout.workspaceBytes = backend.getLibraryWorkspaceBytes();
   if (stepOptions.until == PipelineStage::MemoryPlan) {
     step.times.lowering = secondsSince(start);
     return step;

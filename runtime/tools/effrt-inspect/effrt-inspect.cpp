@@ -9,6 +9,11 @@
 //   effrt-inspect --write-safetensors OUT IN [--metadata KEY=VALUE]...
 //   effrt-inspect --write-npz OUT IN [--compress]
 //     Convert IN (any readable format) to OUT.
+//   effrt-inspect --extract-section KIND:TARGET:NAME OUT IN.effx
+//     Write the bytes of one section of an .effx to OUT, e.g.
+//     device_code:cuda:kernels (a cuda step's fatbin, for cuobjdump) or
+//     host_code:cuda:step (its host shared object, for nm). KIND is a name
+//     of the "# section" lines; TARGET "-" when the section has none.
 //
 // FILE may be .npz, .npy, .safetensors, a .bin of uint16 tokens, or an
 // .effx, whose tensors are its initial state entries (zeros where the file
@@ -27,6 +32,7 @@
 #include "effrt/SafeTensors.h"
 #include "effrt/TokenStream.h"
 
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -196,13 +202,44 @@ static void inspect(const std::string &path) {
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
+/// Writes the section `spec` (KIND:TARGET:NAME) of the .effx `in` to `out`.
+static void extractSection(const std::string &spec, const std::string &out,
+                           const std::string &in) {
+  size_t first = spec.find(':'), second = spec.find(':', first + 1);
+  if (first == std::string::npos || second == std::string::npos)
+    fail(spec, ": expected KIND:TARGET:NAME (e.g. device_code:cuda:kernels)");
+  std::string kind = spec.substr(0, first);
+  std::string target = spec.substr(first + 1, second - first - 1);
+  std::string name = spec.substr(second + 1);
+  if (target == "-")
+    target.clear();
+  EffxFile file = EffxFile::open(in);
+  for (const EffxSection &s : file.sections()) {
+    if (effxSectionKindName(s.kind) != kind || s.target != target ||
+        s.name != name)
+      continue;
+    FILE *f = std::fopen(out.c_str(), "wb");
+    if (!f)
+      fail(out, ": cannot open for writing: ", std::strerror(errno));
+    const std::byte *data = file.sectionData(s);
+    bool ok = std::fwrite(data, 1, s.size, f) == s.size;
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok)
+      fail(out, ": cannot write");
+    return;
+  }
+  fail(in, ": no section ", spec, " (effrt-inspect FILE lists them)");
+}
+
 static int usage(const char *message) {
   std::fprintf(stderr,
                "effrt-inspect: %s\n"
                "usage: effrt-inspect FILE\n"
                "       effrt-inspect --write-safetensors OUT IN "
                "[--metadata KEY=VALUE]...\n"
-               "       effrt-inspect --write-npz OUT IN [--compress]\n",
+               "       effrt-inspect --write-npz OUT IN [--compress]\n"
+               "       effrt-inspect --extract-section KIND:TARGET:NAME OUT "
+               "IN.effx\n",
                message);
   return 2;
 }
@@ -242,6 +279,10 @@ int main(int argc, char **argv) {
         options.compress = true;
       }
       writeNpz(args[1], readContents(args[2]).tensors, options);
+      return 0;
+    }
+    if (args.size() == 4 && args[0] == "--extract-section") {
+      extractSection(args[1], args[2], args[3]);
       return 0;
     }
     return usage("bad arguments");
