@@ -271,4 +271,75 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
+  let summary = "Turns every memory access of the memory-planned step into a gpu.launch kernel";
+  let description = [{
+    Runs on the step that `eff-memory-plan` leaves (memrefs viewed from the
+    three regions, `linalg` ops, `memref.copy`, library `func.call`s, maybe
+    in host `scf.for` loops) and makes it a CUDA step: afterwards the host
+    code only computes addresses, calls library functions and launches
+    kernels; every read and write of memory is inside a `gpu.launch` (not
+    outlined: `gpu-kernel-outlining` runs next).
+
+    One kernel per fusion group: each `linalg` op (named ops are generalized
+    first) and each `memref.copy` becomes exactly one `gpu.launch`:
+    - all-parallel ops: a flat grid-stride loop over the linearised
+      iteration space, delinearised innermost-fastest so neighbouring
+      threads touch neighbouring elements; `block-size` threads per block,
+      at most `max-blocks` blocks;
+    - reductions whose innermost accessed dimension is reduced (softmax,
+      layer norm and cross-entropy rows, norms, full reductions to rank 0):
+      one block per output element (fewer threads for short rows, 1024 for
+      a single output), threads stride over the linearised reduction space
+      from the combiner's identity, then `gpu.all_reduce` (warp shuffles and
+      workgroup memory) combines them and thread 0 folds in the initial
+      value. Each output's combiner (`addf`, `mulf`, `maximumf`,
+      `minimumf`, `maxnumf`, `minnumf`, `addi`, `muli`, `andi`, `ori`,
+      `xori`, signed/unsigned `max`/`min`) is recognised with its identity,
+      for any element type (f64 accumulators included);
+    - reductions whose innermost accessed dimension is parallel (bias
+      gradients summing over rows): one thread per output element looping
+      over the reduction dims, already coalesced; so are reductions whose
+      combiner is not recognised (correct, slow; with `remarks` a remark
+      says so).
+    A `memref.copy` from a splat constant `memref.get_global` is a fill.
+    `memref.get_global`s a kernel reads are re-created inside it, so
+    outlining copies the constant into the GPU module.
+
+    `scf.for` loops that contain library calls (the gradient-accumulation
+    loop, NF4 tile loops) stay on the host with their bodies converted;
+    any other loop nest becomes one kernel whose loops are spread over
+    threads where every written buffer is indexed by the loop's induction
+    variable in all its accesses (iterations touch disjoint elements), the
+    rest run serially in each thread (an embedding-gradient scatter keeps
+    the token loops serial and spreads the feature loop).
+
+    Anything that would still read or write memory on the host afterwards
+    (an unknown op with memory effects, a host `memref.load` whose value the
+    host uses, a constant global passed to a library) is an error naming
+    the op.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of elementwise kernels and the most threads "
+           "of a row-reduction block">,
+    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"1056",
+           "Grid cap of grid-stride kernels (132 SMs x 8 blocks: one full "
+           "wave of an H100)">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark per kernel naming its strategy">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Number of gpu.launch kernels formed">,
+    Statistic<"numBlockReductions", "block-reductions",
+              "Reductions combined across a block">,
+    Statistic<"numSerialFallbacks", "serial-fallbacks",
+              "Reductions whose combiner was not recognised (thread per output)">
+  ];
+}
+
 #endif // EFFOPT_CONVERSION_PASSES_TD

@@ -1,0 +1,910 @@
+//===- FormKernels.cpp - one gpu.launch per fusion group ------------------===//
+//
+// Turns the memory-planned step into a CUDA step: every memory access moves
+// into a gpu.launch, the host keeps address arithmetic, library calls and
+// the loops around them. See docs/GpuKernels.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Conversion/Passes.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "eff-gpu-form-kernels"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFGPUFORMKERNELSPASS
+#include "effopt/Conversion/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+
+namespace effopt {
+namespace {
+
+/// The strategy a kernel was formed with; set as `eff.kernel` on the launch
+/// (for tests and for reading the IR; outlining drops it).
+constexpr llvm::StringLiteral kKernelAttrName = "eff.kernel";
+
+//===----------------------------------------------------------------------===//
+// Small builders
+//===----------------------------------------------------------------------===//
+
+static Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// The product of `sizes` (1 for none), folded when all are constants.
+static Value product(OpBuilder &b, Location loc, ArrayRef<Value> sizes) {
+  int64_t folded = 1;
+  bool allConstant = true;
+  for (Value size : sizes) {
+    if (std::optional<int64_t> c = getConstantIntValue(size))
+      folded *= *c;
+    else
+      allConstant = false;
+  }
+  if (allConstant)
+    return indexConstant(b, loc, folded);
+  Value result = indexConstant(b, loc, 1);
+  for (Value size : sizes)
+    result = arith::MulIOp::create(b, loc, result, size);
+  return result;
+}
+
+/// Splits the linear index `linear` over `sizes`, the last one fastest.
+static SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                                      ArrayRef<Value> sizes) {
+  SmallVector<Value> indices(sizes.size());
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    if (i == 0) {
+      indices[i] = linear;
+      break;
+    }
+    indices[i] = arith::RemUIOp::create(b, loc, linear, sizes[i]);
+    linear = arith::DivUIOp::create(b, loc, linear, sizes[i]);
+  }
+  return indices;
+}
+
+/// min(ceil(n / blockSize), maxBlocks) on the host.
+static Value gridFor(OpBuilder &b, Location loc, Value n, int64_t blockSize,
+                     int64_t maxBlocks) {
+  if (std::optional<int64_t> c = getConstantIntValue(n))
+    return indexConstant(
+        b, loc,
+        std::max<int64_t>(1, std::min((*c + blockSize - 1) / blockSize,
+                                      maxBlocks)));
+  Value blocks = arith::CeilDivUIOp::create(
+      b, loc, n, indexConstant(b, loc, blockSize));
+  blocks = arith::MinUIOp::create(b, loc, blocks,
+                                  indexConstant(b, loc, maxBlocks));
+  return arith::MaxUIOp::create(b, loc, blocks, indexConstant(b, loc, 1));
+}
+
+/// A 1-D launch; the builder is left at the start of its body.
+static gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid,
+                                  Value block, StringRef strategy) {
+  Value one = indexConstant(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, grid, one, one, block, one, one);
+  launch->setAttr(kKernelAttrName, b.getStringAttr(strategy));
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&body);
+  return launch;
+}
+
+/// The indices of `map` applied to the loop indices `ivs`.
+static SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                                   ArrayRef<Value> ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      indices.push_back(ivs[dim.getPosition()]);
+    else if (auto c = dyn_cast<AffineConstantExpr>(expr))
+      indices.push_back(indexConstant(b, loc, c.getValue()));
+    else
+      indices.push_back(affine::expandAffineExpr(b, loc, expr, ivs, {}));
+  }
+  return indices;
+}
+
+/// gpu.all_reduce of `value` over the block. NVVM shuffles move 32 bits
+/// at a time (64-bit values in two halves), so narrower values (an i1
+/// overflow flag, f16/bf16) are widened around the reduction; for these
+/// combiners that is exact.
+static Value blockAllReduce(OpBuilder &b, Location loc, Value value,
+                            gpu::AllReduceOperation kind) {
+  Type type = value.getType();
+  auto attr = gpu::AllReduceOperationAttr::get(b.getContext(), kind);
+  if (auto intType = dyn_cast<IntegerType>(type);
+      intType && intType.getWidth() < 32) {
+    bool isSigned = kind == gpu::AllReduceOperation::MAXSI ||
+                    kind == gpu::AllReduceOperation::MINSI;
+    Value wide = isSigned
+                     ? Value(arith::ExtSIOp::create(b, loc, b.getI32Type(),
+                                                    value))
+                     : Value(arith::ExtUIOp::create(b, loc, b.getI32Type(),
+                                                    value));
+    Value total = gpu::AllReduceOp::create(b, loc, wide, attr, true);
+    return arith::TruncIOp::create(b, loc, type, total);
+  }
+  if (auto floatType = dyn_cast<FloatType>(type);
+      floatType && floatType.getWidth() < 32) {
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+    Value total = gpu::AllReduceOp::create(b, loc, wide, attr, true);
+    return arith::TruncFOp::create(b, loc, type, total);
+  }
+  return gpu::AllReduceOp::create(b, loc, value, attr, /*uniform=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// linalg.generic payloads
+//===----------------------------------------------------------------------===//
+
+/// Emits the payload of `op` at the loop point `ivs`: loads the inputs it
+/// uses, maps the output block arguments to `outs` (loading those left
+/// null that the payload reads) and returns the yielded values.
+static SmallVector<Value> emitPayload(OpBuilder &b, linalg::GenericOp op,
+                                      ArrayRef<Value> ivs,
+                                      ArrayRef<Value> outs) {
+  Location loc = op.getLoc();
+  Block &body = op.getRegion().front();
+  IRMapping mapping;
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&operand);
+    if (arg.use_empty())
+      continue;
+    if (op.isDpsInit(&operand)) {
+      unsigned k = operand.getOperandNumber() - op.getNumDpsInputs();
+      if (outs.size() > k && outs[k]) {
+        mapping.map(arg, outs[k]);
+        continue;
+      }
+    }
+    Value value = operand.get();
+    if (!isa<MemRefType>(value.getType())) {
+      mapping.map(arg, value);
+      continue;
+    }
+    SmallVector<Value> indices =
+        applyMap(b, loc, op.getMatchingIndexingMap(&operand), ivs);
+    mapping.map(arg, memref::LoadOp::create(b, loc, value, indices));
+  }
+  SmallVector<Value> yielded;
+  for (Operation &inner : body) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    if (auto yield = dyn_cast<linalg::YieldOp>(inner)) {
+      for (Value v : yield.getValues())
+        yielded.push_back(mapping.lookupOrDefault(v));
+      continue;
+    }
+    b.clone(inner, mapping);
+  }
+  return yielded;
+}
+
+/// Stores `values` into the outputs of `op` at `ivs`.
+static void storeOutputs(OpBuilder &b, linalg::GenericOp op,
+                         ArrayRef<Value> ivs, ArrayRef<Value> values) {
+  for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    SmallVector<Value> indices =
+        applyMap(b, op.getLoc(), op.getMatchingIndexingMap(&init), ivs);
+    memref::StoreOp::create(b, op.getLoc(), values[k], init.get(), indices);
+  }
+}
+
+/// How one output of a reduction combines: `combiner` (in the payload) is
+/// the only user of the output's block argument and its result is yielded
+/// for that output and used nowhere else.
+struct Combiner {
+  Operation *combiner;
+  gpu::AllReduceOperation kind;
+  TypedAttr identity;
+};
+
+static std::optional<gpu::AllReduceOperation> reduceKind(Operation *op) {
+  return llvm::TypeSwitch<Operation *,
+                          std::optional<gpu::AllReduceOperation>>(op)
+      .Case<arith::AddFOp, arith::AddIOp>(
+          [](auto) { return gpu::AllReduceOperation::ADD; })
+      .Case<arith::MulFOp, arith::MulIOp>(
+          [](auto) { return gpu::AllReduceOperation::MUL; })
+      .Case([](arith::MaximumFOp) { return gpu::AllReduceOperation::MAXIMUMF; })
+      .Case([](arith::MinimumFOp) { return gpu::AllReduceOperation::MINIMUMF; })
+      .Case([](arith::MaxNumFOp) { return gpu::AllReduceOperation::MAXNUMF; })
+      .Case([](arith::MinNumFOp) { return gpu::AllReduceOperation::MINNUMF; })
+      .Case([](arith::MaxSIOp) { return gpu::AllReduceOperation::MAXSI; })
+      .Case([](arith::MinSIOp) { return gpu::AllReduceOperation::MINSI; })
+      .Case([](arith::MaxUIOp) { return gpu::AllReduceOperation::MAXUI; })
+      .Case([](arith::MinUIOp) { return gpu::AllReduceOperation::MINUI; })
+      .Case([](arith::AndIOp) { return gpu::AllReduceOperation::AND; })
+      .Case([](arith::OrIOp) { return gpu::AllReduceOperation::OR; })
+      .Case([](arith::XOrIOp) { return gpu::AllReduceOperation::XOR; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The value `x` with `x combine identity == x` for every x.
+static TypedAttr identityOf(gpu::AllReduceOperation kind, Type type) {
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &sem = floatType.getFloatSemantics();
+    switch (kind) {
+    case gpu::AllReduceOperation::ADD:
+      return FloatAttr::get(type, llvm::APFloat::getZero(sem));
+    case gpu::AllReduceOperation::MUL:
+      return FloatAttr::get(type, llvm::APFloat::getOne(sem));
+    case gpu::AllReduceOperation::MAXIMUMF:
+    case gpu::AllReduceOperation::MAXNUMF:
+      return FloatAttr::get(type, llvm::APFloat::getInf(sem, /*Negative=*/true));
+    case gpu::AllReduceOperation::MINIMUMF:
+    case gpu::AllReduceOperation::MINNUMF:
+      return FloatAttr::get(type, llvm::APFloat::getInf(sem));
+    default:
+      return {};
+    }
+  }
+  auto intType = dyn_cast<IntegerType>(type);
+  if (!intType)
+    return {};
+  unsigned width = intType.getWidth();
+  switch (kind) {
+  case gpu::AllReduceOperation::ADD:
+  case gpu::AllReduceOperation::OR:
+  case gpu::AllReduceOperation::XOR:
+  case gpu::AllReduceOperation::MAXUI:
+    return IntegerAttr::get(type, llvm::APInt::getZero(width));
+  case gpu::AllReduceOperation::MUL:
+    return IntegerAttr::get(type, llvm::APInt(width, 1));
+  case gpu::AllReduceOperation::AND:
+  case gpu::AllReduceOperation::MINUI:
+    return IntegerAttr::get(type, llvm::APInt::getAllOnes(width));
+  case gpu::AllReduceOperation::MAXSI:
+    return IntegerAttr::get(type, llvm::APInt::getSignedMinValue(width));
+  case gpu::AllReduceOperation::MINSI:
+    return IntegerAttr::get(type, llvm::APInt::getSignedMaxValue(width));
+  default:
+    return {};
+  }
+}
+
+/// True when `value` (in the payload of `op`) depends on no output block
+/// argument.
+static bool independentOfOutputs(linalg::GenericOp op, Value value) {
+  SmallVector<Value> worklist{value};
+  DenseSet<Value> seen;
+  Block &body = op.getRegion().front();
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == &body && arg.getArgNumber() >= op.getNumDpsInputs())
+        return false;
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (def->getBlock() != &body)
+      continue;
+    if (def->getNumRegions() != 0)
+      return false;
+    worklist.append(def->operand_begin(), def->operand_end());
+  }
+  return true;
+}
+
+/// The combiner of every output of `op`, or failure when one is not a
+/// recognised associative and commutative combine.
+static FailureOr<SmallVector<Combiner>> matchCombiners(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  SmallVector<Combiner> combiners;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&init);
+    unsigned k = init.getOperandNumber() - op.getNumDpsInputs();
+    if (!arg.hasOneUse())
+      return failure();
+    Operation *user = *arg.getUsers().begin();
+    if (user->getBlock() != &body || user->getNumOperands() != 2 ||
+        user->getNumResults() != 1)
+      return failure();
+    std::optional<gpu::AllReduceOperation> kind = reduceKind(user);
+    if (!kind)
+      return failure();
+    Value result = user->getResult(0);
+    if (!result.hasOneUse() || yield.getValues()[k] != result)
+      return failure();
+    Value other = user->getOperand(0) == arg ? user->getOperand(1)
+                                              : user->getOperand(0);
+    if (other == arg || !independentOfOutputs(op, other))
+      return failure();
+    TypedAttr identity = identityOf(*kind, arg.getType());
+    if (!identity)
+      return failure();
+    combiners.push_back({user, *kind, identity});
+  }
+  return combiners;
+}
+
+/// The loop dimension that indexes the innermost (contiguous) dimension of
+/// the highest-rank input, which decides whether neighbouring threads should
+/// walk a reduction or a parallel dimension.
+static std::optional<unsigned> innermostAccessedDim(linalg::GenericOp op) {
+  OpOperand *widest = nullptr;
+  int64_t widestRank = 0;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    if (type && type.getRank() > widestRank) {
+      widest = input;
+      widestRank = type.getRank();
+    }
+  }
+  if (!widest)
+    return std::nullopt;
+  AffineMap map = op.getMatchingIndexingMap(widest);
+  if (auto dim = dyn_cast<AffineDimExpr>(map.getResults().back()))
+    return dim.getPosition();
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct EffGpuFormKernelsPass
+    : impl::EffGpuFormKernelsPassBase<EffGpuFormKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (blockSize <= 0 || blockSize > 1024 || blockSize % 32 != 0) {
+      module.emitError() << "eff-gpu-form-kernels: block-size " << blockSize
+                         << " is not a multiple of 32 in [32, 1024]";
+      return signalPassFailure();
+    }
+    if (maxBlocks <= 0) {
+      module.emitError() << "eff-gpu-form-kernels: max-blocks " << maxBlocks
+                         << " is not positive";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        funcs.push_back(func);
+    for (func::FuncOp func : funcs) {
+      if (failed(normalize(func)) || failed(formBlock(func.getBody().front())) ||
+          failed(verifyHost(func)))
+        return signalPassFailure();
+    }
+  }
+
+  /// Copies become linalg ops (a fill for a splat constant source) and named
+  /// linalg ops become linalg.generic, so one emitter serves them all.
+  LogicalResult normalize(func::FuncOp func) {
+    IRRewriter rewriter(func.getContext());
+    SmallVector<memref::CopyOp> copies;
+    func.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      Location loc = copy.getLoc();
+      if (TypedAttr splat = splatGlobalValue(copy.getSource())) {
+        Value value = arith::ConstantOp::create(rewriter, loc, splat);
+        linalg::FillOp::create(rewriter, loc, ValueRange{value},
+                               ValueRange{copy.getTarget()});
+      } else {
+        linalg::makeMemRefCopyOp(rewriter, loc, copy.getSource(),
+                                 copy.getTarget());
+      }
+      rewriter.eraseOp(copy);
+    }
+    SmallVector<linalg::LinalgOp> named;
+    func.walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::GenericOp>(op))
+        named.push_back(op);
+    });
+    for (linalg::LinalgOp op : named) {
+      if (!op.hasPureBufferSemantics())
+        return op->emitOpError()
+               << "eff-gpu-form-kernels: expects memref operands (run after "
+                  "bufferization and eff-memory-plan)";
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::generalizeNamedOp(rewriter, op)))
+        return op->emitOpError()
+               << "eff-gpu-form-kernels: cannot be written as a "
+                  "linalg.generic to form a kernel";
+    }
+    return success();
+  }
+
+  /// The splat value of a constant `memref.get_global` with a splat
+  /// initializer, else null.
+  static TypedAttr splatGlobalValue(Value source) {
+    auto get = source.getDefiningOp<memref::GetGlobalOp>();
+    if (!get)
+      return {};
+    auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+        get, get.getNameAttr());
+    if (!global || !global.getConstant())
+      return {};
+    auto init = dyn_cast_or_null<DenseElementsAttr>(global.getConstantInitValue());
+    if (!init || !init.isSplat())
+      return {};
+    return dyn_cast<TypedAttr>(init.getSplatValue<Attribute>());
+  }
+
+  /// Forms the kernels of one host block (the step's body or a host loop's).
+  LogicalResult formBlock(Block &block) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+        if (failed(formGeneric(generic)))
+          return failure();
+        continue;
+      }
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        if (staysOnHost(loop)) {
+          if (failed(formBlock(*loop.getBody())))
+            return failure();
+          continue;
+        }
+        if (failed(formLoopNest(loop)))
+          return failure();
+      }
+    }
+    return success();
+  }
+
+  /// A loop stays on the host when it holds library calls or fusion groups
+  /// (the gradient-accumulation loop, NF4 tile loops).
+  static bool staysOnHost(scf::ForOp loop) {
+    return loop
+        ->walk([](Operation *op) {
+          return isa<CallOpInterface, linalg::LinalgOp>(op)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
+  void remark(Operation *op, const Twine &message) {
+    LLVM_DEBUG(llvm::dbgs() << DEBUG_TYPE << ": " << message << " at "
+                            << op->getLoc() << "\n");
+    if (remarks)
+      op->emitRemark() << message;
+  }
+
+  LogicalResult formGeneric(linalg::GenericOp op) {
+    if (!op.hasPureBufferSemantics())
+      return op->emitOpError()
+             << "eff-gpu-form-kernels: expects memref operands (run after "
+                "bufferization and eff-memory-plan)";
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> sizes;
+    for (Range range : cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc))
+      sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+    SmallVector<unsigned> parallelDims, reductionDims;
+    for (auto [i, type] : llvm::enumerate(op.getIteratorTypesArray()))
+      (linalg::isParallelIterator(type) ? parallelDims : reductionDims)
+          .push_back(i);
+
+    gpu::LaunchOp launch;
+    if (reductionDims.empty()) {
+      launch = formThreadPerPoint(b, op, sizes, parallelDims, reductionDims,
+                                  "elementwise");
+    } else {
+      FailureOr<SmallVector<Combiner>> combiners = matchCombiners(op);
+      std::optional<unsigned> inner = innermostAccessedDim(op);
+      bool rowReduction =
+          parallelDims.empty() ||
+          (inner && llvm::is_contained(reductionDims, *inner));
+      if (succeeded(combiners) && rowReduction) {
+        launch = formBlockReduction(b, op, sizes, parallelDims, reductionDims,
+                                    *combiners);
+        ++numBlockReductions;
+        remark(op, "block reduction: one block per output element");
+      } else {
+        if (failed(combiners) && rowReduction) {
+          ++numSerialFallbacks;
+          remark(op, "reduction combiner not recognised: one thread per "
+                     "output element (correct, slow)");
+        } else {
+          remark(op, "reduction over outer dimensions: one thread per output "
+                     "element");
+        }
+        launch = formThreadPerPoint(b, op, sizes, parallelDims, reductionDims,
+                                    "thread-reduction");
+      }
+    }
+    if (!launch)
+      return failure();
+    sinkGlobals(launch);
+    ++numKernels;
+    op.erase();
+    return success();
+  }
+
+  /// One thread per point of the parallel dims (a grid-stride loop over
+  /// their linearisation); each thread walks the reduction dims, if any, in
+  /// order, carrying the outputs.
+  gpu::LaunchOp formThreadPerPoint(OpBuilder &b, linalg::GenericOp op,
+                                   ArrayRef<Value> sizes,
+                                   ArrayRef<unsigned> parallelDims,
+                                   ArrayRef<unsigned> reductionDims,
+                                   StringRef strategy) {
+    Location loc = op.getLoc();
+    SmallVector<Value> parallelSizes, reductionSizes;
+    for (unsigned d : parallelDims)
+      parallelSizes.push_back(sizes[d]);
+    for (unsigned d : reductionDims)
+      reductionSizes.push_back(sizes[d]);
+    Value points = product(b, loc, parallelSizes);
+    int64_t threads = blockSize;
+    if (std::optional<int64_t> n = getConstantIntValue(points))
+      threads = std::min<int64_t>(blockSize, llvm::alignTo(*n, 32));
+    Value grid = gridFor(b, loc, points, threads, maxBlocks);
+    Value block = indexConstant(b, loc, threads);
+    Value reductionCount =
+        reductionDims.empty() ? Value() : product(b, loc, reductionSizes);
+    OpBuilder::InsertionGuard guard(b);
+    gpu::LaunchOp launch = createLaunch(b, loc, grid, block, strategy);
+    Value first = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                              launch.getBlockSize().x),
+        launch.getThreadIds().x);
+    Value stride = arith::MulIOp::create(b, loc, launch.getGridSize().x,
+                                         launch.getBlockSize().x);
+    scf::ForOp points_loop = scf::ForOp::create(b, loc, first, points, stride);
+    b.setInsertionPointToStart(points_loop.getBody());
+    SmallVector<Value> ivs(sizes.size());
+    for (auto [d, iv] : llvm::zip(
+             parallelDims, delinearize(b, loc, points_loop.getInductionVar(),
+                                       parallelSizes)))
+      ivs[d] = iv;
+    if (reductionDims.empty()) {
+      storeOutputs(b, op, ivs, emitPayload(b, op, ivs, {}));
+      return launch;
+    }
+    // Carry each output through the reduction loop in order, as on the CPU.
+    SmallVector<Value> initial;
+    for (OpOperand &init : op.getDpsInitsMutable())
+      initial.push_back(memref::LoadOp::create(
+          b, loc, init.get(),
+          applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs)));
+    auto reduce = scf::ForOp::create(
+        b, loc, indexConstant(b, loc, 0), reductionCount,
+        indexConstant(b, loc, 1), initial,
+        [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
+          SmallVector<Value> pointIvs(ivs);
+          for (auto [d, iv] :
+               llvm::zip(reductionDims,
+                         delinearize(nb, nloc, r, reductionSizes)))
+            pointIvs[d] = iv;
+          scf::YieldOp::create(
+              nb, nloc,
+              emitPayload(nb, op, pointIvs, SmallVector<Value>(carried)));
+        });
+    storeOutputs(b, op, ivs, SmallVector<Value>(reduce.getResults()));
+    return launch;
+  }
+
+  /// One block per output point: threads stride over the linearised
+  /// reduction dims from the identity, gpu.all_reduce combines the block,
+  /// thread 0 folds in the output's initial value and stores.
+  gpu::LaunchOp formBlockReduction(OpBuilder &b, linalg::GenericOp op,
+                                   ArrayRef<Value> sizes,
+                                   ArrayRef<unsigned> parallelDims,
+                                   ArrayRef<unsigned> reductionDims,
+                                   ArrayRef<Combiner> combiners) {
+    Location loc = op.getLoc();
+    SmallVector<Value> parallelSizes, reductionSizes;
+    for (unsigned d : parallelDims)
+      parallelSizes.push_back(sizes[d]);
+    for (unsigned d : reductionDims)
+      reductionSizes.push_back(sizes[d]);
+    Value points = product(b, loc, parallelSizes);
+    Value count = product(b, loc, reductionSizes);
+    // A warp for short rows, `blockSize` threads for long ones, 1024 for a
+    // single output (a full reduction has no other parallelism).
+    std::optional<int64_t> staticPoints = getConstantIntValue(points);
+    int64_t maxThreads = staticPoints && *staticPoints == 1 ? 1024 : blockSize;
+    int64_t threads = maxThreads;
+    if (std::optional<int64_t> n = getConstantIntValue(count))
+      threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(*n), 32, maxThreads);
+    Value block = indexConstant(b, loc, threads);
+    OpBuilder::InsertionGuard guard(b);
+    gpu::LaunchOp launch = createLaunch(b, loc, points, block,
+                                        "block-reduction");
+    SmallVector<Value> ivs(sizes.size());
+    for (auto [d, iv] : llvm::zip(parallelDims,
+                                  delinearize(b, loc, launch.getBlockIds().x,
+                                              parallelSizes)))
+      ivs[d] = iv;
+    SmallVector<Value> identities;
+    for (const Combiner &c : combiners)
+      identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
+    auto partial = scf::ForOp::create(
+        b, loc, launch.getThreadIds().x, count, launch.getBlockSize().x,
+        identities,
+        [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
+          SmallVector<Value> pointIvs(ivs);
+          for (auto [d, iv] :
+               llvm::zip(reductionDims,
+                         delinearize(nb, nloc, r, reductionSizes)))
+            pointIvs[d] = iv;
+          scf::YieldOp::create(
+              nb, nloc,
+              emitPayload(nb, op, pointIvs, SmallVector<Value>(carried)));
+        });
+    SmallVector<Value> totals;
+    for (auto [c, value] : llvm::zip(combiners, partial.getResults()))
+      totals.push_back(blockAllReduce(b, loc, value, c.kind));
+    Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          launch.getThreadIds().x,
+                                          indexConstant(b, loc, 0));
+    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    SmallVector<Value> results;
+    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+      Value initial = memref::LoadOp::create(
+          b, loc, init.get(),
+          applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs));
+      // The payload's own combine op, applied to (initial, total).
+      Operation *combiner = combiners[k].combiner;
+      BlockArgument arg = op.getMatchingBlockArgument(&init);
+      IRMapping mapping;
+      for (Value operand : combiner->getOperands())
+        mapping.map(operand, operand == arg ? initial : totals[k]);
+      results.push_back(b.clone(*combiner, mapping)->getResult(0));
+    }
+    storeOutputs(b, op, ivs, results);
+    return launch;
+  }
+
+  /// A loop nest without library calls becomes one kernel. Loops whose
+  /// iterations touch disjoint elements of every buffer the nest writes are
+  /// spread over threads (flattened, grid-stride); the others run in order
+  /// inside each thread.
+  LogicalResult formLoopNest(scf::ForOp outer) {
+    // The chain of loops, each the only loop directly in its parent's body.
+    SmallVector<scf::ForOp> chain{outer};
+    while (true) {
+      auto inner = chain.back().getBody()->getOps<scf::ForOp>();
+      if (inner.empty() || std::next(inner.begin()) != inner.end())
+        break;
+      chain.push_back(*inner.begin());
+    }
+    // Memory accessed in the nest.
+    bool unknownEffects = false;
+    SmallVector<Operation *> accesses;
+    DenseSet<Value> written;
+    outer->walk([&](Operation *op) {
+      if (auto store = dyn_cast<memref::StoreOp>(op)) {
+        written.insert(store.getMemRef());
+        accesses.push_back(op);
+      } else if (isa<memref::LoadOp>(op)) {
+        accesses.push_back(op);
+      } else if (!isa<scf::ForOp, scf::YieldOp, scf::IfOp>(op) &&
+                 !isMemoryEffectFree(op)) {
+        unknownEffects = true;
+      }
+    });
+    auto indicesOf = [](Operation *op) -> std::pair<Value, ValueRange> {
+      if (auto load = dyn_cast<memref::LoadOp>(op))
+        return {load.getMemRef(), load.getIndices()};
+      auto store = cast<memref::StoreOp>(op);
+      return {store.getMemRef(), store.getIndices()};
+    };
+    auto isParallel = [&](scf::ForOp loop) {
+      if (unknownEffects)
+        return false;
+      // Bounds must be known before the nest starts.
+      for (Value bound :
+           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+        if (outer->isAncestor(bound.getParentRegion()->getParentOp()))
+          return false;
+      if (!loop.getInitArgs().empty())
+        return false;
+      Value iv = loop.getInductionVar();
+      for (Value memref : written) {
+        std::optional<unsigned> position;
+        for (Operation *access : accesses) {
+          auto [base, indices] = indicesOf(access);
+          if (base != memref)
+            continue;
+          auto it = llvm::find(indices, iv);
+          if (it == indices.end())
+            return false;
+          unsigned pos = std::distance(indices.begin(), it);
+          if (position && *position != pos)
+            return false;
+          position = pos;
+        }
+      }
+      return true;
+    };
+    SmallVector<scf::ForOp> parallel;
+    for (scf::ForOp loop : chain)
+      if (isParallel(loop))
+        parallel.push_back(loop);
+
+    OpBuilder b(outer);
+    Location loc = outer.getLoc();
+    SmallVector<Value> tripCounts;
+    for (scf::ForOp loop : parallel) {
+      Value span = b.createOrFold<arith::SubIOp>(loc, loop.getUpperBound(),
+                                                 loop.getLowerBound());
+      tripCounts.push_back(
+          b.createOrFold<arith::CeilDivUIOp>(loc, span, loop.getStep()));
+    }
+    Value points = product(b, loc, tripCounts);
+    int64_t threads = blockSize;
+    if (std::optional<int64_t> n = getConstantIntValue(points))
+      threads = std::min<int64_t>(blockSize, llvm::alignTo(*n, 32));
+    Value grid = gridFor(b, loc, points, threads, maxBlocks);
+    gpu::LaunchOp launch =
+        createLaunch(b, loc, grid, indexConstant(b, loc, threads),
+                     parallel.empty() ? "serial-loop-nest" : "loop-nest");
+    if (parallel.empty())
+      remark(outer, "loop nest without independent loops: one thread");
+    else
+      remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
+                        Twine(chain.size()) + " loops spread over threads");
+    Value first = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                              launch.getBlockSize().x),
+        launch.getThreadIds().x);
+    Value stride = arith::MulIOp::create(b, loc, launch.getGridSize().x,
+                                         launch.getBlockSize().x);
+    auto pointsLoop = scf::ForOp::create(b, loc, first, points, stride);
+    b.setInsertionPointToStart(pointsLoop.getBody());
+    IRMapping mapping;
+    for (auto [loop, k] :
+         llvm::zip(parallel, delinearize(b, loc, pointsLoop.getInductionVar(),
+                                         tripCounts))) {
+      Value offset = arith::MulIOp::create(b, loc, k, loop.getStep());
+      mapping.map(loop.getInductionVar(),
+                  arith::AddIOp::create(b, loc, loop.getLowerBound(), offset));
+    }
+    DenseSet<Operation *> spread;
+    for (scf::ForOp loop : parallel)
+      spread.insert(loop);
+    // Clone the nest, dropping the spread loops (their bodies are cloned in
+    // place with the induction variables mapped above).
+    std::function<void(OpBuilder &, scf::ForOp)> cloneLevel =
+        [&](OpBuilder &nb, scf::ForOp loop) {
+          if (!spread.contains(loop)) {
+            auto copy = scf::ForOp::create(
+                nb, loop.getLoc(), mapping.lookupOrDefault(loop.getLowerBound()),
+                mapping.lookupOrDefault(loop.getUpperBound()),
+                mapping.lookupOrDefault(loop.getStep()),
+                llvm::map_to_vector(loop.getInitArgs(), [&](Value v) {
+                  return mapping.lookupOrDefault(v);
+                }));
+            mapping.map(loop.getInductionVar(), copy.getInductionVar());
+            for (auto [from, to] :
+                 llvm::zip(loop.getRegionIterArgs(), copy.getRegionIterArgs()))
+              mapping.map(from, to);
+            for (auto [from, to] :
+                 llvm::zip(loop.getResults(), copy.getResults()))
+              mapping.map(from, to);
+            OpBuilder::InsertionGuard guard(nb);
+            if (!copy.getBody()->empty())
+              copy.getBody()->getTerminator()->erase();
+            nb.setInsertionPointToEnd(copy.getBody());
+            for (Operation &inner : *loop.getBody()) {
+              if (auto innerLoop = dyn_cast<scf::ForOp>(inner);
+                  innerLoop && llvm::is_contained(chain, innerLoop))
+                cloneLevel(nb, innerLoop);
+              else
+                nb.clone(inner, mapping);
+            }
+            return;
+          }
+          for (Operation &inner : loop.getBody()->without_terminator()) {
+            if (auto innerLoop = dyn_cast<scf::ForOp>(inner);
+                innerLoop && llvm::is_contained(chain, innerLoop))
+              cloneLevel(nb, innerLoop);
+            else
+              nb.clone(inner, mapping);
+          }
+        };
+    cloneLevel(b, outer);
+    sinkGlobals(launch);
+    ++numKernels;
+    outer.erase();
+    return success();
+  }
+
+  /// Kernels read constant globals from the GPU module: a `memref.get_global`
+  /// (and the views of it) a kernel uses is re-created inside the kernel.
+  static void sinkGlobals(gpu::LaunchOp launch) {
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(launch.getBody(), captured);
+    OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
+    IRMapping mapping;
+    std::function<bool(Value)> rootedAtGlobal = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return false;
+      if (isa<memref::GetGlobalOp>(def))
+        return true;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+        return isMemoryEffectFree(def) && rootedAtGlobal(view.getViewSource());
+      return false;
+    };
+    std::function<Value(Value)> cloneChain = [&](Value v) -> Value {
+      if (Value done = mapping.lookupOrNull(v))
+        return done;
+      Operation *def = v.getDefiningOp();
+      if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+        cloneChain(view.getViewSource());
+      Operation *copy = b.clone(*def, mapping);
+      return copy->getResult(cast<OpResult>(v).getResultNumber());
+    };
+    for (Value v : captured) {
+      if (!isa<MemRefType>(v.getType()) || !rootedAtGlobal(v))
+        continue;
+      Value inside = cloneChain(v);
+      v.replaceUsesWithIf(inside, [&](OpOperand &use) {
+        return launch->isProperAncestor(use.getOwner());
+      });
+    }
+  }
+
+  /// After forming kernels the host may only compute addresses, call
+  /// libraries, loop around them and launch.
+  LogicalResult verifyHost(func::FuncOp func) {
+    // Globals no kernel uses any more are dead address computations.
+    SmallVector<memref::GetGlobalOp> gets;
+    func.walk([&](memref::GetGlobalOp get) {
+      if (!get->getParentOfType<gpu::LaunchOp>())
+        gets.push_back(get);
+    });
+    for (memref::GetGlobalOp get : gets)
+      if (get->use_empty())
+        get.erase();
+    WalkResult result = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<gpu::LaunchOp>(op))
+        return WalkResult::skip();
+      if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
+        Operation *user = *get->getUsers().begin();
+        op->emitOpError() << "eff-gpu-form-kernels: constant global @"
+                          << get.getName() << " is used on the host by '"
+                          << user->getName()
+                          << "' (its data is not on the device)";
+        return WalkResult::interrupt();
+      }
+      if (op == func || isa<CallOpInterface, scf::ForOp, scf::YieldOp,
+                            func::ReturnOp>(op) ||
+          isMemoryEffectFree(op))
+        return WalkResult::advance();
+      op->emitOpError() << "eff-gpu-form-kernels: would access memory on the "
+                           "host (only gpu.launch kernels and library calls "
+                           "may)";
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+};
+
+} // namespace
+} // namespace effopt
