@@ -258,7 +258,7 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
     return step;
   }
   if (failed(runPipelineStage(*step.module, [&](OpPassManager &pm) {
-        backend.buildCodegenPipeline(pm);
+        backend.buildCodegenPipeline(pm, options.codegen);
       })))
     return failure();
   step.times.lowering = secondsSince(start);

@@ -537,7 +537,9 @@ void printReplayablePipeline() {
   OpPassManager stepStage("builtin.module"), lowering("builtin.module");
   effopt::buildStepPipeline(stepStage, step, backend);
   effopt::buildLoweringPipeline(lowering, step, backend);
-  backend.buildCodegenPipeline(lowering);
+  effopt::CodegenOptions codegen;
+  codegen.optLevel = optLevel;
+  backend.buildCodegenPipeline(lowering, codegen);
   outs() << "effopt-opt: --effopt-train-step=\""
          << effopt::printTrainStepOptions(step) << "\"\n"
          << (mode == "forward" ? "forward" : "training") << ": "

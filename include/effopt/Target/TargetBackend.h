@@ -88,8 +88,11 @@ public:
 
   /// Appends the passes that take the memory-planned module (after
   /// eff-memory-plan: one entry function over the state, arena and io
-  /// regions) to what serialize() reads.
-  virtual void buildCodegenPipeline(mlir::OpPassManager &pm) const = 0;
+  /// regions) to what serialize() reads. `options` are effc's (a GPU
+  /// target's device code generation follows its optimization level).
+  virtual void
+  buildCodegenPipeline(mlir::OpPassManager &pm,
+                       const CodegenOptions &options = {}) const = 0;
 
   /// The code of `module` (the codegen pipeline's output) as .effx sections
   /// and manifest fields. Errors are diagnostics on the module.

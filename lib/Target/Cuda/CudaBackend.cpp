@@ -27,11 +27,9 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
@@ -87,15 +85,12 @@ public:
   bool supportsCollectives() const override { return false; }
   bool supportsFusedAttention() const override { return false; }
 
-  void buildCodegenPipeline(OpPassManager &pm) const override {
-    // Every read and write of memory in a gpu.launch; the host keeps index
-    // arithmetic, views, loops over library calls and launches.
-    // STOP-GAP until eff-gpu-form-kernels lands: upstream's parallel-loop
-    // mapping (one launch per parallel nest; what is not a parallel loop
-    // stays on the host).
-    pm.addPass(createConvertLinalgToParallelLoopsPass());
-    pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
-    pm.addPass(createConvertParallelLoopToGpuPass());
+  void buildCodegenPipeline(OpPassManager &pm,
+                            const CodegenOptions &options) const override {
+    // Every read and write of memory in a gpu.launch, one per fusion group;
+    // the host keeps index arithmetic, views, loops over library calls and
+    // launches.
+    pm.addPass(createEffGpuFormKernelsPass());
     // One gpu.func per launch, in gpu.modules (eff-cuda-fatbin merges them
     // into one binary); the constants a kernel reads are copied in.
     pm.addPass(createGpuKernelOutliningPass());
@@ -116,6 +111,8 @@ public:
     fatbin.toolkit = getCudaToolkitPath();
     for (StringRef arch : kCudaArchs)
       fatbin.archs.push_back(arch.str());
+    // NVPTX and ptxas at effc's --opt-level (most of a cuda compile's time).
+    fatbin.optLevel = options.optLevel;
     pm.addPass(createEffCudaFatbinPass(fatbin));
     // The host: launches become mgpu* runtime calls (gpu-to-llvm), the rest
     // LLVM like the CPU target's host code.

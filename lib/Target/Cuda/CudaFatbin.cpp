@@ -93,11 +93,21 @@ LogicalResult writeFile(Operation *op, StringRef path, StringRef bytes) {
   return op->emitError("cannot write ") << path << ": " << ec.message();
 }
 
+/// Whether `op` is a kernel entry (a gpu.func with the kernel attribute, or
+/// the llvm.func convert-gpu-to-nvvm made of it).
+bool isKernel(Operation &op) {
+  return op.hasAttr(gpu::GPUDialect::getKernelFuncAttrName()) ||
+         op.hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName());
+}
+
 /// Moves every gpu.module's body into one module named kKernelsModuleName
-/// and points the launches at it. Outlining names each module after its
-/// kernel, so kernel names are unique; other symbols that several modules
-/// hold (libdevice declarations, a constant copied into each) are the same
-/// symbol, kept once.
+/// and points the launches at it. Outlining gives every module a unique
+/// name but may give the kernels inside the same one (@effx_step_kernel in
+/// @effx_step_kernel_0, _1, ...), so each kernel takes its module's name
+/// (module name + "_" + kernel name where a module has several). Other
+/// symbols that several modules hold (libdevice declarations, a constant
+/// global copied into each kernel that reads it) are the same symbol, kept
+/// once.
 gpu::GPUModuleOp mergeKernelModules(ModuleOp module) {
   SmallVector<gpu::GPUModuleOp> modules(module.getOps<gpu::GPUModuleOp>());
   if (modules.empty())
@@ -105,26 +115,41 @@ gpu::GPUModuleOp mergeKernelModules(ModuleOp module) {
   OpBuilder b(modules.front());
   auto merged = gpu::GPUModuleOp::create(b, modules.front().getLoc(),
                                          kKernelsModuleName);
-  if (auto targets = modules.front().getTargetsAttr())
-    merged.setTargetsAttr(targets);
   Block &body = merged.getBodyRegion().front();
+  // (module, kernel) -> the kernel's name in the merged module.
+  llvm::DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> renamed;
   llvm::StringSet<> seen;
+  StringAttr symbolAttr =
+      StringAttr::get(module.getContext(), SymbolTable::getSymbolAttrName());
   for (gpu::GPUModuleOp from : modules) {
-    for (Operation &op :
-         llvm::make_early_inc_range(from.getBodyRegion().front())) {
+    Block &fromBody = from.getBodyRegion().front();
+    unsigned kernels = llvm::count_if(fromBody, isKernel);
+    for (Operation &op : llvm::make_early_inc_range(fromBody)) {
       if (op.hasTrait<OpTrait::IsTerminator>())
         continue;
-      if (auto name = op.getAttrOfType<StringAttr>(
-              SymbolTable::getSymbolAttrName()))
-        if (!seen.insert(name.getValue()).second)
-          continue;
+      auto name = op.getAttrOfType<StringAttr>(symbolAttr);
+      if (name && isKernel(op)) {
+        StringAttr unique =
+            kernels == 1
+                ? from.getNameAttr()
+                : StringAttr::get(module.getContext(),
+                                  from.getName() + "_" + name.getValue());
+        renamed[{from.getNameAttr(), name}] = unique;
+        op.setAttr(symbolAttr, unique);
+        name = unique;
+      }
+      if (name && !seen.insert(name.getValue()).second)
+        continue;
       op.moveBefore(&body, body.end());
     }
   }
   module.walk([&](gpu::LaunchFuncOp launch) {
-    launch.setKernelAttr(SymbolRefAttr::get(
-        merged.getNameAttr(),
-        {FlatSymbolRefAttr::get(launch.getKernelName())}));
+    auto it = renamed.find({launch.getKernelModuleName(),
+                            launch.getKernelName()});
+    StringAttr kernel =
+        it == renamed.end() ? launch.getKernelName() : it->second;
+    launch.setKernelAttr(SymbolRefAttr::get(merged.getNameAttr(),
+                                            {FlatSymbolRefAttr::get(kernel)}));
   });
   for (gpu::GPUModuleOp from : modules)
     from.erase();
