@@ -23,6 +23,10 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 # whatever python3 is first on PATH.
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%effopt_src", config.effopt_src_root))
+# mlir-runner's support libraries (printMemref*), next to LLVM's tools.
+config.substitutions.append(("%mlir_runner_libs", ",".join(
+    os.path.join(os.path.dirname(config.llvm_tools_dir), "lib", lib)
+    for lib in ["libmlir_runner_utils.so", "libmlir_c_runner_utils.so"])))
 config.substitutions.append(("%onnx_inputs",
                              os.path.join(config.effopt_src_root, "test",
                                           "Import", "ONNX", "Inputs")))

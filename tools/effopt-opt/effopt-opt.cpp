@@ -17,6 +17,7 @@
 
 namespace effopt::test {
 void registerTestCostInterfacePass();
+void registerTestEmulateGpuLaunchesPass();
 void registerTestForwardBlocksPass();
 void registerTestMaskLikeParametersPass();
 } // namespace effopt::test
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
   effopt::registerAllTargetBackends();
   effopt::registerTrainStepPipelines();
   effopt::test::registerTestCostInterfacePass();
+  effopt::test::registerTestEmulateGpuLaunchesPass();
   effopt::test::registerTestForwardBlocksPass();
   effopt::test::registerTestMaskLikeParametersPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(

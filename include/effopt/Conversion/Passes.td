@@ -274,7 +274,8 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
 def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
   let summary = "Turns every memory access of the memory-planned step into a gpu.launch kernel";
   let description = [{
-    Runs on the step that `eff-memory-plan` leaves (memrefs viewed from the
+    Runs on the step functions (tagged `eff.arena_arg`) that
+    `eff-memory-plan` leaves (memrefs viewed from the
     three regions, `linalg` ops, `memref.copy`, library `func.call`s, maybe
     in host `scf.for` loops) and makes it a CUDA step: afterwards the host
     code only computes addresses, calls library functions and launches
@@ -330,6 +331,7 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
            "Emit a remark per kernel naming its strategy">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -8,6 +8,8 @@
 
 #include "effopt/Conversion/Passes.h"
 
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
+
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -84,12 +86,12 @@ static Value gridFor(OpBuilder &b, Location loc, Value n, int64_t blockSize,
   if (std::optional<int64_t> c = getConstantIntValue(n))
     return indexConstant(
         b, loc,
-        std::max<int64_t>(1, std::min((*c + blockSize - 1) / blockSize,
-                                      maxBlocks)));
-  Value blocks = arith::CeilDivUIOp::create(
-      b, loc, n, indexConstant(b, loc, blockSize));
-  blocks = arith::MinUIOp::create(b, loc, blocks,
-                                  indexConstant(b, loc, maxBlocks));
+        std::max<int64_t>(
+            1, std::min((*c + blockSize - 1) / blockSize, maxBlocks)));
+  Value blocks =
+      arith::CeilDivUIOp::create(b, loc, n, indexConstant(b, loc, blockSize));
+  blocks =
+      arith::MinUIOp::create(b, loc, blocks, indexConstant(b, loc, maxBlocks));
   return arith::MaxUIOp::create(b, loc, blocks, indexConstant(b, loc, 1));
 }
 
@@ -133,11 +135,9 @@ static Value blockAllReduce(OpBuilder &b, Location loc, Value value,
       intType && intType.getWidth() < 32) {
     bool isSigned = kind == gpu::AllReduceOperation::MAXSI ||
                     kind == gpu::AllReduceOperation::MINSI;
-    Value wide = isSigned
-                     ? Value(arith::ExtSIOp::create(b, loc, b.getI32Type(),
-                                                    value))
-                     : Value(arith::ExtUIOp::create(b, loc, b.getI32Type(),
-                                                    value));
+    Value wide =
+        isSigned ? Value(arith::ExtSIOp::create(b, loc, b.getI32Type(), value))
+                 : Value(arith::ExtUIOp::create(b, loc, b.getI32Type(), value));
     Value total = gpu::AllReduceOp::create(b, loc, wide, attr, true);
     return arith::TruncIOp::create(b, loc, type, total);
   }
@@ -219,8 +219,8 @@ struct Combiner {
 };
 
 static std::optional<gpu::AllReduceOperation> reduceKind(Operation *op) {
-  return llvm::TypeSwitch<Operation *,
-                          std::optional<gpu::AllReduceOperation>>(op)
+  return llvm::TypeSwitch<Operation *, std::optional<gpu::AllReduceOperation>>(
+             op)
       .Case<arith::AddFOp, arith::AddIOp>(
           [](auto) { return gpu::AllReduceOperation::ADD; })
       .Case<arith::MulFOp, arith::MulIOp>(
@@ -250,7 +250,8 @@ static TypedAttr identityOf(gpu::AllReduceOperation kind, Type type) {
       return FloatAttr::get(type, llvm::APFloat::getOne(sem));
     case gpu::AllReduceOperation::MAXIMUMF:
     case gpu::AllReduceOperation::MAXNUMF:
-      return FloatAttr::get(type, llvm::APFloat::getInf(sem, /*Negative=*/true));
+      return FloatAttr::get(type,
+                            llvm::APFloat::getInf(sem, /*Negative=*/true));
     case gpu::AllReduceOperation::MINIMUMF:
     case gpu::AllReduceOperation::MINNUMF:
       return FloatAttr::get(type, llvm::APFloat::getInf(sem));
@@ -328,8 +329,8 @@ static FailureOr<SmallVector<Combiner>> matchCombiners(linalg::GenericOp op) {
     Value result = user->getResult(0);
     if (!result.hasOneUse() || yield.getValues()[k] != result)
       return failure();
-    Value other = user->getOperand(0) == arg ? user->getOperand(1)
-                                              : user->getOperand(0);
+    Value other =
+        user->getOperand(0) == arg ? user->getOperand(1) : user->getOperand(0);
     if (other == arg || !independentOfOutputs(op, other))
       return failure();
     TypedAttr identity = identityOf(*kind, arg.getType());
@@ -381,13 +382,15 @@ struct EffGpuFormKernelsPass
                          << " is not positive";
       return signalPassFailure();
     }
+    // The step entry points (eff-memory-plan tags them with their arena
+    // argument); other functions (a test's driver) stay host code.
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal())
+      if (!func.isExternal() && func->hasAttr(eff::kArenaArgAttrName))
         funcs.push_back(func);
     for (func::FuncOp func : funcs) {
-      if (failed(normalize(func)) || failed(formBlock(func.getBody().front())) ||
-          failed(verifyHost(func)))
+      if (failed(normalize(func)) ||
+          failed(formBlock(func.getBody().front())) || failed(verifyHost(func)))
         return signalPassFailure();
     }
   }
@@ -440,7 +443,8 @@ struct EffGpuFormKernelsPass
         get, get.getNameAttr());
     if (!global || !global.getConstant())
       return {};
-    auto init = dyn_cast_or_null<DenseElementsAttr>(global.getConstantInitValue());
+    auto init =
+        dyn_cast_or_null<DenseElementsAttr>(global.getConstantInitValue());
     if (!init || !init.isSplat())
       return {};
     return dyn_cast<TypedAttr>(init.getSplatValue<Attribute>());
@@ -497,7 +501,8 @@ struct EffGpuFormKernelsPass
     OpBuilder b(op);
     Location loc = op.getLoc();
     SmallVector<Value> sizes;
-    for (Range range : cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc))
+    for (Range range :
+         cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc))
       sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
     SmallVector<unsigned> parallelDims, reductionDims;
     for (auto [i, type] : llvm::enumerate(op.getIteratorTypesArray()))
@@ -511,9 +516,8 @@ struct EffGpuFormKernelsPass
     } else {
       FailureOr<SmallVector<Combiner>> combiners = matchCombiners(op);
       std::optional<unsigned> inner = innermostAccessedDim(op);
-      bool rowReduction =
-          parallelDims.empty() ||
-          (inner && llvm::is_contained(reductionDims, *inner));
+      bool rowReduction = parallelDims.empty() ||
+                          (inner && llvm::is_contained(reductionDims, *inner));
       if (succeeded(combiners) && rowReduction) {
         launch = formBlockReduction(b, op, sizes, parallelDims, reductionDims,
                                     *combiners);
@@ -571,12 +575,12 @@ struct EffGpuFormKernelsPass
         launch.getThreadIds().x);
     Value stride = arith::MulIOp::create(b, loc, launch.getGridSize().x,
                                          launch.getBlockSize().x);
-    scf::ForOp points_loop = scf::ForOp::create(b, loc, first, points, stride);
-    b.setInsertionPointToStart(points_loop.getBody());
+    scf::ForOp pointsLoop = scf::ForOp::create(b, loc, first, points, stride);
+    b.setInsertionPointToStart(pointsLoop.getBody());
     SmallVector<Value> ivs(sizes.size());
     for (auto [d, iv] : llvm::zip(
-             parallelDims, delinearize(b, loc, points_loop.getInductionVar(),
-                                       parallelSizes)))
+             parallelDims,
+             delinearize(b, loc, pointsLoop.getInductionVar(), parallelSizes)))
       ivs[d] = iv;
     if (reductionDims.empty()) {
       storeOutputs(b, op, ivs, emitPayload(b, op, ivs, {}));
@@ -593,9 +597,8 @@ struct EffGpuFormKernelsPass
         indexConstant(b, loc, 1), initial,
         [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
           SmallVector<Value> pointIvs(ivs);
-          for (auto [d, iv] :
-               llvm::zip(reductionDims,
-                         delinearize(nb, nloc, r, reductionSizes)))
+          for (auto [d, iv] : llvm::zip(
+                   reductionDims, delinearize(nb, nloc, r, reductionSizes)))
             pointIvs[d] = iv;
           scf::YieldOp::create(
               nb, nloc,
@@ -630,12 +633,12 @@ struct EffGpuFormKernelsPass
       threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(*n), 32, maxThreads);
     Value block = indexConstant(b, loc, threads);
     OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp launch = createLaunch(b, loc, points, block,
-                                        "block-reduction");
+    gpu::LaunchOp launch =
+        createLaunch(b, loc, points, block, "block-reduction");
     SmallVector<Value> ivs(sizes.size());
-    for (auto [d, iv] : llvm::zip(parallelDims,
-                                  delinearize(b, loc, launch.getBlockIds().x,
-                                              parallelSizes)))
+    for (auto [d, iv] :
+         llvm::zip(parallelDims,
+                   delinearize(b, loc, launch.getBlockIds().x, parallelSizes)))
       ivs[d] = iv;
     SmallVector<Value> identities;
     for (const Combiner &c : combiners)
@@ -645,9 +648,8 @@ struct EffGpuFormKernelsPass
         identities,
         [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
           SmallVector<Value> pointIvs(ivs);
-          for (auto [d, iv] :
-               llvm::zip(reductionDims,
-                         delinearize(nb, nloc, r, reductionSizes)))
+          for (auto [d, iv] : llvm::zip(
+                   reductionDims, delinearize(nb, nloc, r, reductionSizes)))
             pointIvs[d] = iv;
           scf::YieldOp::create(
               nb, nloc,
@@ -780,9 +782,10 @@ struct EffGpuFormKernelsPass
     for (auto [loop, k] :
          llvm::zip(parallel, delinearize(b, loc, pointsLoop.getInductionVar(),
                                          tripCounts))) {
-      Value offset = arith::MulIOp::create(b, loc, k, loop.getStep());
-      mapping.map(loop.getInductionVar(),
-                  arith::AddIOp::create(b, loc, loop.getLowerBound(), offset));
+      Value offset = b.createOrFold<arith::MulIOp>(loc, k, loop.getStep());
+      mapping.map(
+          loop.getInductionVar(),
+          b.createOrFold<arith::AddIOp>(loc, loop.getLowerBound(), offset));
     }
     DenseSet<Operation *> spread;
     for (scf::ForOp loop : parallel)
@@ -793,7 +796,8 @@ struct EffGpuFormKernelsPass
         [&](OpBuilder &nb, scf::ForOp loop) {
           if (!spread.contains(loop)) {
             auto copy = scf::ForOp::create(
-                nb, loop.getLoc(), mapping.lookupOrDefault(loop.getLowerBound()),
+                nb, loop.getLoc(),
+                mapping.lookupOrDefault(loop.getLowerBound()),
                 mapping.lookupOrDefault(loop.getUpperBound()),
                 mapping.lookupOrDefault(loop.getStep()),
                 llvm::map_to_vector(loop.getInitArgs(), [&](Value v) {
@@ -893,8 +897,8 @@ struct EffGpuFormKernelsPass
                           << "' (its data is not on the device)";
         return WalkResult::interrupt();
       }
-      if (op == func || isa<CallOpInterface, scf::ForOp, scf::YieldOp,
-                            func::ReturnOp>(op) ||
+      if (op == func ||
+          isa<CallOpInterface, scf::ForOp, scf::YieldOp, func::ReturnOp>(op) ||
           isMemoryEffectFree(op))
         return WalkResult::advance();
       op->emitOpError() << "eff-gpu-form-kernels: would access memory on the "

@@ -1,0 +1,259 @@
+// RUN: effopt-opt %s --split-input-file --eff-gpu-form-kernels | FileCheck %s
+
+// An elementwise op: one launch of 256-thread blocks with a grid-stride loop
+// over the linearised 32x128 space, delinearised innermost-fastest; the host
+// keeps no load or store.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @elementwise
+// CHECK-NOT: memref.load
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%[[GX:.*]] = %c16{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c256
+// CHECK:   %[[MUL:.*]] = arith.muli %[[BX]], %[[SX]]
+// CHECK:   %[[FIRST:.*]] = arith.addi %[[MUL]], %[[TX]]
+// CHECK:   %[[STRIDE:.*]] = arith.muli %[[GX]], %[[SX]]
+// CHECK:   scf.for %[[I:.*]] = %[[FIRST]] to %c4096{{.*}} step %[[STRIDE]]
+// CHECK:     %[[J:.*]] = arith.remui %[[I]], %c128
+// CHECK:     %[[ROW:.*]] = arith.divui %[[I]], %c128
+// CHECK:     memref.load %{{.*}}[%[[ROW]], %[[J]]] : memref<32x128xf32>
+// CHECK:     memref.load %{{.*}}[%[[J]]] : memref<128xf32>
+// CHECK:     arith.addf
+// CHECK:     memref.store %{{.*}}[%[[ROW]], %[[J]]]
+// CHECK:   gpu.terminator
+// CHECK: } {eff.kernel = "elementwise"}
+// CHECK-NOT: memref.load
+// CHECK: return
+func.func @elementwise(%x: memref<32x128xf32>, %b: memref<128xf32>, %y: memref<32x128xf32>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : memref<32x128xf32>, memref<128xf32>) outs(%y : memref<32x128xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %s = arith.addf %in, %bias : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A row reduction (a softmax's max) after its fill: two kernels. The
+// reduction runs one block per row (32 threads for a 10-wide row) striding
+// from the identity -inf, combined by gpu.all_reduce; thread 0 folds in the
+// filled initial value with the payload's own combiner.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @row_max
+// CHECK: gpu.launch
+// CHECK:   memref.store %{{.*}} : memref<32xf32>
+// CHECK: } {eff.kernel = "elementwise"}
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c32
+// CHECK:   %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK:   %[[PARTIAL:.*]] = scf.for %[[R:.*]] = %[[TX]] to %c10{{.*}} step %[[SX]] iter_args(%[[ACC:.*]] = %[[NEG_INF]]) -> (f32)
+// CHECK:     %[[X:.*]] = memref.load %{{.*}}[%[[BX]], %[[R]]]
+// CHECK:     %[[M:.*]] = arith.maximumf %[[X]], %[[ACC]]
+// CHECK:     scf.yield %[[M]]
+// CHECK:   %[[TOTAL:.*]] = gpu.all_reduce {{ *}}maximumf %[[PARTIAL]] uniform
+// CHECK:   scf.if
+// CHECK:     %[[INIT:.*]] = memref.load %{{.*}}[%[[BX]]]
+// CHECK:     %[[RES:.*]] = arith.maximumf %[[TOTAL]], %[[INIT]]
+// CHECK:     memref.store %[[RES]], %{{.*}}[%[[BX]]]
+// CHECK: } {eff.kernel = "block-reduction"}
+func.func @row_max(%x: memref<32x10xf32>, %m: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %ninf = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%ninf : f32) outs(%m : memref<32xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x10xf32>) outs(%m : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A multi-output reduction to rank 0 with f64 accumulators (the CPU
+// policy's): one block of 1024 threads, one all_reduce per output.
+
+#v = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+// CHECK-LABEL: func.func @two_f64_sums
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c1{{.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c1024
+// CHECK:   scf.for {{.*}} iter_args({{.*}}, {{.*}}) -> (f64, f64)
+// CHECK:   gpu.all_reduce {{ *}}add %{{.*}} uniform {{.*}}
+// CHECK:   } : (f64) -> f64
+// CHECK:   gpu.all_reduce {{ *}}add %{{.*}} uniform {{.*}}
+// CHECK:   } : (f64) -> f64
+// CHECK: } {eff.kernel = "block-reduction"}
+func.func @two_f64_sums(%x: memref<4096xf32>, %sum: memref<f64>, %sq: memref<f64>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#v, #s, #s], iterator_types = ["reduction"]}
+      ins(%x : memref<4096xf32>) outs(%sum, %sq : memref<f64>, memref<f64>) {
+  ^bb0(%in: f32, %a: f64, %b: f64):
+    %e = arith.extf %in : f32 to f64
+    %a1 = arith.addf %e, %a : f64
+    %q = arith.mulf %e, %e : f64
+    %b1 = arith.addf %q, %b : f64
+    linalg.yield %a1, %b1 : f64, f64
+  }
+  return
+}
+
+// -----
+
+// A sum over rows (a bias gradient): the parallel dim is the innermost, so
+// one thread per column walks the rows; neighbouring threads read
+// neighbouring columns.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @column_sum
+// CHECK: gpu.launch
+// CHECK:   scf.for %[[J:.*]] = %{{.*}} to %c64
+// CHECK:     %[[INIT:.*]] = memref.load %{{.*}}[%[[J]]] : memref<64xf32>
+// CHECK:     %[[SUM:.*]] = scf.for %[[I:.*]] = %c0{{.*}} to %c256{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %[[INIT]])
+// CHECK:       memref.load %{{.*}}[%[[I]], %[[J]]] : memref<256x64xf32>
+// CHECK:     memref.store %[[SUM]], %{{.*}}[%[[J]]]
+// CHECK-NOT: gpu.all_reduce
+// CHECK: } {eff.kernel = "thread-reduction"}
+func.func @column_sum(%x: memref<256x64xf32>, %g: memref<64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#id, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<256x64xf32>) outs(%g : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// An i1 "any overflow" flag: shuffles move 32 bits, so the flag is widened
+// to i32 around the block reduction.
+
+#v = affine_map<(d0) -> (d0)>
+#s = affine_map<(d0) -> ()>
+// CHECK-LABEL: func.func @any_nonfinite
+// CHECK: gpu.launch
+// CHECK:   %[[WIDE:.*]] = arith.extui %{{.*}} : i1 to i32
+// CHECK:   %[[ANY:.*]] = gpu.all_reduce {{ *}}or %[[WIDE]] uniform
+// CHECK:   arith.trunci %[[ANY]] : i32 to i1
+// CHECK: } {eff.kernel = "block-reduction"}
+func.func @any_nonfinite(%x: memref<1000xf32>, %flag: memref<i1>) attributes {eff.arena_arg = 0 : i64} {
+  %inf = arith.constant 0x7F800000 : f32
+  linalg.generic {indexing_maps = [#v, #s], iterator_types = ["reduction"]}
+      ins(%x : memref<1000xf32>) outs(%flag : memref<i1>) {
+  ^bb0(%in: f32, %out: i1):
+    %a = math.absf %in : f32
+    %bad = arith.cmpf ugt, %a, %inf : f32
+    %r = arith.ori %bad, %out : i1
+    linalg.yield %r : i1
+  }
+  return
+}
+
+// -----
+
+// Copies: from a splat constant a fill (no global on the device), from
+// another constant a copy kernel that reads the global inside the kernel
+// (outlining takes it into the GPU module), between buffers a copy kernel.
+
+memref.global "private" constant @zeros : memref<4x8xf32> = dense<0.0>
+memref.global "private" constant @table : memref<4xi64> = dense<[3, 1, 4, 1]>
+// CHECK-LABEL: func.func @copies
+// CHECK-NOT: memref.get_global
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT: memref.get_global
+// CHECK: gpu.launch
+// CHECK:   memref.store %[[ZERO]], %{{.*}} : memref<4x8xf32>
+// CHECK: } {eff.kernel = "elementwise"}
+// CHECK: gpu.launch
+// CHECK:   %[[T:.*]] = memref.get_global @table : memref<4xi64>
+// CHECK:   memref.load %[[T]]
+// CHECK: } {eff.kernel = "elementwise"}
+// CHECK: gpu.launch
+// CHECK:   memref.load %{{.*}} : memref<4x8xf32, strided<[16, 1]>>
+// CHECK:   memref.store %{{.*}} : memref<4x8xf32>
+// CHECK: } {eff.kernel = "elementwise"}
+func.func @copies(%a: memref<4x8xf32>, %t: memref<4xi64>, %src: memref<4x8xf32, strided<[16, 1]>>) attributes {eff.arena_arg = 0 : i64} {
+  %z = memref.get_global @zeros : memref<4x8xf32>
+  memref.copy %z, %a : memref<4x8xf32> to memref<4x8xf32>
+  %g = memref.get_global @table : memref<4xi64>
+  memref.copy %g, %t : memref<4xi64> to memref<4xi64>
+  memref.copy %src, %a : memref<4x8xf32, strided<[16, 1]>> to memref<4x8xf32>
+  return
+}
+
+// -----
+
+// The gradient-accumulation loop holds a library call: it stays on the
+// host, its body's fusion groups become kernels, the call stays a call.
+
+#v = affine_map<(d0) -> (d0)>
+func.func private @effrt_sgemm(i32) -> ()
+// CHECK-LABEL: func.func @accumulation_loop
+// CHECK: scf.for
+// CHECK:   memref.subview
+// CHECK:   gpu.launch
+// CHECK:   } {eff.kernel = "elementwise"}
+// CHECK:   func.call @effrt_sgemm
+// CHECK:   gpu.launch
+// CHECK:   } {eff.kernel = "elementwise"}
+// CHECK: } {eff.accumulation_loop}
+func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c0_i32 = arith.constant 0 : i32
+  scf.for %k = %c0 to %c4 step %c1 {
+    %off = arith.muli %k, %c4 : index
+    %mb = memref.subview %in[%off] [16] [1] : memref<64xf32> to memref<16xf32, strided<[1], offset: ?>>
+    linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+        ins(%mb : memref<16xf32, strided<[1], offset: ?>>) outs(%acc : memref<16xf32>) {
+    ^bb0(%x: f32, %o: f32):
+      %s = arith.addf %x, %o : f32
+      linalg.yield %s : f32
+    }
+    func.call @effrt_sgemm(%c0_i32) : (i32) -> ()
+    linalg.generic {indexing_maps = [#v], iterator_types = ["parallel"]} outs(%acc : memref<16xf32>) {
+    ^bb0(%o: f32):
+      %h = arith.mulf %o, %o : f32
+      linalg.yield %h : f32
+    }
+  } {eff.accumulation_loop}
+  return
+}
+
+// -----
+
+// An embedding gradient's scatter-add: tokens may repeat, so the token loops
+// run in order inside each thread; the feature loop indexes every access of
+// the written table, so its iterations are spread over threads.
+
+// CHECK-LABEL: func.func @embedding_scatter
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c64
+// CHECK:   scf.for %[[F:.*]] = %{{.*}} to %c64
+// CHECK:     scf.for %[[B:.*]] = %c0 to %c8 step %c1
+// CHECK:       scf.for %[[T:.*]] = %c0 to %c32 step %c1
+// CHECK:         memref.load %{{.*}}[%[[B]], %[[T]]] : memref<8x32xi64>
+// CHECK:         memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[F]]] : memref<256x64xf32>
+// CHECK: } {eff.kernel = "loop-nest"}
+func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %table: memref<256x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  scf.for %b = %c0 to %c8 step %c1 {
+    scf.for %t = %c0 to %c32 step %c1 {
+      scf.for %f = %c0 to %c64 step %c1 {
+        %i = memref.load %idx[%b, %t] : memref<8x32xi64>
+        %row = arith.index_cast %i : i64 to index
+        %old = memref.load %table[%row, %f] : memref<256x64xf32>
+        %d = memref.load %dy[%b, %t, %f] : memref<8x32x64xf32>
+        %new = arith.addf %old, %d : f32
+        memref.store %new, %table[%row, %f] : memref<256x64xf32>
+      }
+    }
+  }
+  return
+}

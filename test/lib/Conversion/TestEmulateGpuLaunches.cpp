@@ -1,0 +1,185 @@
+//===- TestEmulateGpuLaunches.cpp - run gpu.launch bodies as host loops ---===//
+//
+// Lets lit check the semantics of the kernels eff-gpu-form-kernels forms on
+// a machine without a GPU: every 1-D gpu.launch becomes host loops over its
+// blocks and threads, so the CPU pipeline and mlir-runner execute it and a
+// test compares the results with the same function lowered for the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/Pass.h"
+
+using namespace mlir;
+
+namespace {
+
+/// `lhs combine rhs` for an all_reduce operation kind.
+static Value combine(OpBuilder &b, Location loc, gpu::AllReduceOperation kind,
+                     Value lhs, Value rhs) {
+  bool isFloat = isa<FloatType>(lhs.getType());
+  switch (kind) {
+  case gpu::AllReduceOperation::ADD:
+    return isFloat ? Value(arith::AddFOp::create(b, loc, lhs, rhs))
+                   : Value(arith::AddIOp::create(b, loc, lhs, rhs));
+  case gpu::AllReduceOperation::MUL:
+    return isFloat ? Value(arith::MulFOp::create(b, loc, lhs, rhs))
+                   : Value(arith::MulIOp::create(b, loc, lhs, rhs));
+  case gpu::AllReduceOperation::MAXIMUMF:
+    return arith::MaximumFOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::MINIMUMF:
+    return arith::MinimumFOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::MAXNUMF:
+    return arith::MaxNumFOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::MINNUMF:
+    return arith::MinNumFOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::MAXSI:
+    return arith::MaxSIOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::MINSI:
+    return arith::MinSIOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::MAXUI:
+    return arith::MaxUIOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::MINUI:
+    return arith::MinUIOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::AND:
+    return arith::AndIOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::OR:
+    return arith::OrIOp::create(b, loc, lhs, rhs);
+  case gpu::AllReduceOperation::XOR:
+    return arith::XOrIOp::create(b, loc, lhs, rhs);
+  }
+  llvm_unreachable("all_reduce kind");
+}
+
+/// Replaces each gpu.launch by `for block { for thread { body } }`. A body
+/// with uniform gpu.all_reduce ops (threads exchange values only through
+/// them, as in the kernels eff-gpu-form-kernels forms) runs in two phases:
+/// every thread computes the reduced operands, combined in thread order;
+/// then the ops that use a reduction run once, as thread 0.
+struct TestEmulateGpuLaunchesPass
+    : PassWrapper<TestEmulateGpuLaunchesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestEmulateGpuLaunchesPass)
+  StringRef getArgument() const final {
+    return "test-eff-emulate-gpu-launches";
+  }
+  StringRef getDescription() const final {
+    return "Run 1-D gpu.launch bodies as host loops over blocks and threads";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, scf::SCFDialect>();
+  }
+
+  void runOnOperation() override {
+    SmallVector<gpu::LaunchOp> launches;
+    getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
+    for (gpu::LaunchOp launch : launches)
+      if (failed(emulate(launch)))
+        return signalPassFailure();
+  }
+
+  LogicalResult emulate(gpu::LaunchOp launch) {
+    Location loc = launch.getLoc();
+    OpBuilder b(launch);
+    Block &body = launch.getBody().front();
+    if (!llvm::hasSingleElement(launch.getBody()))
+      return launch.emitOpError("emulation needs a single-block body");
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    IRMapping base;
+    gpu::KernelDim3 blocks = launch.getBlockIds(),
+                    threads = launch.getThreadIds(),
+                    gridSize = launch.getGridSize(),
+                    blockSize = launch.getBlockSize();
+    base.map(blocks.y, zero);
+    base.map(blocks.z, zero);
+    base.map(threads.y, zero);
+    base.map(threads.z, zero);
+    base.map(gridSize.x, launch.getGridSizeX());
+    base.map(gridSize.y, launch.getGridSizeY());
+    base.map(gridSize.z, launch.getGridSizeZ());
+    base.map(blockSize.x, launch.getBlockSizeX());
+    base.map(blockSize.y, launch.getBlockSizeY());
+    base.map(blockSize.z, launch.getBlockSizeZ());
+
+    // Ops that depend on a reduction's result run once per block.
+    DenseSet<Operation *> afterReduce;
+    SmallVector<gpu::AllReduceOp> reduces;
+    for (Operation &op : body.without_terminator()) {
+      if (auto reduce = dyn_cast<gpu::AllReduceOp>(op)) {
+        if (!reduce.getUniform() || !reduce.getOp())
+          return reduce.emitOpError("emulation needs a uniform all_reduce "
+                                    "with an operation attribute");
+        reduces.push_back(reduce);
+        afterReduce.insert(&op);
+        continue;
+      }
+      for (Value operand : op.getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && afterReduce.contains(def))
+          afterReduce.insert(&op);
+      op.walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (Operation *def = operand.getDefiningOp();
+              def && afterReduce.contains(def))
+            afterReduce.insert(&op);
+      });
+    }
+
+    auto blockLoop =
+        scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
+    b.setInsertionPointToStart(blockLoop.getBody());
+    base.map(blocks.x, blockLoop.getInductionVar());
+
+    // Phase 1: each thread in order; reduced operands carried and combined.
+    SmallVector<Value> initial;
+    for (gpu::AllReduceOp reduce : reduces)
+      initial.push_back(arith::ConstantOp::create(
+          b, loc, b.getZeroAttr(reduce.getValue().getType())));
+    auto threadLoop = scf::ForOp::create(
+        b, loc, zero, launch.getBlockSizeX(), one, initial,
+        [&](OpBuilder &nb, Location nloc, Value tx, ValueRange carried) {
+          IRMapping mapping = base;
+          mapping.map(threads.x, tx);
+          for (Operation &op : body.without_terminator())
+            if (!afterReduce.contains(&op))
+              nb.clone(op, mapping);
+          Value isFirst = arith::CmpIOp::create(
+              nb, nloc, arith::CmpIPredicate::eq, tx, zero);
+          SmallVector<Value> next;
+          for (auto [reduce, acc] : llvm::zip(reduces, carried)) {
+            Value mine = mapping.lookup(reduce.getValue());
+            Value combined = combine(nb, nloc, *reduce.getOp(), acc, mine);
+            next.push_back(
+                arith::SelectOp::create(nb, nloc, isFirst, mine, combined));
+          }
+          scf::YieldOp::create(nb, nloc, next);
+        });
+    // Phase 2 (only with reductions): the rest, as thread 0.
+    if (!reduces.empty()) {
+      IRMapping mapping = base;
+      mapping.map(threads.x, zero);
+      for (auto [reduce, total] : llvm::zip(reduces, threadLoop.getResults()))
+        mapping.map(reduce.getResult(), total);
+      for (Operation &op : body.without_terminator())
+        if (!afterReduce.contains(&op))
+          b.clone(op, mapping);
+      for (Operation &op : body.without_terminator())
+        if (afterReduce.contains(&op) && !isa<gpu::AllReduceOp>(op))
+          b.clone(op, mapping);
+    }
+    launch.erase();
+    return success();
+  }
+};
+
+} // namespace
+
+namespace effopt::test {
+void registerTestEmulateGpuLaunchesPass() {
+  PassRegistration<TestEmulateGpuLaunchesPass>();
+}
+} // namespace effopt::test
