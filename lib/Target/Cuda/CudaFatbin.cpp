@@ -55,29 +55,46 @@ struct TempFiles {
   }
 };
 
-/// Runs `tool` with `args` (args[0] is its name); on failure one error with
-/// the first line the tool printed.
-LogicalResult runTool(Operation *op, StringRef tool,
-                      ArrayRef<StringRef> args) {
-  TempFiles temps;
+/// A toolkit program started in the background, its output in `log`.
+struct RunningTool {
+  std::string name;
+  std::string log;
+  llvm::sys::ProcessInfo process;
+};
+
+/// Starts `tool` with `args` (args[0] is its name).
+FailureOr<RunningTool> startTool(Operation *op, TempFiles &temps,
+                                 StringRef tool, ArrayRef<StringRef> args) {
   FailureOr<std::string> log = temps.create(op, "effx-cuda", "log");
   if (failed(log))
     return failure();
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(*log),
-                                          StringRef(*log)};
+  RunningTool run{llvm::sys::path::filename(tool).str(), *log, {}};
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(run.log),
+                                          StringRef(run.log)};
   std::string message;
-  int status = llvm::sys::ExecuteAndWait(tool, args, std::nullopt, redirects,
-                                         0, 0, &message);
-  if (status == 0)
+  bool notStarted = false;
+  run.process = llvm::sys::ExecuteNoWait(tool, args, std::nullopt, redirects,
+                                         0, &message, &notStarted);
+  if (notStarted)
+    return op->emitError() << run.name << " could not start: " << message;
+  return run;
+}
+
+/// Waits for `run`; on failure one error with the first line it printed.
+LogicalResult finishTool(Operation *op, const RunningTool &run) {
+  std::string message;
+  llvm::sys::ProcessInfo result =
+      llvm::sys::Wait(run.process, std::nullopt, &message);
+  if (result.ReturnCode == 0)
     return success();
   std::string firstLine;
-  if (auto text = llvm::MemoryBuffer::getFile(*log))
+  if (auto text = llvm::MemoryBuffer::getFile(run.log))
     firstLine = (*text)->getBuffer().trim().split('\n').first.str();
   if (firstLine.empty())
-    firstLine = message.empty() ? "exit status " + std::to_string(status)
-                                : message;
-  return op->emitError() << llvm::sys::path::filename(tool)
-                         << " failed: " << firstLine;
+    firstLine = message.empty()
+                    ? "exit status " + std::to_string(result.ReturnCode)
+                    : message;
+  return op->emitError() << run.name << " failed: " << firstLine;
 }
 
 LogicalResult writeFile(Operation *op, StringRef path, StringRef bytes) {
@@ -215,10 +232,21 @@ struct EffCudaFatbinPass : impl::EffCudaFatbinPassBase<EffCudaFatbinPass> {
       return signalPassFailure();
     SmallVector<std::string> images;
     NVVM::NVVMTargetAttr lastTarget;
+    // PTX per arch in process, then every arch's ptxas at once (they are
+    // independent; on several cores the SASS takes the time of one).
+    SmallVector<RunningTool> assemblers;
+    auto finishAssemblers = [&]() {
+      bool ok = true;
+      for (const RunningTool &run : assemblers)
+        ok &= succeeded(finishTool(module, run));
+      assemblers.clear();
+      return success(ok);
+    };
     for (auto [i, arch] : llvm::enumerate(archList)) {
       if (!StringRef(arch).starts_with("sm_")) {
         module.emitError("eff-cuda-fatbin: '") << arch
                                                << "' is not an sm_NN arch";
+        (void)finishAssemblers();
         return signalPassFailure();
       }
       auto target = NVVM::NVVMTargetAttr::get(
@@ -232,6 +260,7 @@ struct EffCudaFatbinPass : impl::EffCudaFatbinPassBase<EffCudaFatbinPass> {
                                                                    options);
       if (!ptx) {
         kernels.emitError("NVPTX code generation for ") << arch << " failed";
+        (void)finishAssemblers();
         return signalPassFailure();
       }
       StringRef ptxText(ptx->data(), ptx->size());
@@ -240,14 +269,19 @@ struct EffCudaFatbinPass : impl::EffCudaFatbinPassBase<EffCudaFatbinPass> {
           temps.create(module, "effx-" + arch, "ptx");
       FailureOr<std::string> cubinFile =
           temps.create(module, "effx-" + arch, "cubin");
-      if (failed(ptxFile) || failed(cubinFile) ||
-          failed(writeFile(module, *ptxFile, ptxText)))
-        return signalPassFailure();
       std::string level = std::to_string(optLevel);
-      if (failed(runTool(module, ptxas,
-                         {"ptxas", "-arch", arch, "--opt-level", level,
-                          *ptxFile, "-o", *cubinFile})))
+      FailureOr<RunningTool> assembler =
+          failed(ptxFile) || failed(cubinFile) ||
+                  failed(writeFile(module, *ptxFile, ptxText))
+              ? FailureOr<RunningTool>(failure())
+              : startTool(module, temps, ptxas,
+                          {"ptxas", "-arch", arch, "--opt-level", level,
+                           *ptxFile, "-o", *cubinFile});
+      if (failed(assembler)) {
+        (void)finishAssemblers();
         return signalPassFailure();
+      }
+      assemblers.push_back(std::move(*assembler));
       StringRef sm = StringRef(arch).drop_front(strlen("sm_"));
       images.push_back(
           ("--image3=kind=elf,sm=" + sm + ",file=" + *cubinFile).str());
@@ -256,10 +290,13 @@ struct EffCudaFatbinPass : impl::EffCudaFatbinPassBase<EffCudaFatbinPass> {
         images.push_back(
             ("--image3=kind=ptx,sm=" + sm + ",file=" + *ptxFile).str());
     }
+    if (failed(finishAssemblers()))
+      return signalPassFailure();
     SmallVector<StringRef> args{"fatbinary", "-64", "--create", *fatbinFile};
     for (const std::string &image : images)
       args.push_back(image);
-    if (failed(runTool(module, fatbinary, args)))
+    FailureOr<RunningTool> packer = startTool(module, temps, fatbinary, args);
+    if (failed(packer) || failed(finishTool(module, *packer)))
       return signalPassFailure();
     auto bytes = llvm::MemoryBuffer::getFile(*fatbinFile);
     if (!bytes) {

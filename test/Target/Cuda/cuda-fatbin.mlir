@@ -2,6 +2,7 @@
 // RUN: effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_80,sm_90 opt-level=1})' | FileCheck %s
 // RUN: not effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{toolkit=/no/such/cuda})' 2>&1 | FileCheck %s --check-prefix=TOOLKIT
 // RUN: effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_90 opt-level=0},gpu-to-llvm)' | FileCheck %s --check-prefix=HOST
+// RUN: not effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_75,sm_10 opt-level=0})' 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // Two launches: outlining names both kernels @step_kernel, in modules
 // @step_kernel and @step_kernel_0. eff-cuda-fatbin merges them into one
@@ -14,6 +15,10 @@
 // CHECK: gpu.launch_func @effx_kernels::@step_kernel_0 blocks
 // CHECK: gpu.binary @effx_kernels [#gpu.object<#nvvm.target<O = 1, chip = "sm_90">, "P\EDU\BA{{.*}}.text.step_kernel_0{{.*}}.text.step_kernel\00
 // CHECK-NOT: gpu.object
+
+// An arch ptxas does not know: its first line, once.
+// PTXAS: error: ptxas failed: ptxas fatal {{ *}}: Value 'sm_10' is not defined for option 'gpu-name'
+// PTXAS-NOT: error:
 
 // TOOLKIT: error: CUDA toolkit not found: /no/such/cuda/bin/ptxas is missing (set EFFOPT_CUDA_TOOLKIT to the toolkit's directory)
 
