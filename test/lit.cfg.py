@@ -74,6 +74,22 @@ def _cuda_features():
 for feature in _cuda_features():
     config.available_features.add(feature)
 
+# The cuda target compiles device code with the CUDA toolkit's ptxas and
+# fatbinary (effc reads $EFFOPT_CUDA_TOOLKIT, default /usr/local/cuda).
+# cuobjdump, when the toolkit has it, lists what a fatbin holds; without it
+# effrt-inspect --list-fatbin does.
+cuda_toolkit = os.environ.get("EFFOPT_CUDA_TOOLKIT", "/usr/local/cuda")
+config.environment["EFFOPT_CUDA_TOOLKIT"] = cuda_toolkit
+if all(os.access(os.path.join(cuda_toolkit, "bin", tool), os.X_OK)
+       for tool in ("ptxas", "fatbinary")):
+    config.available_features.add("cuda-toolkit")
+cuobjdump = os.path.join(cuda_toolkit, "bin", "cuobjdump")
+if not os.access(cuobjdump, os.X_OK):
+    cuobjdump = shutil.which("cuobjdump")
+if cuobjdump:
+    config.available_features.add("cuobjdump")
+    config.substitutions.append(("%cuobjdump", cuobjdump))
+
 # Where effc and effrun live, for scripts that run them.
 config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))
 

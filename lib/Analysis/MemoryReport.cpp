@@ -154,6 +154,12 @@ void MemoryReport::setRegions(int64_t stateBytes, int64_t ioBytes,
   tensors = std::move(persistent);
 }
 
+void MemoryReport::setLibraryWorkspace(std::string name, int64_t bytes) {
+  workspace = bytes;
+  if (bytes)
+    tensors.push_back({std::move(name), MemoryCategory::Workspace, bytes, 0});
+}
+
 int64_t MemoryReport::peakLiveBytes() const {
   int64_t live = 0;
   for (const ReportBuffer &b : buffers)
@@ -243,17 +249,19 @@ llvm::json::Value MemoryReport::toJSON() const {
   std::vector<int64_t> atPeak = bytesAtPeak();
   for (MemoryCategory c : kAllCategories)
     byCategory[categoryName(c)] = atPeak[static_cast<int>(c)];
+  llvm::json::Object regions{{"state", state}, {"arena", arena}, {"io", io}};
+  if (workspace)
+    regions["workspace"] = workspace;
   return llvm::json::Object{
       {"title", title},
       {"total_bytes", totalBytes()},
-      {"regions",
-       llvm::json::Object{{"state", state}, {"arena", arena}, {"io", io}}},
+      {"regions", std::move(regions)},
       {"schedule_length", scheduleLength},
       {"peak",
        llvm::json::Object{{"position", peakAt},
                           {"op", peakOp},
                           {"arena_live_bytes", peakLiveBytes()},
-                          {"bytes", state + io + peakLiveBytes()},
+                          {"bytes", state + io + workspace + peakLiveBytes()},
                           {"by_category", std::move(byCategory)}}},
       {"buffers", std::move(bufferArray)},
       {"tensors", std::move(tensorArray)}};
@@ -283,6 +291,7 @@ llvm::Expected<MemoryReport> MemoryReport::fromJSON(StringRef text) {
     report.state = integer(*regions, "state");
     report.arena = integer(*regions, "arena");
     report.io = integer(*regions, "io");
+    report.workspace = integer(*regions, "workspace");
   }
   if (const llvm::json::Object *peak = root->getObject("peak")) {
     report.peakAt = integer(*peak, "position");
@@ -354,9 +363,12 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
   if (!title.empty())
     os << "memory report: " << title << "\n";
   os << llvm::formatv("  allocated {0} bytes ({1}) = state {2} + arena {3} + "
-                      "io {4}\n",
+                      "io {4}",
                       withCommas(totalBytes()), formatBytes(totalBytes()),
                       formatBytes(state), formatBytes(arena), formatBytes(io));
+  if (workspace)
+    os << " + library workspace " << formatBytes(workspace);
+  os << "\n";
   int64_t live = peakLiveBytes();
   os << llvm::formatv("  peak at schedule position {0} of {1}: {2} "
                       "(arena live {3}",
@@ -524,7 +536,7 @@ void MemoryReport::writeSvg(llvm::raw_ostream &os) const {
   os << llvm::formatv("<text x=\"{0}\" y=\"{1}\">schedule position (0..{2}): "
                       "forward, backward, optimizer</text>\n",
                       left, height - 10, n);
-  int64_t peakBytes = state + io + peakLiveBytes();
+  int64_t peakBytes = state + io + workspace + peakLiveBytes();
   double px = x(peakAt) + 0.5 * plotW / n;
   os << llvm::formatv("<line x1=\"{0:f1}\" y1=\"{1}\" x2=\"{0:f1}\" y2=\"{2}\" "
                       "stroke=\"black\" stroke-dasharray=\"4 3\"/>\n",

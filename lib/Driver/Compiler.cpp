@@ -252,12 +252,13 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
       })))
     return failure();
   step.layout.arenaBytes = plannedArenaBytes(*step.module);
+  step.layout.workspaceBytes = backend.getLibraryWorkspaceBytes();
   if (stepOptions.until == PipelineStage::MemoryPlan) {
     step.times.lowering = secondsSince(start);
     return step;
   }
   if (failed(runPipelineStage(*step.module, [&](OpPassManager &pm) {
-        backend.buildCodegenPipeline(pm);
+        backend.buildCodegenPipeline(pm, options.codegen);
       })))
     return failure();
   step.times.lowering = secondsSince(start);

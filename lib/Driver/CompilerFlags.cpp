@@ -143,6 +143,12 @@ Error applyCompilerFlag(CompileOptions &options, StringRef name,
     options.codegen.arch = value.str();
     return Error::success();
   }
+  if (name == "allow-tf32") {
+    if (value != "true" && value != "false" && value != "1" && value != "0")
+      return flagError(name, "must be true or false, got '" + value + "'");
+    options.codegen.allowTf32 = value == "true" || value == "1";
+    return Error::success();
+  }
   if (name == "opt-level") {
     unsigned level;
     if (value.getAsInteger(10, level) || level > 3)

@@ -102,8 +102,8 @@ static Plan planPolicy(ModuleOp imported, const TrainStepOptions &step,
     plan.error = firstError.empty() ? "cannot be lowered" : firstError;
     return plan;
   }
-  plan.bytes =
-      layout->stateBytes + plannedArenaBytes(*module) + layout->ioBytes;
+  plan.bytes = layout->stateBytes + plannedArenaBytes(*module) +
+               layout->ioBytes + backend.getLibraryWorkspaceBytes();
   return plan;
 }
 

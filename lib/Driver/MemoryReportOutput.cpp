@@ -62,6 +62,8 @@ LogicalResult emitMemoryReport(ModuleOp module,
   tensors.push_back({"loss", effopt::MemoryCategory::Batch, 4,
                      layout.lossOffset});
   report->setRegions(layout.stateBytes, layout.ioBytes, std::move(tensors));
+  // The target libraries' scratch space (cuda: cuBLASLt's workspace).
+  report->setLibraryWorkspace("library workspace", layout.workspaceBytes);
   report->setTitle(request.title);
 
   if (request.table)

@@ -45,6 +45,16 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
     return fail("--target " + options.target + " is not a target effc was "
                 "built with (" + known + ")");
   }
+  const TargetBackend &backend = *lookupTargetBackend(options.target);
+  if (!backend.supportsCollectives() && options.worldSize > 1)
+    return fail("--world-size " +
+                llvm::Twine(static_cast<int64_t>(options.worldSize)) +
+                ": target " + options.target +
+                " has no collectives yet (NCCL); compile for one rank");
+  if (!backend.supportsCollectives() && options.zero != 0)
+    return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
+                ": target " + options.target +
+                " has no collectives yet (NCCL); use --zero 0");
   if (!(options.lossScaleInit > 0))
     return fail("--loss-scale-init must be > 0");
   if (options.lossScaleGrowthInterval < 1)
@@ -152,7 +162,9 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   abi.alignment = backend.getAlignment();
   // Attention as one op first: autocast keeps it in f32 and autodiff uses
   // its rule, which saves no Tq x Tk probabilities.
-  if (options.fuseAttention)
+  // Only where the target has an attention kernel (not yet on cuda, which
+  // then computes attention as batched GEMMs and softmax kernels).
+  if (options.fuseAttention && backend.supportsFusedAttention())
     pm.addPass(createEffFuseAttentionPass());
   if (options.mode == StepMode::Forward) {
     // The imported @forward as it is: no autodiff, no optimizer.
@@ -287,7 +299,7 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createCanonicalizerPass());
   // Products to the runtime's GEMM; the entry point over the three regions;
   // one arena.
-  pm.addPass(createEffLinalgToBlasPass());
+  pm.addPass(createEffLinalgToBlasPass(backend.getBlasOptions()));
   pm.addPass(createEffStepEntryPass());
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());

@@ -270,6 +270,10 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
   manifest["regions"] = llvm::json::Object{{"state", layout.stateBytes},
                                            {"arena", layout.arenaBytes},
                                            {"io", layout.ioBytes}};
+  // The target libraries' scratch space the runtime allocates once at
+  // load (cuda: cuBLASLt's workspace); absent when the target has none.
+  if (layout.workspaceBytes)
+    manifest["workspace_bytes"] = layout.workspaceBytes;
   manifest["minor_version"] = static_cast<int64_t>(effrt::kEffxMinorVersion);
   manifest["kind"] = layout.kind;
   if (layout.kind == "forward")

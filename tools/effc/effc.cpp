@@ -168,6 +168,12 @@ static cl::opt<std::string> cpuName(
     cl::value_desc("name"), cl::init("native"), cl::cat(category));
 static cl::alias cpuAlias("cpu", cl::desc("Alias for --arch"),
                           cl::aliasopt(cpuName), cl::cat(category));
+static cl::opt<bool> allowTf32(
+    "allow-tf32",
+    cl::desc("--target cuda: f32 GEMMs may round operands to TF32 on tensor "
+             "cores (PyTorch's torch.backends.cuda.matmul.allow_tf32; off by "
+             "default, like PyTorch's)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> precision(
     "precision",
     cl::desc("fp32, or bf16/fp16 mixed precision (eff-autocast: GEMMs and "
@@ -464,6 +470,15 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.lowPrecisionProducts = lowPrecisionProducts.getValue();
   step.convolution = convolution.getValue();
   step.fuseAttention = fuseAttention.getValue();
+  // A target without an attention kernel computes attention unfused (the
+  // pipeline skips eff-fuse-attention there); asking for it is an error.
+  if (const effopt::TargetBackend *backend =
+          effopt::lookupTargetBackend(step.target))
+    if (!backend->supportsFusedAttention() && fuseAttention.getNumOccurrences() &&
+        fuseAttention)
+      die("--fuse-attention: target " + step.target +
+          " has no fused attention kernel yet (attention runs as batched "
+          "GEMMs and softmax kernels); drop the flag");
   step.attachMemoryReport = report || !reportJson.empty() || !reportSvg.empty();
   if (lora.getNumOccurrences())
     if (Error error = applyLoraSpec(step, lora))
@@ -511,6 +526,7 @@ void fillCompileOptions(effopt::CompileOptions &options,
     options.memoryBudget = *effopt::parseBytes(memoryBudget);
   options.codegen.arch = cpuName;
   options.codegen.optLevel = optLevel;
+  options.codegen.allowTf32 = allowTf32;
 }
 
 /// --print-pipeline: the pipeline as effopt-opt replays it, by name and
@@ -529,7 +545,9 @@ void printReplayablePipeline() {
   OpPassManager stepStage("builtin.module"), lowering("builtin.module");
   effopt::buildStepPipeline(stepStage, step, backend);
   effopt::buildLoweringPipeline(lowering, step, backend);
-  backend.buildCodegenPipeline(lowering);
+  effopt::CodegenOptions codegen;
+  codegen.optLevel = optLevel;
+  backend.buildCodegenPipeline(lowering, codegen);
   outs() << "effopt-opt: --effopt-train-step=\""
          << effopt::printTrainStepOptions(step) << "\"\n"
          << (mode == "forward" ? "forward" : "training") << ": "

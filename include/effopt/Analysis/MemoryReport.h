@@ -78,10 +78,14 @@ public:
   /// Adds the persistent part (state and io regions).
   void setRegions(int64_t stateBytes, int64_t ioBytes,
                   std::vector<ReportTensor> tensors);
+  /// Adds the target libraries' scratch space (allocated once at load,
+  /// besides the regions: cuBLASLt's workspace), named `name`, as one
+  /// persistent workspace tensor.
+  void setLibraryWorkspace(std::string name, int64_t bytes);
   void setTitle(std::string text) { title = std::move(text); }
 
   int64_t arenaBytes() const { return arena; }
-  int64_t totalBytes() const { return state + arena + io; }
+  int64_t totalBytes() const { return state + arena + io + workspace; }
   int64_t peakPosition() const { return peakAt; }
   /// Live arena bytes at the peak.
   int64_t peakLiveBytes() const;
@@ -98,7 +102,7 @@ private:
   std::string title;
   std::string peakOp; // "node (provenance)" at the peak position
   int64_t scheduleLength = 0, peakAt = 0;
-  int64_t state = 0, arena = 0, io = 0;
+  int64_t state = 0, arena = 0, io = 0, workspace = 0;
 };
 
 } // namespace effopt

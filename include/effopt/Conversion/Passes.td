@@ -85,7 +85,20 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
     The generated code therefore never embeds a GEMM of its own, and the
     same IR can target cuBLASLt. Products it cannot express stay as linalg
     loops.
+
+    With `abi=cuda` (the cuda target) the calls are `effrt_cuda_gemm` and
+    `effrt_cuda_gemm_batched` of docs/CudaBackend.md: the same arguments
+    plus the operands' and C's element types as trailing `i32` codes (0 f32,
+    1 f16, 2 bf16), pointers being device addresses. Products whose A and B
+    are both f16 or both bf16 then become calls too (tensor cores, f32
+    accumulation), with C f32 or of the operands' type; `abi=cpu` calls the
+    f32 BLAS only.
   }];
+  let options = [
+    Option<"abi", "abi", "std::string", /*default=*/"\"cpu\"",
+           "The runtime GEMM to call: cpu (effrt_sgemm, f32) or cuda "
+           "(effrt_cuda_gemm, f32/f16/bf16 operands)">
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
@@ -97,6 +110,42 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
   ];
 }
 
+
+def EffCudaFatbinPass : Pass<"eff-cuda-fatbin", "::mlir::ModuleOp"> {
+  let summary = "Compiles every gpu.module to one CUDA fatbin (SASS per arch + PTX) held by a gpu.binary";
+  let description = [{
+    The cuda target's device code step (lib/Target/Cuda). Expects outlined
+    `gpu.module`s already lowered to the NVVM dialect (convert-gpu-to-nvvm).
+    For each module: LLVM's NVPTX back end (through the `#nvvm.target`
+    serializer, libdevice linked from the toolkit) emits PTX for every
+    architecture of `archs`; the toolkit's `ptxas` assembles each into SASS
+    and `fatbinary` packs the SASS of every arch plus the PTX of the last
+    (so newer GPUs JIT it) into one fatbin. The module is replaced by a
+    `gpu.binary` of the same name holding that fatbin (format `fatbin`),
+    which `gpu-to-llvm` and the LLVM translation embed in the host object
+    and load through `mgpuModuleLoad`.
+
+    The toolkit is `toolkit` (effc: `$EFFOPT_CUDA_TOOLKIT`, else
+    `/usr/local/cuda`); a missing toolkit, `ptxas` or `fatbinary` is one
+    error naming it. With `keep-ptx` the gpu.binary also gets the PTX of
+    each arch as a discardable attribute (for tests).
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit directory (bin/ptxas, bin/fatbinary, "
+           "nvvm/libdevice); empty: $EFFOPT_CUDA_TOOLKIT or /usr/local/cuda">,
+    ListOption<"archs", "archs", "std::string",
+               "SASS architectures, lowest first (sm_80,sm_90); the PTX is "
+               "the last one's">,
+    Option<"optLevel", "opt-level", "unsigned", /*default=*/"3",
+           "NVPTX and ptxas optimization level">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+  let statistics = [
+    Statistic<"numFatbins", "fatbins", "gpu.modules compiled to a fatbin">
+  ];
+}
 
 def EffStepEntryPass : Pass<"eff-step-entry", "::mlir::ModuleOp"> {
   let summary = "Wraps the bufferized @train_step into the C entry point effx_step";

@@ -287,7 +287,8 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
   Option<bool> fuseAttention{
       *this, "fuse-attention",
       llvm::cl::desc("Recognise attention chains as eff.attention "
-                     "(eff-fuse-attention): tiled, no Tq x Tk buffer"),
+                     "(eff-fuse-attention): tiled, no Tq x Tk buffer; only "
+                     "on targets with an attention kernel (not cuda yet)"),
       llvm::cl::init(true)};
   Option<std::string> convolution{
       *this, "convolution",

@@ -50,6 +50,9 @@ struct StepLayout {
   /// Graph outputs in ONNX order, in io ("forward" only).
   std::vector<StepTensor> outputs;
   int64_t stateBytes = 0, ioBytes = 0, arenaBytes = 0;
+  /// The target libraries' scratch space, allocated once at load besides
+  /// the regions (TargetBackend::getLibraryWorkspaceBytes).
+  int64_t workspaceBytes = 0;
   int64_t lossOffset = 0;
   std::string lossDtype; // "train_step" only
   std::string stepCounter; // empty without an optimizer step counter

@@ -39,6 +39,10 @@ struct CodegenOptions {
   std::string arch = "native";
   /// LLVM's optimization level, 0-3.
   unsigned optLevel = 3;
+  /// f32 GEMMs may round their operands to TF32 (effc --allow-tf32; a GPU
+  /// target records it for its runtime, PyTorch's
+  /// torch.backends.cuda.matmul.allow_tf32). The CPU ignores it.
+  bool allowTf32 = false;
 };
 
 /// What a backend contributes to the .effx.
@@ -66,10 +70,29 @@ public:
   /// convert-eff-to-linalg's options: the numerics the target chooses.
   virtual ConvertEffToLinalgPassOptions getLoweringPolicy() const = 0;
 
+  /// eff-linalg-to-blas's options: which runtime GEMM the products call.
+  virtual EffLinalgToBlasPassOptions getBlasOptions() const { return {}; }
+
+  /// Bytes of scratch space the target's libraries get once, at load (a
+  /// GEMM library's workspace), besides the state, arena and io regions.
+  /// The memory plan and report count them, so the planned bytes are what
+  /// the device allocates.
+  virtual int64_t getLibraryWorkspaceBytes() const { return 0; }
+
+  /// Whether the target runs collectives (--world-size > 1, --zero).
+  virtual bool supportsCollectives() const { return true; }
+
+  /// Whether the target has a kernel for eff.attention (eff-fuse-attention
+  /// runs only where it does).
+  virtual bool supportsFusedAttention() const { return true; }
+
   /// Appends the passes that take the memory-planned module (after
   /// eff-memory-plan: one entry function over the state, arena and io
-  /// regions) to what serialize() reads.
-  virtual void buildCodegenPipeline(mlir::OpPassManager &pm) const = 0;
+  /// regions) to what serialize() reads. `options` are effc's (a GPU
+  /// target's device code generation follows its optimization level).
+  virtual void
+  buildCodegenPipeline(mlir::OpPassManager &pm,
+                       const CodegenOptions &options = {}) const = 0;
 
   /// The code of `module` (the codegen pipeline's output) as .effx sections
   /// and manifest fields. Errors are diagnostics on the module.

@@ -8,6 +8,11 @@
 // BLAS. The generated code then carries no GEMM of its own and the choice of
 // BLAS stays with the runtime.
 //
+// abi=cuda calls effrt_cuda_gemm / effrt_cuda_gemm_batched instead (cuBLASLt
+// in libeffrt's CUDA device): the same arguments followed by the element
+// types of A/B and C, so f16/bf16 products run on tensor cores with f32
+// accumulation.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Conversion/Passes.h"
@@ -28,6 +33,32 @@ namespace {
 
 constexpr StringLiteral kGemm = "effrt_sgemm";
 constexpr StringLiteral kGemmBatched = "effrt_sgemm_batched";
+constexpr StringLiteral kCudaGemm = "effrt_cuda_gemm";
+constexpr StringLiteral kCudaGemmBatched = "effrt_cuda_gemm_batched";
+
+/// The element type codes of effrt_cuda_gemm (docs/CudaBackend.md).
+std::optional<int32_t> cudaTypeCode(Type type) {
+  if (type.isF32())
+    return 0;
+  if (type.isF16())
+    return 1;
+  if (type.isBF16())
+    return 2;
+  return std::nullopt;
+}
+
+/// The (A/B, C) type codes of a product the cuda GEMM computes: A and B of
+/// one type; f32 operands with an f32 C, f16/bf16 operands with C f32 or
+/// their own type (what cuBLASLt's f32-compute GEMMs take).
+std::optional<std::pair<int32_t, int32_t>>
+cudaGemmTypes(Type a, Type b, Type c) {
+  std::optional<int32_t> ab = cudaTypeCode(a), cc = cudaTypeCode(c);
+  if (a != b || !ab || !cc)
+    return std::nullopt;
+  if (*ab == 0 ? *cc != 0 : (*cc != 0 && *cc != *ab))
+    return std::nullopt;
+  return std::make_pair(*ab, *cc);
+}
 
 /// Static strides of a memref, or nothing when they are not static.
 std::optional<SmallVector<int64_t>> staticStrides(Value v) {
@@ -150,8 +181,15 @@ func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
 
 struct EffLinalgToBlasPass
     : impl::EffLinalgToBlasPassBase<EffLinalgToBlasPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (abi != "cpu" && abi != "cuda") {
+      module.emitError("eff-linalg-to-blas: abi must be cpu or cuda, got '")
+          << abi << "'";
+      return signalPassFailure();
+    }
     SmallVector<linalg::LinalgOp> products;
     module.walk([&](linalg::LinalgOp op) {
       if (isa<linalg::MatmulOp, linalg::BatchMatmulOp,
@@ -168,11 +206,18 @@ struct EffLinalgToBlasPass
     bool batched = isa<linalg::BatchMatmulOp, linalg::BatchReduceMatmulOp>(op);
     Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1];
     Value c = op.getDpsInits()[0];
-    auto cType = cast<MemRefType>(c.getType());
-    if (!cType.getElementType().isF32() ||
-        !cast<MemRefType>(a.getType()).getElementType().isF32() ||
-        !cast<MemRefType>(bm.getType()).getElementType().isF32())
+    Type aElement = cast<MemRefType>(a.getType()).getElementType();
+    Type bElement = cast<MemRefType>(bm.getType()).getElementType();
+    Type cElement = cast<MemRefType>(c.getType()).getElementType();
+    bool cuda = abi == "cuda";
+    std::optional<std::pair<int32_t, int32_t>> cudaTypes;
+    if (cuda) {
+      cudaTypes = cudaGemmTypes(aElement, bElement, cElement);
+      if (!cudaTypes)
+        return failure();
+    } else if (!cElement.isF32() || !aElement.isF32() || !bElement.isF32()) {
       return failure();
+    }
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     // Loops: [batch,] m, n, k.
     unsigned base = batched ? 1 : 0;
@@ -222,7 +267,11 @@ struct EffLinalgToBlasPass
     args.append({beta, firstElementPointer(b, loc, c), i64(gc->leadingDim)});
     if (batched)
       args.push_back(i64(gc->batchStride));
-    auto callee = declare(module, batched ? kGemmBatched : kGemm,
+    if (cuda)
+      args.append({i32(cudaTypes->first), i32(cudaTypes->second)});
+    StringRef name = cuda ? (batched ? kCudaGemmBatched : kCudaGemm)
+                          : (batched ? kGemmBatched : kGemm);
+    auto callee = declare(module, name,
                           b.getFunctionType(ValueRange(args).getTypes(), {}));
     func::CallOp::create(b, loc, callee, args);
     op->erase();

@@ -53,7 +53,8 @@ public:
     return policy;
   }
 
-  void buildCodegenPipeline(OpPassManager &pm) const override {
+  void buildCodegenPipeline(OpPassManager &pm,
+                            const CodegenOptions &) const override {
     // Loops: the outermost parallel loop of each large nest runs on OpenMP
     // threads, everything else is sequential; one kernel function per nest.
     pm.addPass(createConvertLinalgToParallelLoopsPass());

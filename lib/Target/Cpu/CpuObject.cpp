@@ -91,6 +91,10 @@ FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
     features = subtarget.getString();
   }
   llvm::TargetOptions targetOptions;
+  // Constructors (the cuda target's host object loads its fatbin from one)
+  // in .init_array, which the dynamic loader runs; .ctors needs crtbegin.o,
+  // which the step is not linked with.
+  targetOptions.UseInitArray = true;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, code.cpu, features, targetOptions, llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));

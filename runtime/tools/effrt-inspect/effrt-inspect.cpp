@@ -9,6 +9,16 @@
 //   effrt-inspect --write-safetensors OUT IN [--metadata KEY=VALUE]...
 //   effrt-inspect --write-npz OUT IN [--compress]
 //     Convert IN (any readable format) to OUT.
+//   effrt-inspect --extract-section KIND:TARGET:NAME OUT IN.effx
+//     Write the bytes of one section of an .effx to OUT, e.g.
+//     device_code:cuda:kernels (a cuda step's fatbin, for cuobjdump) or
+//     host_code:cuda:step (its host shared object, for nm). KIND is a name
+//     of the "# section" lines; TARGET "-" when the section has none.
+//   effrt-inspect --list-fatbin FILE
+//     One line per image of a CUDA fatbin (FILE a .fatbin, or an .effx whose
+//     device_code section is one): "elf sm_80 BYTES" or "ptx compute_90
+//     BYTES", what cuobjdump --list-elf / --list-ptx would name, for machines
+//     without cuobjdump. An ELF image must start with the ELF magic.
 //
 // FILE may be .npz, .npy, .safetensors, a .bin of uint16 tokens, or an
 // .effx, whose tensors are its initial state entries (zeros where the file
@@ -27,10 +37,12 @@
 #include "effrt/SafeTensors.h"
 #include "effrt/TokenStream.h"
 
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -196,13 +208,99 @@ static void inspect(const std::string &path) {
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
+/// Writes the section `spec` (KIND:TARGET:NAME) of the .effx `in` to `out`.
+static void extractSection(const std::string &spec, const std::string &out,
+                           const std::string &in) {
+  size_t first = spec.find(':'), second = spec.find(':', first + 1);
+  if (first == std::string::npos || second == std::string::npos)
+    fail(spec, ": expected KIND:TARGET:NAME (e.g. device_code:cuda:kernels)");
+  std::string kind = spec.substr(0, first);
+  std::string target = spec.substr(first + 1, second - first - 1);
+  std::string name = spec.substr(second + 1);
+  if (target == "-")
+    target.clear();
+  EffxFile file = EffxFile::open(in);
+  for (const EffxSection &s : file.sections()) {
+    if (effxSectionKindName(s.kind) != kind || s.target != target ||
+        s.name != name)
+      continue;
+    FILE *f = std::fopen(out.c_str(), "wb");
+    if (!f)
+      fail(out, ": cannot open for writing: ", std::strerror(errno));
+    const std::byte *data = file.sectionData(s);
+    bool ok = std::fwrite(data, 1, s.size, f) == s.size;
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok)
+      fail(out, ": cannot write");
+    return;
+  }
+  fail(in, ": no section ", spec, " (effrt-inspect FILE lists them)");
+}
+
+/// Lists the images of the fatbin in `path` (or in an .effx's device code).
+/// The container is what the toolkit's fatbinary writes: a 16-byte header
+/// (magic 0xBA55ED50, u16 version, u16 header size, u64 bytes of entries),
+/// then entries of a header (u16 kind: 1 PTX, 2 ELF; u16 version; u32
+/// header size; u64 payload size; ...; u32 arch at byte 28, 80 for sm_80)
+/// and a payload.
+static void listFatbin(const std::string &path) {
+  SharedBytes file = mapFile(path);
+  const std::byte *data = file.data;
+  uint64_t size = file.size;
+  std::optional<EffxFile> effx;
+  if (size >= 8 && std::memcmp(data, "EFFX\r\n\x1a\n", 8) == 0) {
+    effx = EffxFile::open(path);
+    const EffxSection *section = nullptr;
+    for (const EffxSection &s : effx->sections())
+      if (s.kind == EffxSectionKind::DeviceCode)
+        section = &s;
+    if (!section)
+      fail(path, ": no device_code section");
+    data = effx->sectionData(*section);
+    size = section->size;
+  }
+  auto read = [&](uint64_t at, auto value) {
+    if (at + sizeof(value) > size)
+      fail(path, ": truncated fatbin (", size, " bytes)");
+    std::memcpy(&value, data + at, sizeof(value));
+    return value;
+  };
+  if (read(0, uint32_t()) != 0xBA55ED50u)
+    fail(path, ": not a CUDA fatbin (no 0xBA55ED50 magic)");
+  uint64_t at = read(6, uint16_t());
+  uint64_t end = at + read(8, uint64_t());
+  if (end > size)
+    fail(path, ": truncated fatbin (", size, " bytes, header says ", end, ")");
+  while (at < end) {
+    uint16_t kind = read(at, uint16_t());
+    uint32_t headerSize = read(at + 4, uint32_t());
+    uint64_t payload = read(at + 8, uint64_t());
+    uint32_t arch = read(at + 28, uint32_t());
+    if (headerSize < 32 || at + headerSize + payload > end)
+      fail(path, ": bad fatbin entry at byte ", at);
+    if (kind == 2) {
+      if (payload < 4 || std::memcmp(data + at + headerSize, "\x7f" "ELF", 4))
+        fail(path, ": the ELF image at byte ", at, " is not an ELF file");
+      std::printf("elf sm_%u %" PRIu64 "\n", arch, payload);
+    } else if (kind == 1) {
+      std::printf("ptx compute_%u %" PRIu64 "\n", arch, payload);
+    } else {
+      std::printf("kind%u sm_%u %" PRIu64 "\n", kind, arch, payload);
+    }
+    at += headerSize + payload;
+  }
+}
+
 static int usage(const char *message) {
   std::fprintf(stderr,
                "effrt-inspect: %s\n"
                "usage: effrt-inspect FILE\n"
                "       effrt-inspect --write-safetensors OUT IN "
                "[--metadata KEY=VALUE]...\n"
-               "       effrt-inspect --write-npz OUT IN [--compress]\n",
+               "       effrt-inspect --write-npz OUT IN [--compress]\n"
+               "       effrt-inspect --extract-section KIND:TARGET:NAME OUT "
+               "IN.effx\n"
+               "       effrt-inspect --list-fatbin FILE\n",
                message);
   return 2;
 }
@@ -242,6 +340,14 @@ int main(int argc, char **argv) {
         options.compress = true;
       }
       writeNpz(args[1], readContents(args[2]).tensors, options);
+      return 0;
+    }
+    if (args.size() == 2 && args[0] == "--list-fatbin") {
+      listFatbin(args[1]);
+      return 0;
+    }
+    if (args.size() == 4 && args[0] == "--extract-section") {
+      extractSection(args[1], args[2], args[3]);
       return 0;
     }
     return usage("bad arguments");

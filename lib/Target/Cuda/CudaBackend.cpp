@@ -1,0 +1,185 @@
+//===- CudaBackend.cpp - the CUDA target ----------------------------------===//
+//
+// The CUDA target's choices: 256-byte alignment (cudaMalloc's, and what
+// cuBLASLt and vectorised kernels want of every buffer); f32 sums in f32 and
+// f16/bf16 products on tensor cores with f32 accumulation (PyTorch's CUDA
+// numerics); convolutions as im2col + GEMM for now. Code: every memory
+// access of the step in kernels (eff-gpu-form-kernels), outlined, lowered to
+// NVVM and compiled to one fatbin (sm_80 + sm_90 SASS, compute_90 PTX) by
+// LLVM's NVPTX back end and the toolkit's ptxas/fatbinary; GEMMs as calls to
+// the runtime's cuBLASLt; the host code that launches them an x86-64 shared
+// object like the CPU target's. docs/CudaBackend.md has the whole contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Target/Cuda/CudaBackend.h"
+
+#include "../Cpu/CpuObject.h"
+
+#include "effopt/Conversion/Passes.h"
+#include "effopt/Target/TargetBackend.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace effopt {
+
+std::string getCudaToolkitPath() {
+  if (const char *path = std::getenv("EFFOPT_CUDA_TOOLKIT"); path && *path)
+    return path;
+  return "/usr/local/cuda";
+}
+
+namespace {
+
+class CudaBackend : public TargetBackend {
+public:
+  StringRef getName() const override { return kCudaTargetName; }
+  StringRef getDescription() const override {
+    return "NVIDIA GPUs sm_80/sm_90: kernels through MLIR's NVVM path and "
+           "the CUDA toolkit, GEMMs through cuBLASLt";
+  }
+
+  int64_t getAlignment() const override { return 256; }
+
+  ConvertEffToLinalgPassOptions getLoweringPolicy() const override {
+    ConvertEffToLinalgPassOptions policy;
+    // PyTorch's CUDA reductions accumulate f32 in f32.
+    policy.f32Accumulator = "f32";
+    // bf16/fp16 operands go to the tensor cores as they are; cuBLASLt
+    // accumulates in f32.
+    policy.lowPrecisionProducts = "native";
+    // Implicit GEMM or cuDNN is to be decided by measurement on a GPU.
+    policy.convolution = "im2col";
+    return policy;
+  }
+
+  EffLinalgToBlasPassOptions getBlasOptions() const override {
+    EffLinalgToBlasPassOptions options;
+    options.abi = "cuda";
+    return options;
+  }
+
+  int64_t getLibraryWorkspaceBytes() const override {
+    return kCudaWorkspaceBytes;
+  }
+
+  // NCCL collectives come with issue 14; there is no GPU attention kernel
+  // yet (attention runs as batched GEMMs and softmax kernels).
+  bool supportsCollectives() const override { return false; }
+  bool supportsFusedAttention() const override { return false; }
+
+  void buildCodegenPipeline(OpPassManager &pm,
+                            const CodegenOptions &options) const override {
+    // Every read and write of memory in a gpu.launch, one per fusion group;
+    // the host keeps index arithmetic, views, loops over library calls and
+    // launches.
+    pm.addPass(createEffGpuFormKernelsPass());
+    // One gpu.func per launch, in gpu.modules (eff-cuda-fatbin merges them
+    // into one binary); the constants a kernel reads are copied in.
+    pm.addPass(createGpuKernelOutliningPass());
+    // Structured control flow and strided views to plain code, on host and
+    // device alike; f16/bf16 math runs in f32 (libdevice has only f32/f64).
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    math::MathExtendToSupportedTypesOptions extend;
+    extend.targetTypeStr = "f32";
+    pm.addPass(math::createMathExtendToSupportedTypes(extend));
+    // Kernels to NVVM, then PTX per arch, SASS, one fatbin (a gpu.binary).
+    pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+    pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+    pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+    EffCudaFatbinPassOptions fatbin;
+    fatbin.toolkit = getCudaToolkitPath();
+    for (StringRef arch : kCudaArchs)
+      fatbin.archs.push_back(arch.str());
+    // NVPTX and ptxas at effc's --opt-level (most of a cuda compile's time).
+    fatbin.optLevel = options.optLevel;
+    pm.addPass(createEffCudaFatbinPass(fatbin));
+    // The host: launches become mgpu* runtime calls (gpu-to-llvm), the rest
+    // LLVM like the CPU target's host code.
+    pm.addPass(createGpuToLLVMConversionPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    math::MathExpandOpsPassOptions expand;
+    expand.opMnemonics = {"rsqrt"};
+    pm.addPass(math::createMathExpandOpsPass(expand));
+    pm.addPass(createConvertMathToLibmPass());
+    pm.addPass(createConvertToLLVMPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+  }
+
+  FailureOr<TargetArtifacts>
+  serialize(ModuleOp module, const CodegenOptions &options) const override {
+    for (NamedAttribute attr :
+         llvm::to_vector(module->getDiscardableAttrs()))
+      if (attr.getName().getValue().starts_with("eff."))
+        module->removeDiscardableAttr(attr.getName());
+    // eff-cuda-fatbin left exactly one gpu.binary with one fatbin object.
+    SmallVector<gpu::BinaryOp> binaries(module.getOps<gpu::BinaryOp>());
+    if (binaries.size() > 1)
+      return module.emitError("the cuda step has ")
+             << binaries.size() << " gpu.binary ops; eff-cuda-fatbin makes one";
+    std::vector<char> fatbin;
+    if (!binaries.empty()) {
+      auto objects = binaries.front().getObjects();
+      auto object = objects.size() == 1
+                        ? dyn_cast<gpu::ObjectAttr>(objects[0])
+                        : gpu::ObjectAttr();
+      if (!object || object.getFormat() != gpu::CompilationTarget::Fatbin)
+        return binaries.front().emitError(
+            "expected one fatbin object (eff-cuda-fatbin)");
+      StringRef bytes = object.getObject().getValue();
+      fatbin.assign(bytes.begin(), bytes.end());
+    }
+    // Generic x86-64: the .effx runs on whatever host the GPU sits in.
+    CpuCodegenOptions codegen;
+    codegen.cpu = "x86-64";
+    codegen.optLevel = options.optLevel;
+    FailureOr<CpuCode> code = emitCpuSharedObject(module, codegen);
+    if (failed(code))
+      return failure();
+    TargetArtifacts artifacts;
+    artifacts.sections.push_back(EffxSectionData{
+        effrt::EffxSectionKind::HostCode, kCudaTargetName.str(), "step",
+        std::move(code->sharedObject)});
+    artifacts.sections.push_back(EffxSectionData{
+        effrt::EffxSectionKind::DeviceCode, kCudaTargetName.str(), "kernels",
+        std::move(fatbin)});
+    artifacts.manifest["target"] = kCudaTargetName;
+    artifacts.manifest["entry"] = effrt::kEffxEntrySymbol;
+    llvm::json::Array archs;
+    for (StringRef arch : kCudaArchs)
+      archs.push_back(arch);
+    artifacts.manifest["cuda_archs"] = std::move(archs);
+    artifacts.manifest["cuda_ptx"] = kCudaPtxArch;
+    artifacts.manifest["host_cpu"] = code->cpu;
+    artifacts.manifest["allow_tf32"] = options.allowTf32;
+    return artifacts;
+  }
+};
+
+} // namespace
+
+void registerCudaTargetBackend() {
+  registerTargetBackend(std::make_unique<CudaBackend>());
+}
+
+} // namespace effopt
