@@ -47,6 +47,10 @@ llvm_config.add_tool_substitutions(tools, [config.effopt_tools_dir])
 if shutil.which("mpirun"):
     config.available_features.add("mpirun")
 
+# effc and effrun built with oneDNN: convolution=library.
+if getattr(config, "effopt_have_onednn", False):
+    config.available_features.add("onednn")
+
 # Where effc and effrun live, for scripts that run them.
 config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))
 

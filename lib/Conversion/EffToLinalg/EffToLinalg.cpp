@@ -40,9 +40,20 @@ struct ConvertEffToLinalgPass
       return bad("low-precision-products", lowPrecisionProducts,
                  "widen or native");
     policy.nativeLowPrecisionProducts = lowPrecisionProducts == "native";
-    if (convolution != "im2col" && convolution != "direct")
-      return bad("convolution", convolution, "im2col or direct");
-    policy.im2colConvolutions = convolution == "im2col";
+    if (convolution != "im2col" && convolution != "direct" &&
+        convolution != "library")
+      return bad("convolution", convolution, "im2col, direct or library");
+#ifndef EFFOPT_HAVE_ONEDNN
+    if (convolution == "library") {
+      getOperation().emitError("convert-eff-to-linalg: convolution=library "
+                               "needs oneDNN, which this effopt was built "
+                               "without (Debian: libdnnl-dev)");
+      return failure();
+    }
+#endif
+    // Library convolutions that oneDNN cannot run fall back to im2col.
+    policy.im2colConvolutions = convolution != "direct";
+    policy.libraryConvolutions = convolution == "library";
     return policy;
   }
 
