@@ -26,6 +26,9 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+import torch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "test", "E2E", "lib"))
@@ -43,6 +46,8 @@ import json, sys, time, statistics
 import numpy as np, torch
 spec = json.loads(sys.argv[1])
 torch.set_num_threads(spec["threads"])
+sys.path.insert(0, spec["bench"])
+import conv  # noqa: F401 (the single-convolution models' class)
 model = torch.load(spec["model"])
 data = np.load(spec["data"])
 B = spec["batch"]
@@ -62,24 +67,25 @@ print(json.dumps({"median_ms": 1000 * statistics.median(times[3:])}))
 '''
 
 
+class Step(torch.nn.Module):
+    """loss = mean(conv(x * s)^2): the step runs the convolution's forward,
+    input gradient and filter gradient."""
+
+    def __init__(self, C, F, K, stride, padding, groups):
+        super().__init__()
+        self.s = torch.nn.Parameter(torch.ones(1, C, 1, 1))
+        self.conv = torch.nn.Conv2d(C, F, K, stride=stride, padding=padding,
+                                    groups=groups)
+
+    def forward(self, x):
+        return (self.conv(x * self.s) ** 2).mean()
+
+
 def conv_case(N, C, H, F, K, stride, padding, groups, steps):
-    import numpy as np
-    import torch
-
-    class Step(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.s = torch.nn.Parameter(torch.ones(1, C, 1, 1))
-            self.conv = torch.nn.Conv2d(C, F, K, stride=stride,
-                                        padding=padding, groups=groups)
-
-        def forward(self, x):
-            return (self.conv(x * self.s) ** 2).mean()
-
     torch.manual_seed(0)
     rng = np.random.RandomState(0)
     data = {"x": rng.randn(steps * N, C, H, H).astype(np.float32)}
-    return Step(), N, data, ("loss",)
+    return Step(C, F, K, stride, padding, groups), N, data, ("loss",)
 
 
 def model_case(name, steps):
@@ -89,7 +95,6 @@ def model_case(name, steps):
     for i in range(steps):
         for k, v in case.batches(i).items():
             data.setdefault(k, []).append(v)
-    import numpy as np
     return (case.model, case.batch_size,
             {k: np.concatenate(v) for k, v in data.items()},
             ("loss",) + tuple(case.extra_outputs))
@@ -109,8 +114,6 @@ def run_effopt(args, work, name, onnx_path, npz, convolution):
 
 
 def measure(args, work, name, model, B, data, outputs):
-    import numpy as np
-    import torch
     import train_vs_torch as t
     names = list(data)
     safe = "".join(c if c.isalnum() else "_" for c in name)
@@ -123,7 +126,7 @@ def measure(args, work, name, model, B, data, outputs):
     torch.save(model, model_path)
     im2col = run_effopt(args, work, safe, onnx_path, npz, "im2col")
     library = run_effopt(args, work, safe, onnx_path, npz, "library")
-    spec = {"model": model_path, "data": npz, "inputs": names, "batch": B,
+    spec = {"bench": HERE, "model": model_path, "data": npz, "inputs": names, "batch": B,
             "steps": args.steps, "threads": args.threads, "lr": 0.01}
     out = subprocess.run([sys.executable, "-c", TORCH_CHILD, json.dumps(spec)],
                          check=True, capture_output=True, text=True).stdout
@@ -162,4 +165,8 @@ def main():
 
 
 if __name__ == "__main__":
+    # Pickled models name their class conv.Step, which the PyTorch child
+    # imports from this file.
+    sys.modules["conv"] = sys.modules["__main__"]
+    Step.__module__ = "conv"
     main()
