@@ -62,3 +62,25 @@ func.func @bf16_keeps_im2col(%x: tensor<2x3x8x8xbf16>, %w: tensor<4x3x3x3xbf16>)
   %0 = eff.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16>) -> tensor<2x4x6x6xbf16>
   return %0 : tensor<2x4x6x6xbf16>
 }
+
+// -----
+
+// A 1x1 stride-1 unpadded convolution is a plain GEMM (no columns): it
+// stays one, in the library policy too.
+// CHECK-LABEL: func.func @pointwise_stays_gemm
+// CHECK-NOT: call @effrt_conv2d
+// CHECK: linalg.batch_matmul
+func.func @pointwise_stays_gemm(%x: tensor<2x8x5x5xf32>, %w: tensor<16x8x1x1xf32>) -> tensor<2x16x5x5xf32> {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf32>, tensor<16x8x1x1xf32>) -> tensor<2x16x5x5xf32>
+  return %0 : tensor<2x16x5x5xf32>
+}
+
+// -----
+
+// A strided 1x1 convolution (ResNet's projection) is a library call.
+// CHECK-LABEL: func.func @pointwise_strided
+// CHECK: call @effrt_conv2d_fwd_f32(
+func.func @pointwise_strided(%x: tensor<2x8x5x5xf32>, %w: tensor<16x8x1x1xf32>) -> tensor<2x16x3x3xf32> {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x8x5x5xf32>, tensor<16x8x1x1xf32>) -> tensor<2x16x3x3xf32>
+  return %0 : tensor<2x16x3x3xf32>
+}
