@@ -19,6 +19,15 @@ namespace effopt {
 using namespace mlir;
 
 namespace effopt {
+
+bool libraryConvolutionsAvailable() {
+#ifdef EFFOPT_HAVE_ONEDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 struct ConvertEffToLinalgPass
@@ -43,14 +52,12 @@ struct ConvertEffToLinalgPass
     if (convolution != "im2col" && convolution != "direct" &&
         convolution != "library")
       return bad("convolution", convolution, "im2col, direct or library");
-#ifndef EFFOPT_HAVE_ONEDNN
-    if (convolution == "library") {
+    if (convolution == "library" && !libraryConvolutionsAvailable()) {
       getOperation().emitError("convert-eff-to-linalg: convolution=library "
                                "needs oneDNN, which this effopt was built "
                                "without (Debian: libdnnl-dev)");
       return failure();
     }
-#endif
     // Library convolutions that oneDNN cannot run fall back to im2col.
     policy.im2colConvolutions = convolution != "direct";
     policy.libraryConvolutions = convolution == "library";

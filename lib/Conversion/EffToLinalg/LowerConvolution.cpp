@@ -59,9 +59,11 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
+#ifdef EFFOPT_HAVE_ONEDNN
 constexpr StringLiteral kConvForward = "effrt_conv2d_fwd_f32";
 constexpr StringLiteral kConvBackwardData = "effrt_conv2d_bwd_data_f32";
 constexpr StringLiteral kConvBackwardWeights = "effrt_conv2d_bwd_weights_f32";
+#endif
 
 /// The shape arguments of the effrt_conv2d_* calls (EFFRT_CONV2D_SHAPE_ARGS)
 /// for input `x`, filter `w` and output `y`.
