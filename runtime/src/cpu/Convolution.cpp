@@ -15,10 +15,11 @@
 // allocates no tensor memory of its own. (oneDNN's JIT code and primitive
 // objects are library state, created once per shape, like OpenBLAS's.)
 //
-// Primitives are created on the first call of each shape and kept. The
-// scratchpad can depend on the thread count the primitive is created for;
-// when this run's threads would need more workspace than the plan gave, the
-// primitive is created, and run, on the most threads that fit.
+// Primitives are created on the first call of each shape and kept. A
+// small convolution gets one thread per 4M multiply-adds (kMacsPerThread).
+// The scratchpad can depend on the thread count the primitive is created
+// for; when this run's threads would need more workspace than the plan
+// gave, the primitive is created, and run, on the most threads that fit.
 //
 // oneDNN (Debian's libdnnl2) is built for OpenMP: in effrun, libomp is
 // loaded before libdnnl's libgomp, so oneDNN's GOMP_* and omp_* calls land
@@ -30,6 +31,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -224,8 +226,16 @@ std::map<Key, std::unique_ptr<Conv>> &cache() {
   std::_Exit(1);
 }
 
+/// Multiply-adds per thread below which a convolution runs on fewer
+/// threads: oneDNN's kernels need every thread they were created for at
+/// their barriers, and on a busy machine a small convolution waits longer
+/// for a descheduled thread than it computes (MobileNet's depthwise
+/// convolutions are 0.3M multiply-adds).
+constexpr int64_t kMacsPerThread = int64_t(1) << 22;
+
 /// The primitives for this call, created on first use with the most
-/// threads (up to this run's) whose workspace fits `available` bytes.
+/// threads (up to this run's, one per kMacsPerThread) whose workspace fits
+/// `available` bytes.
 Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
              int64_t available) {
   std::lock_guard<std::mutex> lock(cacheMutex);
@@ -235,8 +245,11 @@ Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
     return *found->second;
   std::unique_ptr<Conv> conv;
   size_t needed = 0;
+  int64_t macs = s.n * s.f * s.oh * s.ow * (s.c / s.g) * s.kh * s.kw;
+  int useful = static_cast<int>(
+      std::min<int64_t>(threads, std::max<int64_t>(1, macs / kMacsPerThread)));
   try {
-    for (int t = threads; t >= 1; --t) {
+    for (int t = useful; t >= 1; --t) {
       withThreads(t, [&] { conv = create(kind, bias, s); });
       if (conv->workspaceBytes <= static_cast<uint64_t>(available))
         break;
