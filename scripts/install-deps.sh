@@ -13,6 +13,9 @@ PACKAGES=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   # CPU math and data formats used by the runtime.
   libopenblas-dev libopenblas0-pthread nlohmann-json3-dev zlib1g-dev
+  # oneDNN: the convolutions of --convolution library (optional: without it
+  # the runtime and effc build without library convolutions).
+  libdnnl-dev
   # libzip: only bench/npz_read.py's comparison with the runtime's .npz reader.
   libzip-dev
   # LLVM's OpenMP runtime: threads for compiled loop nests and products.

@@ -90,6 +90,10 @@ if cuobjdump:
     config.available_features.add("cuobjdump")
     config.substitutions.append(("%cuobjdump", cuobjdump))
 
+# effc and effrun built with oneDNN: convolution=library.
+if getattr(config, "effopt_have_onednn", False):
+    config.available_features.add("onednn")
+
 # Where effc and effrun live, for scripts that run them.
 config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))
 

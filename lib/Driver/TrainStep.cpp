@@ -119,8 +119,8 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (!oneOf(options.lowPrecisionProducts, {"widen", "native"}))
     return fail("low-precision-products must be widen or native, got '" +
                 options.lowPrecisionProducts + "'");
-  if (!oneOf(options.convolution, {"im2col", "direct"}))
-    return fail("convolution must be im2col or direct, got '" +
+  if (!oneOf(options.convolution, {"im2col", "direct", "library"}))
+    return fail("convolution must be im2col, direct or library, got '" +
                 options.convolution + "'");
   return llvm::Error::success();
 }

@@ -310,7 +310,7 @@ static cl::opt<bool> fuseAttention(
     cl::init(true), cl::cat(category));
 static cl::opt<std::string> convolution(
     "convolution",
-    cl::desc("Override the target's convolutions (im2col, direct)"),
+    cl::desc("Override the target's convolutions (im2col, direct, library)"),
     cl::init(""), cl::Hidden, cl::cat(category));
 
 namespace {

@@ -23,6 +23,12 @@ namespace effopt {
 #define GEN_PASS_REGISTRATION
 #include "effopt/Conversion/Passes.h.inc"
 
+/// Whether this build can lower convolutions to the runtime's oneDNN calls
+/// (convert-eff-to-linalg{convolution=library}): effopt and its runtime
+/// were built with oneDNN (libdnnl-dev). A target uses it to choose its
+/// default convolution policy.
+bool libraryConvolutionsAvailable();
+
 } // namespace effopt
 
 #endif // EFFOPT_CONVERSION_PASSES_H

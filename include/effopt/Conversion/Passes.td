@@ -34,7 +34,15 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     - `convolution`: ungrouped convolutions and their gradients as `im2col`
       columns and a batched GEMM, or `direct`: linalg's named convolution op
       (the grouped one with one group) and a reduction for the filter
-      gradient, which a target maps to its convolution library.
+      gradient, or `library`: every f32 convolution and gradient (grouped
+      and depthwise too) as one call of the runtime's oneDNN kernels
+      `effrt_conv2d_fwd_f32` / `effrt_conv2d_bwd_data_f32` /
+      `effrt_conv2d_bwd_weights_f32` with the shape as arguments and a
+      workspace buffer (oneDNN's scratchpad and blocked operand copies,
+      sized at compile time by the runtime's own
+      `effrt_conv2d_workspace_bytes`) that the memory plan places; what
+      oneDNN cannot run, and other types, lower as `im2col`. Only in a build
+      with oneDNN (libdnnl-dev); elsewhere `library` is an error.
 
     `eff.all_reduce` becomes a call of the runtime's
     `effrt_allreduce_sum_f32` on a buffer of its own (a `memref.alloc` the
@@ -56,8 +64,8 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
            "(operands in their type, f32 accumulator)">,
     Option<"convolution", "convolution", "std::string",
            /*default=*/"\"im2col\"",
-           "Ungrouped convolutions: im2col (columns + GEMM) or direct (named "
-           "convolution ops)">
+           "Convolutions: im2col (columns + GEMM), direct (named "
+           "convolution ops) or library (oneDNN calls)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

@@ -292,7 +292,7 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       llvm::cl::init(true)};
   Option<std::string> convolution{
       *this, "convolution",
-      llvm::cl::desc("Override the target's convolutions (im2col, direct)"),
+      llvm::cl::desc("Override the target's convolutions (im2col, direct, library)"),
       llvm::cl::init("")};
 
   /// The loss scaling the step does (Auto resolved by the precision).

@@ -19,6 +19,15 @@ namespace effopt {
 using namespace mlir;
 
 namespace effopt {
+
+bool libraryConvolutionsAvailable() {
+#ifdef EFFOPT_HAVE_ONEDNN
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 struct ConvertEffToLinalgPass
@@ -40,9 +49,18 @@ struct ConvertEffToLinalgPass
       return bad("low-precision-products", lowPrecisionProducts,
                  "widen or native");
     policy.nativeLowPrecisionProducts = lowPrecisionProducts == "native";
-    if (convolution != "im2col" && convolution != "direct")
-      return bad("convolution", convolution, "im2col or direct");
-    policy.im2colConvolutions = convolution == "im2col";
+    if (convolution != "im2col" && convolution != "direct" &&
+        convolution != "library")
+      return bad("convolution", convolution, "im2col, direct or library");
+    if (convolution == "library" && !libraryConvolutionsAvailable()) {
+      getOperation().emitError("convert-eff-to-linalg: convolution=library "
+                               "needs oneDNN, which this effopt was built "
+                               "without (Debian: libdnnl-dev)");
+      return failure();
+    }
+    // Library convolutions that oneDNN cannot run fall back to im2col.
+    policy.im2colConvolutions = convolution != "direct";
+    policy.libraryConvolutions = convolution == "library";
     return policy;
   }
 

@@ -15,15 +15,10 @@
 
 #include "LoweringUtils.h"
 
-#include "effopt/Analysis/MemoryReport.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effrt/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace effopt::eff;
@@ -38,74 +33,6 @@ constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_f32";
 /// do not depend on the number of threads; each part has its own tile
 /// workspace in the arena.
 constexpr int64_t kMaxSlots = 16;
-
-/// What the forward and the backward calls share. Buffers are recorded as
-/// they come and their addresses taken only in `call`, after every
-/// allocation: the memory plan ends an operand's life at its last use (the
-/// address), so the call's outputs and workspace are then placed apart from
-/// its operands.
-struct AttentionCall {
-  OpBuilder &b;
-  Location loc;
-  Type ptrType;
-  SmallVector<Value> args;
-  SmallVector<bool> isBuffer;
-
-  AttentionCall(OpBuilder &b, Location loc)
-      : b(b), loc(loc), ptrType(LLVM::LLVMPointerType::get(b.getContext())) {}
-
-  void add(Value v, bool buffer = false) {
-    args.push_back(v);
-    isBuffer.push_back(buffer);
-  }
-  void addI64(int64_t v) { add(arith::ConstantIntOp::create(b, loc, v, 64)); }
-  void addI32(int64_t v) { add(arith::ConstantIntOp::create(b, loc, v, 32)); }
-  void addF32(double v) {
-    add(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)));
-  }
-
-  /// The address of `buffer`'s first element (an identity-layout memref).
-  Value pointerOf(Value buffer) {
-    Value base =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-    Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
-    return LLVM::IntToPtrOp::create(b, loc, ptrType, address);
-  }
-  /// `tensor`'s buffer, read in place.
-  void addInput(Value tensor) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-    add(bufferization::ToBufferOp::create(b, loc, memrefType, tensor, true),
-        /*buffer=*/true);
-  }
-  /// A fresh buffer of `type` the call writes; returns it.
-  Value addOutput(RankedTensorType type) {
-    Value buffer = memref::AllocOp::create(
-        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
-    add(buffer, /*buffer=*/true);
-    return buffer;
-  }
-  Value asTensor(Value buffer, Type type) {
-    return bufferization::ToTensorOp::create(b, loc, type, buffer,
-                                             /*restrict=*/true,
-                                             /*writable=*/true);
-  }
-
-  void call(ModuleOp module, StringRef name) {
-    SmallVector<Value> operands;
-    for (auto [arg, buffer] : llvm::zip_equal(args, isBuffer))
-      operands.push_back(buffer ? pointerOf(arg) : arg);
-    auto calleeType =
-        b.getFunctionType(ValueRange(operands).getTypes(), {});
-    if (!module.lookupSymbol<func::FuncOp>(name)) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      auto callee = func::FuncOp::create(b, module.getLoc(), name, calleeType);
-      callee.setPrivate();
-    }
-    func::CallOp::create(b, loc, name, TypeRange{}, operands);
-  }
-};
 
 /// The shape of the problem: leading dimensions as [B1, B2] (rank 3: B1 =
 /// 1), and the mask's element strides against [B1, B2, Tq, Tk].
@@ -157,12 +84,12 @@ LogicalResult checkF32(Operation *op, PatternRewriter &rewriter,
 
 /// The shared trailing arguments: mask, shape, scale, causal, dropout.
 template <typename OpTy>
-LogicalResult addOptions(AttentionCall &call, OpTy op,
+LogicalResult addOptions(RuntimeCall &call, OpTy op,
                          const AttentionShape &s, PatternRewriter &rewriter) {
   if (Value mask = op.getMask())
     call.addInput(mask);
   else
-    call.add(LLVM::ZeroOp::create(rewriter, op.getLoc(), call.ptrType));
+    call.addNull();
   call.addI32(s.maskKind);
   for (int64_t stride : s.maskStrides)
     call.addI64(stride);
@@ -189,14 +116,11 @@ LogicalResult addOptions(AttentionCall &call, OpTy op,
   return success();
 }
 
-/// The workspace: `slots` parts of `floatsPerSlot` floats, reported as
-/// workspace by the memory report.
-void addWorkspace(AttentionCall &call, int64_t items, int64_t floatsPerSlot) {
+/// The workspace: `slots` parts of `floatsPerSlot` floats.
+void addWorkspace(RuntimeCall &call, int64_t items, int64_t floatsPerSlot) {
   int64_t slots = std::max<int64_t>(1, std::min(kMaxSlots, items));
-  Value buffer = call.addOutput(
+  call.addWorkspace(
       RankedTensorType::get({slots * floatsPerSlot}, call.b.getF32Type()));
-  buffer.getDefiningOp()->setAttr(kWorkspaceAttrName,
-                                  call.b.getUnitAttr());
   call.addI64(slots);
 }
 
@@ -211,7 +135,7 @@ struct AttentionLowering : OpRewritePattern<AttentionOp> {
       return failure();
     AttentionShape s =
         shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
-    AttentionCall call(rewriter, op.getLoc());
+    RuntimeCall call(rewriter, op.getLoc());
     call.addInput(op.getQuery());
     call.addInput(op.getKey());
     call.addInput(op.getValue());
@@ -240,7 +164,7 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
       return failure();
     AttentionShape s =
         shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
-    AttentionCall call(rewriter, op.getLoc());
+    RuntimeCall call(rewriter, op.getLoc());
     for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(),
                     op.getLse(), op.getOutputGrad()})
       call.addInput(v);

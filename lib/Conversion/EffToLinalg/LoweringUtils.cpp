@@ -2,7 +2,13 @@
 
 #include "LoweringUtils.h"
 
+#include "effopt/Analysis/MemoryReport.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
@@ -328,6 +334,66 @@ Value castScalar(OpBuilder &b, Location loc, Value value, Type to) {
   if (isUnsignedLike(from))
     return arith::ExtUIOp::create(b, loc, to, value);
   return arith::ExtSIOp::create(b, loc, to, value);
+}
+
+RuntimeCall::RuntimeCall(OpBuilder &b, Location loc)
+    : b(b), loc(loc), ptrType(LLVM::LLVMPointerType::get(b.getContext())) {}
+
+void RuntimeCall::addI64(int64_t v) {
+  add(arith::ConstantIntOp::create(b, loc, v, 64));
+}
+void RuntimeCall::addI32(int64_t v) {
+  add(arith::ConstantIntOp::create(b, loc, v, 32));
+}
+void RuntimeCall::addF32(double v) {
+  add(arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)));
+}
+void RuntimeCall::addNull() { add(LLVM::ZeroOp::create(b, loc, ptrType)); }
+
+Value RuntimeCall::pointerOf(Value buffer) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(), base);
+  return LLVM::IntToPtrOp::create(b, loc, ptrType, address);
+}
+
+void RuntimeCall::addInput(Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+  add(bufferization::ToBufferOp::create(b, loc, memrefType, tensor, true),
+      /*buffer=*/true);
+}
+
+Value RuntimeCall::addOutput(RankedTensorType type) {
+  Value buffer = memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+  add(buffer, /*buffer=*/true);
+  return buffer;
+}
+
+Value RuntimeCall::addWorkspace(RankedTensorType type) {
+  Value buffer = addOutput(type);
+  buffer.getDefiningOp()->setAttr(kWorkspaceAttrName, b.getUnitAttr());
+  return buffer;
+}
+
+Value RuntimeCall::asTensor(Value buffer, Type type) {
+  return bufferization::ToTensorOp::create(b, loc, type, buffer,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+void RuntimeCall::call(ModuleOp module, StringRef name) {
+  SmallVector<Value> operands;
+  for (auto [arg, buffer] : llvm::zip_equal(args, isBuffer))
+    operands.push_back(buffer ? pointerOf(arg) : arg);
+  auto calleeType = b.getFunctionType(ValueRange(operands).getTypes(), {});
+  if (!module.lookupSymbol<func::FuncOp>(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto callee = func::FuncOp::create(b, module.getLoc(), name, calleeType);
+    callee.setPrivate();
+  }
+  func::CallOp::create(b, loc, name, TypeRange{}, operands);
 }
 
 } // namespace effopt::lowering

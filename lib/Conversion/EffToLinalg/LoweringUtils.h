@@ -33,6 +33,51 @@ struct LoweringPolicy {
   /// instead of linalg's named convolution ops (loops, or a target's
   /// convolution library).
   bool im2colConvolutions = true;
+  /// f32 convolutions and their gradients as calls of the runtime's
+  /// convolution library (effrt_conv2d_*_f32, oneDNN); the others as
+  /// `im2colConvolutions` says.
+  bool libraryConvolutions = false;
+};
+
+/// A call of a runtime kernel (effrt/Kernels.h) from the lowered step:
+/// operand buffers are read in place, results and workspaces are fresh
+/// buffers the memory plan places like any other temporary. Buffers are
+/// recorded as they come and their addresses taken only in `call`, after
+/// every allocation: the memory plan ends an operand's life at its last use
+/// (the address), so the call's outputs and workspace are then placed apart
+/// from its operands.
+struct RuntimeCall {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Type ptrType;
+  llvm::SmallVector<mlir::Value> args;
+  llvm::SmallVector<bool> isBuffer;
+
+  RuntimeCall(mlir::OpBuilder &b, mlir::Location loc);
+
+  void add(mlir::Value v, bool buffer = false) {
+    args.push_back(v);
+    isBuffer.push_back(buffer);
+  }
+  void addI64(int64_t v);
+  void addI32(int64_t v);
+  void addF32(double v);
+  /// A null pointer (an absent optional operand).
+  void addNull();
+  /// `tensor`'s buffer, read in place.
+  void addInput(mlir::Value tensor);
+  /// A fresh buffer of `type` the call writes; returns it.
+  mlir::Value addOutput(mlir::RankedTensorType type);
+  /// A fresh buffer of `type` only the call uses, reported as workspace by
+  /// the memory report; returns it.
+  mlir::Value addWorkspace(mlir::RankedTensorType type);
+  /// `buffer` (one the call wrote) as a tensor of `type`.
+  mlir::Value asTensor(mlir::Value buffer, mlir::Type type);
+  /// Emits the call of `name` (declared in `module` on first use).
+  void call(mlir::ModuleOp module, llvm::StringRef name);
+
+private:
+  mlir::Value pointerOf(mlir::Value buffer);
 };
 
 /// A lowering pattern that follows the target's policy.

@@ -2,7 +2,9 @@
 //
 // The CPU's choices: 64-byte alignment (a cache line, AVX-512 loads);
 // PyTorch's CPU numerics (f32 sums in f64; f16/bf16 GEMM operands widened to
-// f32, since the BLAS has only an f32 GEMM; convolutions as im2col + GEMM);
+// f32, since the BLAS has only an f32 GEMM; convolutions through oneDNN
+// where effopt was built with it, as PyTorch's CPU convolutions are, else
+// im2col + GEMM);
 // loops as native code through LLVM, the outermost parallel loop of each
 // large nest on OpenMP threads; one ELF shared object as the .effx host code.
 //
@@ -49,7 +51,11 @@ public:
     ConvertEffToLinalgPassOptions policy;
     policy.f32Accumulator = "f64";
     policy.lowPrecisionProducts = "widen";
-    policy.convolution = "im2col";
+    // oneDNN's kernels beat im2col + GEMM on every measured shape but
+    // stride-1 1x1 (which the library lowering leaves a GEMM itself);
+    // docs/CpuBackend.md has the figures.
+    policy.convolution =
+        libraryConvolutionsAvailable() ? "library" : "im2col";
     return policy;
   }
 

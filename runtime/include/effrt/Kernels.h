@@ -55,6 +55,29 @@
  *                         f32; f32 products use TF32 only when the model
  *                         was compiled with effc --allow-tf32.
  *
+ * Compiled CPU code lowered with convolution=library imports:
+ *
+ *   effrt_conv2d_fwd_f32 / effrt_conv2d_bwd_data_f32 /
+ *   effrt_conv2d_bwd_weights_f32: eff.conv2d, eff.conv2d_input_grad and
+ *                         eff.conv2d_filter_grad (f32, NCHW activations,
+ *                         [F, C/groups, KH, KW] filters, all contiguous)
+ *                         through oneDNN (runtime/src/cpu/Convolution.cpp,
+ *                         docs/CpuBackend.md). Only in a runtime built with
+ *                         oneDNN (libdnnl-dev): elsewhere an .effx that
+ *                         calls them fails to load, naming the symbol.
+ *                         `workspace` (inside the step's memory) holds
+ *                         oneDNN's scratchpad and the blocked copies of the
+ *                         operands, workspaceBytes as
+ *                         effrt_conv2d_workspace_bytes() said at compile
+ *                         time; nothing is allocated per call.
+ *   effrt_conv2d_workspace_bytes: those bytes for one call (kind is
+ *                         EFFRT_CONV2D_*), with oneDNN sized for `threads`
+ *                         OpenMP threads (0: this process's default), or
+ *                         -1 when oneDNN has no such convolution. The
+ *                         compiler calls it; a run whose threads need more
+ *                         than the plan gave runs that convolution on fewer
+ *                         threads.
+ *
  *===----------------------------------------------------------------------===*/
 
 #ifndef EFFRT_KERNELS_H
@@ -145,6 +168,33 @@ void effrt_cuda_gemm_batched(int32_t transA, int32_t transB, int64_t batch,
                              const void *B, int64_t ldb, int64_t strideB,
                              float beta, void *C, int64_t ldc,
                              int64_t strideC, int32_t abType, int32_t cType);
+
+/* Convolutions (oneDNN). Every call takes the same shape arguments:
+ * x [N, C, H, W], w [F, C/groups, KH, KW], y [N, F, OH, OW], strides,
+ * dilations (1 = dense), padding top, left, bottom, right, groups. */
+#define EFFRT_CONV2D_FWD 0
+#define EFFRT_CONV2D_BWD_DATA 1
+#define EFFRT_CONV2D_BWD_WEIGHTS 2
+#define EFFRT_CONV2D_SHAPE_ARGS                                               \
+  int64_t N, int64_t C, int64_t H, int64_t W, int64_t F, int64_t KH,          \
+      int64_t KW, int64_t OH, int64_t OW, int64_t strideH, int64_t strideW,   \
+      int64_t dilationH, int64_t dilationW, int64_t padTop, int64_t padLeft,  \
+      int64_t padBottom, int64_t padRight, int64_t groups
+
+int64_t effrt_conv2d_workspace_bytes(int32_t kind, int32_t hasBias,
+                                     EFFRT_CONV2D_SHAPE_ARGS, int32_t threads);
+/* y = conv(x, w) + bias (bias may be null). */
+void effrt_conv2d_fwd_f32(const float *x, const float *w, const float *bias,
+                          float *y, EFFRT_CONV2D_SHAPE_ARGS, void *workspace,
+                          int64_t workspaceBytes);
+/* dx = the input gradient of y = conv(x, w) from dy. */
+void effrt_conv2d_bwd_data_f32(const float *dy, const float *w, float *dx,
+                               EFFRT_CONV2D_SHAPE_ARGS, void *workspace,
+                               int64_t workspaceBytes);
+/* dw = the filter gradient of y = conv(x, w) from x and dy. */
+void effrt_conv2d_bwd_weights_f32(const float *x, const float *dy, float *dw,
+                                  EFFRT_CONV2D_SHAPE_ARGS, void *workspace,
+                                  int64_t workspaceBytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

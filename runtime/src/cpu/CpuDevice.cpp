@@ -31,7 +31,13 @@ void *const effrt_kernel_symbols[] = {
     reinterpret_cast<void *>(&effrt_attention_bwd_f32),
     reinterpret_cast<void *>(&effrt_reduce_scatter_sum_f32),
     reinterpret_cast<void *>(&effrt_all_gather_f32),
-    reinterpret_cast<void *>(&effrt_shard_f32)};
+    reinterpret_cast<void *>(&effrt_shard_f32),
+#ifdef EFFRT_HAVE_ONEDNN
+    reinterpret_cast<void *>(&effrt_conv2d_fwd_f32),
+    reinterpret_cast<void *>(&effrt_conv2d_bwd_data_f32),
+    reinterpret_cast<void *>(&effrt_conv2d_bwd_weights_f32),
+#endif
+};
 }
 
 namespace {

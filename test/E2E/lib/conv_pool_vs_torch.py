@@ -96,6 +96,20 @@ CASES = {
     "conv_bn_relu_maxpool": ((3, 12, 12), lambda: [
         nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8),
         nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1)]),
+    # a ResNet downsampling block at odd sizes: 3x3 stride 2 with padding,
+    # then a 1x1 stride-2 projection and a 3x3 stride-1 conv (the shapes
+    # oneDNN's 1x1 and direct kernels take, channel counts not a multiple
+    # of the 16-lane blocks).
+    "resnet_down_odd": ((7, 11, 11), lambda: [
+        nn.Conv2d(7, 12, 3, stride=2, padding=1, bias=False), nn.ReLU(),
+        nn.Conv2d(12, 10, 1, stride=2), nn.ReLU(),
+        nn.Conv2d(10, 10, 3, padding=1)]),
+    # a MobileNet block: depthwise 3x3 stride 2, pointwise 1x1, depthwise
+    # 5x5 with dilation 2 and asymmetric reach (odd size 13).
+    "mobile_dw_s2_pw_dw5": ((6, 13, 13), lambda: [
+        nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6, bias=False),
+        nn.ReLU(), nn.Conv2d(6, 9, 1), nn.Tanh(),
+        nn.Conv2d(9, 9, 5, padding=3, dilation=2, groups=9)]),
 }
 
 
