@@ -21,7 +21,7 @@ ru_maxrss (PyTorch's includes the interpreter and torch itself, so the
 
 usage: /usr/bin/python3 bench/cpu_vs_torch.py [--bin build/bin] [--threads 2]
        [--steps 30] [--repeat 3] [--splits 1x1,1x2,2x1,2x2]
-       [--models mlp,cnn,gpt,gpt6,bert,resnet18,vit]
+       [--models mlp,cnn,gpt,gpt6,bert,resnet18,vit] [--baseline-bin DIR]
 """
 import argparse
 import json
@@ -134,6 +134,9 @@ def main():
                     help="PyTorch thread splits INTRAxBLAS,... (default: "
                          "{1,threads}x{1,threads})")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--baseline-bin", default=None,
+                    help="also time another build's effc/effrun (a 'before' "
+                         "column), interleaved with the others")
     args = ap.parse_args()
     n = args.threads
     if args.splits:
@@ -172,8 +175,12 @@ def main():
         subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o", effx] + flags,
                        check=True)
         compile_s = time.perf_counter() - t0
+        base_effx = os.path.join(work, name + ".baseline.effx")
+        if args.baseline_bin:
+            subprocess.run([os.path.join(args.baseline_bin, "effc"), onnx_path,
+                            "-o", base_effx] + flags, check=True)
 
-        eff_ms, eff_rss = float("inf"), 0
+        eff_ms, eff_rss, base_ms = float("inf"), 0, float("nan")
         torch_ms = {s: float("inf") for s in splits}
         torch_rss = {}
         for _ in range(args.repeat):
@@ -182,6 +189,13 @@ def main():
                                 "--log", log, "--threads", str(n), "--quiet"])
             steps = [json.loads(l) for l in open(log)]
             eff_ms = min(eff_ms, statistics.median(s["time_ms"] for s in steps[3:]))
+            if args.baseline_bin:
+                timed([os.path.join(args.baseline_bin, "effrun"), base_effx,
+                       "--data", npz, "--steps", str(args.steps), "--log", log,
+                       "--threads", str(n), "--quiet"])
+                steps = [json.loads(l) for l in open(log)]
+                ms = statistics.median(s["time_ms"] for s in steps[3:])
+                base_ms = ms if math.isnan(base_ms) else min(base_ms, ms)
 
             for split in splits:
                 spec = {"model": model_path, "data": npz, "inputs": names,
@@ -199,21 +213,28 @@ def main():
         best = min(splits, key=lambda s: torch_ms[s])
         same = torch_ms.get((n, n), float("nan"))
         rows.append((name, desc, eff_ms, torch_ms[best], best, same, eff_rss,
-                     torch_rss[best][0], torch_rss[best][1], compile_s))
-        print("  %s: effopt %.3f ms; torch %s" % (
-            name, eff_ms, ", ".join("%dx%d %.3f" % (s + (torch_ms[s],))
+                     torch_rss[best][0], torch_rss[best][1], compile_s, base_ms))
+        print("  %s: effopt %.3f ms%s; torch %s" % (
+            name, eff_ms, "" if math.isnan(base_ms) else
+            " (baseline %.3f ms)" % base_ms, ", ".join("%dx%d %.3f" % (s + (torch_ms[s],))
                                     for s in splits)), flush=True)
 
     print()
     print("%-8s %10s %10s %5s %7s %10s  %10s %10s %10s %7s  %8s" %
           ("model", "effopt ms", "torch ms", "split", "ratio", "torch %dx%d" % (n, n),
            "effopt RSS", "torch RSS", "torch heap", "ratio", "compile"))
-    for name, desc, e_ms, t_ms, split, same, e_rss, t_rss, t_heap, c in rows:
+    for name, desc, e_ms, t_ms, split, same, e_rss, t_rss, t_heap, c, _ in rows:
         mib = 1 << 20
         print("%-8s %10.3f %10.3f %5s %7.2f %10.3f  %9.1fM %9.1fM %9.1fM %7.2f  %7.1fs" %
               (name, e_ms, t_ms, "%dx%d" % split, e_ms / t_ms, same,
                e_rss / mib, t_rss / mib, t_heap / mib, e_rss / t_rss, c))
     print("geomean time ratio: %.2f" % geomean([r[2] / r[3] for r in rows]))
+    if args.baseline_bin:
+        print("baseline (%s): %s; geomean ratio %.2f" % (
+            args.baseline_bin,
+            ", ".join("%s %.3f ms (%.2f)" % (r[0], r[10], r[10] / r[3])
+                      for r in rows),
+            geomean([r[10] / r[3] for r in rows])))
     for name, desc, *_ in rows:
         print("  %-8s %s" % (name, desc))
 
