@@ -55,6 +55,25 @@ func.func @shared_weight(%x: tensor<2x3x8xf32>, %w: tensor<8x5xf32>) -> tensor<2
 
 // -----
 
+// A transposed shared weight (ONNX's MatMul(x, Transpose(w))) is read
+// through the product's indexing map: no transposed copy is made.
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @shared_weight_transposed
+// CHECK-NOT: linalg.generic
+// CHECK: %[[ROWS:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.matmul indexing_maps = [#[[A]], #[[BT]], #[[C]]] ins(%[[ROWS]], %arg1 : tensor<6x8xf32>, tensor<5x8xf32>) outs({{.*}} : tensor<6x5xf32>)
+// CHECK-NOT: linalg.generic
+func.func @shared_weight_transposed(%x: tensor<2x3x8xf32>, %w: tensor<5x8xf32>) -> tensor<2x3x5xf32> {
+  %wt = eff.transpose %w {permutation = array<i64: 1, 0>} : tensor<5x8xf32> -> tensor<8x5xf32>
+  %0 = eff.matmul %x, %wt : (tensor<2x3x8xf32>, tensor<8x5xf32>) -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
 // Float sums accumulate in f64 (as PyTorch's CPU acc_type<float>): a long
 // fp32 sum in fp32 loses ~n eps; the mean divides in f64 and rounds once.
 // CHECK-LABEL: func.func @reduce_mean

@@ -235,6 +235,38 @@ def EffParallelLoopsPass : Pass<"eff-parallel-loops"> {
   ];
 }
 
+def EffVectorizableMathPass : Pass<"eff-vectorizable-math"> {
+  let summary = "Rewrites f32 exp, erf and tanh as polynomials LLVM vectorises";
+  let description = [{
+    Runs in the CPU pipeline after `math-extend-to-supported-types` (so
+    bf16/f16 math is already f32) and before `convert-math-to-libm`. Each
+    f32 (scalar or vector) `math.exp`, `math.erf` and `math.tanh` named in
+    `ops` becomes upstream's polynomial approximation
+    (`populateMathPolynomialApproximationPatterns`): arithmetic, fma, floor
+    and bit casts only, so the loop around it vectorises, where a libm call
+    per element kept it scalar (glibc's `erff` and `expf` were 8% of a GPT
+    training step). Every `math.fma` and `math.floor` (those of the
+    approximations and any other) becomes LLVM's `llvm.intr.fma` /
+    `llvm.intr.floor` here, since `convert-math-to-libm` would turn them
+    into calls of `fmaf` / `floorf`. f64 exp/erf/tanh and the other math
+    functions are left to libm.
+
+    Accuracy (upstream's): exp has a relative error below 2^-22 and
+    returns 0 where the true result is subnormal (x < -87.3); erf is within
+    2.5e-7 of the exact value; tanh within a few ulp, and exactly +-1 for
+    |x| > 7.9. PyTorch's own vectorised CPU kernels (SLEEF, 1 ulp) round
+    differently too; the end-to-end tests compare training with PyTorch
+    within their usual tolerances.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Math functions to rewrite (exp, erf, tanh; default: all three)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def EffExpandBF16ConversionsPass : Pass<"eff-expand-bf16-conversions"> {
   let summary = "Writes f32 <-> bf16 conversions as integer arithmetic (round to nearest even)";
   let description = [{

@@ -142,18 +142,27 @@ struct MatmulLowering : PolicyPattern<MatmulOp> {
     ArrayRef<int64_t> batch = type.getShape().drop_back(2);
     int64_t batchSize = numElements(batch);
 
-    // A shared right operand: fold the left's batch into its rows.
+    // A shared right operand: fold the left's batch into its rows. A
+    // transposed weight (`x @ w.t()`, ONNX's MatMul after Transpose) is
+    // read through the product's indexing map -- a GEMM transpose flag --
+    // instead of a transposed copy.
     if (rhsType.getRank() == 2) {
       auto rowsType = RankedTensorType::get({batchSize * m, k},
                                             lhsType.getElementType());
       Value rows = productOperand(rewriter, loc, policy,
                                   reshapeTo(rewriter, loc, lhs, rowsType),
                                   elementType);
+      bool transposeB = false;
+      auto transpose = rhs.getDefiningOp<TransposeOp>();
+      if (transpose && transpose.getPermutation()[0] == 1) {
+        rhs = transpose.getInput();
+        transposeB = true;
+      }
       auto outType = RankedTensorType::get({batchSize * m, n}, elementType);
       Value product = buildMatmul(
           rewriter, loc, rows,
           productOperand(rewriter, loc, policy, rhs, elementType),
-          zeros(rewriter, loc, outType), false, false);
+          zeros(rewriter, loc, outType), false, transposeB);
       rewriter.replaceOp(op, rounded(product));
       return success();
     }

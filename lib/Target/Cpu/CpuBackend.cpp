@@ -78,6 +78,8 @@ public:
     math::MathExtendToSupportedTypesOptions extend;
     extend.targetTypeStr = "f32";
     pm.addPass(math::createMathExtendToSupportedTypes(extend));
+    // exp/erf/tanh as polynomials, so their loops vectorise (not libm).
+    pm.addPass(createEffVectorizableMathPass());
     arith::ArithEmulateUnsupportedFloatsOptions emulate;
     emulate.sourceTypeStrs = {"bf16", "f16"};
     emulate.targetTypeStr = "f32";
