@@ -50,6 +50,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "scripts", "gpu"))
+from suite import FreeMemoryWatch  # noqa: E402  (the GPU suite's probe)
+
 CONFIGS = {
     "gpt2": dict(n_layer=12, d_model=768, n_head=12, block_size=1024,
                  vocab=50304, batches=[8, 16, 32]),
@@ -408,39 +412,6 @@ def torch_run(cfg, weights, data, B, steps, warmup, device, compiled):
     return losses, float(np.median(times[warmup:])), peak, reserved
 
 
-class FreeMemoryWatch:
-    """The lowest device-wide free memory while a child process runs
-    (cudaMemGetInfo, polled): what the whole effrun process took, CUDA
-    context and code included."""
-
-    def __init__(self, device):
-        self.on = device.type == "cuda"
-        self.low = None
-        self.stop = threading.Event()
-
-    def __enter__(self):
-        if self.on:
-            torch.cuda.synchronize()
-            self.before = torch.cuda.mem_get_info()[0]
-            self.low = self.before
-            self.thread = threading.Thread(target=self.poll, daemon=True)
-            self.thread.start()
-        return self
-
-    def poll(self):
-        while not self.stop.is_set():
-            self.low = min(self.low, torch.cuda.mem_get_info()[0])
-            time.sleep(0.02)
-
-    def __exit__(self, *exc):
-        if self.on:
-            self.stop.set()
-            self.thread.join()
-
-    def taken(self):
-        return None if not self.on else self.before - self.low
-
-
 def effopt_run(args, bench, B, weights, data, steps, warmup, device, work):
     """(losses, ms per timed step, log rows, process footprint) or raises
     RuntimeError with effrun's message."""
@@ -474,7 +445,7 @@ def effopt_run(args, bench, B, weights, data, steps, warmup, device, work):
     effrun(["--steps", "0", "--resume", init])
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    with FreeMemoryWatch(device) as watch:
+    with FreeMemoryWatch(device.type == "cuda") as watch:
         effrun(["--steps", str(warmup + steps), "--resume", init,
                 "--log", log])
     run_s = time.perf_counter() - t0

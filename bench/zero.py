@@ -39,6 +39,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "test", "E2E", "lib"))
+from zero_memory import live_peak  # noqa: E402
 
 TORCH_CHILD = r'''
 import json, os, resource, statistics, sys, time
@@ -103,18 +104,6 @@ def paper_bytes(stage, psi, n):
     p, g, k = 4 * psi, 4 * psi, 8 * psi
     return {0: p + g + k, 1: p + g + k / n, 2: p + (g + k) / n,
             3: (p + g + k) / n}[stage]
-
-
-def live_peak(plan, category):
-    events = []
-    for b in plan["buffers"]:
-        if b["category"] == category:
-            events += [(b["first"], b["bytes"]), (b["last"] + 1, -b["bytes"])]
-    live = peak = 0
-    for _, delta in sorted(events):
-        live += delta
-        peak = max(peak, live)
-    return peak
 
 
 def main():
