@@ -45,3 +45,10 @@ std::vector<std::string> effopt::getRegisteredTargetNames() {
   std::sort(names.begin(), names.end());
   return names;
 }
+
+void effopt::dropStepAbiAttributes(mlir::ModuleOp module) {
+  for (mlir::NamedAttribute attr :
+       llvm::to_vector(module->getDiscardableAttrs()))
+    if (attr.getName().getValue().starts_with("eff."))
+      module->removeDiscardableAttr(attr.getName());
+}

@@ -110,6 +110,10 @@ const TargetBackend *lookupTargetBackend(llvm::StringRef name);
 /// The registered names, sorted.
 std::vector<std::string> getRegisteredTargetNames();
 
+/// Drops the module's discardable eff.* attributes (the step ABI's), which
+/// mean nothing to LLVM: what every serialize() does before translating.
+void dropStepAbiAttributes(mlir::ModuleOp module);
+
 } // namespace effopt
 
 #endif // EFFOPT_TARGET_TARGETBACKEND_H

@@ -100,11 +100,7 @@ public:
 
   FailureOr<TargetArtifacts>
   serialize(ModuleOp module, const CodegenOptions &options) const override {
-    // Discardable eff.* attributes of the step ABI mean nothing to LLVM.
-    for (NamedAttribute attr :
-         llvm::to_vector(module->getDiscardableAttrs()))
-      if (attr.getName().getValue().starts_with("eff."))
-        module->removeDiscardableAttr(attr.getName());
+    dropStepAbiAttributes(module);
     CpuCodegenOptions codegen;
     codegen.cpu = options.arch;
     codegen.optLevel = options.optLevel;

@@ -128,10 +128,7 @@ public:
 
   FailureOr<TargetArtifacts>
   serialize(ModuleOp module, const CodegenOptions &options) const override {
-    for (NamedAttribute attr :
-         llvm::to_vector(module->getDiscardableAttrs()))
-      if (attr.getName().getValue().starts_with("eff."))
-        module->removeDiscardableAttr(attr.getName());
+    dropStepAbiAttributes(module);
     // eff-cuda-fatbin left exactly one gpu.binary with one fatbin object.
     SmallVector<gpu::BinaryOp> binaries(module.getOps<gpu::BinaryOp>());
     if (binaries.size() > 1)
