@@ -199,6 +199,22 @@ static SmallVector<Value> emitPayload(OpBuilder &b, linalg::GenericOp op,
   return yielded;
 }
 
+/// One step of a loop over the linearised reduction dims of `op` at the
+/// output point `ivs` (reduction entries unset): the payload at reduction
+/// index `r` from the accumulators `carried`, yielded.
+static void emitReductionStep(OpBuilder &b, Location loc, linalg::GenericOp op,
+                              ArrayRef<Value> ivs,
+                              ArrayRef<unsigned> reductionDims,
+                              ArrayRef<Value> reductionSizes, Value r,
+                              ValueRange carried) {
+  SmallVector<Value> pointIvs(ivs);
+  for (auto [d, iv] :
+       llvm::zip(reductionDims, delinearize(b, loc, r, reductionSizes)))
+    pointIvs[d] = iv;
+  scf::YieldOp::create(
+      b, loc, emitPayload(b, op, pointIvs, SmallVector<Value>(carried)));
+}
+
 /// Stores `values` into the outputs of `op` at `ivs`.
 static void storeOutputs(OpBuilder &b, linalg::GenericOp op,
                          ArrayRef<Value> ivs, ArrayRef<Value> values) {
@@ -596,13 +612,8 @@ struct EffGpuFormKernelsPass
         b, loc, indexConstant(b, loc, 0), reductionCount,
         indexConstant(b, loc, 1), initial,
         [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
-          SmallVector<Value> pointIvs(ivs);
-          for (auto [d, iv] : llvm::zip(
-                   reductionDims, delinearize(nb, nloc, r, reductionSizes)))
-            pointIvs[d] = iv;
-          scf::YieldOp::create(
-              nb, nloc,
-              emitPayload(nb, op, pointIvs, SmallVector<Value>(carried)));
+          emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
+                            r, carried);
         });
     storeOutputs(b, op, ivs, SmallVector<Value>(reduce.getResults()));
     return launch;
@@ -647,13 +658,8 @@ struct EffGpuFormKernelsPass
         b, loc, launch.getThreadIds().x, count, launch.getBlockSize().x,
         identities,
         [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
-          SmallVector<Value> pointIvs(ivs);
-          for (auto [d, iv] : llvm::zip(
-                   reductionDims, delinearize(nb, nloc, r, reductionSizes)))
-            pointIvs[d] = iv;
-          scf::YieldOp::create(
-              nb, nloc,
-              emitPayload(nb, op, pointIvs, SmallVector<Value>(carried)));
+          emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
+                            r, carried);
         });
     SmallVector<Value> totals;
     for (auto [c, value] : llvm::zip(combiners, partial.getResults()))
