@@ -66,9 +66,10 @@ launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
 cxx=(); if command -v clang++-22 >/dev/null; then cxx=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22); fi
 # No OpenBLAS (36 MB; the GPU does the GEMMs, the CPU twin of the small GPT
-# is fine with the portable loop); OpenMP kept (the CPU .effx links libomp).
+# is fine with the portable loop; no oneDNN either, 38 MB: the CPU twins
+# carried there have no convolutions); OpenMP kept (the CPU .effx links libomp).
 cmake -G Ninja -S runtime -B "$RTB" -DCMAKE_BUILD_TYPE=Release \
-  -DEFFRT_USE_OPENBLAS=OFF -DEFFRT_BUILD_TESTS=OFF -DEFFRT_BUILD_FUZZERS=OFF \
+  -DEFFRT_USE_OPENBLAS=OFF -DEFFRT_USE_ONEDNN=OFF -DEFFRT_BUILD_TESTS=OFF -DEFFRT_BUILD_FUZZERS=OFF \
   "${cxx[@]}" "${launcher[@]}" >/dev/null
 ninja -C "$RTB" effrun >/dev/null
 mkdir -p "$OUT/rt/bin" "$OUT/rt/lib" "$OUT/rt/include"

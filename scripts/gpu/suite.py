@@ -922,6 +922,13 @@ def device_info(kind):
     torch.backends.cudnn.allow_tf32 = False
     if hasattr(torch, "set_float32_matmul_precision"):
         torch.set_float32_matmul_precision("highest")
+    # effopt's fp16/bf16 GEMMs accumulate in f32 (cuBLASLt compute 32F);
+    # PyTorch lets cuBLAS reduce fp16 (and bf16) products in their own
+    # precision by default. The reference keeps the precision effopt claims.
+    for flag in ("allow_fp16_reduced_precision_reduction",
+                 "allow_bf16_reduced_precision_reduction"):
+        if hasattr(torch.backends.cuda.matmul, flag):
+            setattr(torch.backends.cuda.matmul, flag, False)
     return torch.device("cuda:0"), "%s (%d MiB), torch %s" % (
         props.name, props.total_memory >> 20, torch.__version__), None
 
