@@ -289,6 +289,7 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createEffFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
+  backend.buildTensorPipeline(pm);
   // Bufferize with in-place updates of the state arguments.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;

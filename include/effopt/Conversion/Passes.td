@@ -311,6 +311,53 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def EffGpuSplitReductionsPass
+    : Pass<"eff-gpu-split-reductions", "::mlir::ModuleOp"> {
+  let summary = "Splits reductions that would leave a GPU idle into a "
+                "parallel partial reduction and a combine";
+  let description = [{
+    Runs on tensors, before bufferization (so the partial results are
+    temporaries the memory plan counts). `eff-gpu-form-kernels` gives a
+    reduction whose contiguous dimension is parallel (a bias or LayerNorm
+    weight gradient: 768 columns summed over 32768 rows) one thread per
+    output, and one whose contiguous dimension is reduced one block per
+    output: with few outputs and long reductions either leaves most of the
+    GPU idle, each thread walking tens of thousands of elements serially.
+
+    This pass rewrites such a `linalg.generic` (static shapes, every
+    output's combiner recognised: `addf`, `mulf`, max/min, integer ops) as
+    two: the partial reduction, where the outermost reduction dimensions
+    (whole, then one split by a divisor through `tensor.expand_shape` of
+    the inputs that read it) become parallel and each output gains those
+    dimensions in front, starting from the combiner's identity; and the
+    combine, which reduces the partials into the original outputs with the
+    same combine op. It repeats on the combine while it is still too
+    serial (32768 rows: 32768 -> 1024 -> 64 partials). Results are exact
+    for integers and deterministic for floats (a fixed order, another
+    order than one thread's: f32 sums differ from it in the last bits).
+
+    Chosen so the partial reduction has about `target-threads` threads
+    (reductions over outer dimensions, each thread walking at least 16
+    elements) or `target-blocks` blocks (row reductions, each block at
+    least 4096 elements); reductions that already have that much
+    parallelism, that are short, whose shapes are dynamic, or whose
+    combiner is not recognised are left as they are.
+  }];
+  let options = [
+    Option<"targetThreads", "target-threads", "int64_t", /*default=*/"524288",
+           "Threads a reduction over outer dimensions should have "
+           "(2 waves of 132 SMs x 2048)">,
+    Option<"targetBlocks", "target-blocks", "int64_t", /*default=*/"2048",
+           "Blocks a row reduction should have">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numSplits", "splits", "Reductions split in two">
+  ];
+}
+
 def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
   let summary = "Turns every memory access of the memory-planned step into a gpu.launch kernel";
   let description = [{

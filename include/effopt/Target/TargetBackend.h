@@ -86,6 +86,11 @@ public:
   /// runs only where it does).
   virtual bool supportsFusedAttention() const { return true; }
 
+  /// Appends passes that reshape the fused linalg ops on tensors for the
+  /// target (after eff-fuse-elementwise, before bufferization: whatever
+  /// temporaries they add are planned like any other). None by default.
+  virtual void buildTensorPipeline(mlir::OpPassManager &pm) const {}
+
   /// Appends the passes that take the memory-planned module (after
   /// eff-memory-plan: one entry function over the state, arena and io
   /// regions) to what serialize() reads. `options` are effc's (a GPU

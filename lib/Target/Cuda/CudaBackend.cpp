@@ -85,6 +85,13 @@ public:
   bool supportsCollectives() const override { return false; }
   bool supportsFusedAttention() const override { return false; }
 
+  void buildTensorPipeline(OpPassManager &pm) const override {
+    // Bias and LayerNorm weight gradients (768 sums of 32768 rows) would
+    // run as 768 serial threads: partial sums first, planned like any
+    // temporary.
+    pm.addPass(createEffGpuSplitReductionsPass());
+  }
+
   void buildCodegenPipeline(OpPassManager &pm,
                             const CodegenOptions &options) const override {
     // Every read and write of memory in a gpu.launch, one per fusion group;

@@ -1,0 +1,349 @@
+//===- SplitReductions.cpp - reductions with enough parallelism for a GPU -===//
+//
+// A reduction with few outputs and a long reduction space becomes a
+// partial reduction (its outer reduction dimensions made parallel) and a
+// combine of the partials. See the pass description in Passes.td and
+// docs/GpuKernels.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "effopt/Conversion/Passes.h"
+
+#include "effopt/Conversion/GpuCodegen/Reductions.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "eff-gpu-split-reductions"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFGPUSPLITREDUCTIONSPASS
+#include "effopt/Conversion/Passes.h.inc"
+} // namespace effopt
+
+using namespace mlir;
+
+namespace effopt {
+namespace {
+
+/// Elements a thread of a reduction over outer dimensions walks at least
+/// after a split, and the longest walk left alone.
+constexpr int64_t kMinThreadWalk = 16;
+constexpr int64_t kMaxSerialWalk = 64;
+/// Elements a block of a row reduction combines at least after a split
+/// (16 per thread of 256), and the shortest row worth splitting.
+constexpr int64_t kMinBlockWalk = 4096;
+constexpr int64_t kMinSplitRow = 16384;
+
+/// Which reduction dimensions become parallel: `promoted` whole, then
+/// `split` (if set) into `factor` parallel x size/factor reduced.
+struct SplitChoice {
+  SmallVector<unsigned> promoted;
+  std::optional<unsigned> split;
+  int64_t factor = 1;
+  int64_t chunks = 1;
+};
+
+/// True when loop dimension `dim` appears in `op`'s indexing maps only as
+/// a whole result (what tensor.expand_shape can split).
+static bool onlyPlainUses(linalg::GenericOp op, unsigned dim) {
+  for (AffineMap map : op.getIndexingMapsArray())
+    for (AffineExpr expr : map.getResults())
+      if (!isa<AffineDimExpr>(expr) && expr.isFunctionOfDim(dim))
+        return false;
+  return true;
+}
+
+/// The largest divisor f of n with 2 <= f <= limit and n / f >= 2, or 1.
+static int64_t largestDivisorAtMost(int64_t n, int64_t limit) {
+  for (int64_t f = std::min(limit, n / 2); f >= 2; --f)
+    if (n % f == 0)
+      return f;
+  return 1;
+}
+
+struct EffGpuSplitReductionsPass
+    : impl::EffGpuSplitReductionsPassBase<EffGpuSplitReductionsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (targetThreads <= 0 || targetBlocks <= 0) {
+      getOperation().emitError()
+          << "eff-gpu-split-reductions: target-threads and target-blocks "
+             "must be positive";
+      return signalPassFailure();
+    }
+    SmallVector<linalg::GenericOp> worklist;
+    getOperation().walk([&](linalg::GenericOp op) { worklist.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    while (!worklist.empty()) {
+      linalg::GenericOp op = worklist.pop_back_val();
+      std::optional<SplitChoice> choice = choose(op);
+      if (!choice)
+        continue;
+      // The combine may still be too serial: split it again.
+      if (linalg::GenericOp combine = split(rewriter, op, *choice)) {
+        ++numSplits;
+        worklist.push_back(combine);
+      }
+    }
+  }
+
+  /// The split that gives `op` about the target parallelism, or none.
+  std::optional<SplitChoice> choose(linalg::GenericOp op) {
+    if (!op.hasPureTensorSemantics() || op.getNumReductionLoops() == 0)
+      return std::nullopt;
+    SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+    if (llvm::any_of(sizes, ShapedType::isDynamic))
+      return std::nullopt;
+    if (failed(matchCombiners(op)))
+      return std::nullopt;
+    SmallVector<unsigned> parallelDims, reductionDims;
+    op.getParallelDims(parallelDims);
+    op.getReductionDims(reductionDims);
+    // A combine must know every parallel dimension from an output.
+    for (unsigned d : parallelDims)
+      if (llvm::none_of(op.getDpsInitsMutable(), [&](OpOperand &init) {
+            return op.getMatchingIndexingMap(&init).isFunctionOfDim(d);
+          }))
+        return std::nullopt;
+    int64_t points = 1, count = 1;
+    for (unsigned d : parallelDims)
+      points *= sizes[d];
+    for (unsigned d : reductionDims)
+      count *= sizes[d];
+    std::optional<unsigned> inner = innermostAccessedDim(op);
+    bool rowReduction =
+        parallelDims.empty() || (inner && llvm::is_contained(reductionDims, *inner));
+    int64_t maxChunks;
+    if (rowReduction) {
+      // eff-gpu-form-kernels: one block per output.
+      if (points >= targetBlocks / 2 || count < kMinSplitRow)
+        return std::nullopt;
+      maxChunks = std::min<int64_t>(llvm::divideCeil(targetBlocks, points),
+                           count / kMinBlockWalk);
+    } else {
+      // One thread per output walking the whole reduction.
+      if (points >= targetThreads / 2 || count <= kMaxSerialWalk)
+        return std::nullopt;
+      maxChunks = std::min<int64_t>(llvm::divideCeil(targetThreads, points),
+                           count / kMinThreadWalk);
+    }
+    if (maxChunks < 2)
+      return std::nullopt;
+    // Outermost reduction dimensions first; a row reduction keeps its
+    // contiguous dimension reduced (it may only be split).
+    SplitChoice choice;
+    for (unsigned d : reductionDims) {
+      bool contiguous = rowReduction && inner && d == *inner;
+      if (!contiguous && choice.chunks * sizes[d] <= maxChunks) {
+        choice.promoted.push_back(d);
+        choice.chunks *= sizes[d];
+        continue;
+      }
+      int64_t factor =
+          largestDivisorAtMost(sizes[d], maxChunks / choice.chunks);
+      if (factor > 1 && onlyPlainUses(op, d)) {
+        choice.split = d;
+        choice.factor = factor;
+        choice.chunks *= factor;
+      }
+      break;
+    }
+    if (choice.chunks < 2)
+      return std::nullopt;
+    LLVM_DEBUG(llvm::dbgs() << DEBUG_TYPE << ": " << points << " outputs x "
+                            << count << " -> " << choice.chunks
+                            << " partials each\n");
+    return choice;
+  }
+
+  /// Rewrites `op` as the partial reduction and the combine; returns the
+  /// combine.
+  linalg::GenericOp split(IRRewriter &rewriter, linalg::GenericOp op,
+                          const SplitChoice &choice) {
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+    unsigned numDims = op.getNumLoops();
+    FailureOr<SmallVector<Combiner>> combiners = matchCombiners(op);
+    assert(succeeded(combiners) && "checked by choose()");
+
+    // The partial reduction's loop dimensions: the old ones, the split one
+    // as (outer, inner) = (d, d + 1).
+    auto newDim = [&](unsigned d) {
+      return choice.split && d > *choice.split ? d + 1 : d;
+    };
+    unsigned partialDims = numDims + (choice.split ? 1 : 0);
+    SmallVector<AffineExpr> dimReplacements;
+    for (unsigned d = 0; d < numDims; ++d)
+      dimReplacements.push_back(getAffineDimExpr(newDim(d), ctx));
+    // Loop dimensions of the partials (new numbering) and their sizes, in
+    // the order they lead each output.
+    SmallVector<std::pair<unsigned, int64_t>> chunks;
+    for (unsigned d : choice.promoted)
+      chunks.push_back({newDim(d), sizes[d]});
+    if (choice.split)
+      chunks.push_back({*choice.split, choice.factor});
+    llvm::sort(chunks);
+    SmallVector<unsigned> chunkDims;
+    SmallVector<int64_t> chunkSizes;
+    for (auto [dim, size] : chunks) {
+      chunkDims.push_back(dim);
+      chunkSizes.push_back(size);
+    }
+
+    // Inputs: the split dimension expanded where it is read.
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      Value value = input->get();
+      SmallVector<AffineExpr> results;
+      SmallVector<ReassociationIndices> groups;
+      SmallVector<int64_t> shape;
+      bool expands = false;
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+        auto dim = dyn_cast<AffineDimExpr>(expr);
+        if (choice.split && dim && dim.getPosition() == *choice.split) {
+          expands = true;
+          groups.push_back({static_cast<int64_t>(results.size()),
+                            static_cast<int64_t>(results.size()) + 1});
+          results.push_back(getAffineDimExpr(*choice.split, ctx));
+          results.push_back(getAffineDimExpr(*choice.split + 1, ctx));
+          shape.push_back(choice.factor);
+          shape.push_back(type.getDimSize(i) / choice.factor);
+          continue;
+        }
+        groups.push_back({static_cast<int64_t>(results.size())});
+        results.push_back(expr.replaceDims(dimReplacements));
+        if (type)
+          shape.push_back(type.getDimSize(i));
+      }
+      if (expands)
+        value = tensor::ExpandShapeOp::create(
+            rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
+            value, groups);
+      inputs.push_back(value);
+      maps.push_back(AffineMap::get(partialDims, 0, results, ctx));
+    }
+    // Outputs: the partials, chunk dimensions first, from the identity.
+    SmallVector<Value> partialInits;
+    SmallVector<AffineMap> outputMaps;
+    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+      AffineMap map = op.getMatchingIndexingMap(&init);
+      SmallVector<AffineExpr> results;
+      for (unsigned cd : chunkDims)
+        results.push_back(getAffineDimExpr(cd, ctx));
+      for (AffineExpr expr : map.getResults())
+        results.push_back(expr.replaceDims(dimReplacements));
+      auto type = cast<RankedTensorType>(init.get().getType());
+      SmallVector<int64_t> shape(chunkSizes);
+      llvm::append_range(shape, type.getShape());
+      Value empty = tensor::EmptyOp::create(rewriter, loc, shape,
+                                            type.getElementType());
+      Value identity =
+          arith::ConstantOp::create(rewriter, loc, (*combiners)[k].identity);
+      partialInits.push_back(
+          linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0));
+      outputMaps.push_back(AffineMap::get(partialDims, 0, results, ctx));
+    }
+    llvm::append_range(maps, outputMaps);
+    SmallVector<utils::IteratorType> iterators;
+    for (unsigned d = 0; d < numDims; ++d) {
+      utils::IteratorType type = op.getIteratorTypesArray()[d];
+      if (llvm::is_contained(choice.promoted, d))
+        type = utils::IteratorType::parallel;
+      if (choice.split && d == *choice.split) {
+        iterators.push_back(utils::IteratorType::parallel);
+        type = utils::IteratorType::reduction;
+      }
+      iterators.push_back(type);
+    }
+    SmallVector<Type> partialTypes;
+    for (Value init : partialInits)
+      partialTypes.push_back(init.getType());
+    auto partial = linalg::GenericOp::create(rewriter, loc, partialTypes,
+                                             inputs, partialInits, maps,
+                                             iterators);
+    rewriter.cloneRegionBefore(op.getRegion(), partial.getRegion(),
+                               partial.getRegion().end());
+    // linalg.index of the old dimensions, in the new numbering.
+    partial.getRegion().walk([&](linalg::IndexOp index) {
+      unsigned d = index.getDim();
+      rewriter.setInsertionPoint(index);
+      Value replacement;
+      if (choice.split && d == *choice.split) {
+        // outer * (size / factor) + inner
+        Value outer = linalg::IndexOp::create(rewriter, index.getLoc(), d);
+        Value inner = linalg::IndexOp::create(rewriter, index.getLoc(), d + 1);
+        Value stride = arith::ConstantIndexOp::create(
+            rewriter, index.getLoc(), sizes[d] / choice.factor);
+        replacement = arith::AddIOp::create(
+            rewriter, index.getLoc(),
+            arith::MulIOp::create(rewriter, index.getLoc(), outer, stride),
+            inner);
+      } else {
+        replacement =
+            linalg::IndexOp::create(rewriter, index.getLoc(), newDim(d));
+      }
+      rewriter.replaceOp(index, replacement);
+    });
+
+    // The combine: chunk dimensions reduced, then the old parallel ones.
+    rewriter.setInsertionPoint(op);
+    SmallVector<unsigned> parallelDims;
+    op.getParallelDims(parallelDims);
+    unsigned numChunks = chunkDims.size();
+    unsigned combineDims = numChunks + parallelDims.size();
+    SmallVector<AffineExpr> parallelReplacements(
+        numDims, getAffineConstantExpr(0, ctx));
+    for (auto [j, d] : llvm::enumerate(parallelDims))
+      parallelReplacements[d] = getAffineDimExpr(numChunks + j, ctx);
+    SmallVector<AffineMap> combineMaps;
+    SmallVector<AffineMap> combineOutMaps;
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      AffineMap map = op.getMatchingIndexingMap(&init);
+      SmallVector<AffineExpr> results;
+      for (unsigned c = 0; c < numChunks; ++c)
+        results.push_back(getAffineDimExpr(c, ctx));
+      for (AffineExpr expr : map.getResults())
+        results.push_back(expr.replaceDims(parallelReplacements));
+      combineMaps.push_back(AffineMap::get(combineDims, 0, results, ctx));
+      combineOutMaps.push_back(map.replaceDimsAndSymbols(
+          parallelReplacements, {}, combineDims, 0));
+    }
+    llvm::append_range(combineMaps, combineOutMaps);
+    SmallVector<utils::IteratorType> combineIterators(
+        numChunks, utils::IteratorType::reduction);
+    combineIterators.append(parallelDims.size(),
+                            utils::IteratorType::parallel);
+    SmallVector<Value> inits(op.getDpsInits());
+    auto combine = linalg::GenericOp::create(
+        rewriter, loc, op.getResultTypes(), partial.getResults(), inits,
+        combineMaps, combineIterators,
+        [&](OpBuilder &b, Location nloc, ValueRange args) {
+          unsigned n = combiners->size();
+          SmallVector<Value> yielded;
+          for (auto [k, c] : llvm::enumerate(*combiners)) {
+            BlockArgument out = op.getMatchingBlockArgument(
+                &op.getDpsInitsMutable()[k]);
+            IRMapping mapping;
+            for (Value operand : c.combiner->getOperands())
+              mapping.map(operand, operand == out ? args[n + k] : args[k]);
+            yielded.push_back(b.clone(*c.combiner, mapping)->getResult(0));
+          }
+          linalg::YieldOp::create(b, nloc, yielded);
+        });
+    rewriter.replaceOp(op, combine.getResults());
+    return combine;
+  }
+};
+
+} // namespace
+} // namespace effopt
