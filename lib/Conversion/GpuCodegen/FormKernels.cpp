@@ -774,8 +774,9 @@ struct EffGpuFormKernelsPass
     if (!partition.row)
       return fail("the nest writes no buffer");
     // The body ops the row depends on (with what their regions use). They
-    // move ahead of the guarded ops, which only store to written buffers,
-    // so they must not read one.
+    // move ahead of the guarded ops, which only store to written buffers;
+    // none reads one (every access to a written buffer is indexed by the
+    // row, so it cannot feed the row).
     SmallVector<Value> worklist{partition.row};
     while (!worklist.empty()) {
       Operation *def = worklist.pop_back_val().getDefiningOp();
@@ -784,9 +785,6 @@ struct EffGpuFormKernelsPass
       Operation *top = body->findAncestorOpInBlock(*def);
       if (!top || !partition.rowSlice.insert(top).second)
         continue;
-      if (isa<memref::LoadOp, memref::StoreOp>(top) &&
-          written.contains(accessedAt(top).first))
-        return fail("the row depends on a written buffer");
       top->walk([&](Operation *nested) {
         worklist.append(nested->operand_begin(), nested->operand_end());
       });
