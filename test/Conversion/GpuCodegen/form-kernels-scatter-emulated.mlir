@@ -2,13 +2,14 @@
 // "partitioned-loop-nest") without a GPU: an embedding gradient with
 // repeated and negative indices (1001 rows: 501 partitions of 2 rows, the
 // last one holding one) and a position-style one whose indices are a
-// constant global (16 partitions of one row). The step runs once lowered
-// for the CPU as it is (the serial loops) and once after
-// eff-gpu-form-kernels with every launch emulated thread by thread; the
-// printed bit patterns of the touched rows are identical, as is the count
-// of nonzero elements (no stray writes). The data are not exact in f32 (n/3),
-// so the order of each row's additions shows in the bits. numpy recomputes
-// every printed value by adding the tokens in order in float32.
+// constant global, with the feature loop outermost (16 partitions of one
+// row). The step runs once lowered for the CPU as it is (the serial loops)
+// and once after eff-gpu-form-kernels with every launch emulated thread by
+// thread; the printed bit patterns of the touched rows are identical, as is
+// the count of nonzero elements (no stray writes). The data are not exact
+// in f32 (n/3), so the order of each row's additions shows in the bits.
+// numpy recomputes every printed value by adding the tokens in order in
+// float32 (Inputs/scatter_reference.py).
 
 // RUN: effopt-opt %s --eff-gpu-form-kernels=remarks=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: effopt-opt %s --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
@@ -55,10 +56,11 @@ func.func @step(%idx: memref<3x16xi64>, %dy: memref<3x16x160xf32>,
       }
     }
   }
-  // A position-style one: constant indices, batch 0's gradient.
+  // A position-style one: constant indices, batch 0's gradient, the
+  // feature loop outside (the serial loop is the innermost one).
   %pos = memref.get_global @positions : memref<16xi64>
-  scf.for %t = %c0 to %c16 step %c1 {
-    scf.for %f = %c0 to %c160 step %c1 {
+  scf.for %f = %c0 to %c160 step %c1 {
+    scf.for %t = %c0 to %c16 step %c1 {
       %i = memref.load %pos[%t] : memref<16xi64>
       %r = arith.index_cast %i : i64 to index
       %neg = arith.cmpi slt, %r, %c0 : index
