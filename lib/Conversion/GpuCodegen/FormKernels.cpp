@@ -715,12 +715,10 @@ struct EffGpuFormKernelsPass
   /// reason there is none (for the remark). `innermost` is the last loop of
   /// the chain; `parallel` the loops spread over threads, `points` the
   /// number of their iterations when static.
-  static FailureOr<RowPartition>
-  matchRowPartition(scf::ForOp outer, scf::ForOp innermost,
-                    ArrayRef<scf::ForOp> parallel,
-                    ArrayRef<Operation *> accesses,
-                    const DenseSet<Value> &written,
-                    std::optional<int64_t> points, std::string &whyNot) {
+  static FailureOr<RowPartition> matchRowPartition(
+      scf::ForOp outer, scf::ForOp innermost, ArrayRef<scf::ForOp> parallel,
+      ArrayRef<Operation *> accesses, const DenseSet<Value> &written,
+      std::optional<int64_t> points, std::string &whyNot) {
     auto fail = [&](StringRef reason) {
       whyNot = reason.str();
       return failure();
@@ -792,10 +790,9 @@ struct EffGpuFormKernelsPass
     }
     // Enough partitions for about kPartitionTargetThreads threads, no more
     // than rows; equal ranges, none empty.
-    int64_t count =
-        points ? llvm::divideCeil(kPartitionTargetThreads,
-                                  std::max<int64_t>(*points, 1))
-               : 64;
+    int64_t count = points ? llvm::divideCeil(kPartitionTargetThreads,
+                                              std::max<int64_t>(*points, 1))
+                           : 64;
     count = std::clamp<int64_t>(count, 1, partition.rows);
     partition.chunk = llvm::divideCeil(partition.rows, count);
     partition.count = llvm::divideCeil(partition.rows, partition.chunk);
@@ -900,8 +897,8 @@ struct EffGpuFormKernelsPass
                              : std::nullopt;
         }
         FailureOr<RowPartition> matched =
-            matchRowPartition(outer, chain.back(), parallel, accesses,
-                              written, spreadPoints, whyNot);
+            matchRowPartition(outer, chain.back(), parallel, accesses, written,
+                              spreadPoints, whyNot);
         if (succeeded(matched))
           partition = std::move(*matched);
       }
@@ -921,8 +918,8 @@ struct EffGpuFormKernelsPass
     StringRef strategy = partition          ? "partitioned-loop-nest"
                          : parallel.empty() ? "serial-loop-nest"
                                             : "loop-nest";
-    gpu::LaunchOp launch = createLaunch(
-        b, loc, grid, indexConstant(b, loc, threads), strategy);
+    gpu::LaunchOp launch =
+        createLaunch(b, loc, grid, indexConstant(b, loc, threads), strategy);
     if (partition)
       remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
                         Twine(chain.size()) +
@@ -996,9 +993,9 @@ struct EffGpuFormKernelsPass
       Location bodyLoc = loop.getLoc();
       Value offset = arith::SubIOp::create(
           nb, bodyLoc, mapping.lookupOrDefault(partition->row), firstRow);
-      Value owned = arith::CmpIOp::create(
-          nb, bodyLoc, arith::CmpIPredicate::ult, offset,
-          indexConstant(nb, bodyLoc, partition->chunk));
+      Value owned =
+          arith::CmpIOp::create(nb, bodyLoc, arith::CmpIPredicate::ult, offset,
+                                indexConstant(nb, bodyLoc, partition->chunk));
       auto ifOwned = scf::IfOp::create(nb, bodyLoc, owned, /*withElse=*/false);
       OpBuilder::InsertionGuard guard(nb);
       nb.setInsertionPoint(ifOwned.thenBlock()->getTerminator());
