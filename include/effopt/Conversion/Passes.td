@@ -400,7 +400,15 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     threads where every written buffer is indexed by the loop's induction
     variable in all its accesses (iterations touch disjoint elements), the
     rest run serially in each thread (an embedding-gradient scatter keeps
-    the token loops serial and spreads the feature loop).
+    the token loops serial and spreads the feature loop). When the serial
+    loops write rows chosen by data (every access to a written buffer in
+    the innermost body, at one index list whose only value computed in the
+    nest is the row), the rows are also split into ranges, one more thread
+    dimension ("owner computes", about 2^17 threads): each thread runs the
+    serial loops in order and updates only the rows of its range, so every
+    element has one writer applying its updates in the serial order — the
+    same bits as the serial loops, no atomics. Other nests stay as they
+    are, with a remark saying why.
 
     Anything that would still read or write memory on the host afterwards
     (an unknown op with memory effects, a host `memref.load` whose value the

@@ -535,10 +535,134 @@ struct EffGpuFormKernelsPass
     return launch;
   }
 
+  /// Owner-computes partitioning of a loop nest whose serial loops write
+  /// rows chosen by data (an embedding gradient's scatter-add,
+  /// `G[idx[b, t], c] += dY[b, t, c]`): the rows are split into `count`
+  /// ranges of `chunk` rows; the thread of range k runs the serial loops in
+  /// their order but touches the written buffers only when `row` falls in
+  /// [k * chunk, (k + 1) * chunk). Each element then has exactly one
+  /// writer, which applies its updates in the serial order.
+  struct RowPartition {
+    /// The one data-dependent index of every access to a written buffer.
+    Value row;
+    /// The largest size of the row dimension among the written buffers.
+    int64_t rows = 0;
+    int64_t count = 0;
+    int64_t chunk = 0;
+    /// Ops of the innermost loop's body that `row` depends on: every thread
+    /// runs them; the rest of the body only runs in the row's owner.
+    DenseSet<Operation *> rowSlice;
+  };
+
+  /// The threads a partitioned nest aims for: at GPT-2's 768 columns 171
+  /// partitions, one wave of 513 blocks of 256 threads. Every thread scans
+  /// all iterations of the serial loops (reading each token's row), so more
+  /// partitions would mostly add redundant scans.
+  static constexpr int64_t kPartitionTargetThreads = int64_t(1) << 17;
+
+  /// The row partition of a nest whose serial loops are not spread, or the
+  /// reason there is none (for the remark). `innermost` is the last loop of
+  /// the chain; `parallel` the loops spread over threads, `points` the
+  /// number of their iterations when static.
+  static FailureOr<RowPartition> matchRowPartition(
+      scf::ForOp outer, scf::ForOp innermost, ArrayRef<scf::ForOp> parallel,
+      ArrayRef<Operation *> accesses, const DenseSet<Value> &written,
+      std::optional<int64_t> points, std::string &whyNot) {
+    auto fail = [&](StringRef reason) {
+      whyNot = reason.str();
+      return failure();
+    };
+    Block *body = innermost.getBody();
+    if (body->getTerminator()->getNumOperands() != 0)
+      return fail("the innermost loop carries values");
+    auto isSpreadIv = [&](Value v) {
+      return llvm::any_of(parallel, [&](scf::ForOp loop) {
+        return loop.getInductionVar() == v;
+      });
+    };
+    auto definedInNest = [&](Value v) {
+      return outer->isAncestor(v.getParentRegion()->getParentOp());
+    };
+    RowPartition partition;
+    DenseMap<Value, Operation *> firstAccess;
+    for (Operation *access : accesses) {
+      auto [base, indices] = accessedAt(access);
+      if (!written.contains(base))
+        continue;
+      if (access->getBlock() != body)
+        return fail("a written buffer is accessed outside the innermost "
+                    "loop's body");
+      auto [it, inserted] = firstAccess.try_emplace(base, access);
+      if (!inserted) {
+        if (!llvm::equal(accessedAt(it->second).second, indices))
+          return fail("a written buffer is accessed at different indices");
+        continue;
+      }
+      std::optional<unsigned> position;
+      for (auto [i, index] : llvm::enumerate(indices)) {
+        if (!definedInNest(index) || isSpreadIv(index))
+          continue;
+        if (position)
+          return fail("a written buffer is indexed by several values the "
+                      "nest computes");
+        position = i;
+      }
+      if (!position)
+        return fail("no index of a written buffer is computed in the nest");
+      Value row = indices[*position];
+      if (partition.row && partition.row != row)
+        return fail("the written buffers' rows are chosen by different "
+                    "values");
+      partition.row = row;
+      int64_t size = cast<MemRefType>(base.getType()).getDimSize(*position);
+      if (ShapedType::isDynamic(size))
+        return fail("the row dimension of a written buffer is dynamic");
+      partition.rows = std::max(partition.rows, size);
+    }
+    if (!partition.row)
+      return fail("the nest writes no buffer");
+    // The body ops the row depends on (with what their regions use). They
+    // move ahead of the guarded ops, which only store to written buffers;
+    // none reads one (every access to a written buffer is indexed by the
+    // row, so it cannot feed the row).
+    SmallVector<Value> worklist{partition.row};
+    while (!worklist.empty()) {
+      Operation *def = worklist.pop_back_val().getDefiningOp();
+      if (!def)
+        continue;
+      Operation *top = body->findAncestorOpInBlock(*def);
+      if (!top || !partition.rowSlice.insert(top).second)
+        continue;
+      top->walk([&](Operation *nested) {
+        worklist.append(nested->operand_begin(), nested->operand_end());
+      });
+    }
+    // Enough partitions for about kPartitionTargetThreads threads, no more
+    // than rows; equal ranges, none empty.
+    int64_t count = points ? llvm::divideCeil(kPartitionTargetThreads,
+                                              std::max<int64_t>(*points, 1))
+                           : 64;
+    count = std::clamp<int64_t>(count, 1, partition.rows);
+    partition.chunk = llvm::divideCeil(partition.rows, count);
+    partition.count = llvm::divideCeil(partition.rows, partition.chunk);
+    if (partition.count < 2)
+      return fail("one partition would hold every row");
+    return partition;
+  }
+
+  /// The buffer and indices of a memref.load or memref.store.
+  static std::pair<Value, ValueRange> accessedAt(Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return {load.getMemRef(), load.getIndices()};
+    auto store = cast<memref::StoreOp>(op);
+    return {store.getMemRef(), store.getIndices()};
+  }
+
   /// A loop nest without library calls becomes one kernel. Loops whose
   /// iterations touch disjoint elements of every buffer the nest writes are
   /// spread over threads (flattened, grid-stride); the others run in order
-  /// inside each thread.
+  /// inside each thread, with the written rows partitioned over threads
+  /// when a data-dependent index picks them (see RowPartition).
   LogicalResult formLoopNest(scf::ForOp outer) {
     // The chain of loops, each the only loop directly in its parent's body.
     SmallVector<scf::ForOp> chain{outer};
@@ -563,12 +687,6 @@ struct EffGpuFormKernelsPass
         unknownEffects = true;
       }
     });
-    auto indicesOf = [](Operation *op) -> std::pair<Value, ValueRange> {
-      if (auto load = dyn_cast<memref::LoadOp>(op))
-        return {load.getMemRef(), load.getIndices()};
-      auto store = cast<memref::StoreOp>(op);
-      return {store.getMemRef(), store.getIndices()};
-    };
     auto isParallel = [&](scf::ForOp loop) {
       if (unknownEffects)
         return false;
@@ -583,7 +701,7 @@ struct EffGpuFormKernelsPass
       for (Value memref : written) {
         std::optional<unsigned> position;
         for (Operation *access : accesses) {
-          auto [base, indices] = indicesOf(access);
+          auto [base, indices] = accessedAt(access);
           if (base != memref)
             continue;
           auto it = llvm::find(indices, iv);
@@ -611,16 +729,65 @@ struct EffGpuFormKernelsPass
       tripCounts.push_back(
           b.createOrFold<arith::CeilDivUIOp>(loc, span, loop.getStep()));
     }
-    Value points = product(b, loc, tripCounts);
+    // Serial loops left: partition the rows they write, when data picks
+    // them.
+    std::optional<RowPartition> partition;
+    std::string whyNot;
+    if (parallel.size() < chain.size()) {
+      if (unknownEffects) {
+        whyNot = "an op in the nest has memory effects other than loads and "
+                 "stores";
+      } else {
+        std::optional<int64_t> spreadPoints = 1;
+        for (Value count : tripCounts) {
+          std::optional<int64_t> c = getConstantIntValue(count);
+          spreadPoints = c && spreadPoints
+                             ? std::optional<int64_t>(*spreadPoints * *c)
+                             : std::nullopt;
+        }
+        FailureOr<RowPartition> matched =
+            matchRowPartition(outer, chain.back(), parallel, accesses, written,
+                              spreadPoints, whyNot);
+        if (succeeded(matched))
+          partition = std::move(*matched);
+      }
+    }
+    // Thread dimensions: the partition (slowest, so a warp shares it when
+    // the spread loops have a multiple of 32 iterations), then the spread
+    // loops, innermost fastest.
+    SmallVector<Value> dims;
+    if (partition)
+      dims.push_back(indexConstant(b, loc, partition->count));
+    dims.append(tripCounts);
+    Value points = product(b, loc, dims);
     int64_t threads = blockSize;
     if (std::optional<int64_t> n = getConstantIntValue(points))
       threads = std::min<int64_t>(blockSize, llvm::alignTo(*n, 32));
     Value grid = gridFor(b, loc, points, threads, maxBlocks);
+    StringRef strategy = partition          ? "partitioned-loop-nest"
+                         : parallel.empty() ? "serial-loop-nest"
+                                            : "loop-nest";
     gpu::LaunchOp launch =
-        createLaunch(b, loc, grid, indexConstant(b, loc, threads),
-                     parallel.empty() ? "serial-loop-nest" : "loop-nest");
-    if (parallel.empty())
-      remark(outer, "loop nest without independent loops: one thread");
+        createLaunch(b, loc, grid, indexConstant(b, loc, threads), strategy);
+    if (partition)
+      remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
+                        Twine(chain.size()) +
+                        " loops spread over threads, the written rows split "
+                        "over " +
+                        Twine(partition->count) + " partitions of " +
+                        Twine(partition->chunk) +
+                        (partition->chunk == 1 ? " row" : " rows") +
+                        " (each row's owner applies its updates in order)");
+    else if (parallel.empty())
+      remark(outer, "loop nest without independent loops: one thread (rows "
+                    "not partitioned: " +
+                        whyNot + ")");
+    else if (parallel.size() < chain.size())
+      remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
+                        Twine(chain.size()) +
+                        " loops spread over threads, the others run in order "
+                        "in each thread (rows not partitioned: " +
+                        whyNot + ")");
     else
       remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
                         Twine(chain.size()) + " loops spread over threads");
@@ -633,10 +800,15 @@ struct EffGpuFormKernelsPass
                                          launch.getBlockSize().x);
     auto pointsLoop = scf::ForOp::create(b, loc, first, points, stride);
     b.setInsertionPointToStart(pointsLoop.getBody());
+    SmallVector<Value> coords =
+        delinearize(b, loc, pointsLoop.getInductionVar(), dims);
+    Value firstRow;
+    if (partition)
+      firstRow = b.createOrFold<arith::MulIOp>(
+          loc, coords.front(), indexConstant(b, loc, partition->chunk));
     IRMapping mapping;
-    for (auto [loop, k] :
-         llvm::zip(parallel, delinearize(b, loc, pointsLoop.getInductionVar(),
-                                         tripCounts))) {
+    for (auto [loop, k] : llvm::zip(
+             parallel, ArrayRef<Value>(coords).drop_front(partition ? 1 : 0))) {
       Value offset = b.createOrFold<arith::MulIOp>(loc, k, loop.getStep());
       mapping.map(
           loop.getInductionVar(),
@@ -647,45 +819,64 @@ struct EffGpuFormKernelsPass
       spread.insert(loop);
     // Clone the nest, dropping the spread loops (their bodies are cloned in
     // place with the induction variables mapped above).
-    std::function<void(OpBuilder &, scf::ForOp)> cloneLevel =
-        [&](OpBuilder &nb, scf::ForOp loop) {
-          if (!spread.contains(loop)) {
-            auto copy = scf::ForOp::create(
-                nb, loop.getLoc(),
-                mapping.lookupOrDefault(loop.getLowerBound()),
-                mapping.lookupOrDefault(loop.getUpperBound()),
-                mapping.lookupOrDefault(loop.getStep()),
-                llvm::map_to_vector(loop.getInitArgs(), [&](Value v) {
-                  return mapping.lookupOrDefault(v);
-                }));
-            mapping.map(loop.getInductionVar(), copy.getInductionVar());
-            for (auto [from, to] :
-                 llvm::zip(loop.getRegionIterArgs(), copy.getRegionIterArgs()))
-              mapping.map(from, to);
-            for (auto [from, to] :
-                 llvm::zip(loop.getResults(), copy.getResults()))
-              mapping.map(from, to);
-            OpBuilder::InsertionGuard guard(nb);
-            if (!copy.getBody()->empty())
-              copy.getBody()->getTerminator()->erase();
-            nb.setInsertionPointToEnd(copy.getBody());
-            for (Operation &inner : *loop.getBody()) {
-              if (auto innerLoop = dyn_cast<scf::ForOp>(inner);
-                  innerLoop && llvm::is_contained(chain, innerLoop))
-                cloneLevel(nb, innerLoop);
-              else
-                nb.clone(inner, mapping);
-            }
-            return;
-          }
-          for (Operation &inner : loop.getBody()->without_terminator()) {
-            if (auto innerLoop = dyn_cast<scf::ForOp>(inner);
-                innerLoop && llvm::is_contained(chain, innerLoop))
-              cloneLevel(nb, innerLoop);
-            else
-              nb.clone(inner, mapping);
-          }
-        };
+    std::function<void(OpBuilder &, scf::ForOp)> cloneLevel;
+    auto cloneOp = [&](OpBuilder &nb, Operation &inner) {
+      if (auto innerLoop = dyn_cast<scf::ForOp>(inner);
+          innerLoop && llvm::is_contained(chain, innerLoop))
+        cloneLevel(nb, innerLoop);
+      else
+        nb.clone(inner, mapping);
+    };
+    // A loop body without its terminator; the partitioned body computes the
+    // row, then does the rest only in the row's owner.
+    auto cloneBody = [&](OpBuilder &nb, scf::ForOp loop) {
+      Block &body = *loop.getBody();
+      if (!partition || loop != chain.back()) {
+        for (Operation &inner : body.without_terminator())
+          cloneOp(nb, inner);
+        return;
+      }
+      for (Operation &inner : body.without_terminator())
+        if (partition->rowSlice.contains(&inner))
+          cloneOp(nb, inner);
+      Location bodyLoc = loop.getLoc();
+      Value offset = arith::SubIOp::create(
+          nb, bodyLoc, mapping.lookupOrDefault(partition->row), firstRow);
+      Value owned =
+          arith::CmpIOp::create(nb, bodyLoc, arith::CmpIPredicate::ult, offset,
+                                indexConstant(nb, bodyLoc, partition->chunk));
+      auto ifOwned = scf::IfOp::create(nb, bodyLoc, owned, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(nb);
+      nb.setInsertionPoint(ifOwned.thenBlock()->getTerminator());
+      for (Operation &inner : body.without_terminator())
+        if (!partition->rowSlice.contains(&inner))
+          cloneOp(nb, inner);
+    };
+    cloneLevel = [&](OpBuilder &nb, scf::ForOp loop) {
+      if (spread.contains(loop)) {
+        cloneBody(nb, loop);
+        return;
+      }
+      auto copy = scf::ForOp::create(
+          nb, loop.getLoc(), mapping.lookupOrDefault(loop.getLowerBound()),
+          mapping.lookupOrDefault(loop.getUpperBound()),
+          mapping.lookupOrDefault(loop.getStep()),
+          llvm::map_to_vector(loop.getInitArgs(), [&](Value v) {
+            return mapping.lookupOrDefault(v);
+          }));
+      mapping.map(loop.getInductionVar(), copy.getInductionVar());
+      for (auto [from, to] :
+           llvm::zip(loop.getRegionIterArgs(), copy.getRegionIterArgs()))
+        mapping.map(from, to);
+      for (auto [from, to] : llvm::zip(loop.getResults(), copy.getResults()))
+        mapping.map(from, to);
+      OpBuilder::InsertionGuard guard(nb);
+      if (!copy.getBody()->empty())
+        copy.getBody()->getTerminator()->erase();
+      nb.setInsertionPointToEnd(copy.getBody());
+      cloneBody(nb, loop);
+      nb.clone(*loop.getBody()->getTerminator(), mapping);
+    };
     cloneLevel(b, outer);
     sinkGlobals(launch);
     ++numKernels;

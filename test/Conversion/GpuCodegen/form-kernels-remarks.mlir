@@ -41,3 +41,112 @@ func.func @softmax_sum(%x: memref<8x512xf32>, %s: memref<8xf32>) attributes {eff
   }
   return
 }
+
+// -----
+
+// A scatter-add with repeated rows: the row picked by the index is
+// partitioned over threads (owner computes), the remark says how.
+
+// CHECK-LABEL: func.func @scatter_partitioned
+// CHECK: scf.if
+// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+func.func @scatter_partitioned(%idx: memref<32xi64>, %dy: memref<32x64xf32>, %table: memref<100x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  // expected-remark @below {{loop nest: 1 of 2 loops spread over threads, the written rows split over 100 partitions of 1 row (each row's owner applies its updates in order)}}
+  scf.for %t = %c0 to %c32 step %c1 {
+    scf.for %f = %c0 to %c64 step %c1 {
+      %i = memref.load %idx[%t] : memref<32xi64>
+      %row = arith.index_cast %i : i64 to index
+      %old = memref.load %table[%row, %f] : memref<100x64xf32>
+      %d = memref.load %dy[%t, %f] : memref<32x64xf32>
+      %new = arith.addf %old, %d : f32
+      memref.store %new, %table[%row, %f] : memref<100x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// Rows read at one index and written at another (a running sum over rows):
+// not partitioned, the row loop runs in order in each thread.
+
+// CHECK-LABEL: func.func @running_sum_not_partitioned
+// CHECK-NOT: scf.if
+// CHECK: } {eff.kernel = "loop-nest"}
+func.func @running_sum_not_partitioned(%x: memref<32x64xf32>, %s: memref<32x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  // expected-remark @below {{loop nest: 1 of 2 loops spread over threads, the others run in order in each thread (rows not partitioned: a written buffer is accessed at different indices)}}
+  scf.for %t = %c1 to %c32 step %c1 {
+    scf.for %f = %c0 to %c64 step %c1 {
+      %tm1 = arith.subi %t, %c1 : index
+      %prev = memref.load %s[%tm1, %f] : memref<32x64xf32>
+      %v = memref.load %x[%t, %f] : memref<32x64xf32>
+      %sum = arith.addf %prev, %v : f32
+      memref.store %sum, %s[%t, %f] : memref<32x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A 2-D histogram: both indices come from data, so no single row dimension
+// to partition; one thread walks it all.
+
+// CHECK-LABEL: func.func @histogram2d_serial
+// CHECK-NOT: scf.if
+// CHECK: } {eff.kernel = "serial-loop-nest"}
+func.func @histogram2d_serial(%a: memref<64xi64>, %b: memref<64xi64>, %h: memref<16x16xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  // expected-remark @below {{loop nest without independent loops: one thread (rows not partitioned: a written buffer is indexed by several values the nest computes)}}
+  scf.for %t = %c0 to %c64 step %c1 {
+    %i = memref.load %a[%t] : memref<64xi64>
+    %j = memref.load %b[%t] : memref<64xi64>
+    %r = arith.index_cast %i : i64 to index
+    %c = arith.index_cast %j : i64 to index
+    %old = memref.load %h[%r, %c] : memref<16x16xf32>
+    %new = arith.addf %old, %one : f32
+    memref.store %new, %h[%r, %c] : memref<16x16xf32>
+  }
+  return
+}
+
+// -----
+
+// Two tables whose rows two different index arrays pick: not partitioned.
+
+// CHECK-LABEL: func.func @two_row_indices
+// CHECK: } {eff.kernel = "loop-nest"}
+func.func @two_row_indices(%ia: memref<32xi64>, %ib: memref<32xi64>, %dy: memref<32x8xf32>, %ta: memref<50x8xf32>, %tb: memref<50x8xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  // expected-remark @below {{loop nest: 1 of 2 loops spread over threads, the others run in order in each thread (rows not partitioned: the written buffers' rows are chosen by different values)}}
+  scf.for %t = %c0 to %c32 step %c1 {
+    scf.for %f = %c0 to %c8 step %c1 {
+      %i = memref.load %ia[%t] : memref<32xi64>
+      %j = memref.load %ib[%t] : memref<32xi64>
+      %r = arith.index_cast %i : i64 to index
+      %s = arith.index_cast %j : i64 to index
+      %d = memref.load %dy[%t, %f] : memref<32x8xf32>
+      %a = memref.load %ta[%r, %f] : memref<50x8xf32>
+      %a1 = arith.addf %a, %d : f32
+      memref.store %a1, %ta[%r, %f] : memref<50x8xf32>
+      %b = memref.load %tb[%s, %f] : memref<50x8xf32>
+      %b1 = arith.addf %b, %d : f32
+      memref.store %b1, %tb[%s, %f] : memref<50x8xf32>
+    }
+  }
+  return
+}

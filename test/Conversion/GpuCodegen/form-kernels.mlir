@@ -227,16 +227,28 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 
 // An embedding gradient's scatter-add: tokens may repeat, so the token loops
 // run in order inside each thread; the feature loop indexes every access of
-// the written table, so its iterations are spread over threads.
+// the written table, so its iterations are spread over threads. The row the
+// data picks is partitioned too (owner computes): 256 x 64 threads, thread
+// (k, f) updates row k only, in token order. k is the slowest thread
+// coordinate (a warp shares it); the row is computed before the guard, the
+// table and the gradient are only read by the row's owner.
 
 // CHECK-LABEL: func.func @embedding_scatter
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c64
-// CHECK:   scf.for %[[F:.*]] = %{{.*}} to %c64
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c64{{.*}}) threads({{.*}}) in (%{{.*}} = %c256
+// CHECK:   scf.for %[[P:.*]] = %{{.*}} to %c16384 step
+// CHECK:     %[[F:.*]] = arith.remui %[[P]], %c64
+// CHECK:     %[[K:.*]] = arith.divui %[[P]], %c64
 // CHECK:     scf.for %[[B:.*]] = %c0 to %c8 step %c1
 // CHECK:       scf.for %[[T:.*]] = %c0 to %c32 step %c1
-// CHECK:         memref.load %{{.*}}[%[[B]], %[[T]]] : memref<8x32xi64>
-// CHECK:         memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[F]]] : memref<256x64xf32>
-// CHECK: } {eff.kernel = "loop-nest"}
+// CHECK:         %[[I:.*]] = memref.load %{{.*}}[%[[B]], %[[T]]] : memref<8x32xi64>
+// CHECK:         %[[ROW:.*]] = arith.index_cast %[[I]]
+// CHECK:         %[[OFF:.*]] = arith.subi %[[ROW]], %[[K]]
+// CHECK:         %[[OWN:.*]] = arith.cmpi ult, %[[OFF]], %{{.*}}
+// CHECK:         scf.if %[[OWN]] {
+// CHECK:           memref.load %{{.*}}[%[[ROW]], %[[F]]] : memref<256x64xf32>
+// CHECK:           memref.load %{{.*}}[%[[B]], %[[T]], %[[F]]] : memref<8x32x64xf32>
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[F]]] : memref<256x64xf32>
+// CHECK: } {eff.kernel = "partitioned-loop-nest"}
 func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %table: memref<256x64xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -253,6 +265,114 @@ func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %
         %new = arith.addf %old, %d : f32
         memref.store %new, %table[%row, %f] : memref<256x64xf32>
       }
+    }
+  }
+  return
+}
+
+// -----
+
+// GPT-2's token embedding gradient (50257 x 768, 4 x 1024 tokens, indices
+// normalized for negatives): 171 partitions of 294 rows, 171 x 768 threads
+// (about 2^17; 24 whole warps per partition), one wave of 513 blocks.
+
+// CHECK-LABEL: func.func @embedding_scatter_gpt2
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c513{{.*}}) threads({{.*}}) in (%{{.*}} = %c256
+// CHECK:   scf.for %[[P:.*]] = %{{.*}} to %c131328 step
+// CHECK:     %[[K:.*]] = arith.divui %[[P]], %c768
+// CHECK:     %[[FIRST:.*]] = arith.muli %[[K]], %c294
+// CHECK:     scf.for
+// CHECK:       scf.for
+// CHECK:         %[[ROW:.*]] = arith.select
+// CHECK:         %[[OFF:.*]] = arith.subi %[[ROW]], %[[FIRST]]
+// CHECK:         arith.cmpi ult, %[[OFF]], %c294
+// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+func.func @embedding_scatter_gpt2(%idx: memref<4x1024xi64>, %dy: memref<4x1024x768xf32>, %table: memref<50257x768xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c768 = arith.constant 768 : index
+  %c1024 = arith.constant 1024 : index
+  %c50257 = arith.constant 50257 : index
+  scf.for %b = %c0 to %c4 step %c1 {
+    scf.for %t = %c0 to %c1024 step %c1 {
+      scf.for %f = %c0 to %c768 step %c1 {
+        %i = memref.load %idx[%b, %t] : memref<4x1024xi64>
+        %r = arith.index_cast %i : i64 to index
+        %neg = arith.cmpi slt, %r, %c0 : index
+        %wrapped = arith.addi %r, %c50257 : index
+        %row = arith.select %neg, %wrapped, %r : index
+        %old = memref.load %table[%row, %f] : memref<50257x768xf32>
+        %d = memref.load %dy[%b, %t, %f] : memref<4x1024x768xf32>
+        %new = arith.addf %old, %d : f32
+        memref.store %new, %table[%row, %f] : memref<50257x768xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// A scatter along a middle axis (Gather axis=1's gradient): both outer
+// feature loops are spread, the rows picked by the index are partitioned.
+
+// CHECK-LABEL: func.func @scatter_axis1
+// CHECK: gpu.launch
+// CHECK:   scf.for %[[P:.*]] = %{{.*}} to %c5120 step
+// CHECK:     arith.remui %[[P]], %c16
+// CHECK:     arith.divui %{{.*}}, %c10
+// CHECK:     scf.for
+// CHECK-NOT:   scf.for
+// CHECK:       scf.if
+// CHECK:         memref.store
+// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+func.func @scatter_axis1(%idx: memref<12xi32>, %dy: memref<10x12x16xf32>, %table: memref<10x32x16xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c10 = arith.constant 10 : index
+  %c12 = arith.constant 12 : index
+  %c16 = arith.constant 16 : index
+  scf.for %a = %c0 to %c10 step %c1 {
+    scf.for %t = %c0 to %c12 step %c1 {
+      scf.for %f = %c0 to %c16 step %c1 {
+        %i = memref.load %idx[%t] : memref<12xi32>
+        %row = arith.index_cast %i : i32 to index
+        %old = memref.load %table[%a, %row, %f] : memref<10x32x16xf32>
+        %d = memref.load %dy[%a, %t, %f] : memref<10x12x16xf32>
+        %new = arith.addf %old, %d : f32
+        memref.store %new, %table[%a, %row, %f] : memref<10x32x16xf32>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// A running sum along the tokens (each step reads the previous row) is not
+// a scatter: the loads of the written buffer are not at the stored indices,
+// so the token loop stays serial in each thread and nothing is partitioned.
+
+// CHECK-LABEL: func.func @running_sum_stays_serial
+// CHECK: gpu.launch
+// CHECK:   scf.for %[[P:.*]] = %{{.*}} to %c64{{.*}} step
+// CHECK:     scf.for %[[T:.*]] = %c1 to %c32 step %c1
+// CHECK-NOT:   scf.if
+// CHECK:       memref.store %{{.*}}, %{{.*}}[%[[T]], %[[P]]]
+// CHECK: } {eff.kernel = "loop-nest"}
+func.func @running_sum_stays_serial(%x: memref<32x64xf32>, %s: memref<32x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  scf.for %t = %c1 to %c32 step %c1 {
+    scf.for %f = %c0 to %c64 step %c1 {
+      %tm1 = arith.subi %t, %c1 : index
+      %prev = memref.load %s[%tm1, %f] : memref<32x64xf32>
+      %v = memref.load %x[%t, %f] : memref<32x64xf32>
+      %sum = arith.addf %prev, %v : f32
+      memref.store %sum, %s[%t, %f] : memref<32x64xf32>
     }
   }
   return
