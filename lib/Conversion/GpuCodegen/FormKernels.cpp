@@ -250,6 +250,12 @@ struct EffGpuFormKernelsPass
                          << " is not a multiple of 32 in [32, 1024]";
       return signalPassFailure();
     }
+    if (vectorBytes < 0 || (vectorBytes > 0 && !llvm::isPowerOf2_64(vectorBytes))) {
+      module.emitError() << "eff-gpu-form-kernels: vector-bytes "
+                         << static_cast<int64_t>(vectorBytes)
+                         << " is not 0 or a power of two";
+      return signalPassFailure();
+    }
     if (maxBlocks <= 0) {
       module.emitError() << "eff-gpu-form-kernels: max-blocks " << maxBlocks
                          << " is not positive";
@@ -422,7 +428,7 @@ struct EffGpuFormKernelsPass
   /// order, carrying the outputs.
   /// How many neighbouring elements along the innermost parallel loop
   /// dimension `last` one thread of an all-parallel op takes (1: none):
-  /// 16 bytes of its widest element type that varies along `last`, when
+  /// `vectorBytes` of its widest element type that varies along `last`, when
   /// every memref operand either is indexed by `last` in its contiguous
   /// dimension (unit stride; static offset and other strides multiples of
   /// the width, so each vector is aligned: the planner aligns every
@@ -430,7 +436,8 @@ struct EffGpuFormKernelsPass
   /// thread), every output is of the first kind, and the width divides
   /// the static size of `last`.
   static int64_t vectorWidth(linalg::GenericOp op, ArrayRef<Value> sizes,
-                             ArrayRef<unsigned> parallelDims) {
+                             ArrayRef<unsigned> parallelDims,
+                             int64_t vectorBytes) {
     if (parallelDims.empty())
       return 1;
     unsigned last = parallelDims.back();
@@ -462,7 +469,7 @@ struct EffGpuFormKernelsPass
     }
     if (widestBytes == 0)
       return 1;
-    int64_t width = 16 / widestBytes;
+    int64_t width = vectorBytes / widestBytes;
     if (width < 2 || *lastSize % width != 0)
       return 1;
     // Alignment of every vector: unit innermost stride, the rest and the
@@ -558,7 +565,8 @@ struct EffGpuFormKernelsPass
     // Elementwise ops whose contiguous dimension allows it: each thread
     // takes `width` neighbouring elements with 16-byte loads and stores.
     int64_t width =
-        reductionDims.empty() ? vectorWidth(op, sizes, parallelDims) : 1;
+        reductionDims.empty() ? vectorWidth(op, sizes, parallelDims, vectorBytes)
+                              : 1;
     if (width > 1) {
       ++numVectorized;
       parallelSizes.back() = indexConstant(

@@ -292,7 +292,13 @@ struct EffCudaFatbinPass : impl::EffCudaFatbinPassBase<EffCudaFatbinPass> {
     }
     if (failed(finishAssemblers()))
       return signalPassFailure();
-    SmallVector<StringRef> args{"fatbinary", "-64", "--create", *fatbinFile};
+    // Every image compressed: fatbinary's default leaves SASS images
+    // uncompressed by a heuristic that kept GPT-2's 18 MB of SASS as it was
+    // (0.4 MB compressed); the driver decompresses at cuModuleLoadData.
+    SmallVector<StringRef> args{"fatbinary", "-64"};
+    if (compress)
+      args.push_back("--compress-all");
+    args.append({"--create", *fatbinFile});
     for (const std::string &image : images)
       args.push_back(image);
     FailureOr<RunningTool> packer = startTool(module, temps, fatbinary, args);

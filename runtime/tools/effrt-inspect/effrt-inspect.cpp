@@ -241,8 +241,10 @@ static void extractSection(const std::string &spec, const std::string &out,
 /// The container is what the toolkit's fatbinary writes: a 16-byte header
 /// (magic 0xBA55ED50, u16 version, u16 header size, u64 bytes of entries),
 /// then entries of a header (u16 kind: 1 PTX, 2 ELF; u16 version; u32
-/// header size; u64 payload size; ...; u32 arch at byte 28, 80 for sm_80)
-/// and a payload.
+/// header size; u64 payload size; ...; u32 arch at byte 28, 80 for sm_80;
+/// u64 flags at byte 40, 0x2000 or 0x8000 when the payload is compressed
+/// (LZ4, zstd); u64 uncompressed size at byte 56) and a payload. Sizes
+/// printed are uncompressed.
 static void listFatbin(const std::string &path) {
   SharedBytes file = mapFile(path);
   const std::byte *data = file.data;
@@ -278,14 +280,18 @@ static void listFatbin(const std::string &path) {
     uint32_t arch = read(at + 28, uint32_t());
     if (headerSize < 32 || at + headerSize + payload > end)
       fail(path, ": bad fatbin entry at byte ", at);
+    uint64_t flags = headerSize >= 64 ? read(at + 40, uint64_t()) : 0;
+    bool compressed = (flags & 0xA000) != 0;
+    uint64_t bytes = compressed ? read(at + 56, uint64_t()) : payload;
     if (kind == 2) {
-      if (payload < 4 || std::memcmp(data + at + headerSize, "\x7f" "ELF", 4))
+      if (!compressed &&
+          (payload < 4 || std::memcmp(data + at + headerSize, "\x7f" "ELF", 4)))
         fail(path, ": the ELF image at byte ", at, " is not an ELF file");
-      std::printf("elf sm_%u %" PRIu64 "\n", arch, payload);
+      std::printf("elf sm_%u %" PRIu64 "\n", arch, bytes);
     } else if (kind == 1) {
-      std::printf("ptx compute_%u %" PRIu64 "\n", arch, payload);
+      std::printf("ptx compute_%u %" PRIu64 "\n", arch, bytes);
     } else {
-      std::printf("kind%u sm_%u %" PRIu64 "\n", kind, arch, payload);
+      std::printf("kind%u sm_%u %" PRIu64 "\n", kind, arch, bytes);
     }
     at += headerSize + payload;
   }

@@ -1,4 +1,6 @@
 // RUN: effopt-opt %s --split-input-file --eff-gpu-form-kernels --verify-diagnostics
+// RUN: not effopt-opt %s --split-input-file --eff-gpu-form-kernels="vector-bytes=12" 2>&1 | FileCheck %s --check-prefix=BADVEC
+// BADVEC: error: eff-gpu-form-kernels: vector-bytes 12 is not 0 or a power of two
 
 // A value the host needs from memory (a library call's argument read from a
 // buffer) cannot move into a kernel.

@@ -1,5 +1,6 @@
 // REQUIRES: cuda-toolkit
-// RUN: effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_80,sm_90 opt-level=1})' | FileCheck %s
+// RUN: effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_80,sm_90 opt-level=1 compress=false})' | FileCheck %s
+// RUN: effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_80,sm_90 opt-level=1})' | FileCheck %s --check-prefix=COMPRESSED
 // RUN: not effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{toolkit=/no/such/cuda})' 2>&1 | FileCheck %s --check-prefix=TOOLKIT
 // RUN: effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_90 opt-level=0},gpu-to-llvm)' | FileCheck %s --check-prefix=HOST
 // RUN: not effopt-opt %s --pass-pipeline='builtin.module(gpu-kernel-outlining,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),eff-cuda-fatbin{archs=sm_75,sm_10 opt-level=0})' 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -15,6 +16,11 @@
 // CHECK: gpu.launch_func @effx_kernels::@step_kernel_0 blocks
 // CHECK: gpu.binary @effx_kernels [#gpu.object<#nvvm.target<O = 1, chip = "sm_90">, "P\EDU\BA{{.*}}.text.step_kernel_0{{.*}}.text.step_kernel\00
 // CHECK-NOT: gpu.object
+
+// By default every image is compressed (zstd: magic 28 B5 2F FD after each
+// 64-byte entry header), so no entry point name is readable.
+// COMPRESSED: gpu.binary @effx_kernels [#gpu.object<#nvvm.target<O = 1, chip = "sm_90">, "P\EDU\BA{{.*}}(\B5/\FD
+// COMPRESSED-NOT: .text.step_kernel
 
 // An arch ptxas does not know: its first line, once.
 // PTXAS: error: ptxas failed: ptxas fatal {{ *}}: Value 'sm_10' is not defined for option 'gpu-name'
