@@ -110,7 +110,14 @@ def torch_low_precision(torch, q, k, v, dout, scale, causal):
     """PyTorch's own SDPA in the inputs' dtype: o, dq, dk, dv."""
     F = torch.nn.functional
     qs, ks, vs = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    o = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, scale=scale)
+    Tq, Tk = q.shape[-2], k.shape[-2]
+    if causal and Tq != Tk:
+        # Top-left aligned (j > i masked), as the kernels and the
+        # reference: spelled out, whatever a backend does with is_causal.
+        keep = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).tril()
+        o = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=keep, scale=scale)
+    else:
+        o = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, scale=scale)
     o.backward(dout)
     return o.detach(), qs.grad, ks.grad, vs.grad
 
