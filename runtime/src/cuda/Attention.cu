@@ -29,9 +29,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+// runtime/test/AttentionEmulationTest.cpp compiles this file for the host
+// with EFFRT_ATTENTION_EMULATION: threads, warps, shuffles and mma emulated.
+#ifndef EFFRT_ATTENTION_EMULATION
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+#define EFFRT_DYNAMIC_SHARED(name) extern __shared__ uint4 name[]
+#endif
 
 namespace {
 
@@ -54,11 +59,15 @@ template <> struct Elem<__nv_bfloat16> {
   /// c += a b for one m16n8k16 tile.
   static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4],
                                              const uint32_t b[2]) {
+#ifdef EFFRT_ATTENTION_EMULATION
+    emulatedMma(c, a, b, /*bf16=*/true);
+#else
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                    "r"(b[1]));
+#endif
   }
 };
 
@@ -69,11 +78,15 @@ template <> struct Elem<__half> {
   }
   static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4],
                                              const uint32_t b[2]) {
+#ifdef EFFRT_ATTENTION_EMULATION
+    emulatedMma(c, a, b, /*bf16=*/false);
+#else
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
                    "r"(b[1]));
+#endif
   }
 };
 
@@ -237,7 +250,7 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o,
                            float *lse, int Tq, int Tk, float scale,
                            int causal) {
   static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
-  extern __shared__ uint4 smem[];
+  EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
   T *Qs = reinterpret_cast<T *>(smem);
   T *Ks = Qs + BM * S;
@@ -340,7 +353,7 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
                                const T *dout, T *dk, T *dv, int Tq, int Tk,
                                float scale, int causal) {
   static_assert(BN == 16 * kWarps, "a warp owns 16 keys");
-  extern __shared__ uint4 smem[];
+  EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
   T *Ks = reinterpret_cast<T *>(smem);
   T *Vs = Ks + BN * S;
@@ -416,7 +429,7 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
                                  const T *dout, T *dq, int Tq, int Tk,
                                  float scale, int causal) {
   static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
-  extern __shared__ uint4 smem[];
+  EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
   T *Qs = reinterpret_cast<T *>(smem);
   T *dOs = Qs + BM * S;
