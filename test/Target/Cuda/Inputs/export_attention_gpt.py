@@ -3,7 +3,9 @@
 dropout (what effc --cuda-fused-attention fuses) to ONNX, as
 examples/export_examples.py exports its GPT (training mode, opset 17).
 
-    export_attention_gpt.py OUT.onnx
+    export_attention_gpt.py OUT.onnx [HEADS]
+
+HEADS (default 2) of d_model 128: head size 128 / HEADS.
 """
 import io
 import os
@@ -18,7 +20,8 @@ import export_examples as ex  # noqa: E402
 
 def main():
     torch.manual_seed(0)
-    model = ex.GPT(vocab=256, block_size=256, n_layer=1, d_model=128, n_head=2, dropout=0.0)
+    model = ex.GPT(vocab=256, block_size=256, n_layer=1, d_model=128,
+                   n_head=int(sys.argv[2]) if len(sys.argv) > 2 else 2, dropout=0.0)
     model.train()
     idx = torch.randint(0, 256, (2, 256))
     with warnings.catch_warnings():
