@@ -13,7 +13,9 @@
 #
 # usage: scripts/gpu/prepare.sh [--target cuda|cpu] [--out DIR] [--bin BUILD/bin]
 #                               [--bench-config gpt2|tiny] [--no-bench]
-#                               [--only-attention]
+#                               [--only-attention] [--bench-effc FLAG]...
+# --bench-effc FLAG: an extra effc flag for the benchmark's GPT-2 (repeat it
+# for several), e.g. --bench-effc --cuda-fused-attention.
 # --only-attention: only the runtime (effrun and libeffrt_attention_check.so,
 # for scripts/gpu/run.sh --only-attention); the suite and the benchmark of
 # an earlier prepare are left as they are. About a minute.
@@ -24,6 +26,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
 TARGET=cuda OUT=build-gpu BIN=build/bin BENCH_CONFIG=gpt2 BENCH=1 ONLY_ATTENTION=0
+BENCH_EFFC=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --target) TARGET=$2; shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --bench-config) BENCH_CONFIG=$2; shift 2 ;;
     --no-bench) BENCH=0; shift ;;
     --only-attention) ONLY_ATTENTION=1; shift ;;
+    --bench-effc) BENCH_EFFC+=("--effc=$2"); shift 2 ;;
     *) echo "prepare.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -69,7 +73,7 @@ fi
 if [ "$BENCH" = 1 ] && [ "$ONLY_ATTENTION" = 0 ]; then
   echo "== bench: GPT-2 ($BENCH_CONFIG) and effc --target $TARGET"
   "$PY" bench/gpu_vs_torch.py prepare --out "$OUT/bench" --bin "$BIN" \
-    --target "$TARGET" --config "$BENCH_CONFIG"
+    --target "$TARGET" --config "$BENCH_CONFIG" "${BENCH_EFFC[@]}"
 fi
 
 echo "== runtime: cmake -S runtime (alone, as there: no MLIR)"
