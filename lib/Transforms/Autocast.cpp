@@ -185,13 +185,14 @@ struct Autocaster {
     for (OpOperand &operand : op->getOpOperands())
       if (floatElementType(operand.get()))
         operand.set(castTo(operand.get(), type, op));
-    for (OpResult result : op->getResults())
+    for (OpResult result : op->getResults()) {
       // The log-sum-exp of attention is f32 in every precision.
       if (isa<AttentionOp>(op) && result.getResultNumber() == 1)
         continue;
-      else if (FloatType resultType = floatElementType(result);
+      if (FloatType resultType = floatElementType(result);
           resultType && isAutocastType(resultType))
         result.setType(cast<RankedTensorType>(result.getType()).clone(type));
+    }
     ScopedDiagnosticHandler quiet(op->getContext(),
                                   [](Diagnostic &) { return success(); });
     if (succeeded(verify(op)))

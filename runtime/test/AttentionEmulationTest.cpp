@@ -99,8 +99,8 @@ void launch(unsigned gridX, unsigned gridY, unsigned threads,
       exchange.assign(threads / 32 * 32 * 6, 0);
       // Garbage, as on a GPU: the kernels must not read what they did not
       // write.
-      dynamicShared.assign(sharedBytes / 16 + 1, make_uint4(0x7fc00000u, 1u,
-                                                           0xffffffffu, 7u));
+      dynamicShared.assign(sharedBytes / 16 + 1,
+                           make_uint4(0x7fc00000u, 1u, 0xffffffffu, 7u));
       for (unsigned t = 0; t < threads; ++t) {
         Fiber &f = fibers[t];
         f.stack.resize(256 * 1024);
@@ -417,19 +417,17 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
     unsigned smem = 3 * tileBytes(64, D);
     emu::launch(blocks(Tq, 64), h, 128, smem, [&] {
       if (type == BF16 && D == 64)
-        effrt_attn_fwd_bf16_d64((const __nv_bfloat16 *)Q,
-                                (const __nv_bfloat16 *)K,
-                                (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O,
-                                L, Tq, Tk, scale, c);
+        effrt_attn_fwd_bf16_d64(
+            (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
+            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, L, Tq, Tk, scale, c);
       else if (type == BF16)
-        effrt_attn_fwd_bf16_d128((const __nv_bfloat16 *)Q,
-                                 (const __nv_bfloat16 *)K,
-                                 (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O,
-                                 L, Tq, Tk, scale, c);
+        effrt_attn_fwd_bf16_d128(
+            (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
+            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, L, Tq, Tk, scale, c);
       else if (D == 64)
         effrt_attn_fwd_f16_d64((const __half *)Q, (const __half *)K,
-                               (const __half *)V, (__half *)O, L, Tq, Tk,
-                               scale, c);
+                               (const __half *)V, (__half *)O, L, Tq, Tk, scale,
+                               c);
       else
         effrt_attn_fwd_f16_d128((const __half *)Q, (const __half *)K,
                                 (const __half *)V, (__half *)O, L, Tq, Tk,
@@ -445,8 +443,8 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
       effrt_attn_rowdot_bf16((const __nv_bfloat16 *)O,
                              (const __nv_bfloat16 *)DO, Delta, rows, D);
     else
-      effrt_attn_rowdot_f16((const __half *)O, (const __half *)DO, Delta,
-                            rows, D);
+      effrt_attn_rowdot_f16((const __half *)O, (const __half *)DO, Delta, rows,
+                            D);
   });
   if (type == F32) {
     emu::launch(blocks(Tk, 8), h, 256, 0, [&] {
@@ -455,9 +453,9 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
                             (float *)DK, (float *)DV, Tq, Tk, D, scale, c);
     });
     emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
-      effrt_attn_bwd_q_f32((const float *)Q, (const float *)K,
-                           (const float *)V, L, Delta, (const float *)DO,
-                           (float *)DQ, Tq, Tk, D, scale, c);
+      effrt_attn_bwd_q_f32((const float *)Q, (const float *)K, (const float *)V,
+                           L, Delta, (const float *)DO, (float *)DQ, Tq, Tk, D,
+                           scale, c);
     });
   } else {
     int keyRows = D == 128 ? 32 : 64;
@@ -467,12 +465,12 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
 #define EFFRT_BWD(TY, T, DD)                                                   \
   do {                                                                         \
     emu::launch(blocks(Tk, 64), h, 128, kvSmem, [&] {                          \
-      effrt_attn_bwd_kv_##TY##_d##DD((const T *)Q, (const T *)K,               \
-                                     (const T *)V, L, Delta, (const T *)DO,    \
-                                     (T *)DK, (T *)DV, Tq, Tk, scale, c);      \
+      effrt_attn_bwd_kv_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V, \
+                                     L, Delta, (const T *)DO, (T *)DK,         \
+                                     (T *)DV, Tq, Tk, scale, c);               \
     });                                                                        \
     emu::launch(blocks(Tq, 64), h, 128, qSmem, [&] {                           \
-      effrt_attn_bwd_q_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V, \
+      effrt_attn_bwd_q_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V,  \
                                     L, Delta, (const T *)DO, (T *)DQ, Tq, Tk,  \
                                     scale, c);                                 \
     });                                                                        \

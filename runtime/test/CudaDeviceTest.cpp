@@ -219,8 +219,8 @@ TEST(cudaAttentionRefusesWhatItCannotRun) {
         "head dimension 256 is not supported for f32 (1 to 128 are)");
   CHECK(checkAttention(problem(3, 64), {aligned}) ==
         "element type 3 is none of 0 (f32), 1 (f16), 2 (bf16)");
-  CHECK(checkAttention(problem(2, 64), {aligned, odd}).rfind(
-            "bf16 operands must be 16-byte aligned", 0) == 0);
+  CHECK(checkAttention(problem(2, 64), {aligned, odd})
+            .rfind("bf16 operands must be 16-byte aligned", 0) == 0);
   AttentionProblem noKeys = problem(2, 64);
   noKeys.tk = 0;
   CHECK(checkAttention(noKeys, {aligned}) ==

@@ -211,7 +211,8 @@ int32_t cudaTypeCode(Type type) {
 /// What of `op` the CUDA kernels cannot run, or "".
 template <typename OpTy>
 std::string cudaRefusal(OpTy op, const AttentionShape &s) {
-  Type element = cast<RankedTensorType>(op.getQuery().getType()).getElementType();
+  Type element =
+      cast<RankedTensorType>(op.getQuery().getType()).getElementType();
   if (!element.isF32() && !element.isF16() && !element.isBF16())
     return "no element type other than f32, f16 and bf16";
   if (op.getMask())
@@ -272,8 +273,8 @@ struct CudaAttentionLowering : OpRewritePattern<AttentionOp> {
     Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
     addCudaOptions(call, op, s, run);
     call.call(op->getParentOfType<ModuleOp>(), kCudaForwardKernel);
-    Value result = convertElements(
-        rewriter, loc, call.asTensor(output, outputType), element);
+    Value result = convertElements(rewriter, loc,
+                                   call.asTensor(output, outputType), element);
     rewriter.replaceOp(op, {result, call.asTensor(lse, op.getLse().getType())});
     return success();
   }
@@ -295,9 +296,8 @@ struct CudaAttentionGradLowering : OpRewritePattern<AttentionGradOp> {
     SmallVector<Value> operands;
     for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(),
                     op.getLse(), op.getOutputGrad()})
-      operands.push_back(v == op.getLse()
-                             ? v
-                             : convertElements(rewriter, loc, v, run));
+      operands.push_back(
+          v == op.getLse() ? v : convertElements(rewriter, loc, v, run));
     RuntimeCall call(rewriter, loc);
     for (Value v : operands)
       call.addInput(v);
@@ -314,8 +314,8 @@ struct CudaAttentionGradLowering : OpRewritePattern<AttentionGradOp> {
     call.call(op->getParentOfType<ModuleOp>(), kCudaBackwardKernel);
     SmallVector<Value> results;
     for (auto [buffer, type] : llvm::zip_equal(grads, gradTypes))
-      results.push_back(convertElements(rewriter, loc,
-                                        call.asTensor(buffer, type), element));
+      results.push_back(
+          convertElements(rewriter, loc, call.asTensor(buffer, type), element));
     rewriter.replaceOp(op, results);
     return success();
   }

@@ -112,12 +112,12 @@ AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
             "cuModuleGetFunction '" + name + "'");
         k.sharedBytes = sharedBytes;
         if (sharedBytes > 0)
-          driver_.check(
-              cu.cuFuncSetAttribute(
-                  k.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                  static_cast<int>(sharedBytes)),
-              "allowing " + std::to_string(sharedBytes) +
-                  " bytes of shared memory to '" + name + "'");
+          driver_.check(cu.cuFuncSetAttribute(
+                            k.function,
+                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            static_cast<int>(sharedBytes)),
+                        "allowing " + std::to_string(sharedBytes) +
+                            " bytes of shared memory to '" + name + "'");
         return k;
       };
       // Dynamic shared memory of the tensor-core kernels (the f32 ones have
@@ -125,13 +125,13 @@ AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
       // dO (64 rows, 32 for D = 128) and two floats per query; query pass
       // Q, dO, K, V.
       int64_t keyPassRows = d == 128 ? 32 : 64;
-      kernels_[Forward][v] = find("effrt_attn_fwd_" + suffix,
-                                  type ? 3 * tileBytes(64, d) : 0);
-      kernels_[BackwardKey][v] = find(
-          "effrt_attn_bwd_kv_" + suffix,
-          type ? 2 * tileBytes(64, d) + 2 * tileBytes(keyPassRows, d) +
-                     static_cast<unsigned>(2 * keyPassRows * sizeof(float))
-               : 0);
+      kernels_[Forward][v] =
+          find("effrt_attn_fwd_" + suffix, type ? 3 * tileBytes(64, d) : 0);
+      kernels_[BackwardKey][v] =
+          find("effrt_attn_bwd_kv_" + suffix,
+               type ? 2 * tileBytes(64, d) + 2 * tileBytes(keyPassRows, d) +
+                          static_cast<unsigned>(2 * keyPassRows * sizeof(float))
+                    : 0);
       kernels_[BackwardQuery][v] =
           find("effrt_attn_bwd_q_" + suffix, type ? 4 * tileBytes(64, d) : 0);
       kernels_[RowDot][v] =
@@ -213,23 +213,23 @@ void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
   }
   const float *deltaIn = delta;
   if (p.type == 0) {
-    void *keyParams[] = {&q,  &k,  &v, &lse, &deltaIn, &dout,  &dk,
-                         &dv, &tq, &tk, &d,  &scale,   &causal};
+    void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,  &dk,
+                         &dv, &tq, &tk, &d,   &scale,   &causal};
     launch(kernels_[BackwardKey][v8], stream,
            static_cast<unsigned>((p.tk + kF32Rows - 1) / kF32Rows), heads,
            kF32Threads, keyParams);
-    void *queryParams[] = {&q,  &k,  &v, &lse,   &deltaIn, &dout,
-                           &dq, &tq, &tk, &d, &scale,   &causal};
+    void *queryParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,
+                           &dq, &tq, &tk, &d,   &scale,   &causal};
     launch(kernels_[BackwardQuery][v8], stream,
            static_cast<unsigned>((p.tq + kF32Rows - 1) / kF32Rows), heads,
            kF32Threads, queryParams);
   } else {
-    void *keyParams[] = {&q,  &k,  &v,  &lse,  &deltaIn, &dout,
-                         &dk, &dv, &tq, &tk, &scale,   &causal};
+    void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,
+                         &dk, &dv, &tq, &tk,  &scale,   &causal};
     launch(kernels_[BackwardKey][v8], stream,
            static_cast<unsigned>((p.tk + kMmaRows - 1) / kMmaRows), heads,
            kMmaThreads, keyParams);
-    void *queryParams[] = {&q,  &k,  &v,  &lse,  &deltaIn, &dout,
+    void *queryParams[] = {&q,  &k,  &v,  &lse,   &deltaIn, &dout,
                            &dq, &tq, &tk, &scale, &causal};
     launch(kernels_[BackwardQuery][v8], stream,
            static_cast<unsigned>((p.tq + kMmaRows - 1) / kMmaRows), heads,

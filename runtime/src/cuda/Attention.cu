@@ -45,7 +45,9 @@ constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 
-__device__ __forceinline__ float negInf() { return -__int_as_float(0x7f800000); }
+__device__ __forceinline__ float negInf() {
+  return -__int_as_float(0x7f800000);
+}
 __device__ __forceinline__ float posInf() { return __int_as_float(0x7f800000); }
 
 /// What differs between bf16 and f16: packing two floats and the mma.
@@ -196,9 +198,8 @@ __device__ __forceinline__ void productAbT(float (*c)[4], const T *a, int row,
 
 /// acc (16 x D) += the C fragments `p` (16 x K) times rows [0, K) of `b`.
 template <typename T, int D, int K>
-__device__ __forceinline__ void accumulatePB(float (*acc)[4],
-                                             const float (*p)[4], const T *b,
-                                             int g, int t) {
+__device__ __forceinline__ void
+accumulatePB(float (*acc)[4], const float (*p)[4], const T *b, int g, int t) {
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t af[4];
@@ -246,9 +247,8 @@ __device__ __forceinline__ void storeRows(T *dst, const float (*acc)[4],
 
 /// One block: BM query rows of one head (grid x: query tiles, y: heads).
 template <typename T, int D, int BM, int BN>
-__device__ void forwardMma(const T *q, const T *k, const T *v, T *o,
-                           float *lse, int Tq, int Tk, float scale,
-                           int causal) {
+__device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
+                           int Tq, int Tk, float scale, int causal) {
   static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
@@ -336,8 +336,7 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o,
     if (t == 0 && qi[r] < Tq)
       lse[qi[r]] = l > 0.0f ? (rowMax[r] + log2f(l)) * kLn2 : negInf();
   }
-  storeRows<T, D>(o + (int64_t)q0 * D, acc, row, Tq - q0, inv[0], inv[1], g,
-                  t);
+  storeRows<T, D>(o + (int64_t)q0 * D, acc, row, Tq - q0, inv[0], inv[1], g, t);
 }
 
 //===----------------------------------------------------------------------===//
@@ -522,8 +521,7 @@ __device__ __forceinline__ void loadTileF32(float *dst, const float *src,
   }
 }
 
-__device__ __forceinline__ float dotF32(const float *a, const float *b,
-                                        int D) {
+__device__ __forceinline__ float dotF32(const float *a, const float *b, int D) {
   float s = 0.0f;
   for (int d = 0; d < D; ++d)
     s = fmaf(a[d], b[d], s);
@@ -589,11 +587,10 @@ __device__ void forwardF32(const float *q, const float *k, const float *v,
 }
 
 /// dQ: a warp per query row, key tiles streamed past.
-__device__ void backwardQueryF32(const float *q, const float *k,
-                                 const float *v, const float *lse,
-                                 const float *delta, const float *dout,
-                                 float *dq, int Tq, int Tk, int D, float scale,
-                                 int causal) {
+__device__ void backwardQueryF32(const float *q, const float *k, const float *v,
+                                 const float *lse, const float *delta,
+                                 const float *dout, float *dq, int Tq, int Tk,
+                                 int D, float scale, int causal) {
   __shared__ float Ks[kF32Tile * kF32Stride], Vs[kF32Tile * kF32Stride];
   __shared__ float Qs[kF32Rows * kF32Stride], dOs[kF32Rows * kF32Stride];
   constexpr int threads = kF32Rows * 32;
@@ -621,8 +618,7 @@ __device__ void backwardQueryF32(const float *q, const float *k,
     int j = j0 + lane;
     float ds = 0.0f;
     if (j < Tk && !(causal && j > i)) {
-      float p = expf(dotF32(Qs + warp * kF32Stride, Ks + lane * kF32Stride,
-                            D) *
+      float p = expf(dotF32(Qs + warp * kF32Stride, Ks + lane * kF32Stride, D) *
                          scale -
                      l);
       float dp = dotF32(dOs + warp * kF32Stride, Vs + lane * kF32Stride, D);
@@ -647,9 +643,8 @@ __device__ void backwardQueryF32(const float *q, const float *k,
 /// dK and dV: a warp per key row, query tiles streamed past.
 __device__ void backwardKeyF32(const float *q, const float *k, const float *v,
                                const float *lse, const float *delta,
-                               const float *dout, float *dk, float *dv,
-                               int Tq, int Tk, int D, float scale,
-                               int causal) {
+                               const float *dout, float *dk, float *dv, int Tq,
+                               int Tk, int D, float scale, int causal) {
   __shared__ float Qs[kF32Tile * kF32Stride], dOs[kF32Tile * kF32Stride];
   __shared__ float Ks[kF32Rows * kF32Stride], Vs[kF32Rows * kF32Stride];
   __shared__ float lses[kF32Tile], deltas[kF32Tile];
@@ -742,10 +737,10 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
     forwardMma<T, D, 64, 64>(q, k, v, o, lse, Tq, Tk, scale, causal);          \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
-      effrt_attn_bwd_kv_##TY##_d##D(                                           \
-          const T *q, const T *k, const T *v, const float *lse,                \
-          const float *delta, const T *dout, T *dk, T *dv, int Tq, int Tk,     \
-          float scale, int causal) {                                           \
+      effrt_attn_bwd_kv_##TY##_d##D(const T *q, const T *k, const T *v,        \
+                                    const float *lse, const float *delta,      \
+                                    const T *dout, T *dk, T *dv, int Tq,       \
+                                    int Tk, float scale, int causal) {         \
     backwardKeyMma<T, D, BWD_BM, 64>(q, k, v, lse, delta, dout, dk, dv, Tq,    \
                                      Tk, scale, causal);                       \
   }                                                                            \
@@ -766,8 +761,8 @@ EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, 64)
 EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, 32)
 
 extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
-    effrt_attn_fwd_f32(const float *q, const float *k, const float *v,
-                       float *o, float *lse, int Tq, int Tk, int D, float scale,
+    effrt_attn_fwd_f32(const float *q, const float *k, const float *v, float *o,
+                       float *lse, int Tq, int Tk, int D, float scale,
                        int causal) {
   forwardF32(q, k, v, o, lse, Tq, Tk, D, scale, causal);
 }
@@ -789,7 +784,7 @@ extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
 }
 
 #define EFFRT_ATTN_ROWDOT(TY, T)                                               \
-  extern "C" __global__ void __launch_bounds__(256) effrt_attn_rowdot_##TY(   \
+  extern "C" __global__ void __launch_bounds__(256) effrt_attn_rowdot_##TY(    \
       const T *o, const T *dout, float *delta, long long rows, int D) {        \
     rowDot<T>(o, dout, delta, rows, D);                                        \
   }

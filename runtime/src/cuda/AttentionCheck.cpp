@@ -101,8 +101,8 @@ effrt_attention_check_fwd(void *stream, const void *q, const void *k,
 __attribute__((visibility("default"))) int effrt_attention_check_bwd(
     void *stream, const void *q, const void *k, const void *v, const void *o,
     const float *lse, const void *dout, void *dq, void *dk, void *dv,
-    float *delta, int64_t heads, int64_t tq, int64_t tk, int64_t d,
-    float scale, int32_t causal, int32_t type) {
+    float *delta, int64_t heads, int64_t tq, int64_t tk, int64_t d, float scale,
+    int32_t causal, int32_t type) {
   return guarded([&] {
     kernelsOfCurrentContext().backward(
         static_cast<CUstream>(stream),

@@ -499,8 +499,8 @@ extern "C" void effrt_cuda_attention_fwd(const void *q, const void *k,
 extern "C" void effrt_cuda_attention_bwd(
     const void *q, const void *k, const void *v, const void *o,
     const float *lse, const void *dout, void *dq, void *dk, void *dv,
-    float *workspace, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
-    int64_t D, int64_t Dv, float scale, int32_t causal, int32_t type) {
+    float *workspace, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D,
+    int64_t Dv, float scale, int32_t causal, int32_t type) {
   onDevice("effrt_cuda_attention_bwd", [&](ActiveDevice &d) {
     AttentionProblem p =
         attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
