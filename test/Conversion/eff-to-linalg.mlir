@@ -74,6 +74,41 @@ func.func @shared_weight_transposed(%x: tensor<2x3x8xf32>, %w: tensor<5x8xf32>) 
 
 // -----
 
+// Attention's batched products: K^T (a head split and a transpose, perm
+// [0, 2, 3, 1]) keeps only the head split as a copy, whose contiguous
+// dimension stays last, and the product reads it transposed; P^T (perm
+// [0, 1, 3, 2]) needs no copy at all. A transpose with another user is
+// left as it is (its copy exists anyway).
+// CHECK-DAG: #[[HEADS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
+// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[AT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @attention_products
+// CHECK: %[[K:.*]] = linalg.generic {indexing_maps = [#[[HEADS]], #{{.*}}]{{.*}} ins(%arg1 : tensor<2x4x3x8xf32>) outs(%{{.*}} : tensor<2x3x4x8xf32>)
+// CHECK: %[[KC:.*]] = tensor.collapse_shape %[[K]]
+// CHECK: linalg.batch_matmul indexing_maps = [#[[A]], #[[BT]], #[[C]]] ins(%{{.*}}, %[[KC]] : tensor<6x4x8xf32>, tensor<6x4x8xf32>)
+// CHECK: %[[P:.*]] = tensor.collapse_shape %arg2
+// CHECK: linalg.batch_matmul indexing_maps = [#[[AT]], #[[B]], #[[C]]] ins(%[[P]], %{{.*}} : tensor<6x4x4xf32>, tensor<6x4x8xf32>)
+// CHECK: %[[KT2:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<2x4x3x8xf32>) outs(%{{.*}} : tensor<2x3x8x4xf32>)
+// CHECK: %[[KT2C:.*]] = tensor.collapse_shape %[[KT2]]
+// CHECK: linalg.batch_matmul ins(%{{.*}}, %[[KT2C]] : tensor<6x4x8xf32>, tensor<6x8x4xf32>)
+func.func @attention_products(%q: tensor<2x3x4x8xf32>, %k: tensor<2x4x3x8xf32>, %p: tensor<2x3x4x4xf32>,
+                              %do: tensor<2x3x4x8xf32>, %q2: tensor<2x3x4x8xf32>)
+    -> (tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>, tensor<2x3x4x4xf32>, tensor<2x3x8x4xf32>) {
+  %kt = eff.transpose %k {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x4x3x8xf32> -> tensor<2x3x8x4xf32>
+  %s = eff.matmul %q, %kt : (tensor<2x3x4x8xf32>, tensor<2x3x8x4xf32>) -> tensor<2x3x4x4xf32>
+  %pt = eff.transpose %p {permutation = array<i64: 0, 1, 3, 2>} : tensor<2x3x4x4xf32> -> tensor<2x3x4x4xf32>
+  %dv = eff.matmul %pt, %do : (tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %kt2 = eff.transpose %k {permutation = array<i64: 0, 2, 3, 1>} : tensor<2x4x3x8xf32> -> tensor<2x3x8x4xf32>
+  %s2 = eff.matmul %q2, %kt2 : (tensor<2x3x4x8xf32>, tensor<2x3x8x4xf32>) -> tensor<2x3x4x4xf32>
+  %twice = eff.add %kt2, %kt2 : (tensor<2x3x8x4xf32>, tensor<2x3x8x4xf32>) -> tensor<2x3x8x4xf32>
+  return %s, %dv, %s2, %twice : tensor<2x3x4x4xf32>, tensor<2x3x4x8xf32>, tensor<2x3x4x4xf32>, tensor<2x3x8x4xf32>
+}
+
+// -----
+
 // Float sums accumulate in f64 (as PyTorch's CPU acc_type<float>): a long
 // fp32 sum in fp32 loses ~n eps; the mean divides in f64 and rounds once.
 // CHECK-LABEL: func.func @reduce_mean

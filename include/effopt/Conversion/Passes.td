@@ -433,9 +433,12 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of gpu.launch kernels formed">,
+    Statistic<"numVectorized", "vectorized",
+              "Elementwise kernels whose threads take 16 bytes at a time">,
     Statistic<"numBlockReductions", "block-reductions",
               "Reductions combined across a block">,
     Statistic<"numSerialFallbacks", "serial-fallbacks",

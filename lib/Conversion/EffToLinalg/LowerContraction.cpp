@@ -185,13 +185,50 @@ struct MatmulLowering : PolicyPattern<MatmulOp> {
                        RankedTensorType::get({batchSize, rows, cols},
                                              operandType));
     };
-    Value a = expand(lhs, m, k);
-    Value bm = expand(rhs, k, n);
+    // An operand that is a transpose moving its input's contiguous
+    // dimension to the second-to-last place (K^T of attention, dS^T and
+    // P^T of its backward) is read through a transposed indexing map -- a
+    // GEMM flag -- instead: what remains of the transpose (a head split)
+    // keeps the contiguous dimension last, or nothing remains.
+    bool transposeA = false, transposeB = false;
+    auto untranspose = [&](Value v, bool &transposed) -> Value {
+      auto transpose = v.getDefiningOp<TransposeOp>();
+      if (!transpose)
+        return v;
+      SmallVector<int64_t> perm(transpose.getPermutation());
+      int64_t r = perm.size();
+      if (r < 2 || perm[r - 2] != r - 1)
+        return v;
+      std::swap(perm[r - 2], perm[r - 1]);
+      bool identity = llvm::equal(perm, llvm::seq<int64_t>(0, r));
+      if (!identity && !transpose->hasOneUse())
+        return v;
+      transposed = true;
+      if (identity)
+        return transpose.getInput();
+      return TransposeOp::create(rewriter, loc, transpose.getInput(), perm);
+    };
+    lhs = untranspose(lhs, transposeA);
+    rhs = untranspose(rhs, transposeB);
+    Value a = transposeA ? expand(lhs, k, m) : expand(lhs, m, k);
+    Value bm = transposeB ? expand(rhs, n, k) : expand(rhs, k, n);
     auto outType = RankedTensorType::get({batchSize, m, n}, elementType);
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr bd = getAffineDimExpr(0, ctx), md = getAffineDimExpr(1, ctx),
+               nd = getAffineDimExpr(2, ctx), kd = getAffineDimExpr(3, ctx);
+    auto map = [&](AffineExpr x, AffineExpr y) {
+      return AffineMapAttr::get(AffineMap::get(4, 0, {bd, x, y}, ctx));
+    };
+    NamedAttribute maps(
+        rewriter.getStringAttr("indexing_maps"),
+        rewriter.getArrayAttr({transposeA ? map(kd, md) : map(md, kd),
+                               transposeB ? map(nd, kd) : map(kd, nd),
+                               map(md, nd)}));
     Value product =
         linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{outType},
                                       ValueRange{a, bm},
-                                      ValueRange{zeros(rewriter, loc, outType)})
+                                      ValueRange{zeros(rewriter, loc, outType)},
+                                      {maps})
             .getResult(0);
     rewriter.replaceOp(op, rounded(product));
     return success();

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
@@ -159,9 +160,12 @@ static Value blockAllReduce(OpBuilder &b, Location loc, Value value,
 /// Emits the payload of `op` at the loop point `ivs`: loads the inputs it
 /// uses, maps the output block arguments to `outs` (loading those left
 /// null that the payload reads) and returns the yielded values.
+/// Block arguments already in `preset` (a vector lane's operands) are not
+/// loaded.
 static SmallVector<Value> emitPayload(OpBuilder &b, linalg::GenericOp op,
                                       ArrayRef<Value> ivs,
-                                      ArrayRef<Value> outs) {
+                                      ArrayRef<Value> outs,
+                                      const IRMapping &preset = {}) {
   Location loc = op.getLoc();
   Block &body = op.getRegion().front();
   IRMapping mapping;
@@ -169,6 +173,10 @@ static SmallVector<Value> emitPayload(OpBuilder &b, linalg::GenericOp op,
     BlockArgument arg = op.getMatchingBlockArgument(&operand);
     if (arg.use_empty())
       continue;
+    if (Value given = preset.lookupOrNull(arg)) {
+      mapping.map(arg, given);
+      continue;
+    }
     if (op.isDpsInit(&operand)) {
       unsigned k = operand.getOperandNumber() - op.getNumDpsInputs();
       if (outs.size() > k && outs[k]) {
@@ -412,6 +420,130 @@ struct EffGpuFormKernelsPass
   /// One thread per point of the parallel dims (a grid-stride loop over
   /// their linearisation); each thread walks the reduction dims, if any, in
   /// order, carrying the outputs.
+  /// How many neighbouring elements along the innermost parallel loop
+  /// dimension `last` one thread of an all-parallel op takes (1: none):
+  /// 16 bytes of its widest element type that varies along `last`, when
+  /// every memref operand either is indexed by `last` in its contiguous
+  /// dimension (unit stride; static offset and other strides multiples of
+  /// the width, so each vector is aligned: the planner aligns every
+  /// buffer to 256 bytes) or does not depend on `last` (read once per
+  /// thread), every output is of the first kind, and the width divides
+  /// the static size of `last`.
+  static int64_t vectorWidth(linalg::GenericOp op, ArrayRef<Value> sizes,
+                             ArrayRef<unsigned> parallelDims) {
+    if (parallelDims.empty())
+      return 1;
+    unsigned last = parallelDims.back();
+    std::optional<int64_t> lastSize = getConstantIntValue(sizes[last]);
+    if (!lastSize)
+      return 1;
+    int64_t widestBytes = 0;
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<MemRefType>(operand.get().getType());
+      if (!type)
+        continue;
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      if (!map.isFunctionOfDim(last)) {
+        if (op.isDpsInit(&operand))
+          return 1;
+        continue;
+      }
+      auto lastExpr = dyn_cast<AffineDimExpr>(map.getResults().back());
+      if (!lastExpr || lastExpr.getPosition() != last)
+        return 1;
+      for (AffineExpr expr : map.getResults().drop_back())
+        if (expr.isFunctionOfDim(last))
+          return 1;
+      Type element = type.getElementType();
+      if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+        return 1;
+      widestBytes = std::max<int64_t>(widestBytes,
+                                      element.getIntOrFloatBitWidth() / 8);
+    }
+    if (widestBytes == 0)
+      return 1;
+    int64_t width = 16 / widestBytes;
+    if (width < 2 || *lastSize % width != 0)
+      return 1;
+    // Alignment of every vector: unit innermost stride, the rest and the
+    // offset multiples of the width.
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<MemRefType>(operand.get().getType());
+      if (!type || !op.getMatchingIndexingMap(&operand).isFunctionOfDim(last))
+        continue;
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(type.getStridesAndOffset(strides, offset)) ||
+          ShapedType::isDynamic(offset) || offset % width != 0 ||
+          strides.back() != 1)
+        return 1;
+      for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+        if (ShapedType::isDynamic(stride) || stride % width != 0)
+          return 1;
+    }
+    return width;
+  }
+
+  /// The `width` points from `ivs` (whose `last` entry counts vectors)
+  /// along `last`: vector loads of the operands indexed by `last`, one
+  /// scalar load of the others, the payload once per lane, vector stores.
+  static void emitVectorPoint(OpBuilder &b, linalg::GenericOp op,
+                              ArrayRef<Value> vectorIvs, unsigned last,
+                              int64_t width) {
+    Location loc = op.getLoc();
+    SmallVector<Value> ivs(vectorIvs);
+    ivs[last] = arith::MulIOp::create(b, loc, vectorIvs[last],
+                                      indexConstant(b, loc, width));
+    auto alignment = [&](Type element) {
+      return llvm::MaybeAlign(width * element.getIntOrFloatBitWidth() / 8);
+    };
+    // Per operand: a vector (indexed by `last`) or a scalar (it is not).
+    DenseMap<unsigned, Value> vectors, scalars;
+    for (OpOperand &operand : op->getOpOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(&operand);
+      auto type = dyn_cast<MemRefType>(operand.get().getType());
+      if (arg.use_empty() || !type)
+        continue;
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      SmallVector<Value> indices = applyMap(b, loc, map, ivs);
+      if (map.isFunctionOfDim(last))
+        vectors[operand.getOperandNumber()] = vector::LoadOp::create(
+            b, loc, VectorType::get({width}, type.getElementType()),
+            operand.get(), indices, /*nontemporal=*/false,
+            alignment(type.getElementType()));
+      else
+        scalars[operand.getOperandNumber()] =
+            memref::LoadOp::create(b, loc, operand.get(), indices);
+    }
+    SmallVector<SmallVector<Value>> lanes(op.getNumDpsInits());
+    for (int64_t lane = 0; lane < width; ++lane) {
+      IRMapping preset;
+      for (OpOperand &operand : op->getOpOperands()) {
+        BlockArgument arg = op.getMatchingBlockArgument(&operand);
+        unsigned n = operand.getOperandNumber();
+        if (Value vector = vectors.lookup(n))
+          preset.map(arg, vector::ExtractOp::create(b, loc, vector, lane));
+        else if (Value scalar = scalars.lookup(n))
+          preset.map(arg, scalar);
+      }
+      SmallVector<Value> laneIvs(ivs);
+      laneIvs[last] =
+          arith::AddIOp::create(b, loc, ivs[last], indexConstant(b, loc, lane));
+      for (auto [k, value] :
+           llvm::enumerate(emitPayload(b, op, laneIvs, {}, preset)))
+        lanes[k].push_back(value);
+    }
+    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+      auto type = cast<MemRefType>(init.get().getType());
+      Value vector = vector::FromElementsOp::create(
+          b, loc, VectorType::get({width}, type.getElementType()), lanes[k]);
+      vector::StoreOp::create(
+          b, loc, vector, init.get(),
+          applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs),
+          /*nontemporal=*/false, alignment(type.getElementType()));
+    }
+  }
+
   gpu::LaunchOp formThreadPerPoint(OpBuilder &b, linalg::GenericOp op,
                                    ArrayRef<Value> sizes,
                                    ArrayRef<unsigned> parallelDims,
@@ -423,6 +555,15 @@ struct EffGpuFormKernelsPass
       parallelSizes.push_back(sizes[d]);
     for (unsigned d : reductionDims)
       reductionSizes.push_back(sizes[d]);
+    // Elementwise ops whose contiguous dimension allows it: each thread
+    // takes `width` neighbouring elements with 16-byte loads and stores.
+    int64_t width =
+        reductionDims.empty() ? vectorWidth(op, sizes, parallelDims) : 1;
+    if (width > 1) {
+      ++numVectorized;
+      parallelSizes.back() = indexConstant(
+          b, loc, *getConstantIntValue(parallelSizes.back()) / width);
+    }
     Value points = product(b, loc, parallelSizes);
     int64_t threads = blockSize;
     if (std::optional<int64_t> n = getConstantIntValue(points))
@@ -447,6 +588,10 @@ struct EffGpuFormKernelsPass
              parallelDims,
              delinearize(b, loc, pointsLoop.getInductionVar(), parallelSizes)))
       ivs[d] = iv;
+    if (width > 1) {
+      emitVectorPoint(b, op, ivs, parallelDims.back(), width);
+      return launch;
+    }
     if (reductionDims.empty()) {
       storeOutputs(b, op, ivs, emitPayload(b, op, ivs, {}));
       return launch;

@@ -101,6 +101,10 @@ public:
     // the host keeps index arithmetic, views, loops over library calls and
     // launches.
     pm.addPass(createEffGpuFormKernelsPass());
+    // Shapes and strides are constants of the host code: copied into each
+    // kernel, its index divisions become multiplications (as kernel
+    // arguments they were 64-bit divisions by a run-time value).
+    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     // One gpu.func per launch, in gpu.modules (eff-cuda-fatbin merges them
     // into one binary); the constants a kernel reads are copied in.
     pm.addPass(createGpuKernelOutliningPass());

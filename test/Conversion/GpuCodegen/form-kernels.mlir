@@ -1,24 +1,29 @@
 // RUN: effopt-opt %s --split-input-file --eff-gpu-form-kernels | FileCheck %s
 
 // An elementwise op: one launch of 256-thread blocks with a grid-stride loop
-// over the linearised 32x128 space, delinearised innermost-fastest; the host
-// keeps no load or store.
+// over the linearised 32x128 space, delinearised innermost-fastest; f32
+// rows of 128: each thread takes 4 neighbours with 16-byte vector loads
+// (the broadcast bias too, being indexed by the same column) and one
+// vector store, so the loop runs over 1024 vectors. The host keeps no load
+// or store.
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
 // CHECK-LABEL: func.func @elementwise
 // CHECK-NOT: memref.load
-// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%[[GX:.*]] = %c16{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c256
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%[[GX:.*]] = %c4{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c256
 // CHECK:   %[[MUL:.*]] = arith.muli %[[BX]], %[[SX]]
 // CHECK:   %[[FIRST:.*]] = arith.addi %[[MUL]], %[[TX]]
 // CHECK:   %[[STRIDE:.*]] = arith.muli %[[GX]], %[[SX]]
-// CHECK:   scf.for %[[I:.*]] = %[[FIRST]] to %c4096{{.*}} step %[[STRIDE]]
-// CHECK:     %[[J:.*]] = arith.remui %[[I]], %c128
-// CHECK:     %[[ROW:.*]] = arith.divui %[[I]], %c128
-// CHECK:     memref.load %{{.*}}[%[[ROW]], %[[J]]] : memref<32x128xf32>
-// CHECK:     memref.load %{{.*}}[%[[J]]] : memref<128xf32>
-// CHECK:     arith.addf
-// CHECK:     memref.store %{{.*}}[%[[ROW]], %[[J]]]
+// CHECK:   scf.for %[[I:.*]] = %[[FIRST]] to %c1024{{.*}} step %[[STRIDE]]
+// CHECK:     %[[J:.*]] = arith.remui %[[I]], %c32
+// CHECK:     %[[ROW:.*]] = arith.divui %[[I]], %c32
+// CHECK:     %[[COL:.*]] = arith.muli %[[J]], %c4
+// CHECK:     %[[X:.*]] = vector.load %{{.*}}[%[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<32x128xf32>, vector<4xf32>
+// CHECK:     %[[B:.*]] = vector.load %{{.*}}[%[[COL]]] {alignment = 16 : i64} : memref<128xf32>, vector<4xf32>
+// CHECK-COUNT-4: arith.addf
+// CHECK:     %[[V:.*]] = vector.from_elements
+// CHECK:     vector.store %[[V]], %{{.*}}[%[[ROW]], %[[COL]]] {alignment = 16 : i64} : memref<32x128xf32>, vector<4xf32>
 // CHECK:   gpu.terminator
 // CHECK: } {eff.kernel = "elementwise"}
 // CHECK-NOT: memref.load
@@ -35,6 +40,54 @@ func.func @elementwise(%x: memref<32x128xf32>, %b: memref<128xf32>, %y: memref<3
 
 // -----
 
+// Scalar threads where 16-byte vectors do not fit: rows of 10 f32 (not a
+// multiple of 4), a view whose offset is not a multiple of the width, and
+// a transposed read (its contiguous dimension is not the thread's). One
+// element per thread, delinearised innermost-fastest.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#t = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-LABEL: func.func @scalar_elementwise
+// CHECK-NOT: vector.
+// CHECK: gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2{{.*}}, %{{.*}}) threads
+// CHECK:   scf.for %[[I:.*]] = %{{.*}} to %c320{{.*}} step
+// CHECK:     %[[J:.*]] = arith.remui %[[I]], %c10
+// CHECK:     %[[ROW:.*]] = arith.divui %[[I]], %c10
+// CHECK:     memref.load %{{.*}}[%[[ROW]], %[[J]]] : memref<32x10xf32>
+// CHECK:     memref.store %{{.*}}[%[[ROW]], %[[J]]]
+// CHECK: } {eff.kernel = "elementwise"}
+// CHECK: gpu.launch
+// CHECK:     memref.load %{{.*}} : memref<32x128xf32, strided<[128, 1], offset: 2>>
+// CHECK: } {eff.kernel = "elementwise"}
+// CHECK: gpu.launch
+// CHECK:     memref.load %{{.*}} : memref<128x32xf32>
+// CHECK: } {eff.kernel = "elementwise"}
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @scalar_elementwise(%x: memref<32x10xf32>, %y: memref<32x10xf32>,
+                              %v: memref<32x128xf32, strided<[128, 1], offset: 2>>,
+                              %w: memref<32x128xf32>, %tr: memref<128x32xf32>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<32x10xf32>) outs(%y : memref<32x10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%v : memref<32x128xf32, strided<[128, 1], offset: 2>>) outs(%w : memref<32x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%tr : memref<128x32xf32>) outs(%w : memref<32x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+
+// -----
+
 // A row reduction (a softmax's max) after its fill: two kernels. The
 // reduction runs one block per row (32 threads for a 10-wide row) striding
 // from the identity -inf, combined by gpu.all_reduce; thread 0 folds in the
@@ -44,7 +97,7 @@ func.func @elementwise(%x: memref<32x128xf32>, %b: memref<128xf32>, %y: memref<3
 #rows = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @row_max
 // CHECK: gpu.launch
-// CHECK:   memref.store %{{.*}} : memref<32xf32>
+// CHECK:   vector.store %{{.*}} : memref<32xf32>, vector<4xf32>
 // CHECK: } {eff.kernel = "elementwise"}
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c32
 // CHECK:   %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
@@ -164,15 +217,16 @@ memref.global "private" constant @table : memref<4xi64> = dense<[3, 1, 4, 1]>
 // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NOT: memref.get_global
 // CHECK: gpu.launch
-// CHECK:   memref.store %[[ZERO]], %{{.*}} : memref<4x8xf32>
+// CHECK:   %[[FILL:.*]] = vector.from_elements %[[ZERO]], %[[ZERO]], %[[ZERO]], %[[ZERO]] : vector<4xf32>
+// CHECK:   vector.store %[[FILL]], %{{.*}} : memref<4x8xf32>, vector<4xf32>
 // CHECK: } {eff.kernel = "elementwise"}
 // CHECK: gpu.launch
 // CHECK:   %[[T:.*]] = memref.get_global @table : memref<4xi64>
-// CHECK:   memref.load %[[T]]
+// CHECK:   vector.load %[[T]][%{{.*}}] {alignment = 16 : i64} : memref<4xi64>, vector<2xi64>
 // CHECK: } {eff.kernel = "elementwise"}
 // CHECK: gpu.launch
-// CHECK:   memref.load %{{.*}} : memref<4x8xf32, strided<[16, 1]>>
-// CHECK:   memref.store %{{.*}} : memref<4x8xf32>
+// CHECK:   vector.load %{{.*}} : memref<4x8xf32, strided<[16, 1]>>, vector<4xf32>
+// CHECK:   vector.store %{{.*}} : memref<4x8xf32>, vector<4xf32>
 // CHECK: } {eff.kernel = "elementwise"}
 func.func @copies(%a: memref<4x8xf32>, %t: memref<4xi64>, %src: memref<4x8xf32, strided<[16, 1]>>) attributes {eff.arena_arg = 0 : i64} {
   %z = memref.get_global @zeros : memref<4x8xf32>
