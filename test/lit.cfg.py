@@ -41,7 +41,7 @@ tools = ["effopt-opt", "effopt-translate", "effc"]
 config.available_features.add("effc")
 for optional in ["effrt-inspect", "effrt-unit-tests", "effopt-import-fuzzer",
                  "effrun", "effrt-make-test-model", "effrt-capi-test",
-                 "effrt-collectives-test"]:
+                 "effrt-collectives-test", "effrt-cuda-attention-emulation"]:
     if os.path.exists(os.path.join(config.effopt_tools_dir, optional)):
         tools.append(optional)
         config.available_features.add(optional)

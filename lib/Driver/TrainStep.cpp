@@ -156,16 +156,30 @@ StringRef stringifyFrozenStorage(FrozenStorage storage) {
   return nameOf(&TrainStepOptions::quantizeFrozen, storage);
 }
 
+/// Whether attention runs on kernels the target uses only when asked
+/// (--cuda-fused-attention on cuda).
+static bool optInAttention(const TrainStepOptions &options,
+                           const TargetBackend &backend) {
+  return options.fuseAttention && options.cudaFusedAttention &&
+         backend.hasOptInAttentionKernels();
+}
+
 void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
                        const TargetBackend &backend) {
   EffStepAbiPassOptions abi;
   abi.alignment = backend.getAlignment();
   // Attention as one op first: autocast keeps it in f32 and autodiff uses
   // its rule, which saves no Tq x Tk probabilities.
-  // Only where the target has an attention kernel (not yet on cuda, which
-  // then computes attention as batched GEMMs and softmax kernels).
-  if (options.fuseAttention && backend.supportsFusedAttention())
-    pm.addPass(createEffFuseAttentionPass());
+  // Only where the target has an attention kernel (cuda: only when asked;
+  // otherwise attention runs as batched GEMMs and softmax kernels there).
+  bool optIn = optInAttention(options, backend);
+  if (options.fuseAttention && (backend.supportsFusedAttention() || optIn)) {
+    EffFuseAttentionPassOptions fuse;
+    // Opt-in kernels take less (cuda's: no mask but the causal one).
+    if (optIn)
+      fuse.kernels = backend.getName().str();
+    pm.addPass(createEffFuseAttentionPass(fuse));
+  }
   if (options.mode == StepMode::Forward) {
     // The imported @forward as it is: no autodiff, no optimizer.
     pm.addPass(createCanonicalizerPass());
@@ -189,6 +203,9 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   if (options.precision != Precision::FP32) {
     EffAutocastPassOptions autocast;
     autocast.precision = stringifyPrecision(options.precision).str();
+    // cuda's attention kernels run f16/bf16 on tensor cores (PyTorch's
+    // autocast runs scaled_dot_product_attention in low precision too).
+    autocast.lowPrecisionAttention = optIn;
     pm.addPass(createEffAutocastPass(autocast));
   }
   pm.addPass(createEffAutodiffPass());
@@ -285,6 +302,8 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
     policy.lowPrecisionProducts = options.lowPrecisionProducts;
   if (!options.convolution.empty())
     policy.convolution = options.convolution;
+  if (optInAttention(options, backend))
+    policy.attention = backend.getName().str();
   pm.addPass(createConvertEffToLinalgPass(policy));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createEffFuseElementwisePass());

@@ -75,6 +75,8 @@ Type widest(Type a, Type b) {
 
 struct Autocaster {
   FloatType low;
+  /// eff.attention in `low` (its lse stays f32) instead of f32.
+  bool lowPrecisionAttention = false;
   OpBuilder builder;
   llvm::DenseMap<std::pair<Value, Type>, Value> casts;
   llvm::DenseMap<Value, bool> parameterDerived;
@@ -162,6 +164,8 @@ struct Autocaster {
     }
     if (!any)
       return Type();
+    if (isa<AttentionOp>(op) && lowPrecisionAttention)
+      return low;
     switch (classify(op)) {
     case CastClass::LowPrecision:
       return low;
@@ -181,10 +185,14 @@ struct Autocaster {
     for (OpOperand &operand : op->getOpOperands())
       if (floatElementType(operand.get()))
         operand.set(castTo(operand.get(), type, op));
-    for (OpResult result : op->getResults())
+    for (OpResult result : op->getResults()) {
+      // The log-sum-exp of attention is f32 in every precision.
+      if (isa<AttentionOp>(op) && result.getResultNumber() == 1)
+        continue;
       if (FloatType resultType = floatElementType(result);
           resultType && isAutocastType(resultType))
         result.setType(cast<RankedTensorType>(result.getType()).clone(type));
+    }
     ScopedDiagnosticHandler quiet(op->getContext(),
                                   [](Diagnostic &) { return success(); });
     if (succeeded(verify(op)))
@@ -246,6 +254,7 @@ struct EffAutocastPass : effopt::impl::EffAutocastPassBase<EffAutocastPass> {
       return signalPassFailure();
     }
     Autocaster autocaster(low);
+    autocaster.lowPrecisionAttention = lowPrecisionAttention;
     autocaster.run(forward);
     numCasts += autocaster.numCasts;
   }

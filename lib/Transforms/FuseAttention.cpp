@@ -250,7 +250,11 @@ SmallVector<int64_t> swapLastTwo(int64_t rank) {
 
 /// matmul(softmax(mask(scale(q k^T))), v), with dropout, as one op.
 struct FuseAttention : OpRewritePattern<MatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  /// `cudaKernels`: fuse only what effrt's CUDA kernels run (no mask but
+  /// the causal one, no dropout, one head size up to 128).
+  FuseAttention(MLIRContext *context, bool cudaKernels)
+      : OpRewritePattern(context), cudaKernels(cudaKernels) {}
+  bool cudaKernels;
 
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
@@ -373,6 +377,15 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
     // in bf16/f16 throughout keeps its unfused chain.
     if (!q.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "not an f32 attention");
+    if (cudaKernels) {
+      if (parts.mask || parts.dropout > 0.0)
+        return rewriter.notifyMatchFailure(
+            op, "a mask or dropout (the CUDA kernels take neither)");
+      if (q.getShape().back() > 128 ||
+          v.getShape().back() != q.getShape().back())
+        return rewriter.notifyMatchFailure(
+            op, "head sizes the CUDA kernels do not take");
+    }
 
     // k from k^T: through the transpose that made k^T when there is one.
     rewriter.setInsertionPoint(op);
@@ -420,9 +433,17 @@ struct FuseAttention : OpRewritePattern<MatmulOp> {
 
 struct EffFuseAttentionPass
     : effopt::impl::EffFuseAttentionPassBase<EffFuseAttentionPass> {
+  using EffFuseAttentionPassBase::EffFuseAttentionPassBase;
+
   void runOnOperation() override {
+    if (kernels != "cpu" && kernels != "cuda") {
+      getOperation().emitError("eff-fuse-attention: kernels must be cpu or "
+                               "cuda, got '")
+          << kernels << "'";
+      return signalPassFailure();
+    }
     RewritePatternSet set(&getContext());
-    set.add<FuseAttention>(&getContext());
+    set.add<FuseAttention>(&getContext(), kernels == "cuda");
     FrozenRewritePatternSet patterns(std::move(set));
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);

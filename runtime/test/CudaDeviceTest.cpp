@@ -11,6 +11,7 @@
 #include "TestModels.h"
 #include "UnitTest.h"
 
+#include "../src/cuda/Attention.h"
 #include "../src/cuda/CudaDevice.h"
 #include "../src/cuda/CudaManifest.h"
 #include "../src/cuda/GemmPlan.h"
@@ -188,6 +189,50 @@ TEST(cudaGemmPlanIsSgemm) {
   CHECK_EQ(planGemm(false, false, 4, 2, 3, 2, 2, 2, plan),
            std::string("leading dimension 2 of A is below its 3 elements per "
                        "column"));
+}
+
+TEST(cudaAttentionRefusesWhatItCannotRun) {
+  // The shape checks run before any kernel is looked for: the same with or
+  // without a GPU (and without nvcc at build time).
+  auto problem = [](int32_t type, int64_t d) {
+    AttentionProblem p;
+    p.heads = 384;
+    p.tq = p.tk = 1024;
+    p.d = d;
+    p.scale = 0.125f;
+    p.causal = true;
+    p.type = type;
+    return p;
+  };
+  alignas(16) static char buffer[64];
+  const void *aligned = buffer, *odd = buffer + 2;
+  for (int32_t type : {1, 2})
+    for (int64_t d : {64, 128})
+      CHECK(checkAttention(problem(type, d), {aligned, aligned}).empty());
+  for (int64_t d : {1, 3, 64, 100, 128})
+    CHECK(checkAttention(problem(0, d), {odd}).empty());
+  CHECK(checkAttention(problem(2, 96), {aligned}) ==
+        "head dimension 96 is not supported for bf16 (64 and 128 are)");
+  CHECK(checkAttention(problem(1, 32), {aligned}) ==
+        "head dimension 32 is not supported for f16 (64 and 128 are)");
+  CHECK(checkAttention(problem(0, 256), {aligned}) ==
+        "head dimension 256 is not supported for f32 (1 to 128 are)");
+  CHECK(checkAttention(problem(3, 64), {aligned}) ==
+        "element type 3 is none of 0 (f32), 1 (f16), 2 (bf16)");
+  CHECK(checkAttention(problem(2, 64), {aligned, odd})
+            .rfind("bf16 operands must be 16-byte aligned", 0) == 0);
+  AttentionProblem noKeys = problem(2, 64);
+  noKeys.tk = 0;
+  CHECK(checkAttention(noKeys, {aligned}) ==
+        "no keys (Tk = 0): softmax over nothing");
+  AttentionProblem manyHeads = problem(2, 64);
+  manyHeads.heads = 70000;
+  CHECK(checkAttention(manyHeads, {aligned}) ==
+        "70000 heads (batch x heads) are too many (at most 65535)");
+  AttentionProblem longSequence = problem(0, 64);
+  longSequence.tk = int64_t(1) << 31;
+  CHECK(checkAttention(longSequence, {aligned}).find("too long") !=
+        std::string::npos);
 }
 
 TEST(cudaDriverAbsent) {

@@ -13,13 +13,20 @@
 #
 # usage: scripts/gpu/prepare.sh [--target cuda|cpu] [--out DIR] [--bin BUILD/bin]
 #                               [--bench-config gpt2|tiny] [--no-bench]
+#                               [--only-attention] [--bench-effc FLAG]...
+# --bench-effc FLAG: an extra effc flag for the benchmark's GPT-2 (repeat it
+# for several), e.g. --bench-effc --cuda-fused-attention.
+# --only-attention: only the runtime (effrun and libeffrt_attention_check.so,
+# for scripts/gpu/run.sh --only-attention); the suite and the benchmark of
+# an earlier prepare are left as they are. About a minute.
 # --target cpu --bench-config tiny: the dry run that proves the flow on CPU
 # (then scripts/gpu/run.sh --dir DIR --device-kind cpu).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
-TARGET=cuda OUT=build-gpu BIN=build/bin BENCH_CONFIG=gpt2 BENCH=1
+TARGET=cuda OUT=build-gpu BIN=build/bin BENCH_CONFIG=gpt2 BENCH=1 ONLY_ATTENTION=0
+BENCH_EFFC=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --target) TARGET=$2; shift 2 ;;
@@ -27,6 +34,8 @@ while [ $# -gt 0 ]; do
     --bin) BIN=$2; shift 2 ;;
     --bench-config) BENCH_CONFIG=$2; shift 2 ;;
     --no-bench) BENCH=0; shift ;;
+    --only-attention) ONLY_ATTENTION=1; shift ;;
+    --bench-effc) BENCH_EFFC+=("--effc=$2"); shift 2 ;;
     *) echo "prepare.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -35,28 +44,36 @@ LIMIT=$((48 * 1024 * 1024))   # well under the device tool's 64 MiB
 PACK_ABOVE=${PACK_ABOVE:-$((32 * 1024 * 1024))}   # xz the .effx files above this
 case "$OUT" in /*) ;; *) OUT=$ROOT/$OUT ;; esac
 case "$BIN" in /*) ;; *) BIN=$ROOT/$BIN ;; esac
-if [ ! -x "$BIN/effc" ]; then
+if [ "$ONLY_ATTENTION" = 1 ]; then
+  :  # no effc needed: the runtime alone
+elif [ ! -x "$BIN/effc" ]; then
   echo "prepare.sh: no effc in $BIN (build first: scripts/build.sh)" >&2
   exit 1
 fi
 # effc names its targets in --help: say so now rather than after the exports.
-if ! "$BIN/effc" --help 2>/dev/null | grep -A3 -- "--target=" | grep -qw "$TARGET"; then
+if [ "$ONLY_ATTENTION" = 0 ] && ! "$BIN/effc" --help 2>/dev/null | grep -A3 -- "--target=" | grep -qw "$TARGET"; then
   echo "prepare.sh: this effc has no --target $TARGET ($BIN/effc --help lists its targets)" >&2
   exit 1
 fi
 T0=$(date +%s)
-rm -rf "$OUT/suite" "$OUT/bench" "$OUT/rt" "$OUT/out"
+if [ "$ONLY_ATTENTION" = 1 ]; then
+  rm -rf "$OUT/rt" "$OUT/out"
+else
+  rm -rf "$OUT/suite" "$OUT/bench" "$OUT/rt" "$OUT/out"
+fi
 mkdir -p "$OUT"
 
+if [ "$ONLY_ATTENTION" = 0 ]; then
 echo "== suite: exports and effc --target $TARGET"
 "$PY" scripts/gpu/suite.py prepare --out "$OUT/suite" --bin "$BIN" --target "$TARGET"
 # ONNX files and their external data are not needed there.
 rm -f "$OUT"/suite/*.onnx "$OUT"/suite/*.onnx.data
+fi
 
-if [ "$BENCH" = 1 ]; then
+if [ "$BENCH" = 1 ] && [ "$ONLY_ATTENTION" = 0 ]; then
   echo "== bench: GPT-2 ($BENCH_CONFIG) and effc --target $TARGET"
   "$PY" bench/gpu_vs_torch.py prepare --out "$OUT/bench" --bin "$BIN" \
-    --target "$TARGET" --config "$BENCH_CONFIG"
+    --target "$TARGET" --config "$BENCH_CONFIG" "${BENCH_EFFC[@]}"
 fi
 
 echo "== runtime: cmake -S runtime (alone, as there: no MLIR)"
@@ -71,10 +88,17 @@ cxx=(); if command -v clang++-22 >/dev/null; then cxx=(-DCMAKE_C_COMPILER=clang-
 cmake -G Ninja -S runtime -B "$RTB" -DCMAKE_BUILD_TYPE=Release \
   -DEFFRT_USE_OPENBLAS=OFF -DEFFRT_USE_ONEDNN=OFF -DEFFRT_BUILD_TESTS=OFF -DEFFRT_BUILD_FUZZERS=OFF \
   "${cxx[@]}" "${launcher[@]}" >/dev/null
-ninja -C "$RTB" effrun >/dev/null
+# effrt_attention_check: the attention kernels (nvcc's fatbin, embedded)
+# behind a C ABI for scripts/gpu/attention_check.py.
+ninja -C "$RTB" effrun effrt_attention_check >/dev/null
 mkdir -p "$OUT/rt/bin" "$OUT/rt/lib" "$OUT/rt/include"
 cp "$RTB/bin/effrun" "$OUT/rt/bin/"
 strip "$OUT/rt/bin/effrun" 2>/dev/null || true
+cp "$RTB/lib/libeffrt_attention_check.so" "$OUT/rt/lib/"
+strip "$OUT/rt/lib/libeffrt_attention_check.so" 2>/dev/null || true
+if ! grep -q "^EFFRT_NVCC:FILEPATH=/" "$RTB/CMakeCache.txt"; then
+  echo "   warning: no nvcc here: the carried runtime has no attention kernels"
+fi
 # Shared libraries: all but the C/C++ runtime every image has (glibc,
 # libstdc++, libgcc_s); CUDA's come from the GPU image (dlopen at run time).
 ldd "$OUT/rt/bin/effrun" | awk '/=> \// { print $1, $3 }' | while read -r name path; do
@@ -110,7 +134,7 @@ echo "$glibc $glibcxx" > "$OUT/rt/needs.txt"
 size=$(du -sb "$OUT" | cut -f1)
 echo
 echo "== $OUT: $((size / 1024)) KiB ($(find "$OUT" -type f | wc -l) files; effrun needs $glibc $glibcxx)"
-du -sh "$OUT"/suite "$OUT"/bench "$OUT"/rt 2>/dev/null | sed 's/^/   /'
+du -sh "$OUT"/suite "$OUT"/bench "$OUT"/rt 2>/dev/null | sed 's/^/   /' || true
 if [ "$size" -gt "$PACK_ABOVE" ]; then
   # The device code makes .effx files large: xz them (about half); run.sh
   # unpacks them there (Python's lzma).
@@ -126,7 +150,9 @@ fi
 rel=${OUT#$ROOT/}
 echo "prepare.sh: done in $(( $(date +%s) - T0 )) s (--target $TARGET)"
 echo "carry: [\"$rel\"]"
-if [ "$TARGET" = cuda ]; then
+if [ "$ONLY_ATTENTION" = 1 ]; then
+  echo "run there: bash scripts/gpu/run.sh --dir $rel --only-attention   (docs/GpuSuite.md)"
+elif [ "$TARGET" = cuda ]; then
   echo "run there: bash scripts/gpu/run.sh --dir $rel   (docs/GpuSuite.md gives the exact device call)"
 else
   echo "dry run here: bash scripts/gpu/run.sh --dir $rel --device-kind cpu"

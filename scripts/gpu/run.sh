@@ -7,13 +7,19 @@
 #   2. scripts/gpu/suite.py run: one PASS/FAIL/UNSUPPORTED line per check,
 #      a table, $OUT/gpu_suite.json (+ .log);
 #   3. bench/gpu_vs_torch.py run: the GPT-2 124M table, $OUT/gpu_vs_torch.json
-#      (+ .log).
+#      (+ .log);
+#   4. with --attention / --only-attention: scripts/gpu/attention_check.py,
+#      the runtime's CUDA attention kernels against PyTorch (under a
+#      minute), $OUT/attention_check.json (+ .log).
 # Exit: 0 everything passed; 1 something failed; 3 no GPU (every check
 # UNSUPPORTED: nothing passed).
 #
 # usage: scripts/gpu/run.sh [--dir build-gpu] [--device-kind cuda|cpu]
 #          [--only CHECK-PREFIXES] [--no-suite] [--no-bench] [--bench-steps N]
 #          [--suite-timeout S] [--bench-timeout S] [--budget S] [--profile]
+#          [--attention] [--only-attention]
+# --only-attention: only step 4 (the folder needs only rt/, e.g. from
+# scripts/gpu/prepare.sh --only-attention); --attention adds it to 2 and 3.
 # --profile: the benchmark also runs one effrun step under Nsight Compute
 # (each kernel's time and DRAM bytes: GEMMs vs cuBLAS alone, effopt's
 # kernels vs the copy bandwidth); about a minute more.
@@ -23,7 +29,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 DIR=build-gpu KIND=cuda ONLY="" SUITE=1 BENCH=1 BENCH_STEPS=10 PROFILE=
-SUITE_TIMEOUT=200 BENCH_TIMEOUT=330 BUDGET=540
+SUITE_TIMEOUT=200 BENCH_TIMEOUT=330 BUDGET=540 ATTENTION=0 ATTENTION_TIMEOUT=90
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
@@ -36,6 +42,8 @@ while [ $# -gt 0 ]; do
     --bench-timeout) BENCH_TIMEOUT=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
     --profile) PROFILE=--profile; shift ;;
+    --attention) ATTENTION=1; shift ;;
+    --only-attention) ATTENTION=1; SUITE=0; BENCH=0; shift ;;
     *) echo "run.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -44,7 +52,12 @@ OUT=${OUT:-$DIR/out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
-if [ ! -f "$DIR/suite/suite.json" ] && [ ! -f "$DIR/bench/bench.json" ]; then
+if [ "$SUITE$BENCH" = 00 ] && [ "$ATTENTION" = 1 ]; then
+  if [ ! -d "$DIR/rt" ]; then
+    echo "run.sh: $DIR has no rt/ (run scripts/gpu/prepare.sh --only-attention here first, and carry its folder)" >&2
+    exit 1
+  fi
+elif [ ! -f "$DIR/suite/suite.json" ] && [ ! -f "$DIR/bench/bench.json" ]; then
   echo "run.sh: $DIR holds no prepared suite (run scripts/gpu/prepare.sh here first, and carry its folder)" >&2
   exit 1
 fi
@@ -72,6 +85,7 @@ PY
 
 # 1. effrun.
 EFFRUN=$DIR/rt/effrun
+ATTN_LIB=$DIR/rt/lib/libeffrt_attention_check.so
 if ! "$EFFRUN" --help >/dev/null 2>"$OUT/effrun-start.txt"; then
   echo "== the carried effrun does not start here ($(head -c 300 "$OUT/effrun-start.txt")); building runtime/ here"
   RTB=/tmp/effrt-build
@@ -85,8 +99,9 @@ if ! "$EFFRUN" --help >/dev/null 2>"$OUT/effrun-start.txt"; then
        -DEFFRT_NLOHMANN_JSON_INCLUDE="$DIR/rt/include" \
        -DZLIB_INCLUDE_DIR="$DIR/rt/include" -DZLIB_LIBRARY="$DIR/rt/lib/libz.so.1" \
        >"$OUT/runtime-build.log" 2>&1 &&
-     ninja -C "$RTB" effrun >>"$OUT/runtime-build.log" 2>&1; then
+     ninja -C "$RTB" effrun effrt_attention_check >>"$OUT/runtime-build.log" 2>&1; then
     export EFFRUN_BIN=$RTB/bin/effrun
+    ATTN_LIB=$RTB/lib/libeffrt_attention_check.so
     echo "   built in $(( $(date +%s) - t )) s"
   else
     echo "FAIL runtime: neither the carried effrun nor a build here works (tail of $OUT/runtime-build.log):"
@@ -129,6 +144,17 @@ elif [ "$BENCH" = 1 ] && [ -f "$DIR/bench/bench.json" ]; then
   worst "$rc"; bench_rc=$rc
 fi
 
+# 4. The attention kernels against PyTorch.
+if [ "$ATTENTION" = 1 ]; then
+  echo "== $(date -u +%H:%M:%S) attention kernels vs PyTorch (at most $ATTENTION_TIMEOUT s)"
+  LD_LIBRARY_PATH="$DIR/rt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout "$ATTENTION_TIMEOUT" "$PYTHON" scripts/gpu/attention_check.py --lib "$ATTN_LIB" \
+    --out "$OUT/attention_check.json" 2>&1 | tee "$OUT/attention_check.log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 124 ]; then echo "FAIL attention: timed out after $ATTENTION_TIMEOUT s"; rc=1; fi
+  worst "$rc"; attention_rc=$rc
+fi
+
 word() { case "$1" in 0) echo PASS ;; 3) echo UNSUPPORTED ;; "") echo not-run ;; *) echo FAIL ;; esac; }
-echo "== run.sh: suite $(word "${suite_rc:-}"), bench $(word "${bench_rc:-}") in $(( $(date +%s) - T0 )) s; files in $OUT"
+echo "== run.sh: suite $(word "${suite_rc:-}"), bench $(word "${bench_rc:-}"), attention $(word "${attention_rc:-}") in $(( $(date +%s) - T0 )) s; files in $OUT"
 exit "$status"

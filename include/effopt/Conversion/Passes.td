@@ -65,7 +65,11 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     Option<"convolution", "convolution", "std::string",
            /*default=*/"\"im2col\"",
            "Convolutions: im2col (columns + GEMM), direct (named "
-           "convolution ops) or library (oneDNN calls)">
+           "convolution ops) or library (oneDNN calls)">,
+    Option<"attention", "attention", "std::string", /*default=*/"\"cpu\"",
+           "The runtime kernels eff.attention lowers to: cpu "
+           "(effrt_attention_*_f32) or cuda (effrt_cuda_attention_*: "
+           "f32/f16/bf16, no mask, no dropout)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

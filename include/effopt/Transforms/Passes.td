@@ -451,7 +451,18 @@ def EffFuseAttentionPass : Pass<"eff-fuse-attention", "::mlir::ModuleOp"> {
     not over the keys, a `Where` with a finite fill, a float mask computed
     from a trainable parameter (a learned bias needs its Tq x Tk gradient), leading
     dimensions that broadcast, rank other than 3 or 4.
+
+    With `kernels=cuda` (effc --cuda-fused-attention) it fuses only what
+    effrt's CUDA attention kernels run: no mask other than the causal one,
+    no dropout, the values' head size the queries', at most 128; any other
+    chain stays unfused (batched products and softmax kernels).
   }];
+  let options = [
+    Option<"kernels", "kernels", "std::string", /*default=*/"\"cpu\"",
+           "The attention kernels the fused ops will run on: cpu (every "
+           "mask, dropout, head size) or cuda (causal or no mask, no "
+           "dropout, one head size up to 128)">
+  ];
   let dependentDialects = ["::effopt::eff::EffDialect"];
   let statistics = [
     Statistic<"numFused", "attention-ops", "eff.attention ops after fusion">
@@ -472,7 +483,10 @@ def EffAutocastPass : Pass<"eff-autocast", "::mlir::ModuleOp"> {
     - low precision (`precision`): `matmul`, `linear`, `conv2d`;
     - fp32: `softmax`, `log_softmax`, `layer_norm`, `batch_norm*`, the
       losses, `reduce_sum`, `reduce_mean`, `exp`, `log`, `pow`, `rsqrt`,
-      `reciprocal`;
+      `reciprocal`, and `attention` (the CPU kernels are f32) unless
+      `low-precision-attention`, which runs it in low precision as
+      PyTorch's autocast runs `scaled_dot_product_attention` (its
+      log-sum-exp stays f32; for the cuda target's kernels);
     - promote: every other op runs in the widest float type of its strong
       operands (bf16 with fp16 gives fp32). Constants, rank-0 tensors and
       values computed only from parameters are weak: they take the other
@@ -488,7 +502,11 @@ def EffAutocastPass : Pass<"eff-autocast", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "bf16, fp16 or fp32 (no change)">
+           "bf16, fp16 or fp32 (no change)">,
+    Option<"lowPrecisionAttention", "low-precision-attention", "bool",
+           /*default=*/"false",
+           "eff.attention in `precision` too (lse f32), for attention "
+           "kernels that take f16/bf16 (cuda's)">
   ];
   let dependentDialects = ["::effopt::eff::EffDialect"];
   let statistics = [

@@ -61,6 +61,9 @@ struct ConvertEffToLinalgPass
     // Library convolutions that oneDNN cannot run fall back to im2col.
     policy.im2colConvolutions = convolution != "direct";
     policy.libraryConvolutions = convolution == "library";
+    if (attention != "cpu" && attention != "cuda")
+      return bad("attention", attention, "cpu or cuda");
+    policy.cudaAttention = attention == "cuda";
     return policy;
   }
 
@@ -97,7 +100,7 @@ struct ConvertEffToLinalgPass
     lowering::populateConvolutionLowering(patterns, *policy);
     lowering::populateLossScaleLowering(patterns);
     lowering::populateCollectiveLowering(patterns);
-    lowering::populateAttentionLowering(patterns);
+    lowering::populateAttentionLowering(patterns, *policy);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

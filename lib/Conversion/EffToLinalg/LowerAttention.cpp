@@ -11,6 +11,15 @@
 // key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
 // kernel draws exactly the masks of the unfused graph.
 //
+// With the policy's cudaAttention (the cuda target, --cuda-fused-attention)
+// the calls are `effrt_cuda_attention_fwd` / `effrt_cuda_attention_bwd`
+// (runtime/src/cuda/Attention.cu) on device pointers: f16/bf16 operands of
+// head size 64 or 128 as they are (tensor cores, f32 accumulation), f32 of
+// head size up to 128, other f16/bf16 head sizes widened to f32 around the
+// call; the lse stays f32, the backward's workspace is rowsum(dO * o). Those
+// kernels take no mask other than the causal one and no dropout
+// (eff-fuse-attention kernels=cuda fuses nothing else).
+//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringUtils.h"
@@ -28,6 +37,8 @@ namespace {
 
 constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_f32";
 constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_f32";
+constexpr StringLiteral kCudaForwardKernel = "effrt_cuda_attention_fwd";
+constexpr StringLiteral kCudaBackwardKernel = "effrt_cuda_attention_bwd";
 
 /// Parts of the work the kernels share out: a fixed count, so that results
 /// do not depend on the number of threads; each part has its own tile
@@ -184,11 +195,142 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// cuda
+//===----------------------------------------------------------------------===//
+
+/// effrt_cuda_gemm's code of a float type: 0 f32, 1 f16, 2 bf16.
+int32_t cudaTypeCode(Type type) {
+  if (type.isF16())
+    return 1;
+  if (type.isBF16())
+    return 2;
+  return 0;
+}
+
+/// What of `op` the CUDA kernels cannot run, or "".
+template <typename OpTy>
+std::string cudaRefusal(OpTy op, const AttentionShape &s) {
+  Type element =
+      cast<RankedTensorType>(op.getQuery().getType()).getElementType();
+  if (!element.isF32() && !element.isF16() && !element.isBF16())
+    return "no element type other than f32, f16 and bf16";
+  if (op.getMask())
+    return "no mask other than the causal one";
+  if (op.getDropout().convertToDouble() > 0.0)
+    return "no dropout";
+  if (s.d != s.dv)
+    return "no values of another head size than the queries'";
+  if (s.d > 128)
+    return "no head size above 128";
+  return "";
+}
+
+/// The type the CUDA kernels run in: f16/bf16 of head size 64 or 128 (the
+/// tensor-core kernels) and f32 as they are; other f16/bf16 in f32.
+Type cudaRunType(Type element, int64_t d) {
+  if ((element.isF16() || element.isBF16()) && (d == 64 || d == 128))
+    return element;
+  return Float32Type::get(element.getContext());
+}
+
+/// The shape, scale, causal flag and type code every CUDA call ends with.
+template <typename OpTy>
+void addCudaOptions(RuntimeCall &call, OpTy op, const AttentionShape &s,
+                    Type run) {
+  for (int64_t v : {s.b1, s.b2, s.tq, s.tk, s.d, s.dv})
+    call.addI64(v);
+  call.addF32(op.getScale().convertToDouble());
+  call.addI32(op.getCausal() ? 1 : 0);
+  call.addI32(cudaTypeCode(run));
+}
+
+RankedTensorType withElement(Value v, Type element) {
+  return cast<RankedTensorType>(v.getType()).clone(element);
+}
+
+/// eff.attention -> effrt_cuda_attention_fwd.
+struct CudaAttentionLowering : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    AttentionShape s =
+        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
+    if (std::string why = cudaRefusal(op, s); !why.empty())
+      return op.emitOpError("the CUDA attention kernels take ") << why;
+    Location loc = op.getLoc();
+    Type element =
+        cast<RankedTensorType>(op.getQuery().getType()).getElementType();
+    Type run = cudaRunType(element, s.d);
+    SmallVector<Value> operands;
+    for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
+      operands.push_back(convertElements(rewriter, loc, v, run));
+    RuntimeCall call(rewriter, loc);
+    for (Value v : operands)
+      call.addInput(v);
+    RankedTensorType outputType = withElement(op.getOutput(), run);
+    Value output = call.addOutput(outputType);
+    Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
+    addCudaOptions(call, op, s, run);
+    call.call(op->getParentOfType<ModuleOp>(), kCudaForwardKernel);
+    Value result = convertElements(rewriter, loc,
+                                   call.asTensor(output, outputType), element);
+    rewriter.replaceOp(op, {result, call.asTensor(lse, op.getLse().getType())});
+    return success();
+  }
+};
+
+/// eff.attention_grad -> effrt_cuda_attention_bwd.
+struct CudaAttentionGradLowering : OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    AttentionShape s =
+        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
+    if (std::string why = cudaRefusal(op, s); !why.empty())
+      return op.emitOpError("the CUDA attention kernels take ") << why;
+    Location loc = op.getLoc();
+    Type element =
+        cast<RankedTensorType>(op.getQuery().getType()).getElementType();
+    Type run = cudaRunType(element, s.d);
+    SmallVector<Value> operands;
+    for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(),
+                    op.getLse(), op.getOutputGrad()})
+      operands.push_back(
+          v == op.getLse() ? v : convertElements(rewriter, loc, v, run));
+    RuntimeCall call(rewriter, loc);
+    for (Value v : operands)
+      call.addInput(v);
+    SmallVector<Value> grads;
+    SmallVector<RankedTensorType> gradTypes;
+    for (Value result : op.getResults()) {
+      gradTypes.push_back(withElement(result, run));
+      grads.push_back(call.addOutput(gradTypes.back()));
+    }
+    call.addWorkspace(RankedTensorType::get(
+        {effrt_cuda_attention_bwd_workspace(s.b1, s.b2, s.tq)},
+        rewriter.getF32Type()));
+    addCudaOptions(call, op, s, run);
+    call.call(op->getParentOfType<ModuleOp>(), kCudaBackwardKernel);
+    SmallVector<Value> results;
+    for (auto [buffer, type] : llvm::zip_equal(grads, gradTypes))
+      results.push_back(
+          convertElements(rewriter, loc, call.asTensor(buffer, type), element));
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 } // namespace
 
-void populateAttentionLowering(RewritePatternSet &patterns) {
-  patterns.add<AttentionLowering, AttentionGradLowering>(
-      patterns.getContext());
+void populateAttentionLowering(RewritePatternSet &patterns,
+                               const LoweringPolicy &policy) {
+  if (policy.cudaAttention)
+    patterns.add<CudaAttentionLowering, CudaAttentionGradLowering>(
+        patterns.getContext());
+  else
+    patterns.add<AttentionLowering, AttentionGradLowering>(
+        patterns.getContext());
 }
 
 } // namespace effopt::lowering

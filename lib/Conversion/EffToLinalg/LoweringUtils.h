@@ -37,6 +37,10 @@ struct LoweringPolicy {
   /// convolution library (effrt_conv2d_*_f32, oneDNN); the others as
   /// `im2colConvolutions` says.
   bool libraryConvolutions = false;
+  /// eff.attention as calls of the CUDA runtime's kernels
+  /// (effrt_cuda_attention_*, device pointers, f32/f16/bf16) instead of the
+  /// CPU's (effrt_attention_*_f32).
+  bool cudaAttention = false;
 };
 
 /// A call of a runtime kernel (effrt/Kernels.h) from the lowered step:
@@ -278,7 +282,8 @@ void populateConvolutionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);
 void populateLossScaleLowering(mlir::RewritePatternSet &patterns);
 void populateCollectiveLowering(mlir::RewritePatternSet &patterns);
-void populateAttentionLowering(mlir::RewritePatternSet &patterns);
+void populateAttentionLowering(mlir::RewritePatternSet &patterns,
+                               const LoweringPolicy &policy);
 
 } // namespace effopt::lowering
 

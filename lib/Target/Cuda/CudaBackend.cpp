@@ -80,10 +80,13 @@ public:
     return kCudaWorkspaceBytes;
   }
 
-  // NCCL collectives come with issue 14; there is no GPU attention kernel
-  // yet (attention runs as batched GEMMs and softmax kernels).
+  // NCCL collectives come with issue 14. Attention runs as batched GEMMs
+  // and softmax kernels unless asked (--cuda-fused-attention): the
+  // runtime's FlashAttention-2 kernels (runtime/src/cuda/Attention.cu) are
+  // not yet verified on a GPU.
   bool supportsCollectives() const override { return false; }
   bool supportsFusedAttention() const override { return false; }
+  bool hasOptInAttentionKernels() const override { return true; }
 
   void buildTensorPipeline(OpPassManager &pm) const override {
     // Bias and LayerNorm weight gradients (768 sums of 32768 rows) would

@@ -158,6 +158,30 @@ void effrt_attention_bwd_f32(const float *q, const float *k, const float *v,
                              int64_t dropoutThreshold, float dropoutScale,
                              float *workspace, int64_t slots);
 
+/* eff.attention on the GPU (runtime/src/cuda/Attention.cu, FlashAttention-2
+ * on tensor cores for f16/bf16): q, k, v, o, dout, dq, dk, dv contiguous
+ * [B1, B2, T, D] device tensors of `type` (0 f32, 1 f16, 2 bf16; f16/bf16
+ * 16-byte aligned), lse [B1, B2, Tq] f32 (natural log), accumulation in f32;
+ * causal as effrt_attention_fwd_f32 (column j > row i masked); no mask, no
+ * dropout; D == Dv, 64 or 128 for f16/bf16, 1..128 for f32. Deterministic
+ * (no atomics). The backward's workspace holds
+ * effrt_cuda_attention_bwd_workspace() floats (rowsum(dO * o)). */
+void effrt_cuda_attention_fwd(const void *q, const void *k, const void *v,
+                              void *o, float *lse, int64_t B1, int64_t B2,
+                              int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+                              float scale, int32_t causal, int32_t type);
+void effrt_cuda_attention_bwd(const void *q, const void *k, const void *v,
+                              const void *o, const float *lse,
+                              const void *dout, void *dq, void *dk, void *dv,
+                              float *workspace, int64_t B1, int64_t B2,
+                              int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+                              float scale, int32_t causal, int32_t type);
+static inline int64_t effrt_cuda_attention_bwd_workspace(int64_t B1,
+                                                         int64_t B2,
+                                                         int64_t Tq) {
+  return B1 * B2 * Tq;
+}
+
 void effrt_cuda_gemm(int32_t transA, int32_t transB, int64_t M, int64_t N,
                      int64_t K, float alpha, const void *A, int64_t lda,
                      const void *B, int64_t ldb, float beta, void *C,

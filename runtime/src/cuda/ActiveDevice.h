@@ -16,6 +16,7 @@
 
 namespace effrt::cuda {
 
+class AttentionKernels;
 class Driver;
 
 /// What the exported runtime functions need of the device whose code runs
@@ -32,6 +33,9 @@ public:
   /// cuBLASLt's handle, created on first use (never during a capture: the
   /// first run is not captured).
   virtual cublasLtHandle_t cublasLtHandle() = 0;
+  /// The fused attention kernels (Attention.h), loaded into the device's
+  /// context on first use (the first run, which is not captured).
+  virtual const AttentionKernels &attentionKernels() = 0;
   /// Records the first failure of an exported function; the device throws
   /// it when the code returns (an exception cannot unwind through compiled
   /// code).

@@ -64,6 +64,9 @@ typedef enum CUstreamCaptureStatus_enum {
   CU_STREAM_CAPTURE_STATUS_NONE = 0,
 } CUstreamCaptureStatus;
 typedef enum CUjit_option_enum { CU_JIT_OPTIMIZATION_LEVEL = 7 } CUjit_option;
+typedef enum CUfunction_attribute_enum {
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+} CUfunction_attribute;
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 
 typedef enum cudaDataType_t {
@@ -125,6 +128,7 @@ typedef enum {
   X(cuDevicePrimaryCtxRetain, CUresult, CUcontext *, CUdevice)                 \
   X(cuDevicePrimaryCtxRelease_v2, CUresult, CUdevice)                          \
   X(cuCtxSetCurrent, CUresult, CUcontext)                                      \
+  X(cuCtxGetCurrent, CUresult, CUcontext *)                                    \
   X(cuMemGetInfo_v2, CUresult, size_t *, size_t *)                             \
   X(cuMemAlloc_v2, CUresult, CUdeviceptr *, size_t)                            \
   X(cuMemFree_v2, CUresult, CUdeviceptr)                                       \
@@ -159,6 +163,7 @@ typedef enum {
     CUjit_option *, void **)                                                   \
   X(cuModuleUnload, CUresult, CUmodule)                                        \
   X(cuModuleGetFunction, CUresult, CUfunction *, CUmodule, const char *)       \
+  X(cuFuncSetAttribute, CUresult, CUfunction, CUfunction_attribute, int)       \
   X(cuLaunchKernel, CUresult, CUfunction, unsigned int, unsigned int,          \
     unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,      \
     CUstream, void **, void **)

@@ -3,6 +3,7 @@
 #include "CudaDevice.h"
 
 #include "ActiveDevice.h"
+#include "Attention.h"
 #include "CudaDriver.h"
 #include "CudaManifest.h"
 #include "CudaRuntime.h"
@@ -47,7 +48,9 @@ void *const effrt_cuda_symbols[] = {
     reinterpret_cast<void *>(&mgpuMemset16),
     reinterpret_cast<void *>(&mgpuSetDefaultDevice),
     reinterpret_cast<void *>(&effrt_cuda_gemm),
-    reinterpret_cast<void *>(&effrt_cuda_gemm_batched)};
+    reinterpret_cast<void *>(&effrt_cuda_gemm_batched),
+    reinterpret_cast<void *>(&effrt_cuda_attention_fwd),
+    reinterpret_cast<void *>(&effrt_cuda_attention_bwd)};
 }
 
 ActiveDevice::~ActiveDevice() = default;
@@ -102,6 +105,7 @@ public:
   }
   uint64_t measuredDeviceBytes() const override { return measuredBytes_; }
   cublasLtHandle_t cublasLtHandle() override;
+  const AttentionKernels &attentionKernels() override;
   void noteError(std::string message) override {
     if (error_.empty())
       error_ = std::move(message);
@@ -172,6 +176,7 @@ private:
   std::unique_ptr<cpu::SharedObject> code_;
   EffxStepFn entry_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
+  std::unique_ptr<AttentionKernels> attention_;
   std::string error_;
   bool useGraphs_ = true;
   CUgraphExec graph_ = nullptr;
@@ -235,6 +240,7 @@ CudaDevice::~CudaDevice() {
   }
   if (lt_)
     cublasLt().cublasLtDestroy(lt_);
+  attention_.reset();
   freeMemory();
   for (CUevent e : mirrorFree_)
     if (e)
@@ -440,6 +446,14 @@ cublasLtHandle_t CudaDevice::cublasLtHandle() {
     }
   }
   return lt_;
+}
+
+const AttentionKernels &CudaDevice::attentionKernels() {
+  if (!attention_) {
+    makeCurrent();
+    attention_ = std::make_unique<AttentionKernels>(driver_);
+  }
+  return *attention_;
 }
 
 void CudaDevice::loadCode(const EffxFile &file) {

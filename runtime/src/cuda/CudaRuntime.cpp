@@ -23,6 +23,7 @@
 #include "CudaRuntime.h"
 
 #include "ActiveDevice.h"
+#include "Attention.h"
 #include "CudaApi.h"
 #include "CudaDriver.h"
 #include "GemmPlan.h"
@@ -454,5 +455,56 @@ extern "C" void effrt_cuda_gemm_batched(
              static_cast<const std::byte *>(A) + b * strideA * ab, lda, 0,
              static_cast<const std::byte *>(B) + b * strideB * ab, ldb, 0,
              b == 0 ? beta : 1.0f, C, ldc, 0, abType, cType);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Fused attention (Attention.cu)
+//===----------------------------------------------------------------------===//
+
+namespace {
+AttentionProblem attentionProblem(int64_t B1, int64_t B2, int64_t Tq,
+                                  int64_t Tk, int64_t D, int64_t Dv,
+                                  float scale, int32_t causal, int32_t type) {
+  if (B1 < 0 || B2 < 0)
+    fail("attention over ", B1, " x ", B2, " heads");
+  if (D != Dv)
+    fail("attention with head dimension ", D, " for queries and keys but ", Dv,
+         " for values is not supported on cuda");
+  AttentionProblem p;
+  p.heads = B1 * B2;
+  p.tq = Tq;
+  p.tk = Tk;
+  p.d = D;
+  p.scale = scale;
+  p.causal = causal != 0;
+  p.type = type;
+  return p;
+}
+} // namespace
+
+extern "C" void effrt_cuda_attention_fwd(const void *q, const void *k,
+                                         const void *v, void *o, float *lse,
+                                         int64_t B1, int64_t B2, int64_t Tq,
+                                         int64_t Tk, int64_t D, int64_t Dv,
+                                         float scale, int32_t causal,
+                                         int32_t type) {
+  onDevice("effrt_cuda_attention_fwd", [&](ActiveDevice &d) {
+    AttentionProblem p =
+        attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
+    d.attentionKernels().forward(d.stream(), p, q, k, v, o, lse);
+  });
+}
+
+extern "C" void effrt_cuda_attention_bwd(
+    const void *q, const void *k, const void *v, const void *o,
+    const float *lse, const void *dout, void *dq, void *dk, void *dv,
+    float *workspace, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D,
+    int64_t Dv, float scale, int32_t causal, int32_t type) {
+  onDevice("effrt_cuda_attention_bwd", [&](ActiveDevice &d) {
+    AttentionProblem p =
+        attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
+    d.attentionKernels().backward(d.stream(), p, q, k, v, o, lse, dout, dq, dk,
+                                  dv, workspace);
   });
 }

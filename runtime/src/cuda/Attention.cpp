@@ -1,0 +1,238 @@
+//===- Attention.cpp - Loading and launching the attention kernels --------===//
+//
+// The host half of Attention.cu: the embedded fatbin loaded with the driver
+// API, one function per pass, element type and head dimension looked up at
+// load (not while a step is captured as a CUDA graph), and the launches.
+// The tile sizes and shared memory below are those of Attention.cu's entry
+// points.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention.h"
+
+#include "CudaDriver.h"
+
+#include "effrt/Error.h"
+
+#include <cstdint>
+
+#ifdef EFFRT_HAVE_ATTENTION_FATBIN
+// kAttentionFatbin: Attention.cu compiled for sm_80 and sm_90 (+ PTX),
+// generated at build time (runtime/src/CMakeLists.txt).
+#include "AttentionFatbin.inc"
+#endif
+
+using namespace effrt;
+using namespace effrt::cuda;
+
+namespace {
+/// Rows per block of the tensor-core kernels (4 warps x 16) and of the
+/// f32 ones (a warp per row).
+constexpr int64_t kMmaRows = 64;
+constexpr int64_t kF32Rows = 8;
+constexpr unsigned kMmaThreads = 128, kF32Threads = 256, kRowDotThreads = 256;
+constexpr int64_t kMaxGridY = 65535;
+
+const char *typeSuffix(int32_t type) {
+  return type == 0 ? "f32" : type == 1 ? "f16" : "bf16";
+}
+
+/// Shared memory of a tensor-core kernel: `tiles` tiles of 64 rows (32 for
+/// the queries of the D = 128 key pass) of D + 8 two-byte elements.
+unsigned tileBytes(int64_t rows, int64_t d) {
+  return static_cast<unsigned>(rows * (d + 8) * 2);
+}
+} // namespace
+
+bool cuda::attentionKernelsBuilt() {
+#ifdef EFFRT_HAVE_ATTENTION_FATBIN
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string cuda::checkAttention(const AttentionProblem &p,
+                                 std::initializer_list<const void *> operands) {
+  if (p.type < 0 || p.type > 2)
+    return "element type " + std::to_string(p.type) +
+           " is none of 0 (f32), 1 (f16), 2 (bf16)";
+  if (p.heads < 0 || p.tq < 0 || p.tk < 0)
+    return "a negative size";
+  if (p.tq > 0 && p.heads > 0 && p.tk == 0)
+    return "no keys (Tk = 0): softmax over nothing";
+  if (p.tq > INT32_MAX || p.tk > INT32_MAX)
+    return "sequences of " + std::to_string(p.tq) + " queries and " +
+           std::to_string(p.tk) + " keys are too long (at most 2^31 - 1)";
+  if (p.heads > kMaxGridY)
+    return std::to_string(p.heads) + " heads (batch x heads) are too many " +
+           "(at most 65535)";
+  if (p.type == 0 && (p.d < 1 || p.d > 128))
+    return "head dimension " + std::to_string(p.d) +
+           " is not supported for f32 (1 to 128 are)";
+  if (p.type != 0 && p.d != 64 && p.d != 128)
+    return "head dimension " + std::to_string(p.d) + " is not supported for " +
+           typeSuffix(p.type) + " (64 and 128 are)";
+  if (p.type != 0)
+    for (const void *operand : operands)
+      if (reinterpret_cast<uintptr_t>(operand) % 16 != 0)
+        return std::string(typeSuffix(p.type)) +
+               " operands must be 16-byte aligned (one is at " +
+               std::to_string(reinterpret_cast<uintptr_t>(operand)) + ")";
+  return "";
+}
+
+int AttentionKernels::variant(int32_t type, int64_t d) {
+  if (type == 0)
+    return 0;
+  return (type == 1 ? 1 : 3) + (d == 128 ? 1 : 0);
+}
+
+AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
+#ifndef EFFRT_HAVE_ATTENTION_FATBIN
+  fail("fused attention on cuda: this runtime was built without the CUDA "
+       "toolkit's nvcc, so it has no attention kernels (rebuild runtime/ "
+       "where nvcc is found, or -DEFFRT_NVCC=/path/to/nvcc)");
+#else
+  const DriverSymbols &cu = driver_.api();
+  driver_.check(cu.cuModuleLoadData(&module_, kAttentionFatbin),
+                "loading the attention kernels (sm_80, sm_90) with "
+                "cuModuleLoadData");
+  try {
+    for (int v = 0; v < 5; ++v) {
+      int32_t type = v == 0 ? 0 : v <= 2 ? 1 : 2;
+      int64_t d = v == 0 ? 0 : (v == 1 || v == 3) ? 64 : 128;
+      std::string suffix = typeSuffix(type);
+      if (type != 0)
+        suffix += "_d" + std::to_string(d);
+      auto find = [&](const std::string &name, unsigned sharedBytes) {
+        Kernel k;
+        driver_.check(
+            cu.cuModuleGetFunction(&k.function, module_, name.c_str()),
+            "cuModuleGetFunction '" + name + "'");
+        k.sharedBytes = sharedBytes;
+        if (sharedBytes > 0)
+          driver_.check(cu.cuFuncSetAttribute(
+                            k.function,
+                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            static_cast<int>(sharedBytes)),
+                        "allowing " + std::to_string(sharedBytes) +
+                            " bytes of shared memory to '" + name + "'");
+        return k;
+      };
+      // Dynamic shared memory of the tensor-core kernels (the f32 ones have
+      // static arrays): forward Q, K, V tiles; key pass K, V (64 rows), Q,
+      // dO (64 rows, 32 for D = 128) and two floats per query; query pass
+      // Q, dO, K, V.
+      int64_t keyPassRows = d == 128 ? 32 : 64;
+      kernels_[Forward][v] =
+          find("effrt_attn_fwd_" + suffix, type ? 3 * tileBytes(64, d) : 0);
+      kernels_[BackwardKey][v] =
+          find("effrt_attn_bwd_kv_" + suffix,
+               type ? 2 * tileBytes(64, d) + 2 * tileBytes(keyPassRows, d) +
+                          static_cast<unsigned>(2 * keyPassRows * sizeof(float))
+                    : 0);
+      kernels_[BackwardQuery][v] =
+          find("effrt_attn_bwd_q_" + suffix, type ? 4 * tileBytes(64, d) : 0);
+      kernels_[RowDot][v] =
+          find(std::string("effrt_attn_rowdot_") + typeSuffix(type), 0);
+    }
+  } catch (...) {
+    cu.cuModuleUnload(module_);
+    throw;
+  }
+#endif
+}
+
+AttentionKernels::~AttentionKernels() {
+  if (module_)
+    driver_.api().cuModuleUnload(module_);
+}
+
+void AttentionKernels::launch(const Kernel &kernel, CUstream stream,
+                              unsigned gridX, unsigned gridY, unsigned threads,
+                              void **params) const {
+  driver_.check(driver_.api().cuLaunchKernel(kernel.function, gridX, gridY, 1,
+                                             threads, 1, 1, kernel.sharedBytes,
+                                             stream, params, nullptr),
+                "cuLaunchKernel (attention)");
+}
+
+void AttentionKernels::forward(CUstream stream, const AttentionProblem &p,
+                               const void *q, const void *k, const void *v,
+                               void *o, float *lse) const {
+  if (std::string why = checkAttention(p, {q, k, v, o}); !why.empty())
+    fail("attention: ", why);
+  if (p.heads == 0 || p.tq == 0)
+    return;
+  int tq = static_cast<int>(p.tq), tk = static_cast<int>(p.tk),
+      d = static_cast<int>(p.d), causal = p.causal ? 1 : 0;
+  float scale = p.scale;
+  unsigned heads = static_cast<unsigned>(p.heads);
+  const Kernel &kernel = kernels_[Forward][variant(p.type, p.d)];
+  if (p.type == 0) {
+    void *params[] = {&q, &k, &v, &o, &lse, &tq, &tk, &d, &scale, &causal};
+    launch(kernel, stream,
+           static_cast<unsigned>((p.tq + kF32Rows - 1) / kF32Rows), heads,
+           kF32Threads, params);
+  } else {
+    void *params[] = {&q, &k, &v, &o, &lse, &tq, &tk, &scale, &causal};
+    launch(kernel, stream,
+           static_cast<unsigned>((p.tq + kMmaRows - 1) / kMmaRows), heads,
+           kMmaThreads, params);
+  }
+}
+
+void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
+                                const void *q, const void *k, const void *v,
+                                const void *o, const float *lse,
+                                const void *dout, void *dq, void *dk, void *dv,
+                                float *delta) const {
+  if (std::string why = checkAttention(p, {q, k, v, o, dout, dq, dk, dv});
+      !why.empty())
+    fail("attention: ", why);
+  if (p.heads == 0 || (p.tq == 0 && p.tk == 0))
+    return;
+  if (p.tq == 0)
+    fail("attention: the backward of no queries (Tq = 0) with ", p.tk,
+         " keys is not supported on cuda");
+  int tq = static_cast<int>(p.tq), tk = static_cast<int>(p.tk),
+      d = static_cast<int>(p.d), causal = p.causal ? 1 : 0;
+  float scale = p.scale;
+  unsigned heads = static_cast<unsigned>(p.heads);
+  int v8 = variant(p.type, p.d);
+
+  // delta = rowsum(dO * o), a warp per row.
+  long long rows = static_cast<long long>(p.heads * p.tq);
+  {
+    void *params[] = {&o, &dout, &delta, &rows, &d};
+    int64_t rowsPerBlock = kRowDotThreads / 32;
+    launch(kernels_[RowDot][v8], stream,
+           static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), 1,
+           kRowDotThreads, params);
+  }
+  const float *deltaIn = delta;
+  if (p.type == 0) {
+    void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,  &dk,
+                         &dv, &tq, &tk, &d,   &scale,   &causal};
+    launch(kernels_[BackwardKey][v8], stream,
+           static_cast<unsigned>((p.tk + kF32Rows - 1) / kF32Rows), heads,
+           kF32Threads, keyParams);
+    void *queryParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,
+                           &dq, &tq, &tk, &d,   &scale,   &causal};
+    launch(kernels_[BackwardQuery][v8], stream,
+           static_cast<unsigned>((p.tq + kF32Rows - 1) / kF32Rows), heads,
+           kF32Threads, queryParams);
+  } else {
+    void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,
+                         &dk, &dv, &tq, &tk,  &scale,   &causal};
+    launch(kernels_[BackwardKey][v8], stream,
+           static_cast<unsigned>((p.tk + kMmaRows - 1) / kMmaRows), heads,
+           kMmaThreads, keyParams);
+    void *queryParams[] = {&q,  &k,  &v,  &lse,   &deltaIn, &dout,
+                           &dq, &tq, &tk, &scale, &causal};
+    launch(kernels_[BackwardQuery][v8], stream,
+           static_cast<unsigned>((p.tq + kMmaRows - 1) / kMmaRows), heads,
+           kMmaThreads, queryParams);
+  }
+}

@@ -1,0 +1,793 @@
+//===- Attention.cu - FlashAttention-2 kernels of target cuda -------------===//
+//
+// Fused attention on contiguous [heads, T, D] tensors (eff.attention's
+// operands with B1 x B2 flattened): the forward writes o and each query
+// row's log-sum-exp (natural log, f32) with an online softmax over key
+// tiles; the backward recomputes the probabilities from the log-sum-exp and
+// uses D = rowsum(dO * o). Nothing Tq x Tk is ever in memory.
+//
+// Compiled by nvcc into a fatbin at runtime build time and loaded with the
+// driver API (Attention.cpp); no host code here, every kernel extern "C".
+//
+// bf16 / f16: tensor cores through mma.sync.m16n8k16 (sm_80+), f32
+// accumulation. A block of 4 warps owns a tile of rows, each warp 16 rows;
+// a warp keeps its scores and accumulators in the mma's C fragments, whose
+// layout is fixed by PTX (thread = 4 * g + t holds rows g and g + 8, columns
+// 2t and 2t + 1 of each 16 x 8 tile), so the row statistics are reduced
+// over the 4 threads of a quad, and a score tile's C fragments are directly
+// the A fragments of the product with V (FlashAttention-2's register
+// reuse). Tiles are staged in shared memory with rows padded by 16 bytes,
+// which makes both the 32-bit fragment loads and the transposed 16-bit ones
+// conflict-free.
+//
+// Determinism: no atomics. The backward runs three kernels: D per row, dK
+// and dV per key tile (queries streamed past it), dQ per query tile (keys
+// streamed past it, P and dP recomputed), so every sum has a fixed order.
+//
+// f32: plain FMA; one warp per row (a lane per key of a 32-key tile for the
+// scores, a lane per 32nd of D for the accumulators).
+//
+//===----------------------------------------------------------------------===//
+
+// runtime/test/AttentionEmulationTest.cpp compiles this file for the host
+// with EFFRT_ATTENTION_EMULATION: threads, warps, shuffles and mma emulated.
+#ifndef EFFRT_ATTENTION_EMULATION
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#define EFFRT_DYNAMIC_SHARED(name) extern __shared__ uint4 name[]
+#endif
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+
+__device__ __forceinline__ float negInf() {
+  return -__int_as_float(0x7f800000);
+}
+__device__ __forceinline__ float posInf() { return __int_as_float(0x7f800000); }
+
+/// What differs between bf16 and f16: packing two floats and the mma.
+template <typename T> struct Elem;
+
+template <> struct Elem<__nv_bfloat16> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+  }
+  /// c += a b for one m16n8k16 tile.
+  static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4],
+                                             const uint32_t b[2]) {
+#ifdef EFFRT_ATTENTION_EMULATION
+    emulatedMma(c, a, b, /*bf16=*/true);
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                   "r"(b[1]));
+#endif
+  }
+};
+
+template <> struct Elem<__half> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+  }
+  static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4],
+                                             const uint32_t b[2]) {
+#ifdef EFFRT_ATTENTION_EMULATION
+    emulatedMma(c, a, b, /*bf16=*/false);
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                   "r"(b[1]));
+#endif
+  }
+};
+
+__device__ __forceinline__ float toFloat(float x) { return x; }
+__device__ __forceinline__ float toFloat(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+__device__ __forceinline__ float toFloat(__half x) { return __half2float(x); }
+
+/// Two consecutive 16-bit elements as one register (the lower index in the
+/// low half, as mma expects).
+template <typename T> __device__ __forceinline__ uint32_t ld32(const T *p) {
+  return *reinterpret_cast<const uint32_t *>(p);
+}
+/// p[0] and p[stride] as one register: a fragment of the transposed tile.
+template <typename T>
+__device__ __forceinline__ uint32_t ldPair(const T *p, int stride) {
+  uint32_t lo = *reinterpret_cast<const uint16_t *>(p);
+  uint32_t hi = *reinterpret_cast<const uint16_t *>(p + stride);
+  return lo | (hi << 16);
+}
+
+/// Shared memory row stride (elements) of a D-wide tile: 16 bytes of
+/// padding keep rows 16-byte aligned and fragment loads conflict-free.
+template <int D> __host__ __device__ constexpr int rowStride() { return D + 8; }
+
+/// Rows [row0, row0 + ROWS) of a [rows, D] matrix into shared memory,
+/// zeros past `rows` (so masked products stay finite). 16-byte loads: the
+/// host checks the alignment.
+template <typename T, int D, int ROWS>
+__device__ __forceinline__ void loadTile(T *dst, const T *src, int row0,
+                                         int rows) {
+  constexpr int kChunks = D * sizeof(T) / 16;
+  constexpr int kPerChunk = 16 / sizeof(T);
+  for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
+    int r = i / kChunks, c = (i % kChunks) * kPerChunk;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (row0 + r < rows)
+      v = *reinterpret_cast<const uint4 *>(src + (int64_t)(row0 + r) * D + c);
+    *reinterpret_cast<uint4 *>(dst + r * rowStride<D>() + c) = v;
+  }
+}
+
+/// The A fragment (16 x 16, k-step kk) of rows [row, row + 16) of a tile in
+/// shared memory.
+template <typename T, int D>
+__device__ __forceinline__ void loadA(uint32_t a[4], const T *tile, int row,
+                                      int kk, int g, int t) {
+  constexpr int S = rowStride<D>();
+  const T *p = tile + (row + g) * S + kk * 16 + 2 * t;
+  a[0] = ld32(p);
+  a[1] = ld32(p + 8 * S);
+  a[2] = ld32(p + 8);
+  a[3] = ld32(p + 8 * S + 8);
+}
+
+/// The B fragment (16 x 8) of tile^T: B(k, n) = tile[n0 + n][kk * 16 + k].
+template <typename T, int D>
+__device__ __forceinline__ void loadBt(uint32_t b[2], const T *tile, int n0,
+                                       int kk, int g, int t) {
+  constexpr int S = rowStride<D>();
+  const T *p = tile + (n0 + g) * S + kk * 16 + 2 * t;
+  b[0] = ld32(p);
+  b[1] = ld32(p + 8);
+}
+
+/// The B fragment (16 x 8) of the tile itself: B(k, n) = tile[k0 + k][n0 + n].
+template <typename T, int D>
+__device__ __forceinline__ void loadB(uint32_t b[2], const T *tile, int k0,
+                                      int n0, int g, int t) {
+  constexpr int S = rowStride<D>();
+  const T *p = tile + (k0 + 2 * t) * S + n0 + g;
+  b[0] = ldPair(p, S);
+  b[1] = ldPair(p + 8 * S, S);
+}
+
+/// C fragments of a 16 x N tile as the A fragment of its k-step kk.
+template <typename T>
+__device__ __forceinline__ void cToA(uint32_t a[4], const float (*c)[4],
+                                     int kk) {
+  a[0] = Elem<T>::pack(c[2 * kk][0], c[2 * kk][1]);
+  a[1] = Elem<T>::pack(c[2 * kk][2], c[2 * kk][3]);
+  a[2] = Elem<T>::pack(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+  a[3] = Elem<T>::pack(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+}
+
+/// C (16 x N) = rows [row, row + 16) of `a` times the transpose of rows
+/// [0, N) of `b`, both D wide in shared memory.
+template <typename T, int D, int N>
+__device__ __forceinline__ void productAbT(float (*c)[4], const T *a, int row,
+                                           const T *b, int g, int t) {
+#pragma unroll
+  for (int n = 0; n < N / 8; ++n)
+    c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t af[4];
+    loadA<T, D>(af, a, row, kk, g, t);
+#pragma unroll
+    for (int n = 0; n < N / 8; ++n) {
+      uint32_t bf[2];
+      loadBt<T, D>(bf, b, n * 8, kk, g, t);
+      Elem<T>::mma(c[n], af, bf);
+    }
+  }
+}
+
+/// acc (16 x D) += the C fragments `p` (16 x K) times rows [0, K) of `b`.
+template <typename T, int D, int K>
+__device__ __forceinline__ void
+accumulatePB(float (*acc)[4], const float (*p)[4], const T *b, int g, int t) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t af[4];
+    cToA<T>(af, p, kk);
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      uint32_t bf[2];
+      loadB<T, D>(bf, b, kk * 16, n * 8, g, t);
+      Elem<T>::mma(acc[n], af, bf);
+    }
+  }
+}
+
+__device__ __forceinline__ float quadMax(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quadSum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/// Stores the 16 x D accumulators of rows `row` (fragment rows g and
+/// g + 8), times `mul0` / `mul1`, rows at or past `rows` left out.
+template <typename T, int D>
+__device__ __forceinline__ void storeRows(T *dst, const float (*acc)[4],
+                                          int row, int rows, float mul0,
+                                          float mul1, int g, int t) {
+  int r0 = row + g, r1 = r0 + 8;
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    int col = n * 8 + 2 * t;
+    if (r0 < rows)
+      *reinterpret_cast<uint32_t *>(dst + (int64_t)r0 * D + col) =
+          Elem<T>::pack(acc[n][0] * mul0, acc[n][1] * mul0);
+    if (r1 < rows)
+      *reinterpret_cast<uint32_t *>(dst + (int64_t)r1 * D + col) =
+          Elem<T>::pack(acc[n][2] * mul1, acc[n][3] * mul1);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// bf16 / f16 forward
+//===----------------------------------------------------------------------===//
+
+/// One block: BM query rows of one head (grid x: query tiles, y: heads).
+template <typename T, int D, int BM, int BN>
+__device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
+                           int Tq, int Tk, float scale, int causal) {
+  static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
+  EFFRT_DYNAMIC_SHARED(smem);
+  constexpr int S = rowStride<D>();
+  T *Qs = reinterpret_cast<T *>(smem);
+  T *Ks = Qs + BM * S;
+  T *Vs = Ks + BN * S;
+  const int64_t head = blockIdx.y;
+  const int q0 = blockIdx.x * BM;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  q += head * Tq * D;
+  k += head * Tk * D;
+  v += head * Tk * D;
+  o += head * Tq * D;
+  lse += head * Tq;
+
+  loadTile<T, D, BM>(Qs, q, q0, Tq);
+  const float c = scale * kLog2e; // scores in log2 units: exp2f
+  const int row = warp * 16;      // the warp's rows in the tile
+  const int qi[2] = {q0 + row + g, q0 + row + g + 8};
+  float acc[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+    acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  float rowMax[2] = {negInf(), negInf()}, rowSum[2] = {0.0f, 0.0f};
+
+  const int end = causal ? min(Tk, q0 + BM) : Tk;
+  for (int j0 = 0; j0 < end; j0 += BN) {
+    __syncthreads(); // the previous tiles are read (and Q is stored)
+    loadTile<T, D, BN>(Ks, k, j0, Tk);
+    loadTile<T, D, BN>(Vs, v, j0, Tk);
+    __syncthreads();
+    // Under causal masking, a tile past the warp's last row adds nothing.
+    if (causal && j0 > q0 + row + 15)
+      continue;
+    float s[BN / 8][4];
+    productAbT<T, D, BN>(s, Qs, row, Ks, g, t);
+    float tileMax[2] = {rowMax[0], rowMax[1]};
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int col = j0 + n * 8 + 2 * t + (e & 1);
+        float x = s[n][e] * c;
+        if (col >= Tk || (causal && col > qi[e >> 1]))
+          x = negInf();
+        s[n][e] = x;
+        tileMax[e >> 1] = fmaxf(tileMax[e >> 1], x);
+      }
+    float shift[2], alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = quadMax(tileMax[r]);
+      // Everything so far masked: nothing to shift against yet.
+      shift[r] = m == negInf() ? 0.0f : m;
+      alpha[r] = exp2f(rowMax[r] - shift[r]);
+      rowMax[r] = m;
+    }
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[n][e] = exp2f(s[n][e] - shift[e >> 1]);
+        sum[e >> 1] += s[n][e];
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      rowSum[r] = rowSum[r] * alpha[r] + sum[r]; // a quad's partial sum
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      acc[n][0] *= alpha[0];
+      acc[n][1] *= alpha[0];
+      acc[n][2] *= alpha[1];
+      acc[n][3] *= alpha[1];
+    }
+    accumulatePB<T, D, BN>(acc, s, Vs, g, t);
+  }
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = quadSum(rowSum[r]);
+    // A row that sees no key: 0/0, NaN, as PyTorch.
+    inv[r] = l > 0.0f ? 1.0f / l : __int_as_float(0x7fc00000);
+    if (t == 0 && qi[r] < Tq)
+      lse[qi[r]] = l > 0.0f ? (rowMax[r] + log2f(l)) * kLn2 : negInf();
+  }
+  storeRows<T, D>(o + (int64_t)q0 * D, acc, row, Tq - q0, inv[0], inv[1], g, t);
+}
+
+//===----------------------------------------------------------------------===//
+// bf16 / f16 backward
+//===----------------------------------------------------------------------===//
+
+/// dK and dV of BN keys (grid x: key tiles, y: heads); query tiles of BM
+/// rows streamed past. A warp owns 16 keys and works on the transposed
+/// problem: S^T = K Q^T, dP^T = V dO^T, dV += P^T dO, dK += dS^T Q.
+template <typename T, int D, int BM, int BN>
+__device__ void backwardKeyMma(const T *q, const T *k, const T *v,
+                               const float *lse, const float *delta,
+                               const T *dout, T *dk, T *dv, int Tq, int Tk,
+                               float scale, int causal) {
+  static_assert(BN == 16 * kWarps, "a warp owns 16 keys");
+  EFFRT_DYNAMIC_SHARED(smem);
+  constexpr int S = rowStride<D>();
+  T *Ks = reinterpret_cast<T *>(smem);
+  T *Vs = Ks + BN * S;
+  T *Qs = Vs + BN * S;
+  T *dOs = Qs + BM * S;
+  float *lse2s = reinterpret_cast<float *>(dOs + BM * S);
+  float *deltas = lse2s + BM;
+  const int64_t head = blockIdx.y;
+  const int j0 = blockIdx.x * BN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  q += head * Tq * D;
+  k += head * Tk * D;
+  v += head * Tk * D;
+  dout += head * Tq * D;
+  dk += head * Tk * D;
+  dv += head * Tk * D;
+  lse += head * Tq;
+  delta += head * Tq;
+
+  loadTile<T, D, BN>(Ks, k, j0, Tk);
+  loadTile<T, D, BN>(Vs, v, j0, Tk);
+  const float c = scale * kLog2e;
+  const int row = warp * 16;
+  const int kj[2] = {j0 + row + g, j0 + row + g + 8};
+  float dK[D / 8][4], dV[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      dK[n][e] = dV[n][e] = 0.0f;
+
+  // Query i sees key j iff j <= i: tiles before j0 see none of these keys.
+  const int start = causal ? j0 / BM * BM : 0;
+  for (int i0 = start; i0 < Tq; i0 += BM) {
+    __syncthreads();
+    loadTile<T, D, BM>(Qs, q, i0, Tq);
+    loadTile<T, D, BM>(dOs, dout, i0, Tq);
+    for (int i = threadIdx.x; i < BM; i += kThreads) {
+      bool in = i0 + i < Tq;
+      lse2s[i] = in ? lse[i0 + i] * kLog2e : posInf();
+      deltas[i] = in ? delta[i0 + i] : 0.0f;
+    }
+    __syncthreads();
+    if (causal && i0 + BM - 1 < j0 + row)
+      continue; // every query of the tile is before the warp's keys
+    float p[BM / 8][4], ds[BM / 8][4];
+    productAbT<T, D, BM>(p, Ks, row, Qs, g, t);
+    productAbT<T, D, BM>(ds, Vs, row, dOs, g, t);
+#pragma unroll
+    for (int n = 0; n < BM / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int col = n * 8 + 2 * t + (e & 1); // the query in the tile
+        int key = kj[e >> 1];
+        bool masked = i0 + col >= Tq || key >= Tk || (causal && key > i0 + col);
+        float pe = masked ? 0.0f : exp2f(p[n][e] * c - lse2s[col]);
+        p[n][e] = pe;
+        ds[n][e] = pe * (ds[n][e] - deltas[col]);
+      }
+    accumulatePB<T, D, BM>(dV, p, dOs, g, t);
+    accumulatePB<T, D, BM>(dK, ds, Qs, g, t);
+  }
+  storeRows<T, D>(dk + (int64_t)j0 * D, dK, row, Tk - j0, scale, scale, g, t);
+  storeRows<T, D>(dv + (int64_t)j0 * D, dV, row, Tk - j0, 1.0f, 1.0f, g, t);
+}
+
+/// dQ of BM queries (grid x: query tiles, y: heads); key tiles of BN keys
+/// streamed past, P and dP recomputed: dQ += (P * (dP - D)) K.
+template <typename T, int D, int BM, int BN>
+__device__ void backwardQueryMma(const T *q, const T *k, const T *v,
+                                 const float *lse, const float *delta,
+                                 const T *dout, T *dq, int Tq, int Tk,
+                                 float scale, int causal) {
+  static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
+  EFFRT_DYNAMIC_SHARED(smem);
+  constexpr int S = rowStride<D>();
+  T *Qs = reinterpret_cast<T *>(smem);
+  T *dOs = Qs + BM * S;
+  T *Ks = dOs + BM * S;
+  T *Vs = Ks + BN * S;
+  const int64_t head = blockIdx.y;
+  const int q0 = blockIdx.x * BM;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  q += head * Tq * D;
+  k += head * Tk * D;
+  v += head * Tk * D;
+  dout += head * Tq * D;
+  dq += head * Tq * D;
+  lse += head * Tq;
+  delta += head * Tq;
+
+  loadTile<T, D, BM>(Qs, q, q0, Tq);
+  loadTile<T, D, BM>(dOs, dout, q0, Tq);
+  const float c = scale * kLog2e;
+  const int row = warp * 16;
+  const int qi[2] = {q0 + row + g, q0 + row + g + 8};
+  float lse2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    lse2[r] = qi[r] < Tq ? lse[qi[r]] * kLog2e : posInf();
+    dl[r] = qi[r] < Tq ? delta[qi[r]] : 0.0f;
+  }
+  float dQ[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n)
+    dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
+
+  const int end = causal ? min(Tk, q0 + BM) : Tk;
+  for (int j0 = 0; j0 < end; j0 += BN) {
+    __syncthreads();
+    loadTile<T, D, BN>(Ks, k, j0, Tk);
+    loadTile<T, D, BN>(Vs, v, j0, Tk);
+    __syncthreads();
+    if (causal && j0 > q0 + row + 15)
+      continue;
+    float p[BN / 8][4], ds[BN / 8][4];
+    productAbT<T, D, BN>(p, Qs, row, Ks, g, t);
+    productAbT<T, D, BN>(ds, dOs, row, Vs, g, t);
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int col = j0 + n * 8 + 2 * t + (e & 1);
+        int r = e >> 1;
+        bool masked = qi[r] >= Tq || col >= Tk || (causal && col > qi[r]);
+        float pe = masked ? 0.0f : exp2f(p[n][e] * c - lse2[r]);
+        ds[n][e] = pe * (ds[n][e] - dl[r]);
+      }
+    accumulatePB<T, D, BN>(dQ, ds, Ks, g, t);
+  }
+  storeRows<T, D>(dq + (int64_t)q0 * D, dQ, row, Tq - q0, scale, scale, g, t);
+}
+
+//===----------------------------------------------------------------------===//
+// f32 (FMA)
+//===----------------------------------------------------------------------===//
+
+constexpr int kF32Rows = 8;   // warps per block, a row each
+constexpr int kF32Tile = 32;  // keys (or queries) per tile, a lane each
+constexpr int kF32MaxD = 128; // lanes hold D / 32 <= 4 accumulators
+constexpr int kF32Stride = kF32MaxD + 1;
+
+__device__ __forceinline__ float warpMax(float x) {
+  for (int m = 16; m > 0; m >>= 1)
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, m));
+  return x;
+}
+__device__ __forceinline__ float warpSum(float x) {
+  for (int m = 16; m > 0; m >>= 1)
+    x += __shfl_xor_sync(0xffffffffu, x, m);
+  return x;
+}
+
+/// Rows [row0, row0 + ROWS) of a [rows, D] f32 matrix into shared memory
+/// (stride kF32Stride, zeros past `rows`).
+template <int ROWS>
+__device__ __forceinline__ void loadTileF32(float *dst, const float *src,
+                                            int row0, int rows, int D,
+                                            int threads) {
+  for (int i = threadIdx.x; i < ROWS * D; i += threads) {
+    int r = i / D, col = i % D;
+    dst[r * kF32Stride + col] =
+        row0 + r < rows ? src[(int64_t)(row0 + r) * D + col] : 0.0f;
+  }
+}
+
+__device__ __forceinline__ float dotF32(const float *a, const float *b, int D) {
+  float s = 0.0f;
+  for (int d = 0; d < D; ++d)
+    s = fmaf(a[d], b[d], s);
+  return s;
+}
+
+/// grid x: blocks of kF32Rows query rows, y: heads.
+__device__ void forwardF32(const float *q, const float *k, const float *v,
+                           float *o, float *lse, int Tq, int Tk, int D,
+                           float scale, int causal) {
+  __shared__ float Ks[kF32Tile * kF32Stride], Vs[kF32Tile * kF32Stride];
+  __shared__ float Qs[kF32Rows * kF32Stride];
+  constexpr int threads = kF32Rows * 32;
+  const int64_t head = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r0 = blockIdx.x * kF32Rows, i = r0 + warp;
+  q += head * Tq * D;
+  k += head * Tk * D;
+  v += head * Tk * D;
+  o += head * Tq * D;
+  lse += head * Tq;
+  loadTileF32<kF32Rows>(Qs, q, r0, Tq, D, threads);
+  const float *qRow = Qs + warp * kF32Stride;
+  float acc[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float rowMax = negInf(), rowSum = 0.0f;
+  const int end = causal ? min(Tk, r0 + kF32Rows) : Tk;
+  for (int j0 = 0; j0 < end; j0 += kF32Tile) {
+    __syncthreads();
+    loadTileF32<kF32Tile>(Ks, k, j0, Tk, D, threads);
+    loadTileF32<kF32Tile>(Vs, v, j0, Tk, D, threads);
+    __syncthreads();
+    if (i >= Tq)
+      continue;
+    int j = j0 + lane;
+    float s = dotF32(qRow, Ks + lane * kF32Stride, D) * scale;
+    if (j >= Tk || (causal && j > i))
+      s = negInf();
+    float m = fmaxf(rowMax, warpMax(s));
+    float shift = m == negInf() ? 0.0f : m;
+    float p = expf(s - shift), alpha = expf(rowMax - shift);
+    rowSum = rowSum * alpha + warpSum(p);
+    rowMax = m;
+#pragma unroll
+    for (int a = 0; a < kF32MaxD / 32; ++a)
+      acc[a] *= alpha;
+    for (int jj = 0; jj < kF32Tile; ++jj) {
+      float pj = __shfl_sync(0xffffffffu, p, jj);
+#pragma unroll
+      for (int a = 0; a < kF32MaxD / 32; ++a)
+        if (lane + 32 * a < D)
+          acc[a] = fmaf(pj, Vs[jj * kF32Stride + lane + 32 * a], acc[a]);
+    }
+  }
+  if (i >= Tq)
+    return;
+  float inv = rowSum > 0.0f ? 1.0f / rowSum : __int_as_float(0x7fc00000);
+#pragma unroll
+  for (int a = 0; a < kF32MaxD / 32; ++a)
+    if (lane + 32 * a < D)
+      o[(int64_t)i * D + lane + 32 * a] = acc[a] * inv;
+  if (lane == 0)
+    lse[i] = rowSum > 0.0f ? rowMax + logf(rowSum) : negInf();
+}
+
+/// dQ: a warp per query row, key tiles streamed past.
+__device__ void backwardQueryF32(const float *q, const float *k, const float *v,
+                                 const float *lse, const float *delta,
+                                 const float *dout, float *dq, int Tq, int Tk,
+                                 int D, float scale, int causal) {
+  __shared__ float Ks[kF32Tile * kF32Stride], Vs[kF32Tile * kF32Stride];
+  __shared__ float Qs[kF32Rows * kF32Stride], dOs[kF32Rows * kF32Stride];
+  constexpr int threads = kF32Rows * 32;
+  const int64_t head = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r0 = blockIdx.x * kF32Rows, i = r0 + warp;
+  q += head * Tq * D;
+  k += head * Tk * D;
+  v += head * Tk * D;
+  dout += head * Tq * D;
+  dq += head * Tq * D;
+  loadTileF32<kF32Rows>(Qs, q, r0, Tq, D, threads);
+  loadTileF32<kF32Rows>(dOs, dout, r0, Tq, D, threads);
+  const float l = i < Tq ? lse[head * Tq + i] : 0.0f;
+  const float dl = i < Tq ? delta[head * Tq + i] : 0.0f;
+  float acc[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int end = causal ? min(Tk, r0 + kF32Rows) : Tk;
+  for (int j0 = 0; j0 < end; j0 += kF32Tile) {
+    __syncthreads();
+    loadTileF32<kF32Tile>(Ks, k, j0, Tk, D, threads);
+    loadTileF32<kF32Tile>(Vs, v, j0, Tk, D, threads);
+    __syncthreads();
+    if (i >= Tq)
+      continue;
+    int j = j0 + lane;
+    float ds = 0.0f;
+    if (j < Tk && !(causal && j > i)) {
+      float p = expf(dotF32(Qs + warp * kF32Stride, Ks + lane * kF32Stride, D) *
+                         scale -
+                     l);
+      float dp = dotF32(dOs + warp * kF32Stride, Vs + lane * kF32Stride, D);
+      ds = p * (dp - dl);
+    }
+    for (int jj = 0; jj < kF32Tile; ++jj) {
+      float dsj = __shfl_sync(0xffffffffu, ds, jj);
+#pragma unroll
+      for (int a = 0; a < kF32MaxD / 32; ++a)
+        if (lane + 32 * a < D)
+          acc[a] = fmaf(dsj, Ks[jj * kF32Stride + lane + 32 * a], acc[a]);
+    }
+  }
+  if (i >= Tq)
+    return;
+#pragma unroll
+  for (int a = 0; a < kF32MaxD / 32; ++a)
+    if (lane + 32 * a < D)
+      dq[(int64_t)i * D + lane + 32 * a] = acc[a] * scale;
+}
+
+/// dK and dV: a warp per key row, query tiles streamed past.
+__device__ void backwardKeyF32(const float *q, const float *k, const float *v,
+                               const float *lse, const float *delta,
+                               const float *dout, float *dk, float *dv, int Tq,
+                               int Tk, int D, float scale, int causal) {
+  __shared__ float Qs[kF32Tile * kF32Stride], dOs[kF32Tile * kF32Stride];
+  __shared__ float Ks[kF32Rows * kF32Stride], Vs[kF32Rows * kF32Stride];
+  __shared__ float lses[kF32Tile], deltas[kF32Tile];
+  constexpr int threads = kF32Rows * 32;
+  const int64_t head = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r0 = blockIdx.x * kF32Rows, j = r0 + warp;
+  q += head * Tq * D;
+  k += head * Tk * D;
+  v += head * Tk * D;
+  dout += head * Tq * D;
+  dk += head * Tk * D;
+  dv += head * Tk * D;
+  lse += head * Tq;
+  delta += head * Tq;
+  loadTileF32<kF32Rows>(Ks, k, r0, Tk, D, threads);
+  loadTileF32<kF32Rows>(Vs, v, r0, Tk, D, threads);
+  float accK[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float accV[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int start = causal ? r0 / kF32Tile * kF32Tile : 0;
+  for (int i0 = start; i0 < Tq; i0 += kF32Tile) {
+    __syncthreads();
+    loadTileF32<kF32Tile>(Qs, q, i0, Tq, D, threads);
+    loadTileF32<kF32Tile>(dOs, dout, i0, Tq, D, threads);
+    for (int x = threadIdx.x; x < kF32Tile; x += threads) {
+      lses[x] = i0 + x < Tq ? lse[i0 + x] : 0.0f;
+      deltas[x] = i0 + x < Tq ? delta[i0 + x] : 0.0f;
+    }
+    __syncthreads();
+    if (j >= Tk)
+      continue;
+    int i = i0 + lane;
+    float p = 0.0f, ds = 0.0f;
+    if (i < Tq && !(causal && j > i)) {
+      p = expf(dotF32(Qs + lane * kF32Stride, Ks + warp * kF32Stride, D) *
+                   scale -
+               lses[lane]);
+      float dp = dotF32(dOs + lane * kF32Stride, Vs + warp * kF32Stride, D);
+      ds = p * (dp - deltas[lane]);
+    }
+    for (int ii = 0; ii < kF32Tile; ++ii) {
+      float pi = __shfl_sync(0xffffffffu, p, ii);
+      float dsi = __shfl_sync(0xffffffffu, ds, ii);
+#pragma unroll
+      for (int a = 0; a < kF32MaxD / 32; ++a)
+        if (lane + 32 * a < D) {
+          accV[a] = fmaf(pi, dOs[ii * kF32Stride + lane + 32 * a], accV[a]);
+          accK[a] = fmaf(dsi, Qs[ii * kF32Stride + lane + 32 * a], accK[a]);
+        }
+    }
+  }
+  if (j >= Tk)
+    return;
+#pragma unroll
+  for (int a = 0; a < kF32MaxD / 32; ++a)
+    if (lane + 32 * a < D) {
+      dk[(int64_t)j * D + lane + 32 * a] = accK[a] * scale;
+      dv[(int64_t)j * D + lane + 32 * a] = accV[a];
+    }
+}
+
+/// delta[r] = sum_d dout[r, d] * o[r, d] for `rows` rows, a warp per row.
+template <typename T>
+__device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
+                       int D) {
+  int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  int lane = threadIdx.x % 32;
+  if (r >= rows)
+    return;
+  float s = 0.0f;
+  for (int d = lane; d < D; d += 32)
+    s = fmaf(toFloat(dout[r * D + d]), toFloat(o[r * D + d]), s);
+  s = warpSum(s);
+  if (lane == 0)
+    delta[r] = s;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points: effrt_attn_<pass>_<type>[_d<D>], looked up by Attention.cpp.
+// Tile sizes (BM x BN) are those Attention.cpp sizes shared memory for.
+//===----------------------------------------------------------------------===//
+
+#define EFFRT_ATTN_MMA_KERNELS(TY, T, D, BWD_BM)                               \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      effrt_attn_fwd_##TY##_d##D(const T *q, const T *k, const T *v, T *o,     \
+                                 float *lse, int Tq, int Tk, float scale,      \
+                                 int causal) {                                 \
+    forwardMma<T, D, 64, 64>(q, k, v, o, lse, Tq, Tk, scale, causal);          \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      effrt_attn_bwd_kv_##TY##_d##D(const T *q, const T *k, const T *v,        \
+                                    const float *lse, const float *delta,      \
+                                    const T *dout, T *dk, T *dv, int Tq,       \
+                                    int Tk, float scale, int causal) {         \
+    backwardKeyMma<T, D, BWD_BM, 64>(q, k, v, lse, delta, dout, dk, dv, Tq,    \
+                                     Tk, scale, causal);                       \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+      effrt_attn_bwd_q_##TY##_d##D(const T *q, const T *k, const T *v,         \
+                                   const float *lse, const float *delta,       \
+                                   const T *dout, T *dq, int Tq, int Tk,       \
+                                   float scale, int causal) {                  \
+    backwardQueryMma<T, D, 64, 64>(q, k, v, lse, delta, dout, dq, Tq, Tk,      \
+                                   scale, causal);                             \
+  }
+
+// The key pass of D = 128 streams 32 queries at a time: dK and dV take 128
+// registers of accumulators already.
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, 64)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 128, 32)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, 64)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, 32)
+
+extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
+    effrt_attn_fwd_f32(const float *q, const float *k, const float *v, float *o,
+                       float *lse, int Tq, int Tk, int D, float scale,
+                       int causal) {
+  forwardF32(q, k, v, o, lse, Tq, Tk, D, scale, causal);
+}
+
+extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
+    effrt_attn_bwd_kv_f32(const float *q, const float *k, const float *v,
+                          const float *lse, const float *delta,
+                          const float *dout, float *dk, float *dv, int Tq,
+                          int Tk, int D, float scale, int causal) {
+  backwardKeyF32(q, k, v, lse, delta, dout, dk, dv, Tq, Tk, D, scale, causal);
+}
+
+extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
+    effrt_attn_bwd_q_f32(const float *q, const float *k, const float *v,
+                         const float *lse, const float *delta,
+                         const float *dout, float *dq, int Tq, int Tk, int D,
+                         float scale, int causal) {
+  backwardQueryF32(q, k, v, lse, delta, dout, dq, Tq, Tk, D, scale, causal);
+}
+
+#define EFFRT_ATTN_ROWDOT(TY, T)                                               \
+  extern "C" __global__ void __launch_bounds__(256) effrt_attn_rowdot_##TY(    \
+      const T *o, const T *dout, float *delta, long long rows, int D) {        \
+    rowDot<T>(o, dout, delta, rows, D);                                        \
+  }
+EFFRT_ATTN_ROWDOT(bf16, __nv_bfloat16)
+EFFRT_ATTN_ROWDOT(f16, __half)
+EFFRT_ATTN_ROWDOT(f32, float)

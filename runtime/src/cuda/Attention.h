@@ -1,0 +1,83 @@
+//===- Attention.h - The fused attention kernels of target cuda -*- C++ -*-===//
+//
+// The FlashAttention-2 kernels of Attention.cu, compiled by nvcc into a
+// fatbin when the runtime is built and embedded in it, loaded into a CUDA
+// context with the driver API (cuModuleLoadData through the dlopen'd driver
+// table): effrun still links no CUDA library. A runtime built where nvcc was
+// absent has no kernels, and every call says so in one line.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFRT_SRC_CUDA_ATTENTION_H
+#define EFFRT_SRC_CUDA_ATTENTION_H
+
+#include "CudaApi.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace effrt::cuda {
+
+class Driver;
+
+/// One call: `heads` contiguous [T, D] slices of q, k, v, o (and dO, dQ,
+/// dK, dV), lse [heads, Tq] in f32; `type` as effrt_cuda_gemm's (0 f32,
+/// 1 f16, 2 bf16).
+struct AttentionProblem {
+  int64_t heads = 0, tq = 0, tk = 0, d = 0;
+  float scale = 1.0f;
+  bool causal = false;
+  int32_t type = 0;
+};
+
+/// Whether this runtime holds the kernels (nvcc was found when it was
+/// built).
+bool attentionKernelsBuilt();
+
+/// Why the kernels cannot run `p` with these operands (all 16-byte aligned
+/// for f16/bf16), or "" when they can.
+std::string checkAttention(const AttentionProblem &p,
+                           std::initializer_list<const void *> operands);
+
+/// The kernels loaded into one context; unloaded with it.
+class AttentionKernels {
+public:
+  /// Loads the embedded fatbin into the current context. Throws Error when
+  /// the runtime has no kernels or the driver refuses them (a GPU older
+  /// than sm_80).
+  explicit AttentionKernels(const Driver &driver);
+  ~AttentionKernels();
+  AttentionKernels(const AttentionKernels &) = delete;
+  AttentionKernels &operator=(const AttentionKernels &) = delete;
+
+  /// o and lse, queued on `stream`. Throws Error for a problem
+  /// checkAttention refuses.
+  void forward(CUstream stream, const AttentionProblem &p, const void *q,
+               const void *k, const void *v, void *o, float *lse) const;
+  /// dq, dk, dv, queued on `stream`; `delta` holds heads x Tq floats
+  /// (rowsum(dO * o), computed here).
+  void backward(CUstream stream, const AttentionProblem &p, const void *q,
+                const void *k, const void *v, const void *o, const float *lse,
+                const void *dout, void *dq, void *dk, void *dv,
+                float *delta) const;
+
+private:
+  struct Kernel {
+    CUfunction function = nullptr;
+    unsigned sharedBytes = 0;
+  };
+  enum Pass { Forward, BackwardKey, BackwardQuery, RowDot, kPasses };
+  /// [pass][f32, f16 d64, f16 d128, bf16 d64, bf16 d128].
+  static int variant(int32_t type, int64_t d);
+  void launch(const Kernel &kernel, CUstream stream, unsigned gridX,
+              unsigned gridY, unsigned threads, void **params) const;
+
+  const Driver &driver_;
+  CUmodule module_ = nullptr;
+  Kernel kernels_[kPasses][5];
+};
+
+} // namespace effrt::cuda
+
+#endif // EFFRT_SRC_CUDA_ATTENTION_H

@@ -1,0 +1,114 @@
+//===- AttentionCheck.cpp - The attention kernels for a test harness ------===//
+//
+// libeffrt_attention_check.so: the kernels of Attention.cu on the caller's
+// current CUDA context and stream, through a C ABI that Python's ctypes can
+// call with PyTorch's tensors (scripts/gpu/attention_check.py compares them
+// with torch's attention). Not part of effrun. Errors are returned, never
+// thrown: 0 on success, else 1 and one line in
+// effrt_attention_check_error().
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention.h"
+#include "CudaDriver.h"
+
+#include "effrt/Error.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+using namespace effrt;
+using namespace effrt::cuda;
+
+namespace {
+std::string &lastError() {
+  static thread_local std::string error;
+  return error;
+}
+
+/// The kernels loaded into the current context, once per context (kept
+/// until the process ends: the caller owns the context).
+const AttentionKernels &kernelsOfCurrentContext() {
+  static std::mutex mutex;
+  static auto *loaded = new std::map<CUcontext, AttentionKernels *>;
+  const Driver &driver = Driver::get();
+  CUcontext context = nullptr;
+  driver.check(driver.api().cuCtxGetCurrent(&context), "cuCtxGetCurrent");
+  if (!context)
+    fail("no CUDA context is current on this thread (initialise one first, "
+         "e.g. torch.cuda.init())");
+  std::lock_guard<std::mutex> lock(mutex);
+  AttentionKernels *&kernels = (*loaded)[context];
+  if (!kernels)
+    kernels = new AttentionKernels(driver);
+  return *kernels;
+}
+
+template <typename Body> int guarded(Body body) {
+  lastError().clear();
+  try {
+    body();
+    return 0;
+  } catch (const std::exception &e) {
+    lastError() = e.what();
+    return 1;
+  }
+}
+
+AttentionProblem problem(int64_t heads, int64_t tq, int64_t tk, int64_t d,
+                         float scale, int32_t causal, int32_t type) {
+  AttentionProblem p;
+  p.heads = heads;
+  p.tq = tq;
+  p.tk = tk;
+  p.d = d;
+  p.scale = scale;
+  p.causal = causal != 0;
+  p.type = type;
+  return p;
+}
+} // namespace
+
+extern "C" {
+
+/// 1 when the runtime was built with the kernels (nvcc found), else 0.
+__attribute__((visibility("default"))) int effrt_attention_check_built() {
+  return attentionKernelsBuilt() ? 1 : 0;
+}
+
+/// The error of the last failed call on this thread, one line.
+__attribute__((visibility("default"))) const char *
+effrt_attention_check_error() {
+  return lastError().c_str();
+}
+
+/// Queues the forward on `stream` (a CUstream of the current context).
+__attribute__((visibility("default"))) int
+effrt_attention_check_fwd(void *stream, const void *q, const void *k,
+                          const void *v, void *o, float *lse, int64_t heads,
+                          int64_t tq, int64_t tk, int64_t d, float scale,
+                          int32_t causal, int32_t type) {
+  return guarded([&] {
+    kernelsOfCurrentContext().forward(
+        static_cast<CUstream>(stream),
+        problem(heads, tq, tk, d, scale, causal, type), q, k, v, o, lse);
+  });
+}
+
+/// Queues the backward on `stream`; `delta` holds heads x tq floats.
+__attribute__((visibility("default"))) int effrt_attention_check_bwd(
+    void *stream, const void *q, const void *k, const void *v, const void *o,
+    const float *lse, const void *dout, void *dq, void *dk, void *dv,
+    float *delta, int64_t heads, int64_t tq, int64_t tk, int64_t d, float scale,
+    int32_t causal, int32_t type) {
+  return guarded([&] {
+    kernelsOfCurrentContext().backward(
+        static_cast<CUstream>(stream),
+        problem(heads, tq, tk, d, scale, causal, type), q, k, v, o, lse, dout,
+        dq, dk, dv, delta);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,536 @@
+//===- AttentionEmulationTest.cpp - The CUDA attention kernels, emulated --===//
+//
+// Runs the kernels of runtime/src/cuda/Attention.cu on the CPU, compiled
+// from the same source: every thread of a block is a fiber (ucontext) on
+// one OS thread, __syncthreads a barrier over the block's fibers, a warp's
+// shuffles and mma.sync.m16n8k16 exchanges among its 32 fibers (the mma's
+// operand and result fragments laid out as PTX defines them), shared memory
+// a buffer per block. The launch configurations and shared memory sizes
+// are Attention.cpp's. Results are compared with float64 attention
+// computed here from the same rounded inputs: forward o and lse, backward
+// dq, dk, dv; bf16, f16 and f32; head sizes 64 and 128; causal and not;
+// T not a multiple of the tiles; Tq != Tk.
+//
+// What this proves without a GPU: the indexing, tiling, masking, online
+// softmax and backward passes. What it cannot: the GPU's own arithmetic
+// (exp2f, ex2.approx), its memory model, speed. scripts/gpu/attention_check.py
+// checks those on a GPU against PyTorch.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <vector_functions.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <ucontext.h>
+#include <vector>
+
+//===----------------------------------------------------------------------===//
+// The emulated machine
+//===----------------------------------------------------------------------===//
+
+namespace emu {
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+
+struct Fiber {
+  ucontext_t context;
+  std::vector<char> stack;
+  bool done = false;
+};
+
+struct Barrier {
+  int count = 0, arrived = 0;
+  unsigned generation = 0;
+};
+
+ucontext_t scheduler;
+std::vector<Fiber> fibers;
+int current = 0;
+std::function<void()> body;
+Barrier block;
+std::vector<Barrier> warps;
+/// Per warp: 32 lanes x 6 words exchanged by shuffles and mma.
+std::vector<uint32_t> exchange;
+std::vector<uint4> dynamicShared;
+} // namespace emu
+
+emu::Dim3 threadIdx, blockIdx, blockDim;
+
+namespace emu {
+void yield() { swapcontext(&fibers[current].context, &scheduler); }
+
+void arriveAndWait(Barrier &b) {
+  unsigned generation = b.generation;
+  if (++b.arrived == b.count) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  while (b.generation == generation)
+    yield();
+}
+
+void fiberMain() {
+  body();
+  fibers[current].done = true;
+}
+
+/// Runs `kernel` on a grid of x by y blocks of `threads` threads.
+void launch(unsigned gridX, unsigned gridY, unsigned threads,
+            size_t sharedBytes, std::function<void()> kernel) {
+  blockDim = {threads, 1, 1};
+  body = std::move(kernel);
+  for (unsigned by = 0; by < gridY; ++by)
+    for (unsigned bx = 0; bx < gridX; ++bx) {
+      blockIdx = {bx, by, 0};
+      fibers.assign(threads, Fiber());
+      block = Barrier{static_cast<int>(threads), 0, 0};
+      warps.assign(threads / 32, Barrier{32, 0, 0});
+      exchange.assign(threads / 32 * 32 * 6, 0);
+      // Garbage, as on a GPU: the kernels must not read what they did not
+      // write.
+      dynamicShared.assign(sharedBytes / 16 + 1,
+                           make_uint4(0x7fc00000u, 1u, 0xffffffffu, 7u));
+      for (unsigned t = 0; t < threads; ++t) {
+        Fiber &f = fibers[t];
+        f.stack.resize(256 * 1024);
+        getcontext(&f.context);
+        f.context.uc_stack.ss_sp = f.stack.data();
+        f.context.uc_stack.ss_size = f.stack.size();
+        f.context.uc_link = &scheduler;
+        makecontext(&f.context, fiberMain, 0);
+      }
+      for (bool running = true; running;) {
+        running = false;
+        for (unsigned t = 0; t < threads; ++t) {
+          if (fibers[t].done)
+            continue;
+          running = true;
+          current = static_cast<int>(t);
+          threadIdx = {t, 0, 0};
+          swapcontext(&scheduler, &fibers[t].context);
+        }
+      }
+    }
+}
+
+int lane() { return static_cast<int>(threadIdx.x % 32); }
+int warp() { return static_cast<int>(threadIdx.x / 32); }
+uint32_t *warpExchange() { return exchange.data() + warp() * 32 * 6; }
+
+float shuffle(float v, int source) {
+  uint32_t *x = warpExchange();
+  std::memcpy(&x[lane() * 6], &v, 4);
+  arriveAndWait(warps[warp()]);
+  float r;
+  std::memcpy(&r, &x[source * 6], 4);
+  arriveAndWait(warps[warp()]);
+  return r;
+}
+
+float halfToFloat(uint16_t bits, bool bf16) {
+  if (bf16) {
+    uint32_t w = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    return f;
+  }
+  __half h;
+  std::memcpy(&h, &bits, 2);
+  return __half2float(h);
+}
+} // namespace emu
+
+void __syncthreads() { emu::arriveAndWait(emu::block); }
+float __shfl_xor_sync(unsigned, float v, int mask) {
+  return emu::shuffle(v, emu::lane() ^ mask);
+}
+float __shfl_sync(unsigned, float v, int source) {
+  return emu::shuffle(v, source);
+}
+float __int_as_float(int i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+inline int min(int a, int b) { return a < b ? a : b; }
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: d = a b + c over the
+/// warp's fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16").
+void emulatedMma(float c[4], const uint32_t a[4], const uint32_t b[2],
+                 bool bf16) {
+  using namespace emu;
+  uint32_t *x = warpExchange();
+  int me = lane();
+  for (int i = 0; i < 4; ++i)
+    x[me * 6 + i] = a[i];
+  x[me * 6 + 4] = b[0];
+  x[me * 6 + 5] = b[1];
+  arriveAndWait(warps[warp()]);
+  auto element = [&](uint32_t word, int k) {
+    return halfToFloat(static_cast<uint16_t>(k % 2 ? word >> 16 : word), bf16);
+  };
+  // A (16 x 16): row g (+8), column 2t (+1) (+8): lane 4g + t,
+  // register (row >= 8) + 2 (col >= 8).
+  auto A = [&](int row, int k) {
+    int l = (row % 8) * 4 + (k % 8) / 2;
+    return element(x[l * 6 + (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], k);
+  };
+  // B (16 x 8): row (k) 2t (+1) (+8), column g: lane 4n + t, register k >= 8.
+  auto B = [&](int k, int n) {
+    int l = n * 4 + (k % 8) / 2;
+    return element(x[l * 6 + 4 + (k >= 8 ? 1 : 0)], k);
+  };
+  int g = me / 4, t = me % 4;
+  float d[4];
+  for (int e = 0; e < 4; ++e) {
+    int row = g + (e >= 2 ? 8 : 0), col = 2 * t + (e & 1);
+    double sum = c[e];
+    for (int k = 0; k < 16; ++k)
+      sum += double(A(row, k)) * double(B(k, col));
+    d[e] = static_cast<float>(sum);
+  }
+  arriveAndWait(warps[warp()]);
+  for (int e = 0; e < 4; ++e)
+    c[e] = d[e];
+}
+
+#define EFFRT_ATTENTION_EMULATION 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define EFFRT_DYNAMIC_SHARED(name) uint4 *name = emu::dynamicShared.data()
+
+#include "../src/cuda/Attention.cu"
+
+//===----------------------------------------------------------------------===//
+// The launches of Attention.cpp
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum Type { F32 = 0, F16 = 1, BF16 = 2 };
+
+unsigned tileBytes(int rows, int d) { return unsigned(rows * (d + 8) * 2); }
+
+/// Device memory: raw bytes of one element type.
+struct Buffer {
+  std::vector<uint16_t> half;
+  std::vector<float> single;
+  void *data(Type type) {
+    return type == F32 ? static_cast<void *>(single.data())
+                       : static_cast<void *>(half.data());
+  }
+};
+
+uint16_t toHalfBits(float v, Type type) {
+  uint16_t bits;
+  if (type == BF16) {
+    __nv_bfloat16 h = __float2bfloat16_rn(v);
+    std::memcpy(&bits, &h, 2);
+  } else {
+    __half h = __float2half_rn(v);
+    std::memcpy(&bits, &h, 2);
+  }
+  return bits;
+}
+
+Buffer makeBuffer(const std::vector<double> &values, Type type) {
+  Buffer b;
+  if (type == F32)
+    b.single.assign(values.begin(), values.end());
+  else
+    for (double v : values)
+      b.half.push_back(toHalfBits(static_cast<float>(v), type));
+  return b;
+}
+
+Buffer emptyBuffer(size_t n, Type type) {
+  Buffer b;
+  if (type == F32)
+    b.single.assign(n, std::nanf(""));
+  else
+    b.half.assign(n, 0x7fc0);
+  return b;
+}
+
+std::vector<double> values(const Buffer &b, Type type) {
+  std::vector<double> out;
+  if (type == F32)
+    out.assign(b.single.begin(), b.single.end());
+  else
+    for (uint16_t h : b.half)
+      out.push_back(emu::halfToFloat(h, type == BF16));
+  return out;
+}
+
+/// Random values rounded to `type`, as doubles.
+std::vector<double> randomRounded(size_t n, Type type, std::mt19937 &rng,
+                                  double scale) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<double> out(n);
+  for (double &v : out) {
+    float x = normal(rng) * static_cast<float>(scale);
+    v = type == F32 ? x : emu::halfToFloat(toHalfBits(x, type), type == BF16);
+  }
+  return out;
+}
+
+struct Reference {
+  std::vector<double> o, lse, dq, dk, dv;
+};
+
+/// float64 attention and its gradients, [heads, T, D].
+Reference reference(const std::vector<double> &q, const std::vector<double> &k,
+                    const std::vector<double> &v, const std::vector<double> &dO,
+                    int heads, int Tq, int Tk, int D, double scale,
+                    bool causal) {
+  Reference r;
+  r.o.assign(size_t(heads) * Tq * D, 0);
+  r.lse.assign(size_t(heads) * Tq, 0);
+  r.dq.assign(size_t(heads) * Tq * D, 0);
+  r.dk.assign(size_t(heads) * Tk * D, 0);
+  r.dv.assign(size_t(heads) * Tk * D, 0);
+  std::vector<double> p(size_t(Tq) * Tk), dp(size_t(Tq) * Tk);
+  for (int h = 0; h < heads; ++h) {
+    auto Q = [&](int i, int d) { return q[(size_t(h) * Tq + i) * D + d]; };
+    auto K = [&](int j, int d) { return k[(size_t(h) * Tk + j) * D + d]; };
+    auto V = [&](int j, int d) { return v[(size_t(h) * Tk + j) * D + d]; };
+    auto G = [&](int i, int d) { return dO[(size_t(h) * Tq + i) * D + d]; };
+    for (int i = 0; i < Tq; ++i) {
+      double m = -INFINITY;
+      for (int j = 0; j < Tk; ++j) {
+        double s = -INFINITY;
+        if (!(causal && j > i)) {
+          s = 0;
+          for (int d = 0; d < D; ++d)
+            s += Q(i, d) * K(j, d);
+          s *= scale;
+        }
+        p[size_t(i) * Tk + j] = s;
+        m = std::max(m, s);
+      }
+      double sum = 0;
+      for (int j = 0; j < Tk; ++j)
+        sum += std::exp(p[size_t(i) * Tk + j] - m);
+      r.lse[size_t(h) * Tq + i] = m + std::log(sum);
+      for (int j = 0; j < Tk; ++j)
+        p[size_t(i) * Tk + j] = std::exp(p[size_t(i) * Tk + j] - m) / sum;
+      for (int d = 0; d < D; ++d) {
+        double o = 0;
+        for (int j = 0; j < Tk; ++j)
+          o += p[size_t(i) * Tk + j] * V(j, d);
+        r.o[(size_t(h) * Tq + i) * D + d] = o;
+      }
+    }
+    for (int i = 0; i < Tq; ++i) {
+      double rowDot = 0;
+      for (int d = 0; d < D; ++d)
+        rowDot += G(i, d) * r.o[(size_t(h) * Tq + i) * D + d];
+      for (int j = 0; j < Tk; ++j) {
+        double g = 0;
+        for (int d = 0; d < D; ++d)
+          g += G(i, d) * V(j, d);
+        dp[size_t(i) * Tk + j] = p[size_t(i) * Tk + j] * (g - rowDot);
+      }
+    }
+    for (int i = 0; i < Tq; ++i)
+      for (int d = 0; d < D; ++d) {
+        double s = 0;
+        for (int j = 0; j < Tk; ++j)
+          s += dp[size_t(i) * Tk + j] * K(j, d);
+        r.dq[(size_t(h) * Tq + i) * D + d] = s * scale;
+      }
+    for (int j = 0; j < Tk; ++j)
+      for (int d = 0; d < D; ++d) {
+        double sk = 0, sv = 0;
+        for (int i = 0; i < Tq; ++i) {
+          sk += dp[size_t(i) * Tk + j] * Q(i, d);
+          sv += p[size_t(i) * Tk + j] * G(i, d);
+        }
+        r.dk[(size_t(h) * Tk + j) * D + d] = sk * scale;
+        r.dv[(size_t(h) * Tk + j) * D + d] = sv;
+      }
+  }
+  return r;
+}
+
+double maxError(const std::vector<double> &a, const std::vector<double> &b,
+                double *magnitude) {
+  double e = 0, m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = std::fabs(a[i] - b[i]);
+    e = std::isnan(d) ? INFINITY : std::max(e, d);
+    m = std::max(m, std::fabs(b[i]));
+  }
+  *magnitude = m;
+  return e;
+}
+
+using KernelFwd16 = void (*)(const void *, const void *, const void *, void *,
+                             float *, int, int, float, int);
+
+bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
+             double qScale) {
+  std::mt19937 rng(1234 + D + Tq * 7 + Tk * 13 + type * 5 + causal);
+  size_t nq = size_t(heads) * Tq * D, nk = size_t(heads) * Tk * D;
+  std::vector<double> q = randomRounded(nq, type, rng, qScale),
+                      k = randomRounded(nk, type, rng, 1.0),
+                      v = randomRounded(nk, type, rng, 1.0),
+                      dO = randomRounded(nq, type, rng, 1.0);
+  float scale = 1.0f / std::sqrt(float(D));
+  Buffer bq = makeBuffer(q, type), bk = makeBuffer(k, type),
+         bv = makeBuffer(v, type), bdo = makeBuffer(dO, type);
+  Buffer bo = emptyBuffer(nq, type), bdq = emptyBuffer(nq, type),
+         bdk = emptyBuffer(nk, type), bdv = emptyBuffer(nk, type);
+  std::vector<float> lse(size_t(heads) * Tq, std::nanf("")),
+      delta(size_t(heads) * Tq, std::nanf(""));
+  const void *Q = bq.data(type), *K = bk.data(type), *V = bv.data(type),
+             *DO = bdo.data(type);
+  void *O = bo.data(type), *DQ = bdq.data(type), *DK = bdk.data(type),
+       *DV = bdv.data(type);
+  float *L = lse.data(), *Delta = delta.data();
+  int c = causal ? 1 : 0;
+  unsigned h = unsigned(heads);
+  auto blocks = [](int n, int per) { return unsigned((n + per - 1) / per); };
+
+  // As AttentionKernels::forward / backward launch them.
+  if (type == F32) {
+    emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
+      effrt_attn_fwd_f32((const float *)Q, (const float *)K, (const float *)V,
+                         (float *)O, L, Tq, Tk, D, scale, c);
+    });
+  } else {
+    unsigned smem = 3 * tileBytes(64, D);
+    emu::launch(blocks(Tq, 64), h, 128, smem, [&] {
+      if (type == BF16 && D == 64)
+        effrt_attn_fwd_bf16_d64(
+            (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
+            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, L, Tq, Tk, scale, c);
+      else if (type == BF16)
+        effrt_attn_fwd_bf16_d128(
+            (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
+            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, L, Tq, Tk, scale, c);
+      else if (D == 64)
+        effrt_attn_fwd_f16_d64((const __half *)Q, (const __half *)K,
+                               (const __half *)V, (__half *)O, L, Tq, Tk, scale,
+                               c);
+      else
+        effrt_attn_fwd_f16_d128((const __half *)Q, (const __half *)K,
+                                (const __half *)V, (__half *)O, L, Tq, Tk,
+                                scale, c);
+    });
+  }
+  long long rows = (long long)heads * Tq;
+  emu::launch(blocks(int(rows), 8), 1, 256, 0, [&] {
+    if (type == F32)
+      effrt_attn_rowdot_f32((const float *)O, (const float *)DO, Delta, rows,
+                            D);
+    else if (type == BF16)
+      effrt_attn_rowdot_bf16((const __nv_bfloat16 *)O,
+                             (const __nv_bfloat16 *)DO, Delta, rows, D);
+    else
+      effrt_attn_rowdot_f16((const __half *)O, (const __half *)DO, Delta, rows,
+                            D);
+  });
+  if (type == F32) {
+    emu::launch(blocks(Tk, 8), h, 256, 0, [&] {
+      effrt_attn_bwd_kv_f32((const float *)Q, (const float *)K,
+                            (const float *)V, L, Delta, (const float *)DO,
+                            (float *)DK, (float *)DV, Tq, Tk, D, scale, c);
+    });
+    emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
+      effrt_attn_bwd_q_f32((const float *)Q, (const float *)K, (const float *)V,
+                           L, Delta, (const float *)DO, (float *)DQ, Tq, Tk, D,
+                           scale, c);
+    });
+  } else {
+    int keyRows = D == 128 ? 32 : 64;
+    unsigned kvSmem = 2 * tileBytes(64, D) + 2 * tileBytes(keyRows, D) +
+                      unsigned(2 * keyRows * sizeof(float));
+    unsigned qSmem = 4 * tileBytes(64, D);
+#define EFFRT_BWD(TY, T, DD)                                                   \
+  do {                                                                         \
+    emu::launch(blocks(Tk, 64), h, 128, kvSmem, [&] {                          \
+      effrt_attn_bwd_kv_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V, \
+                                     L, Delta, (const T *)DO, (T *)DK,         \
+                                     (T *)DV, Tq, Tk, scale, c);               \
+    });                                                                        \
+    emu::launch(blocks(Tq, 64), h, 128, qSmem, [&] {                           \
+      effrt_attn_bwd_q_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V,  \
+                                    L, Delta, (const T *)DO, (T *)DQ, Tq, Tk,  \
+                                    scale, c);                                 \
+    });                                                                        \
+  } while (0)
+    if (type == BF16 && D == 64)
+      EFFRT_BWD(bf16, __nv_bfloat16, 64);
+    else if (type == BF16)
+      EFFRT_BWD(bf16, __nv_bfloat16, 128);
+    else if (D == 64)
+      EFFRT_BWD(f16, __half, 64);
+    else
+      EFFRT_BWD(f16, __half, 128);
+#undef EFFRT_BWD
+  }
+
+  Reference r = reference(q, k, v, dO, heads, Tq, Tk, D, scale, causal);
+  std::vector<double> lse64(lse.begin(), lse.end());
+  const double tolerance = type == F32 ? 1e-4 : 2e-2;
+  const char *names[] = {"f32", "f16", "bf16"};
+  char label[128];
+  std::snprintf(label, sizeof label, "%s d%d %s %dx%dx%d", names[type], D,
+                causal ? "causal" : "full", heads, Tq, Tk);
+  bool ok = true;
+  std::string line;
+  struct Item {
+    const char *name;
+    std::vector<double> got;
+    const std::vector<double> &want;
+  } items[] = {{"o", values(bo, type), r.o},
+               {"lse", lse64, r.lse},
+               {"dq", values(bdq, type), r.dq},
+               {"dk", values(bdk, type), r.dk},
+               {"dv", values(bdv, type), r.dv}};
+  for (const Item &item : items) {
+    double magnitude;
+    double e = maxError(item.got, item.want, &magnitude);
+    double bound = tolerance * std::max(1.0, magnitude);
+    char part[96];
+    std::snprintf(part, sizeof part, " %s %.2e", item.name, e);
+    line += part;
+    if (!(e <= bound))
+      ok = false;
+  }
+  std::printf("%s %s:%s\n", ok ? "PASS" : "FAIL", label, line.c_str());
+  return ok;
+}
+
+} // namespace
+
+int main() {
+  int failed = 0, passed = 0;
+  for (Type type : {BF16, F16, F32})
+    for (int D : {64, 128})
+      for (bool causal : {false, true})
+        (runCase(type, D, causal, 2, 77, 77, 1.0) ? passed : failed) += 1;
+  // Tq > Tk and a sharper softmax (the online maximum moves).
+  (runCase(BF16, 64, true, 2, 130, 77, 2.0) ? passed : failed) += 1;
+  (runCase(F32, 64, true, 2, 130, 77, 2.0) ? passed : failed) += 1;
+  // Tq < Tk: keys no query sees get zero gradients.
+  (runCase(F16, 64, true, 1, 40, 150, 1.0) ? passed : failed) += 1;
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

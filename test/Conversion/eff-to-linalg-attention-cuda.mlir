@@ -1,0 +1,72 @@
+// RUN: effopt-opt %s --pass-pipeline="builtin.module(convert-eff-to-linalg{attention=cuda})" --split-input-file | FileCheck %s
+
+// attention=cuda: eff.attention is one call of the CUDA runtime's kernel
+// (effrt_cuda_attention_fwd) on the operands' buffers, read in place, bf16
+// as they are (head size 64: tensor cores), the lse f32; then the shape
+// [B1, B2, Tq, Tk, D, Dv] = [2, 3, 77, 77, 64, 64], the scale, causal and
+// the type code (2: bf16). No workspace, nothing Tq x Tk.
+// CHECK: func.func private @effrt_cuda_attention_fwd(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, f32, i32, i32)
+// CHECK-LABEL: func.func @forward_bf16
+// CHECK-DAG: bufferization.to_buffer %arg0 read_only : tensor<2x3x77x64xbf16> to memref<2x3x77x64xbf16>
+// CHECK-DAG: memref.alloc() : memref<2x3x77x64xbf16>
+// CHECK-DAG: memref.alloc() : memref<2x3x77xf32>
+// CHECK-DAG: %[[B1:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[B2:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[SCALE:.*]] = arith.constant 1.250000e-01 : f32
+// CHECK-DAG: %[[CAUSAL:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[BF16:.*]] = arith.constant 2 : i32
+// CHECK: call @effrt_cuda_attention_fwd(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[B1]], %[[B2]], %c77_i64{{[_0-9]*}}, %c77_i64{{[_0-9]*}}, %c64_i64{{[_0-9]*}}, %c64_i64{{[_0-9]*}}, %[[SCALE]], %[[CAUSAL]], %[[BF16]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, f32, i32, i32) -> ()
+// CHECK-NOT: memref.alloc() {eff.workspace}
+// CHECK-NOT: linalg.
+// CHECK: return
+func.func @forward_bf16(%q: tensor<2x3x77x64xbf16>, %k: tensor<2x3x77x64xbf16>, %v: tensor<2x3x77x64xbf16>) -> (tensor<2x3x77x64xbf16>, tensor<2x3x77xf32>) {
+  %o, %lse = eff.attention %q, %k, %v {scale = 0.125 : f64, causal = true} : (tensor<2x3x77x64xbf16>, tensor<2x3x77x64xbf16>, tensor<2x3x77x64xbf16>) -> (tensor<2x3x77x64xbf16>, tensor<2x3x77xf32>)
+  return %o, %lse : tensor<2x3x77x64xbf16>, tensor<2x3x77xf32>
+}
+
+// -----
+
+// The backward: q, k, v, o, lse, dO in place, dq, dk, dv fresh, and a
+// workspace of B1 * B2 * Tq floats (rowsum(dO * o)): 6 * 5 = 30. Rank 3:
+// B1 = 1. f16 of head size 128 (type code 1), not causal.
+// CHECK-LABEL: func.func @backward_f16
+// CHECK-DAG: memref.alloc() {eff.workspace} : memref<30xf32>
+// CHECK-DAG: %[[NOT:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[F16:.*]] = arith.constant 1 : i32
+// CHECK: call @effrt_cuda_attention_bwd(
+// CHECK-SAME: %[[NOT]], %[[F16]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, f32, i32, i32) -> ()
+// CHECK-NOT: linalg.
+// CHECK: return
+func.func @backward_f16(%q: tensor<6x5x128xf16>, %k: tensor<6x7x128xf16>, %v: tensor<6x7x128xf16>, %o: tensor<6x5x128xf16>, %lse: tensor<6x5xf32>, %do: tensor<6x5x128xf16>) -> (tensor<6x5x128xf16>, tensor<6x7x128xf16>, tensor<6x7x128xf16>) {
+  %dq, %dk, %dv = eff.attention_grad %q, %k, %v, %o, %lse, %do {scale = 0.5 : f64} : (tensor<6x5x128xf16>, tensor<6x7x128xf16>, tensor<6x7x128xf16>, tensor<6x5x128xf16>, tensor<6x5xf32>, tensor<6x5x128xf16>) -> (tensor<6x5x128xf16>, tensor<6x7x128xf16>, tensor<6x7x128xf16>)
+  return %dq, %dk, %dv : tensor<6x5x128xf16>, tensor<6x7x128xf16>, tensor<6x7x128xf16>
+}
+
+// -----
+
+// bf16 of a head size the tensor-core kernels do not take (32): widened to
+// f32 around the f32 kernel (type code 0), the output rounded back.
+// CHECK-LABEL: func.func @bf16_head32
+// CHECK: linalg.generic
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: memref.alloc() : memref<1x2x9x32xf32>
+// CHECK: call @effrt_cuda_attention_fwd(
+// CHECK-SAME: %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}) :
+// CHECK: linalg.generic
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+func.func @bf16_head32(%q: tensor<1x2x9x32xbf16>, %k: tensor<1x2x9x32xbf16>, %v: tensor<1x2x9x32xbf16>) -> tensor<1x2x9x32xbf16> {
+  %o, %lse = eff.attention %q, %k, %v {scale = 0.5 : f64} : (tensor<1x2x9x32xbf16>, tensor<1x2x9x32xbf16>, tensor<1x2x9x32xbf16>) -> (tensor<1x2x9x32xbf16>, tensor<1x2x9xf32>)
+  return %o : tensor<1x2x9x32xbf16>
+}
+
+// -----
+
+// f32 as it is (type code 0).
+// CHECK-LABEL: func.func @forward_f32
+// CHECK-NOT: linalg.
+// CHECK: call @effrt_cuda_attention_fwd(
+// CHECK-SAME: %c0_i32{{[_0-9]*}}, %c0_i32{{[_0-9]*}}) :
+func.func @forward_f32(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32> {
+  %o, %lse = eff.attention %q, %k, %v {scale = 0.125 : f64} : (tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16xf32>)
+  return %o : tensor<1x4x16x64xf32>
+}
