@@ -117,6 +117,18 @@ worst() { # keep the worst exit: 1 (fail) > 3 (unsupported) > 0
   elif [ "$1" -ne 0 ]; then status=$1; fi
 }
 
+# 4. (first: under a minute, and what the fused-attention .effx runs rely on)
+# The attention kernels against PyTorch.
+if [ "$ATTENTION" = 1 ]; then
+  echo "== $(date -u +%H:%M:%S) attention kernels vs PyTorch (at most $ATTENTION_TIMEOUT s)"
+  LD_LIBRARY_PATH="$DIR/rt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout "$ATTENTION_TIMEOUT" "$PYTHON" scripts/gpu/attention_check.py --lib "$ATTN_LIB" \
+    --out "$OUT/attention_check.json" 2>&1 | tee "$OUT/attention_check.log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 124 ]; then echo "FAIL attention: timed out after $ATTENTION_TIMEOUT s"; rc=1; fi
+  worst "$rc"; attention_rc=$rc
+fi
+
 # 2. The suite.
 if [ "$SUITE" = 1 ] && [ -f "$DIR/suite/suite.json" ]; then
   echo "== $(date -u +%H:%M:%S) GPU suite (--device-kind $KIND)"
@@ -142,17 +154,6 @@ elif [ "$BENCH" = 1 ] && [ -f "$DIR/bench/bench.json" ]; then
   rc=${PIPESTATUS[0]}
   if [ "$rc" -eq 124 ]; then echo "FAIL bench: timed out after $BENCH_TIMEOUT s"; rc=1; fi
   worst "$rc"; bench_rc=$rc
-fi
-
-# 4. The attention kernels against PyTorch.
-if [ "$ATTENTION" = 1 ]; then
-  echo "== $(date -u +%H:%M:%S) attention kernels vs PyTorch (at most $ATTENTION_TIMEOUT s)"
-  LD_LIBRARY_PATH="$DIR/rt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    timeout "$ATTENTION_TIMEOUT" "$PYTHON" scripts/gpu/attention_check.py --lib "$ATTN_LIB" \
-    --out "$OUT/attention_check.json" 2>&1 | tee "$OUT/attention_check.log"
-  rc=${PIPESTATUS[0]}
-  if [ "$rc" -eq 124 ]; then echo "FAIL attention: timed out after $ATTENTION_TIMEOUT s"; rc=1; fi
-  worst "$rc"; attention_rc=$rc
 fi
 
 word() { case "$1" in 0) echo PASS ;; 3) echo UNSUPPORTED ;; "") echo not-run ;; *) echo FAIL ;; esac; }
