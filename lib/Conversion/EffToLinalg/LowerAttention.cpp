@@ -245,6 +245,26 @@ void addCudaOptions(RuntimeCall &call, OpTy op, const AttentionShape &s,
   call.addI32(cudaTypeCode(run));
 }
 
+/// What both CUDA lowerings need of an attention op: its shape, its
+/// element type and the type the kernels run in.
+struct CudaAttentionPlan {
+  AttentionShape shape;
+  Type element;
+  Type run;
+};
+
+/// The op's plan, or an error naming what the kernels cannot run.
+template <typename OpTy>
+FailureOr<CudaAttentionPlan> planCudaAttention(OpTy op) {
+  AttentionShape s =
+      shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
+  if (std::string why = cudaRefusal(op, s); !why.empty())
+    return op.emitOpError("the CUDA attention kernels take ") << why;
+  Type element =
+      cast<RankedTensorType>(op.getQuery().getType()).getElementType();
+  return CudaAttentionPlan{s, element, cudaRunType(element, s.d)};
+}
+
 RankedTensorType withElement(Value v, Type element) {
   return cast<RankedTensorType>(v.getType()).clone(element);
 }
@@ -254,14 +274,11 @@ struct CudaAttentionLowering : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    AttentionShape s =
-        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
-    if (std::string why = cudaRefusal(op, s); !why.empty())
-      return op.emitOpError("the CUDA attention kernels take ") << why;
+    FailureOr<CudaAttentionPlan> plan = planCudaAttention(op);
+    if (failed(plan))
+      return failure();
+    auto [s, element, run] = *plan;
     Location loc = op.getLoc();
-    Type element =
-        cast<RankedTensorType>(op.getQuery().getType()).getElementType();
-    Type run = cudaRunType(element, s.d);
     SmallVector<Value> operands;
     for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
       operands.push_back(convertElements(rewriter, loc, v, run));
@@ -285,14 +302,11 @@ struct CudaAttentionGradLowering : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
-    AttentionShape s =
-        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
-    if (std::string why = cudaRefusal(op, s); !why.empty())
-      return op.emitOpError("the CUDA attention kernels take ") << why;
+    FailureOr<CudaAttentionPlan> plan = planCudaAttention(op);
+    if (failed(plan))
+      return failure();
+    auto [s, element, run] = *plan;
     Location loc = op.getLoc();
-    Type element =
-        cast<RankedTensorType>(op.getQuery().getType()).getElementType();
-    Type run = cudaRunType(element, s.d);
     SmallVector<Value> operands;
     for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(),
                     op.getLse(), op.getOutputGrad()})
