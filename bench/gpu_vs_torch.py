@@ -562,6 +562,18 @@ def say_profile(say, prof, copy_gbs, gemm_floor_ms):
                     and k["bytes"] / k["seconds"] / 1e9 < 0.7 * copy_gbs]
             say("  below 70%% of copy bandwidth: %d kernels, %.2f ms" % (
                 len(slow), sum(k["seconds"] for k in slow) * 1e3))
+    # effopt's kernels are named after their strategy and place in the step
+    # (effx_<strategy>_<N>, eff-gpu-form-kernels): time per strategy.
+    kinds = {}
+    for k in prof["kernels"]:
+        kind = "cuBLASLt GEMM" if GEMM_KERNEL.search(k["name"]) else \
+            re.sub(r"_[0-9]+$", "", k["name"])
+        n, sec, byt = kinds.get(kind, (0, 0.0, 0.0))
+        kinds[kind] = (n + 1, sec + k["seconds"], byt + k["bytes"])
+    say("  by kind:")
+    for kind, (n, sec, byt) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
+        say("    %8.3f ms %5d kernels %7.0f GB/s  %s" % (
+            sec * 1e3, n, byt / max(sec, 1e-12) / 1e9, kind[:60]))
     say("  the 10 longest kernels:")
     for k in sorted(prof["kernels"], key=lambda k: -k["seconds"])[:10]:
         say("    %8.3f ms %7.0f GB/s  %s" % (

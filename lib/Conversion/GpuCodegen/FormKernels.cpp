@@ -272,6 +272,25 @@ struct EffGpuFormKernelsPass
           failed(formBlock(func.getBody().front())) || failed(verifyHost(func)))
         return signalPassFailure();
     }
+    nameKernels(module);
+  }
+
+  /// Names every launch's kernel after its strategy and its place in the
+  /// step (`effx_block_reduction_12`): outlining takes the names, so a
+  /// profiler's kernel list says what each kernel is.
+  static void nameKernels(ModuleOp module) {
+    unsigned index = 0;
+    module.walk([&](gpu::LaunchOp launch) {
+      auto strategy = launch->getAttrOfType<StringAttr>(kKernelAttrName);
+      if (!strategy)
+        return;
+      std::string name = ("effx_" + strategy.getValue() + "_" +
+                          Twine(index++)).str();
+      std::replace(name.begin(), name.end(), '-', '_');
+      auto symbol = FlatSymbolRefAttr::get(module.getContext(), name);
+      launch.setModuleAttr(symbol);
+      launch.setFunctionAttr(symbol);
+    });
   }
 
   /// Copies become linalg ops (a fill for a splat constant source) and named
