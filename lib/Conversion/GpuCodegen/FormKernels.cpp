@@ -111,6 +111,23 @@ static gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid,
   return launch;
 }
 
+/// A grid-stride loop over [0, count) in `launch`'s body, one index per
+/// thread of the grid at a time; the builder is left at the start of its
+/// body.
+static scf::ForOp gridStrideLoop(OpBuilder &b, Location loc,
+                                 gpu::LaunchOp launch, Value count) {
+  Value first = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                            launch.getBlockSize().x),
+      launch.getThreadIds().x);
+  Value stride = arith::MulIOp::create(b, loc, launch.getGridSize().x,
+                                       launch.getBlockSize().x);
+  auto loop = scf::ForOp::create(b, loc, first, count, stride);
+  b.setInsertionPointToStart(loop.getBody());
+  return loop;
+}
+
 /// The indices of `map` applied to the loop indices `ivs`.
 static SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
                                    ArrayRef<Value> ivs) {
@@ -601,15 +618,7 @@ struct EffGpuFormKernelsPass
         reductionDims.empty() ? Value() : product(b, loc, reductionSizes);
     OpBuilder::InsertionGuard guard(b);
     gpu::LaunchOp launch = createLaunch(b, loc, grid, block, strategy);
-    Value first = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                              launch.getBlockSize().x),
-        launch.getThreadIds().x);
-    Value stride = arith::MulIOp::create(b, loc, launch.getGridSize().x,
-                                         launch.getBlockSize().x);
-    scf::ForOp pointsLoop = scf::ForOp::create(b, loc, first, points, stride);
-    b.setInsertionPointToStart(pointsLoop.getBody());
+    scf::ForOp pointsLoop = gridStrideLoop(b, loc, launch, points);
     SmallVector<Value> ivs(sizes.size());
     for (auto [d, iv] : llvm::zip(
              parallelDims,
@@ -963,15 +972,7 @@ struct EffGpuFormKernelsPass
     else
       remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
                         Twine(chain.size()) + " loops spread over threads");
-    Value first = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                              launch.getBlockSize().x),
-        launch.getThreadIds().x);
-    Value stride = arith::MulIOp::create(b, loc, launch.getGridSize().x,
-                                         launch.getBlockSize().x);
-    auto pointsLoop = scf::ForOp::create(b, loc, first, points, stride);
-    b.setInsertionPointToStart(pointsLoop.getBody());
+    scf::ForOp pointsLoop = gridStrideLoop(b, loc, launch, points);
     SmallVector<Value> coords =
         delinearize(b, loc, pointsLoop.getInductionVar(), dims);
     Value firstRow;
