@@ -228,8 +228,19 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     in stage 2, and eff-optimizer updates the shard in place. Frozen
     parameters and buffers stay whole on every rank.
 
-    Errors: `stage` outside 0-3, `world-size < 1`, a stage-3 parameter that
-    is not f32.
+    What one rank's shard holds whole is `shard-unit`, which must be the
+    one eff-optimizer's optimizer needs (the driver sets it from
+    `--optimizer`): `element` (S = ceil(numel / N); sgd, adam, adamw),
+    `quant-block` (S a multiple of `quant-block-size` for tensors of at
+    least `min-8bit-size` elements, so each rank owns whole quantization
+    blocks of adam8bit / adamw8bit), `row` (adafactor: a matrix, the last
+    two dimensions R x C, whose leading dimensions are all 1 is cut by
+    whole rows, S a multiple of C; a stack of B > 1 matrices by whole
+    matrices, S a multiple of R x C; vectors by element). S is the
+    smallest such multiple that covers the tensor over N ranks.
+
+    Errors: `stage` outside 0-3, `world-size < 1`, an unknown
+    `shard-unit`, a stage-3 parameter that is not f32.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", /*default=*/"0",
@@ -243,7 +254,15 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
            "Ranks of the run (N)">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest bucket of tensors summed by one all-reduce (25 MiB, as "
-           "DDP; a larger tensor is a bucket of its own)">
+           "DDP; a larger tensor is a bucket of its own)">,
+    Option<"shardUnit", "shard-unit", "std::string", /*default=*/"\"element\"",
+           "What a rank's shard holds whole (stages 2-3): element, "
+           "quant-block (adam8bit/adamw8bit) or row (adafactor)">,
+    Option<"quantBlockSize", "quant-block-size", "int64_t", /*default=*/"256",
+           "shard-unit=quant-block: elements per absmax block">,
+    Option<"min8bitSize", "min-8bit-size", "int64_t", /*default=*/"4096",
+           "shard-unit=quant-block: tensors with fewer elements shard by "
+           "element (they keep fp32 moments)">
   ];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];
