@@ -325,15 +325,28 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
 
     ZeRO: on a module `eff-zero` marked `eff.zero_stage` >= 1 with
     `eff.world_size` N > 1, every optimizer state tensor of a parameter is
-    one rank's shard: 1-D f32 of S = ceil(elements / N), tagged
-    `eff.shard_of` with the whole shape. The update runs on this rank's
-    block of the flattened, zero-padded parameter (`eff.shard`) and of the
-    gradient (`eff.shard` of the summed gradient; at stage 2 the gradient
-    result already is the block), and `eff.all_gather` rebuilds the whole
-    parameter from every rank's updated block. At stage 2 the global norm
-    of `clip-grad-norm` sums every rank's squares (`eff.all_reduce`).
-    `adafactor` cannot be sharded and is an error there, as is a non-f32
-    parameter.
+    one rank's shard: 1-D, tagged `eff.shard_of` with the whole shape, of
+    the parameter flattened, zero-padded to N x S and cut into N blocks of
+    S elements. S is the smallest multiple of a granule that covers the
+    parameter: one element (sgd, adam, adamw: S = ceil(elements / N)), a
+    quantization block for `adam8bit` / `adamw8bit` tensors of at least
+    `min-8bit-size` elements (each rank owns whole blocks: their i8 codes
+    and their absmax, so its blocks update bit for bit as in one process),
+    and for `adafactor` a row of a matrix whose leading dimensions are all
+    1 (its row factor sharded by rows; its column factor kept whole on
+    every rank, from an all-reduce of every rank's partial column sums, and
+    the row factor's mean likewise) or a whole matrix of a stack (both
+    factors local). Adafactor's RMS(param) and RMS(update) sum every rank's
+    squares (`eff.all_reduce`); vectors shard by element. The update runs
+    on this rank's block of the parameter (`eff.shard`) and of the gradient
+    (`eff.shard` of the summed gradient; at stage 2 the gradient result
+    already is the block), and `eff.all_gather` rebuilds the whole
+    parameter from every rank's updated block (stage 3: the parameter
+    argument is the block, updated in place). eff-zero must have cut
+    gradients and parameters the same way (its `shard-unit`); a gradient or
+    parameter shard of another size is an error naming the shard-unit. At
+    stage 2 the global norm of `clip-grad-norm` sums every rank's squares.
+    A non-f32 parameter is an error.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];
