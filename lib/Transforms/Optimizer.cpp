@@ -139,7 +139,8 @@ static Value lerp(OpBuilder &builder, Location loc, Value old, Value target,
 struct ShardLayout {
   int64_t worldSize;
   int64_t elements;
-  /// ceil(elements / worldSize): the elements each rank holds.
+  /// The elements each rank holds: ceil(elements / worldSize) rounded up
+  /// to whole quantization blocks or rows (ZeroShardPolicy).
   int64_t shard;
   int64_t padded() const { return shard * worldSize; }
 };

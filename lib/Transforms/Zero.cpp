@@ -24,6 +24,11 @@
 // once per block instead and keeps the copy from the forward to the
 // backward. Gradients are reduce-scattered as in stage 2.
 //
+// Shards are cut as eff-optimizer cuts the optimizer state (ZeroSharding.h,
+// `shard-unit`): by element, or on whole quantization blocks (8-bit
+// optimizers) or whole rows (Adafactor), so a rank's gradient and parameter
+// shards line up with its state.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Transforms/Passes.h"
