@@ -27,6 +27,9 @@ accumulated step i reads). Checks, one line each:
   mpirun vs torch   losses (Adafactor: and the final parameters and
                     factors) against the PyTorch reference optimizer at
                     the global batch N*B;
+  resumed ...       (--resume) a checkpoint of N ranks resumed by one
+                    process and one of one process resumed by N ranks
+                    equal the --accum N run;
   plan              the per-rank plan (effc --report-json): the optimizer
                     state of the ZeRO build against the one of the same
                     build at --zero 0, and against each state tensor cut to
@@ -218,6 +221,12 @@ def main():
                     help="every step's micro-batches are the same rows: "
                          "the ranks' update must be bit-identical to one "
                          "process's")
+    ap.add_argument("--resume", action="store_true",
+                    help="also: N ranks train steps-1 steps and save (the "
+                         "sharded state consolidated); one process resumes "
+                         "for the last step; and one process saves, N "
+                         "ranks resume (each taking its blocks / rows): "
+                         "both must equal the --accum N run")
     ap.add_argument("--rtol", type=float, default=2e-5)
     ap.add_argument("--atol", type=float, default=2e-6)
     ap.add_argument("--state-rtol", type=float, default=1e-3,
@@ -260,11 +269,14 @@ def main():
             + optimizer_flags(args) + flags)
         return effx, json.load(open(report))
 
-    def train(label, effx, launcher):
+    def train(label, effx, launcher, steps=args.steps, extra=()):
         log = os.path.join(args.work, label + ".jsonl")
         ckpt = os.path.join(args.work, label + ".safetensors")
-        run(launcher + [effx, "--data", npz_path, "--steps", str(args.steps),
-                        "--log", log, "--save", ckpt, "--quiet"])
+        if os.path.exists(log):
+            os.remove(log)  # --resume appends to the log
+        run(launcher + [effx, "--data", npz_path, "--steps", str(steps),
+                        "--log", log, "--save", ckpt, "--quiet"]
+            + list(extra))
         return ([json.loads(line)["loss"] for line in open(log)],
                 read_safetensors(ckpt))
 
@@ -277,6 +289,20 @@ def main():
                                     "--oversubscribe", effrun])
 
     failures = compare("mpirun vs accum", mpi, accum, args, args.same_rows)
+    if args.resume:
+        mpirun = ["mpirun", "-np", str(N), "--oversubscribe", effrun]
+        first, _ = train("first", dp_effx, mpirun, steps=args.steps - 1)
+        last, state = train(
+            "resumed1", accum_effx, [effrun], steps=1,
+            extra=["--resume", os.path.join(args.work, "first.safetensors")])
+        failures += compare("resumed at 1 rank vs accum",
+                            (first + last, state), accum, args, False)
+        first, _ = train("first1", accum_effx, [effrun], steps=args.steps - 1)
+        last, state = train(
+            "resumedN", dp_effx, mpirun, steps=1,
+            extra=["--resume", os.path.join(args.work, "first1.safetensors")])
+        failures += compare("resumed at %d ranks vs accum" % N,
+                            (first + last, state), accum, args, False)
 
     ref_losses, ref_state = torch_run(args, model, data, N * B)
     vs_torch = argparse.Namespace(**vars(args))
