@@ -4,6 +4,9 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
+#include <cassert>
+
 using namespace effopt;
 
 ZeroShardPolicy ZeroShardPolicy::forOptimizer(llvm::StringRef optimizer,
