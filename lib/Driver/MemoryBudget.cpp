@@ -177,22 +177,21 @@ static SearchResult searchAccumRemat(int64_t budget, int64_t globalRows,
   return result;
 }
 
-std::optional<BudgetChoice>
-fitMemoryBudget(int64_t budget, int64_t globalRows,
-                const MicroBatchImporter &importAt,
-                const TrainStepOptions &step, llvm::raw_ostream &log,
-                bool chooseZeroStage) {
+std::optional<BudgetChoice> fitMemoryBudget(int64_t budget, int64_t globalRows,
+                                            const MicroBatchImporter &importAt,
+                                            const TrainStepOptions &step,
+                                            llvm::raw_ostream &log,
+                                            bool chooseZeroStage) {
   int64_t worldSize = step.worldSize;
   chooseZeroStage = chooseZeroStage && worldSize > 1;
-  log << "effc: memory budget " << effopt::formatBytes(budget) << " ("
-      << budget << " bytes";
+  log << "effc: memory budget " << effopt::formatBytes(budget) << " (" << budget
+      << " bytes";
   if (worldSize > 1)
     log << " per rank, " << worldSize << " ranks";
   log << "), global batch " << globalRows * worldSize << " rows";
   if (worldSize > 1)
     log << " (" << globalRows << " per rank)";
-  log << "; planned memory per "
-      << (chooseZeroStage ? "ZeRO stage, " : "")
+  log << "; planned memory per " << (chooseZeroStage ? "ZeRO stage, " : "")
       << "micro-batch count and remat policy:\n";
   // --world-size N without --zero: the lowest stage whose per-rank plan
   // fits. ZeRO shards only the model states (parameters, gradients,
@@ -212,8 +211,7 @@ fitMemoryBudget(int64_t budget, int64_t globalRows,
     options.copyOptionValuesFrom(step);
     options.zero = stage;
     if (chooseZeroStage)
-      log << llvm::formatv(" zero {0} (one of {1} ranks):\n", stage,
-                           worldSize);
+      log << llvm::formatv(" zero {0} (one of {1} ranks):\n", stage, worldSize);
     SearchResult result =
         searchAccumRemat(budget, globalRows, importAt, options, log);
     if (result.choice) {
@@ -261,8 +259,8 @@ fitMemoryBudget(int64_t budget, int64_t globalRows,
         budget, smallest->bytes, effopt::formatBytes(smallest->bytes));
     if (chooseZeroStage)
       log << "--zero " << smallestStage << " ";
-    log << llvm::formatv("--accum {0} --remat {1}, {2} bytes over\n",
-                         smallestK, stringifyRemat(smallest->policy),
+    log << llvm::formatv("--accum {0} --remat {1}, {2} bytes over\n", smallestK,
+                         stringifyRemat(smallest->policy),
                          smallest->bytes - budget);
   } else {
     log << "effc: error: cannot fit the budget: no remat policy applies\n";

@@ -229,10 +229,10 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     zero.keepGathered = options.zeroKeepGathered;
     // Shards of what the optimizer keeps whole (8-bit blocks, Adafactor's
     // rows), with eff-optimizer's defaults for the 8-bit blocks.
-    ZeroShardPolicy policy = ZeroShardPolicy::forOptimizer(
-        stringifyOptimizer(options.optimizer),
-        EffOptimizerPassOptions().quantBlockSize,
-        EffOptimizerPassOptions().min8bitSize);
+    ZeroShardPolicy policy =
+        ZeroShardPolicy::forOptimizer(stringifyOptimizer(options.optimizer),
+                                      EffOptimizerPassOptions().quantBlockSize,
+                                      EffOptimizerPassOptions().min8bitSize);
     zero.shardUnit = ZeroShardPolicy::unitName(policy.unit).str();
     zero.quantBlockSize = policy.quantBlockSize;
     zero.min8bitSize = policy.min8bitSize;

@@ -312,12 +312,10 @@ struct AdafactorShard {
 /// vector's full second moment is elementwise. RMS(param) and RMS(update)
 /// sum every rank's squares. The zero padding (rows, matrices, elements of
 /// zero gradient) updates to zero and adds nothing to any sum.
-static AdafactorUpdate
-buildShardedAdafactorUpdate(OpBuilder &builder, Location loc, Value param,
-                            Value grad, ArrayRef<Value> state,
-                            const AdafactorStep &step,
-                            const AdafactorOptions &options,
-                            const AdafactorShard &layout) {
+static AdafactorUpdate buildShardedAdafactorUpdate(
+    OpBuilder &builder, Location loc, Value param, Value grad,
+    ArrayRef<Value> state, const AdafactorStep &step,
+    const AdafactorOptions &options, const AdafactorShard &layout) {
   Type f32 = builder.getF32Type();
   auto constant = [&](double value) {
     return scalarConstant(builder, loc, value, f32);
@@ -341,7 +339,7 @@ buildShardedAdafactorUpdate(OpBuilder &builder, Location loc, Value param,
       sumOfAll(builder, loc, MulOp::create(builder, loc, param, param));
 
   AdafactorUpdate result;
-  Value variance;       // in `viewShape`
+  Value variance; // in `viewShape`
   SmallVector<int64_t> viewShape = {layout.shard};
   if (layout.wholeShape.size() >= 2) {
     FactoredShape matrix = FactoredShape::of(layout.wholeShape);
@@ -361,14 +359,14 @@ buildShardedAdafactorUpdate(OpBuilder &builder, Location loc, Value param,
       Value colState = reshape(state[1], {1, matrix.cols});
       col = lerp(builder, loc, colState,
                  DivOp::create(builder, loc, sums[1], rows), averaging);
-      Value rowMean = MaxOp::create(
-          builder, loc, DivOp::create(builder, loc, sums[2], rows),
-          constant(eps1));
+      Value rowMean = MaxOp::create(builder, loc,
+                                    DivOp::create(builder, loc, sums[2], rows),
+                                    constant(eps1));
       variance = DivOp::create(builder, loc,
                                MulOp::create(builder, loc, row, col), rowMean);
-      result.state = {reshape(row, {k}),
-                      reshape(col, cast<RankedTensorType>(state[1].getType())
-                                       .getShape())};
+      result.state = {
+          reshape(row, {k}),
+          reshape(col, cast<RankedTensorType>(state[1].getType()).getShape())};
     } else {
       // This rank's k whole matrices.
       int64_t k = layout.shard / (matrix.rows * matrix.cols);
@@ -394,10 +392,11 @@ buildShardedAdafactorUpdate(OpBuilder &builder, Location loc, Value param,
 
   // alpha = max(eps2, RMS(param)) * rho_t, before the weight decay.
   Value paramRms = SqrtOp::create(
-      builder, loc, DivOp::create(builder, loc, paramSquares,
-                                  constant(elements)));
+      builder, loc,
+      DivOp::create(builder, loc, paramSquares, constant(elements)));
   Value alpha = MulOp::create(
-      builder, loc, MaxOp::create(builder, loc, paramRms, constant(options.eps2)),
+      builder, loc,
+      MaxOp::create(builder, loc, paramRms, constant(options.eps2)),
       step.relativeStep);
   Value decayed = param;
   if (options.weightDecay != 0) {
@@ -406,22 +405,22 @@ buildShardedAdafactorUpdate(OpBuilder &builder, Location loc, Value param,
         MulOp::create(builder, loc, step.lr, constant(options.weightDecay)));
     decayed = MulOp::create(builder, loc, param, keep);
   }
-  Value update = MulOp::create(
-      builder, loc,
-      RsqrtOp::create(builder, loc,
-                      MaxOp::create(builder, loc, variance,
-                                    constant(eps1 * eps1))),
-      reshape(grad, viewShape));
+  Value update =
+      MulOp::create(builder, loc,
+                    RsqrtOp::create(builder, loc,
+                                    MaxOp::create(builder, loc, variance,
+                                                  constant(eps1 * eps1))),
+                    reshape(grad, viewShape));
   update = reshape(update, {layout.shard});
   // Update clipping: divide by max(1, RMS(update) / d), RMS over the whole.
   Value updateSquares = allReduce(
       {sumOfAll(builder, loc, MulOp::create(builder, loc, update, update))})[0];
   Value updateRms = SqrtOp::create(
-      builder, loc, DivOp::create(builder, loc, updateSquares,
-                                  constant(elements)));
+      builder, loc,
+      DivOp::create(builder, loc, updateSquares, constant(elements)));
   if (options.clipThreshold != 1.0)
-    updateRms = DivOp::create(builder, loc, updateRms,
-                              constant(options.clipThreshold));
+    updateRms =
+        DivOp::create(builder, loc, updateRms, constant(options.clipThreshold));
   Value denominator = MaxOp::create(builder, loc, updateRms, constant(1.0));
   Value scale = DivOp::create(builder, loc, alpha, denominator);
   result.param = SubOp::create(builder, loc, decayed,
@@ -769,14 +768,14 @@ void EffOptimizerPass::runOnOperation() {
       builder.setInsertionPoint(returnOp);
       AdafactorOptions adafactorOptions{decay, eps1, eps2, clipThreshold};
       AdafactorUpdate update =
-          sharded ? buildShardedAdafactorUpdate(
-                        builder, entry.param.getLoc(), paramIn, gradIn, state,
-                        *adafactorStep, adafactorOptions,
-                        AdafactorShard{paramShape, wholeElements, worldSize,
-                                       shard})
-                  : buildAdafactorUpdate(builder, entry.param.getLoc(),
-                                         paramIn, gradIn, state,
-                                         *adafactorStep, adafactorOptions);
+          sharded
+              ? buildShardedAdafactorUpdate(
+                    builder, entry.param.getLoc(), paramIn, gradIn, state,
+                    *adafactorStep, adafactorOptions,
+                    AdafactorShard{paramShape, wholeElements, worldSize, shard})
+              : buildAdafactorUpdate(builder, entry.param.getLoc(), paramIn,
+                                     gradIn, state, *adafactorStep,
+                                     adafactorOptions);
       updates.push_back({wholeParam(update.param),
                          FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
       for (auto [slot, value] : llvm::zip_equal(slots, update.state))
@@ -838,12 +837,11 @@ void EffOptimizerPass::runOnOperation() {
         return signalPassFailure();
       builder.setInsertionPoint(returnOp);
       auto update = Adam8bitUpdateOp::create(
-          builder, entry.param.getLoc(), type, codesType, absmaxType,
-          codesType, absmaxType, paramIn, gradIn, expAvgCodes,
-          expAvgAbsmax, expAvgSqCodes, expAvgSqAbsmax, learningRate,
-          stepCounter, builder.getF64FloatAttr(beta1),
-          builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
-          builder.getF64FloatAttr(decay),
+          builder, entry.param.getLoc(), type, codesType, absmaxType, codesType,
+          absmaxType, paramIn, gradIn, expAvgCodes, expAvgAbsmax, expAvgSqCodes,
+          expAvgSqAbsmax, learningRate, stepCounter,
+          builder.getF64FloatAttr(beta1), builder.getF64FloatAttr(beta2),
+          builder.getF64FloatAttr(eps), builder.getF64FloatAttr(decay),
           decoupled ? builder.getUnitAttr() : UnitAttr(),
           builder.getI64IntegerAttr(quantBlockSize));
       auto symbol = [&](StringRef slot) {

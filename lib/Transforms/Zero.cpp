@@ -288,8 +288,7 @@ void EffZeroPass::runOnOperation() {
   for (auto [i, value] : llvm::zip_equal(scatteredIndices, scattered)) {
     auto valueType = cast<RankedTensorType>(value.getType());
     int64_t elements = valueType.getNumElements();
-    int64_t shard =
-        shardPolicy.shardElements(valueType.getShape(), worldSize);
+    int64_t shard = shardPolicy.shardElements(valueType.getShape(), worldSize);
     Type f32 = builder.getF32Type();
     Value flat = ReshapeOp::create(
         builder, loc, RankedTensorType::get({elements}, f32), value);

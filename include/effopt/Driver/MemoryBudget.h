@@ -5,8 +5,8 @@
 // and the memory plan -- no code generation), and the fewest micro-batches,
 // then the least recomputed FLOPs (from the cost interface), whose planned
 // bytes fit are chosen; for a data-parallel step without a given ZeRO stage,
-// the lowest stage for which anything fits. The planned bytes are exactly what the runtime
-// allocates, so the choice is a guarantee, not an estimate.
+// the lowest stage for which anything fits. The planned bytes are exactly what
+// the runtime allocates, so the choice is a guarantee, not an estimate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,11 +53,11 @@ using MicroBatchImporter = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
 /// 1, 2, 3 in turn and the lowest stage for which anything fits wins:
 /// ZeRO shrinks only the model states, which micro-batches and remat
 /// cannot, and every stage above 0 adds communication to every step.
-std::optional<BudgetChoice>
-fitMemoryBudget(int64_t budget, int64_t globalRows,
-                const MicroBatchImporter &importAt,
-                const TrainStepOptions &step, llvm::raw_ostream &log,
-                bool chooseZeroStage = false);
+std::optional<BudgetChoice> fitMemoryBudget(int64_t budget, int64_t globalRows,
+                                            const MicroBatchImporter &importAt,
+                                            const TrainStepOptions &step,
+                                            llvm::raw_ostream &log,
+                                            bool chooseZeroStage = false);
 
 /// --remat budget:BYTES: eff-remat{policy=budget free-bytes=N} with N from
 /// the memory plan: start with what `none` exceeds the budget by, plan, add

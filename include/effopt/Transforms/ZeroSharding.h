@@ -56,8 +56,7 @@ struct ZeroShardPolicy {
   int64_t granule(llvm::ArrayRef<int64_t> shape) const;
   /// S: the elements of one rank's shard of a tensor of `shape` across
   /// `worldSize` ranks, ceil(ceil(elements / granule) / N) x granule.
-  int64_t shardElements(llvm::ArrayRef<int64_t> shape,
-                        int64_t worldSize) const;
+  int64_t shardElements(llvm::ArrayRef<int64_t> shape, int64_t worldSize) const;
 };
 
 /// Adafactor under ZeRO: a tensor of rank >= 2 viewed as B matrices of
