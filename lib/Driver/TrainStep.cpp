@@ -309,6 +309,8 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createEffFuseElementwisePass());
   pm.addPass(createCanonicalizerPass());
+  // A loss gradient's row max and sum: the loss made them already.
+  pm.addPass(createEffMergeEqualReductionsPass());
   backend.buildTensorPipeline(pm);
   // Bufferize with in-place updates of the state arguments.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

@@ -324,6 +324,35 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def EffMergeEqualReductionsPass
+    : Pass<"eff-merge-equal-reductions", "::mlir::ModuleOp"> {
+  let summary = "Computes a reduction the step makes twice once, when its "
+                "result is small";
+  let description = [{
+    Runs on linalg on tensors after `eff-fuse-elementwise`. The backward
+    often makes a reduction again that the forward already made: the
+    gradient of a cross-entropy needs each row's max and sum of
+    exponentials over the logits, which the loss computed too (GPT-2: two
+    extra passes over 32768 x 50304 logits). A reducing `linalg.generic`
+    equal to an earlier one in the same block (same inputs, maps, iterator
+    types and body; its outputs the same values or fills of the same
+    constant into empty tensors of one type) is replaced by it, and so are
+    equal `tensor.expand_shape` / `tensor.collapse_shape` of one value (so
+    reductions that read them match too).
+
+    Only reductions whose results take at most 1/16 of the bytes they read
+    are merged: the merged result stays alive from the forward to its last
+    reader, which costs little when it is one value per row; a large value
+    that `eff-remat` chose to recompute is left recomputed (this is why the
+    lowering pipeline runs no general CSE after `convert-eff-to-linalg`).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numMerged", "merged", "Reductions merged into an equal one">
+  ];
+}
+
 def EffGpuNarrowProductsPass
     : Pass<"eff-gpu-narrow-products", "::mlir::ModuleOp"> {
   let summary = "Lets f16/bf16 GEMMs write their own type when every reader "
