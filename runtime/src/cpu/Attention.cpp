@@ -71,6 +71,22 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/// One tensor operand: its data and the element strides of its B1, B2 and
+/// T dimensions (D is contiguous). Rows of a head are `t` apart, so the
+/// tile products take `t` as their leading dimension: a [B, T, H, D]
+/// tensor is read as [B, H, T, D] in place.
+template <typename T> struct Operand {
+  T *data;
+  int64_t b1, b2, t;
+
+  /// Head `n` of B1 * B2 (n = b1 * B2 + b2).
+  T *head(int64_t n, int64_t B2) const {
+    return data + n / B2 * b1 + n % B2 * b2;
+  }
+};
+using In = Operand<const float>;
+using Out = Operand<float>;
+
 /// The shape and options of one call.
 struct Problem {
   const void *mask;
@@ -87,10 +103,12 @@ struct Problem {
 
   /// S = scale * q_i k_j^T for `rows` query rows from i0 and `cols` key
   /// columns from j0 of head `n`, masked (-inf), into `s` (ld kTileK).
-  void scores(int64_t n, const float *qHead, const float *kHead, int64_t i0,
-              int64_t rows, int64_t j0, int64_t cols, float *s) const {
-    effrt_sgemm(0, 1, rows, cols, D, scale, qHead + i0 * D, D, kHead + j0 * D,
-                D, 0.0f, s, kTileK);
+  /// `qHead`, `kHead`: the head's rows, `ldq`, `ldk` apart.
+  void scores(int64_t n, const float *qHead, int64_t ldq, const float *kHead,
+              int64_t ldk, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+              float *s) const {
+    effrt_sgemm(0, 1, rows, cols, D, scale, qHead + i0 * ldq, ldq,
+                kHead + j0 * ldk, ldk, 0.0f, s, kTileK);
     int64_t b1 = n / B2, b2 = n % B2;
     if (maskKind == EFFRT_ATTENTION_MASK_ADD) {
       const float *m = static_cast<const float *>(mask) + b1 * maskStrideB1 +
@@ -141,21 +159,22 @@ struct Problem {
 };
 
 /// One query tile of one head: the online softmax over its key tiles.
-void forwardTile(const Problem &p, int64_t n, int64_t i0, const float *q,
-                 const float *k, const float *v, float *o, float *lse,
-                 float *ws) {
+void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
+                 Out o, float *lse, float *ws) {
   int64_t rows = std::min(kTileQ, p.Tq - i0);
-  const float *qHead = q + n * p.Tq * p.D, *kHead = k + n * p.Tk * p.D,
-              *vHead = v + n * p.Tk * p.Dv;
-  float *oTile = o + (n * p.Tq + i0) * p.Dv;
+  const float *qHead = q.head(n, p.B2), *kHead = k.head(n, p.B2),
+              *vHead = v.head(n, p.B2);
+  int64_t ldo = o.t;
+  float *oTile = o.head(n, p.B2) + i0 * ldo;
   float *s = ws, *rowMax = ws + kTileQ * kTileK, *rowSum = rowMax + kTileQ;
-  std::fill(oTile, oTile + rows * p.Dv, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    std::fill(oTile + r * ldo, oTile + r * ldo + p.Dv, 0.0f);
   std::fill(rowMax, rowMax + rows, kNegInf);
   std::fill(rowSum, rowSum + rows, 0.0f);
   int64_t end = p.keyEnd(i0, rows);
   for (int64_t j0 = 0; j0 < end; j0 += kTileK) {
     int64_t cols = std::min(kTileK, p.Tk - j0);
-    p.scores(n, qHead, kHead, i0, rows, j0, cols, s);
+    p.scores(n, qHead, q.t, kHead, k.t, i0, rows, j0, cols, s);
     for (int64_t r = 0; r < rows; ++r) {
       float *sr = s + r * kTileK;
       float tileMax = kNegInf;
@@ -175,7 +194,7 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, const float *q,
       rowSum[r] = rowSum[r] * alpha + sum;
       rowMax[r] = newMax;
       if (alpha != 1.0f) {
-        float *orow = oTile + r * p.Dv;
+        float *orow = oTile + r * ldo;
         for (int64_t d = 0; d < p.Dv; ++d)
           orow[d] *= alpha;
       }
@@ -195,11 +214,11 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, const float *q,
         }
       }
     }
-    effrt_sgemm(0, 0, rows, p.Dv, cols, 1.0f, s, kTileK, vHead + j0 * p.Dv,
-                p.Dv, 1.0f, oTile, p.Dv);
+    effrt_sgemm(0, 0, rows, p.Dv, cols, 1.0f, s, kTileK, vHead + j0 * v.t,
+                v.t, 1.0f, oTile, ldo);
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float *orow = oTile + r * p.Dv;
+    float *orow = oTile + r * ldo;
     float *l = lse + n * p.Tq + i0 + r;
     if (rowSum[r] == 0.0f || rowMax[r] == kNegInf) {
       // Every score -inf: softmax is 0/0, NaN, as in PyTorch.
@@ -216,24 +235,32 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, const float *q,
 
 /// All of one head's gradients: key tiles outer (dK, dV of a tile complete
 /// in the inner loop), query tiles inner (dQ accumulates).
-void backwardHead(const Problem &p, int64_t n, const float *q, const float *k,
-                  const float *v, const float *o, const float *lse,
-                  const float *dout, float *dq, float *dk, float *dv,
+void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
+                  const float *lse, In dout, Out dq, Out dk, Out dv,
                   float *ws) {
   int64_t Tq = p.Tq, Tk = p.Tk, D = p.D, Dv = p.Dv;
-  const float *qH = q + n * Tq * D, *kH = k + n * Tk * D,
-              *vH = v + n * Tk * Dv, *oH = o + n * Tq * Dv,
-              *dOH = dout + n * Tq * Dv, *lseH = lse + n * Tq;
-  float *dqH = dq + n * Tq * D, *dkH = dk + n * Tk * D, *dvH = dv + n * Tk * Dv;
+  const float *qH = q.head(n, p.B2), *kH = k.head(n, p.B2),
+              *vH = v.head(n, p.B2), *oH = o.head(n, p.B2),
+              *dOH = dout.head(n, p.B2), *lseH = lse + n * Tq;
+  float *dqH = dq.head(n, p.B2), *dkH = dk.head(n, p.B2),
+        *dvH = dv.head(n, p.B2);
+  // Leading dimensions (row strides) of the head's matrices.
+  int64_t ldq = q.t, ldk = k.t, ldv = v.t, ldo = o.t, lddo = dout.t,
+          lddq = dq.t, lddk = dk.t, lddv = dv.t;
   float *pT = ws, *dpT = ws + kTileQ * kTileK, *zT = dpT + kTileQ * kTileK,
         *rowDot = zT + kTileQ * kTileK;
-  std::fill(dqH, dqH + Tq * D, 0.0f);
-  std::fill(dkH, dkH + Tk * D, 0.0f);
-  std::fill(dvH, dvH + Tk * Dv, 0.0f);
+  auto fillRows = [](float *m, int64_t ld, int64_t rows, int64_t cols,
+                     float value) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill(m + r * ld, m + r * ld + cols, value);
+  };
+  fillRows(dqH, lddq, Tq, D, 0.0f);
+  fillRows(dkH, lddk, Tk, D, 0.0f);
+  fillRows(dvH, lddv, Tk, Dv, 0.0f);
   for (int64_t i = 0; i < Tq; ++i) {
     float sum = 0.0f;
     for (int64_t d = 0; d < Dv; ++d)
-      sum += dOH[i * Dv + d] * oH[i * Dv + d];
+      sum += dOH[i * lddo + d] * oH[i * ldo + d];
     rowDot[i] = sum;
   }
   for (int64_t j0 = 0; j0 < Tk; j0 += kTileK) {
@@ -242,7 +269,7 @@ void backwardHead(const Problem &p, int64_t n, const float *q, const float *k,
     int64_t iStart = p.causal ? j0 / kTileQ * kTileQ : 0;
     for (int64_t i0 = iStart; i0 < Tq; i0 += kTileQ) {
       int64_t rows = std::min(kTileQ, Tq - i0);
-      p.scores(n, qH, kH, i0, rows, j0, cols, pT);
+      p.scores(n, qH, ldq, kH, ldk, i0, rows, j0, cols, pT);
       for (int64_t r = 0; r < rows; ++r) {
         float *pr = pT + r * kTileK;
         float l = lseH[i0 + r];
@@ -259,11 +286,11 @@ void backwardHead(const Problem &p, int64_t n, const float *q, const float *k,
         pv = dpT;
       }
       // dV_j += P~^T dO_i
-      effrt_sgemm(1, 0, cols, Dv, rows, 1.0f, pv, kTileK, dOH + i0 * Dv, Dv,
-                  1.0f, dvH + j0 * Dv, Dv);
+      effrt_sgemm(1, 0, cols, Dv, rows, 1.0f, pv, kTileK, dOH + i0 * lddo,
+                  lddo, 1.0f, dvH + j0 * lddv, lddv);
       // dP = dO_i V_j^T (times the keep factors)
-      effrt_sgemm(0, 1, rows, cols, Dv, 1.0f, dOH + i0 * Dv, Dv, vH + j0 * Dv,
-                  Dv, 0.0f, dpT, kTileK);
+      effrt_sgemm(0, 1, rows, cols, Dv, 1.0f, dOH + i0 * lddo, lddo,
+                  vH + j0 * ldv, ldv, 0.0f, dpT, kTileK);
       for (int64_t r = 0; r < rows; ++r) {
         float *dpr = dpT + r * kTileK;
         const float *pr = pT + r * kTileK, *zr = zT + r * kTileK;
@@ -279,10 +306,10 @@ void backwardHead(const Problem &p, int64_t n, const float *q, const float *k,
         }
       }
       // dQ_i += scale dS K_j ; dK_j += scale dS^T Q_i
-      effrt_sgemm(0, 0, rows, D, cols, p.scale, dpT, kTileK, kH + j0 * D, D,
-                  1.0f, dqH + i0 * D, D);
-      effrt_sgemm(1, 0, cols, D, rows, p.scale, dpT, kTileK, qH + i0 * D, D,
-                  1.0f, dkH + j0 * D, D);
+      effrt_sgemm(0, 0, rows, D, cols, p.scale, dpT, kTileK, kH + j0 * ldk,
+                  ldk, 1.0f, dqH + i0 * lddq, lddq);
+      effrt_sgemm(1, 0, cols, D, rows, p.scale, dpT, kTileK, qH + i0 * ldq,
+                  ldq, 1.0f, dkH + j0 * lddk, lddk);
     }
   }
   // A row that sees no key has NaN probabilities; in PyTorch they reach
@@ -291,8 +318,8 @@ void backwardHead(const Problem &p, int64_t n, const float *q, const float *k,
   for (int64_t i = 0; i < Tq; ++i)
     if (lseH[i] == kNegInf) {
       float nan = std::numeric_limits<float>::quiet_NaN();
-      std::fill(dkH, dkH + Tk * D, nan);
-      std::fill(dvH, dvH + Tk * Dv, nan);
+      fillRows(dkH, lddk, Tk, D, nan);
+      fillRows(dvH, lddv, Tk, Dv, nan);
       break;
     }
 }
@@ -348,8 +375,11 @@ void forEachItem(int64_t items, int64_t slots, float *workspace,
 } // namespace
 
 extern "C" void effrt_attention_fwd_f32(
-    const float *q, const float *k, const float *v, float *o, float *lse,
-    const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
     int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
     int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
     float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
@@ -358,28 +388,44 @@ extern "C" void effrt_attention_fwd_f32(
                           maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
                           scale, causal, dropoutKey, dropoutThreshold,
                           dropoutScale);
+  In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
+      vs{v, vStrideB1, vStrideB2, vStrideT};
+  Out os{o, oStrideB1, oStrideB2, oStrideT};
   int64_t tiles = (Tq + kTileQ - 1) / kTileQ;
   forEachItem(p.heads() * tiles, slots, workspace,
               effrt_attention_fwd_workspace(Tq), [&](int64_t i, float *ws) {
-                forwardTile(p, i / tiles, i % tiles * kTileQ, q, k, v, o, lse,
-                            ws);
+                forwardTile(p, i / tiles, i % tiles * kTileQ, qs, ks, vs, os,
+                            lse, ws);
               });
 }
 
 extern "C" void effrt_attention_bwd_f32(
-    const float *q, const float *k, const float *v, const float *o,
-    const float *lse, const float *dout, float *dq, float *dk, float *dv,
-    const void *mask, int32_t maskKind, int64_t maskStrideB1,
-    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
-    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
-    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
-    float dropoutScale, float *workspace, int64_t slots) {
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    const float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    const float *lse, const float *dout, int64_t dStrideB1, int64_t dStrideB2,
+    int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
+    int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
+    int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
+    int64_t dvStrideT, const void *mask, int32_t maskKind,
+    int64_t maskStrideB1, int64_t maskStrideB2, int64_t maskStrideQ,
+    int64_t maskStrideK, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
+    int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
+    int64_t dropoutThreshold, float dropoutScale, float *workspace,
+    int64_t slots) {
   Problem p = makeProblem(mask, maskKind, maskStrideB1, maskStrideB2,
                           maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
                           scale, causal, dropoutKey, dropoutThreshold,
                           dropoutScale);
+  In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
+      vs{v, vStrideB1, vStrideB2, vStrideT}, os{o, oStrideB1, oStrideB2, oStrideT},
+      dos{dout, dStrideB1, dStrideB2, dStrideT};
+  Out dqs{dq, dqStrideB1, dqStrideB2, dqStrideT},
+      dks{dk, dkStrideB1, dkStrideB2, dkStrideT},
+      dvs{dv, dvStrideB1, dvStrideB2, dvStrideT};
   forEachItem(p.heads(), slots, workspace, effrt_attention_bwd_workspace(Tq),
               [&](int64_t n, float *ws) {
-                backwardHead(p, n, q, k, v, o, lse, dout, dq, dk, dv, ws);
+                backwardHead(p, n, qs, ks, vs, os, lse, dos, dqs, dks, dvs, ws);
               });
 }
