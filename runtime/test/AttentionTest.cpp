@@ -290,6 +290,19 @@ TEST(attentionBooleanMaskFullyMaskedRowIsNaN) {
   CHECK(std::isfinite(r.o[4 * c.Dv]));
 }
 
+// Head sizes past one 16-column block of the tile products, with masked
+// tails (40 = 16 + 16 + 8, 19 = 16 + 3), and single-row query tiles (Tq 65).
+TEST(attentionWideHeadsCausal) {
+  Case c;
+  c.B2 = 2;
+  c.Tq = 65;
+  c.Tk = 65;
+  c.D = 40;
+  c.Dv = 19;
+  c.causal = true;
+  checkCase(c);
+}
+
 TEST(attentionAdditiveMaskAndDropout) {
   Case c;
   c.maskKind = EFFRT_ATTENTION_MASK_ADD;

@@ -14,9 +14,10 @@
 // in one fixed order, so no atomics and no per-thread partial sums). Items
 // are cut into `slots` fixed contiguous parts, one workspace each, which the
 // OpenMP threads share: the arithmetic of every element is the same for any
-// number of threads. Tile products are effrt_sgemm calls (OpenBLAS,
-// single-threaded inside a thread); the exponentials are a branch-free
-// polynomial the compiler vectorises.
+// number of threads. Operands are read and written through their strides
+// (a [B, T, H, D] projection in place). Tile products are AVX2/FMA loops
+// (OpenBLAS's effrt_sgemm where the CPU lacks them); the exponentials are a
+// branch-free polynomial the compiler vectorises.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,11 +26,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
+#include <vector>
+
 #ifdef EFFRT_HAVE_OPENMP
 #include <omp.h>
+#endif
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#include <immintrin.h>
+#define EFFRT_TILE_AVX2 1
 #endif
 
 namespace {
@@ -61,6 +69,164 @@ inline float fastExp(float x) {
   y = x < -87.3f ? 0.0f : y;
   y = x > 88.7f ? std::numeric_limits<float>::infinity() : y;
   return x != x ? x : y;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile products
+//===----------------------------------------------------------------------===//
+//
+// The tiles are small (64 x 64 x D): through cblas_sgemm each product pays
+// OpenBLAS's per-call cost (buffer lock, packing both operands), which at
+// these sizes is as much as the arithmetic. With AVX2 and FMA (checked at
+// run time) they run here instead, as register-blocked FMA loops on the
+// operands in place: 4 rows x 16 columns of C in 8 registers, one
+// broadcast of A and two loads of B per k. Products with B transposed (q
+// k^T, dO v^T) first transpose their B tile into a per-thread scratch.
+// Every element of C sums over k in order, in float with FMA, for any
+// thread count and any layout of the operands.
+
+/// C (M x N, ldc) = alpha * op(A) B (+ C when `accumulate`), op(A)(i, k) =
+/// A[i*lda + k], or A[k*lda + i] when `transA`; B is K x N (ldb), rows
+/// contiguous.
+using TileProduct = void (*)(bool transA, int64_t M, int64_t N, int64_t K,
+                             float alpha, const float *A, int64_t lda,
+                             const float *B, int64_t ldb, bool accumulate,
+                             float *C, int64_t ldc);
+
+void tileProductBlas(bool transA, int64_t M, int64_t N, int64_t K,
+                     float alpha, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, bool accumulate, float *C, int64_t ldc) {
+  effrt_sgemm(transA ? 1 : 0, 0, M, N, K, alpha, A, lda, B, ldb,
+              accumulate ? 1.0f : 0.0f, C, ldc);
+}
+
+#ifdef EFFRT_TILE_AVX2
+/// R rows (1..4) of C at columns [n0, n0 + 8*V) (V = 1 or 2 registers per
+/// row); `mask` limits the last register's columns when Masked.
+template <int R, int V, bool Masked>
+__attribute__((target("avx2,fma"))) inline void
+tileBlock(bool transA, int64_t K, float alpha, const float *A, int64_t lda,
+          const float *B, int64_t ldb, bool accumulate, float *C, int64_t ldc,
+          __m256i mask) {
+  __m256 acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v)
+      acc[r][v] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const float *b = B + k * ldb;
+    __m256 bv[V];
+    for (int v = 0; v < V; ++v)
+      bv[v] = (Masked && v == V - 1) ? _mm256_maskload_ps(b + 8 * v, mask)
+                                     : _mm256_loadu_ps(b + 8 * v);
+    for (int r = 0; r < R; ++r) {
+      __m256 a = _mm256_broadcast_ss(transA ? A + k * lda + r : A + r * lda + k);
+      for (int v = 0; v < V; ++v)
+        acc[r][v] = _mm256_fmadd_ps(a, bv[v], acc[r][v]);
+    }
+  }
+  __m256 scale = _mm256_set1_ps(alpha);
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) {
+      float *c = C + r * ldc + 8 * v;
+      __m256 x = _mm256_mul_ps(acc[r][v], scale);
+      bool last = Masked && v == V - 1;
+      if (accumulate)
+        x = _mm256_add_ps(x, last ? _mm256_maskload_ps(c, mask)
+                                  : _mm256_loadu_ps(c));
+      if (last)
+        _mm256_maskstore_ps(c, mask, x);
+      else
+        _mm256_storeu_ps(c, x);
+    }
+}
+
+/// Rows of C in blocks of 4 (then 1..3) for one column block.
+template <int V, bool Masked>
+__attribute__((target("avx2,fma"))) void
+tileColumns(bool transA, int64_t M, int64_t K, float alpha, const float *A,
+            int64_t lda, const float *B, int64_t ldb, bool accumulate,
+            float *C, int64_t ldc, __m256i mask) {
+  // Row i of op(A) starts at A + i*lda, or at A + i when transposed.
+  int64_t rowStep = transA ? 1 : lda;
+  int64_t i = 0;
+  for (; i + 4 <= M; i += 4)
+    tileBlock<4, V, Masked>(transA, K, alpha, A + i * rowStep, lda, B, ldb,
+                            accumulate, C + i * ldc, ldc, mask);
+  switch (M - i) {
+  case 3:
+    tileBlock<3, V, Masked>(transA, K, alpha, A + i * rowStep, lda, B, ldb,
+                            accumulate, C + i * ldc, ldc, mask);
+    break;
+  case 2:
+    tileBlock<2, V, Masked>(transA, K, alpha, A + i * rowStep, lda, B, ldb,
+                            accumulate, C + i * ldc, ldc, mask);
+    break;
+  case 1:
+    tileBlock<1, V, Masked>(transA, K, alpha, A + i * rowStep, lda, B, ldb,
+                            accumulate, C + i * ldc, ldc, mask);
+    break;
+  default:
+    break;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void
+tileProductAvx2(bool transA, int64_t M, int64_t N, int64_t K, float alpha,
+                const float *A, int64_t lda, const float *B, int64_t ldb,
+                bool accumulate, float *C, int64_t ldc) {
+  __m256i none = _mm256_setzero_si256();
+  int64_t n = 0;
+  for (; n + 16 <= N; n += 16)
+    tileColumns<2, false>(transA, M, K, alpha, A, lda, B + n, ldb, accumulate,
+                          C + n, ldc, none);
+  int64_t rest = N - n;
+  if (rest == 0)
+    return;
+  // The last 1..15 columns: one or two registers, the last one masked.
+  alignas(32) int32_t lanes[8];
+  int64_t tail = rest > 8 ? rest - 8 : rest;
+  for (int l = 0; l < 8; ++l)
+    lanes[l] = l < tail ? -1 : 0;
+  __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i *>(lanes));
+  if (rest > 8)
+    tileColumns<2, true>(transA, M, K, alpha, A, lda, B + n, ldb, accumulate,
+                         C + n, ldc, mask);
+  else
+    tileColumns<1, true>(transA, M, K, alpha, A, lda, B + n, ldb, accumulate,
+                         C + n, ldc, mask);
+}
+#endif
+
+/// The tile product this machine runs: AVX2/FMA loops, else OpenBLAS. The
+/// environment variable EFFRT_ATTENTION_BLAS=1 forces OpenBLAS (to compare).
+TileProduct chooseTileProduct() {
+#ifdef EFFRT_TILE_AVX2
+  const char *forced = std::getenv("EFFRT_ATTENTION_BLAS");
+  if (!(forced && forced[0] == '1') && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma"))
+    return tileProductAvx2;
+#endif
+  return tileProductBlas;
+}
+
+const TileProduct tileProduct = chooseTileProduct();
+
+/// dst (cols x rows, ld rows) = src (rows x cols, ld lds) transposed: a B
+/// operand for the products that read it transposed.
+void transposeTile(const float *src, int64_t lds, int64_t rows, int64_t cols,
+                   float *dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dst[c * rows + r] = src[r * lds + c];
+}
+
+/// Per-thread room for the transposed B tiles (kTileK x D floats each): a
+/// few KiB per thread, outside the arena.
+float *transposeScratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (static_cast<int64_t>(scratch.size()) < floats)
+    scratch.resize(floats);
+  return scratch.data();
 }
 
 /// splitmix64's finaliser, as eff.dropout's lowering (mix64 in
@@ -103,12 +269,13 @@ struct Problem {
 
   /// S = scale * q_i k_j^T for `rows` query rows from i0 and `cols` key
   /// columns from j0 of head `n`, masked (-inf), into `s` (ld kTileK).
-  /// `qHead`, `kHead`: the head's rows, `ldq`, `ldk` apart.
-  void scores(int64_t n, const float *qHead, int64_t ldq, const float *kHead,
-              int64_t ldk, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+  /// `qHead`: the head's rows, `ldq` apart; `kT`: the key tile
+  /// transposed (D x cols, ld cols).
+  void scores(int64_t n, const float *qHead, int64_t ldq, const float *kT,
+              int64_t i0, int64_t rows, int64_t j0, int64_t cols,
               float *s) const {
-    effrt_sgemm(0, 1, rows, cols, D, scale, qHead + i0 * ldq, ldq,
-                kHead + j0 * ldk, ldk, 0.0f, s, kTileK);
+    tileProduct(false, rows, cols, D, scale, qHead + i0 * ldq, ldq, kT, cols,
+                false, s, kTileK);
     int64_t b1 = n / B2, b2 = n % B2;
     if (maskKind == EFFRT_ATTENTION_MASK_ADD) {
       const float *m = static_cast<const float *>(mask) + b1 * maskStrideB1 +
@@ -172,9 +339,11 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
   std::fill(rowMax, rowMax + rows, kNegInf);
   std::fill(rowSum, rowSum + rows, 0.0f);
   int64_t end = p.keyEnd(i0, rows);
+  float *kT = transposeScratch(kTileK * p.D);
   for (int64_t j0 = 0; j0 < end; j0 += kTileK) {
     int64_t cols = std::min(kTileK, p.Tk - j0);
-    p.scores(n, qHead, q.t, kHead, k.t, i0, rows, j0, cols, s);
+    transposeTile(kHead + j0 * k.t, k.t, cols, p.D, kT);
+    p.scores(n, qHead, q.t, kT, i0, rows, j0, cols, s);
     for (int64_t r = 0; r < rows; ++r) {
       float *sr = s + r * kTileK;
       float tileMax = kNegInf;
@@ -214,8 +383,8 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
         }
       }
     }
-    effrt_sgemm(0, 0, rows, p.Dv, cols, 1.0f, s, kTileK, vHead + j0 * v.t,
-                v.t, 1.0f, oTile, ldo);
+    tileProduct(false, rows, p.Dv, cols, 1.0f, s, kTileK, vHead + j0 * v.t,
+                v.t, true, oTile, ldo);
   }
   for (int64_t r = 0; r < rows; ++r) {
     float *orow = oTile + r * ldo;
@@ -263,13 +432,16 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
       sum += dOH[i * lddo + d] * oH[i * ldo + d];
     rowDot[i] = sum;
   }
+  float *kT = transposeScratch(kTileK * (D + Dv)), *vT = kT + kTileK * D;
   for (int64_t j0 = 0; j0 < Tk; j0 += kTileK) {
     int64_t cols = std::min(kTileK, Tk - j0);
+    transposeTile(kH + j0 * ldk, ldk, cols, D, kT);
+    transposeTile(vH + j0 * ldv, ldv, cols, Dv, vT);
     // Under causal masking, query tiles ending before j0 see none of it.
     int64_t iStart = p.causal ? j0 / kTileQ * kTileQ : 0;
     for (int64_t i0 = iStart; i0 < Tq; i0 += kTileQ) {
       int64_t rows = std::min(kTileQ, Tq - i0);
-      p.scores(n, qH, ldq, kH, ldk, i0, rows, j0, cols, pT);
+      p.scores(n, qH, ldq, kT, i0, rows, j0, cols, pT);
       for (int64_t r = 0; r < rows; ++r) {
         float *pr = pT + r * kTileK;
         float l = lseH[i0 + r];
@@ -286,11 +458,11 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
         pv = dpT;
       }
       // dV_j += P~^T dO_i
-      effrt_sgemm(1, 0, cols, Dv, rows, 1.0f, pv, kTileK, dOH + i0 * lddo,
-                  lddo, 1.0f, dvH + j0 * lddv, lddv);
+      tileProduct(true, cols, Dv, rows, 1.0f, pv, kTileK, dOH + i0 * lddo,
+                  lddo, true, dvH + j0 * lddv, lddv);
       // dP = dO_i V_j^T (times the keep factors)
-      effrt_sgemm(0, 1, rows, cols, Dv, 1.0f, dOH + i0 * lddo, lddo,
-                  vH + j0 * ldv, ldv, 0.0f, dpT, kTileK);
+      tileProduct(false, rows, cols, Dv, 1.0f, dOH + i0 * lddo, lddo, vT,
+                  cols, false, dpT, kTileK);
       for (int64_t r = 0; r < rows; ++r) {
         float *dpr = dpT + r * kTileK;
         const float *pr = pT + r * kTileK, *zr = zT + r * kTileK;
@@ -306,10 +478,10 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
         }
       }
       // dQ_i += scale dS K_j ; dK_j += scale dS^T Q_i
-      effrt_sgemm(0, 0, rows, D, cols, p.scale, dpT, kTileK, kH + j0 * ldk,
-                  ldk, 1.0f, dqH + i0 * lddq, lddq);
-      effrt_sgemm(1, 0, cols, D, rows, p.scale, dpT, kTileK, qH + i0 * ldq,
-                  ldq, 1.0f, dkH + j0 * lddk, lddk);
+      tileProduct(false, rows, D, cols, p.scale, dpT, kTileK, kH + j0 * ldk,
+                  ldk, true, dqH + i0 * lddq, lddq);
+      tileProduct(true, cols, D, rows, p.scale, dpT, kTileK, qH + i0 * ldq,
+                  ldq, true, dkH + j0 * lddk, lddk);
     }
   }
   // A row that sees no key has NaN probabilities; in PyTorch they reach
