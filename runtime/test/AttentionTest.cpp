@@ -1,10 +1,12 @@
 //===- AttentionTest.cpp - the tiled attention kernels ---------------------===//
 //
-// effrt_attention_fwd_f32 / effrt_attention_bwd_f32 against attention by
+// effrt_attention_fwd_strided_f32 / _bwd_strided_f32 against attention by
 // definition in double (scores, softmax, products, and the textbook
 // backward through the probabilities), on shapes that are not multiples of
 // the 64-wide tiles, with causal masking, boolean and additive masks,
-// fully masked rows and dropout. End-to-end agreement with PyTorch is
+// fully masked rows and dropout; operands contiguous and heads-inner
+// ([B1, T, B2, D], through strides); the contiguous entry points of earlier
+// .effx files (effrt_attention_fwd_f32 / _bwd_f32) give the same bits. End-to-end agreement with PyTorch is
 // test/E2E/attention.test.
 //
 //===----------------------------------------------------------------------===//
@@ -131,12 +133,12 @@ void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false) {
   std::vector<float> lq = lay(r.q, c.Tq, c.D), lk = lay(r.k, c.Tk, c.D),
                      lv = lay(r.v, c.Tk, c.Dv), ldo = lay(r.dout, c.Tq, c.Dv),
                      lo = r.o, ldq = r.dq, ldk = r.dk, ldv = r.dv;
-  effrt_attention_fwd_f32(lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2,
+  effrt_attention_fwd_strided_f32(lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2,
                           k.t, lv.data(), v.b1, v.b2, v.t, lo.data(), o.b1,
                           o.b2, o.t, r.lse.data(), mask, c.maskKind, sB1, sB2,
                           sQ, sK, c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv, scale,
                           c.causal, key, threshold, dscale, ws.data(), slots);
-  effrt_attention_bwd_f32(
+  effrt_attention_bwd_strided_f32(
       lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2, k.t, lv.data(), v.b1,
       v.b2, v.t, lo.data(), o.b1, o.b2, o.t, r.lse.data(), ldo.data(), o.b1,
       o.b2, o.t, ldq.data(), q.b1, q.b2, q.t, ldk.data(), k.b1, k.b2, k.t,
@@ -301,6 +303,28 @@ TEST(attentionWideHeadsCausal) {
   c.Dv = 19;
   c.causal = true;
   checkCase(c);
+}
+
+TEST(attentionContiguousEntryPoints) {
+  Case c;
+  c.causal = true;
+  Run r;
+  runKernels(c, r, 4);
+  std::vector<float> o(r.o.size()), lse(r.lse.size()), dq(r.dq.size()),
+      dk(r.dk.size()), dv(r.dv.size());
+  std::vector<float> ws(4 * effrt_attention_bwd_workspace(c.Tq));
+  effrt_attention_fwd_f32(r.q.data(), r.k.data(), r.v.data(), o.data(),
+                          lse.data(), nullptr, 0, 0, 0, 0, 0, c.B1, c.B2,
+                          c.Tq, c.Tk, c.D, c.Dv, 0.3f, 1, 0, 0, 0.0f,
+                          ws.data(), 4);
+  effrt_attention_bwd_f32(r.q.data(), r.k.data(), r.v.data(), o.data(),
+                          lse.data(), r.dout.data(), dq.data(), dk.data(),
+                          dv.data(), nullptr, 0, 0, 0, 0, 0, c.B1, c.B2, c.Tq,
+                          c.Tk, c.D, c.Dv, 0.3f, 1, 0, 0, 0.0f, ws.data(), 4);
+  CHECK(std::memcmp(o.data(), r.o.data(), o.size() * 4) == 0);
+  CHECK(std::memcmp(dq.data(), r.dq.data(), dq.size() * 4) == 0);
+  CHECK(std::memcmp(dk.data(), r.dk.data(), dk.size() * 4) == 0);
+  CHECK(std::memcmp(dv.data(), r.dv.data(), dv.size() * 4) == 0);
 }
 
 TEST(attentionAdditiveMaskAndDropout) {

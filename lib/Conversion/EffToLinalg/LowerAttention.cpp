@@ -1,13 +1,18 @@
 //===- LowerAttention.cpp - eff.attention to the runtime's tiled kernels --===//
 //
 // eff.attention and eff.attention_grad (f32) become one call each of
-// `effrt_attention_fwd_f32` / `effrt_attention_bwd_f32` (effrt/Kernels.h,
-// runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles with an online
-// softmax, so the step holds no Tq x Tk buffer. The operands are read in
-// place (bufferization.to_buffer read_only, identity layout: bufferization
-// copies a strided view first); the results and the kernels' per-slot tile
-// workspace are fresh buffers that the memory plan places like any other
-// temporary, so the workspace is counted in the plan. Dropout passes the
+// `effrt_attention_fwd_strided_f32` / `effrt_attention_bwd_strided_f32`
+// (effrt/Kernels.h, runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles
+// with an online softmax, so the step holds no Tq x Tk buffer. These calls
+// are made before the rest of the conversion (lowerCpuAttention), so that
+// the head transposes around the ops are still eff.transpose and fold into
+// the kernels' strides: operands are read in place as they lie (the
+// transpose's input, any view with a contiguous last dimension; strides from
+// the buffer's metadata), results are written in the layout of the
+// transpose that reads them, and the transposes disappear. The results and
+// the kernels' per-slot tile workspace are fresh buffers that the memory
+// plan places like any other temporary, so the workspace is counted in the
+// plan. Dropout passes the
 // key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
 // kernel draws exactly the masks of the unfused graph.
 //
@@ -36,8 +41,8 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_f32";
-constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_f32";
+constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_strided_f32";
+constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_strided_f32";
 constexpr StringLiteral kCudaForwardKernel = "effrt_cuda_attention_fwd";
 constexpr StringLiteral kCudaBackwardKernel = "effrt_cuda_attention_bwd";
 
@@ -235,7 +240,7 @@ void addStrided(RuntimeCall &call, Value v) {
   call.addStridedInput(layout.source, layout.kernelDims());
 }
 
-/// eff.attention -> effrt_attention_fwd_f32.
+/// eff.attention -> effrt_attention_fwd_strided_f32.
 LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op) {
   AttentionShape s =
       shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
@@ -258,7 +263,7 @@ LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op) {
   return success();
 }
 
-/// eff.attention_grad -> effrt_attention_bwd_f32.
+/// eff.attention_grad -> effrt_attention_bwd_strided_f32.
 LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op) {
   AttentionShape s =
       shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());

@@ -35,8 +35,9 @@
  *                         pointer inside the step's memory, every rank in
  *                         the same order, one rank: a copy.
  *
- *   effrt_attention_fwd_f32 / effrt_attention_bwd_f32: eff.attention and
- *                         eff.attention_grad (runtime/src/cpu/Attention.cpp,
+ *   effrt_attention_fwd_strided_f32 / effrt_attention_bwd_strided_f32:
+ *                         eff.attention and eff.attention_grad
+ *                         (runtime/src/cpu/Attention.cpp,
  *                         docs/Attention.md) on [B1, B2, T, D] tensors
  *                         with any element strides of B1, B2 and T (D
  *                         contiguous), tiled (FlashAttention-2):
@@ -140,7 +141,7 @@ static inline int64_t effrt_attention_bwd_workspace(int64_t Tq) {
  * + b2)*Tq + i)*Tk + j iff (mix64(dropoutKey ^ e) >> 40) >=
  * dropoutThreshold, as eff.dropout's lowering, and scales it by
  * dropoutScale. Output and input operands must not overlap. */
-void effrt_attention_fwd_f32(
+void effrt_attention_fwd_strided_f32(
     const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
     const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
     const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
@@ -153,7 +154,7 @@ void effrt_attention_fwd_f32(
 
 /* dq, dk, dv of the forward above from q, k, v, o, lse and dout (strided
  * as the forward's operands; dq, dk, dv likewise). */
-void effrt_attention_bwd_f32(
+void effrt_attention_bwd_strided_f32(
     const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
     const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
     const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
@@ -168,6 +169,29 @@ void effrt_attention_bwd_f32(
     int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
     int64_t dropoutThreshold, float dropoutScale, float *workspace,
     int64_t slots);
+
+/* The same on contiguous operands: what .effx files compiled before the
+ * strided kernels call (kept so that they still run). */
+void effrt_attention_fwd_f32(const float *q, const float *k, const float *v,
+                             float *o, float *lse, const void *mask,
+                             int32_t maskKind, int64_t maskStrideB1,
+                             int64_t maskStrideB2, int64_t maskStrideQ,
+                             int64_t maskStrideK, int64_t B1, int64_t B2,
+                             int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+                             float scale, int32_t causal, int64_t dropoutKey,
+                             int64_t dropoutThreshold, float dropoutScale,
+                             float *workspace, int64_t slots);
+void effrt_attention_bwd_f32(const float *q, const float *k, const float *v,
+                             const float *o, const float *lse,
+                             const float *dout, float *dq, float *dk,
+                             float *dv, const void *mask, int32_t maskKind,
+                             int64_t maskStrideB1, int64_t maskStrideB2,
+                             int64_t maskStrideQ, int64_t maskStrideK,
+                             int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
+                             int64_t D, int64_t Dv, float scale,
+                             int32_t causal, int64_t dropoutKey,
+                             int64_t dropoutThreshold, float dropoutScale,
+                             float *workspace, int64_t slots);
 
 /* eff.attention on the GPU (runtime/src/cuda/Attention.cu, FlashAttention-2
  * on tensor cores for f16/bf16): q, k, v, o, dout, dq, dk, dv contiguous
