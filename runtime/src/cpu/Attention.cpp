@@ -278,13 +278,13 @@ struct Problem {
 
   /// S = scale * q_i k_j^T for `rows` query rows from i0 and `cols` key
   /// columns from j0 of head `n`, masked (-inf), into `s` (ld kTileK).
-  /// `qHead`: the head's rows, `ldq` apart; `kT`: the key tile
-  /// transposed (D x cols, ld cols).
-  void scores(int64_t n, const float *qHead, int64_t ldq, const float *kT,
+  /// `qTile`: the query tile's rows (from row i0), `ldq` apart; `kT`: the
+  /// key tile transposed (D x cols, ld cols).
+  void scores(int64_t n, const float *qTile, int64_t ldq, const float *kT,
               int64_t i0, int64_t rows, int64_t j0, int64_t cols,
               float *s) const {
-    tileProduct(false, rows, cols, D, scale, qHead + i0 * ldq, ldq, kT, cols,
-                false, s, kTileK);
+    tileProduct(false, rows, cols, D, scale, qTile, ldq, kT, cols, false, s,
+                kTileK);
     int64_t b1 = n / B2, b2 = n % B2;
     if (maskKind == EFFRT_ATTENTION_MASK_ADD) {
       const float *m = static_cast<const float *>(mask) + b1 * maskStrideB1 +
@@ -340,19 +340,36 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
   int64_t rows = std::min(kTileQ, p.Tq - i0);
   const float *qHead = q.head(n, p.B2), *kHead = k.head(n, p.B2),
               *vHead = v.head(n, p.B2);
-  int64_t ldo = o.t;
-  float *oTile = o.head(n, p.B2) + i0 * ldo;
+  // Scratch: k's tile transposed; for operands whose rows are not
+  // contiguous (heads inner) also the q tile, the v tile and the output
+  // tile, so that the products read and write contiguous rows (rows a
+  // multiple of 1 KiB apart fall into a few L1 sets).
+  bool packQ = q.t != p.D, packV = v.t != p.Dv, packO = o.t != p.Dv;
+  float *kT = transposeScratch(kTileK * p.D + kTileQ * p.D +
+                               kTileK * p.Dv + kTileQ * p.Dv);
+  float *qTile = kT + kTileK * p.D, *vTile = qTile + kTileQ * p.D,
+        *oScratch = vTile + kTileK * p.Dv;
+  int64_t ldq = q.t;
+  const float *qRows = qHead + i0 * q.t;
+  if (packQ) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(qRows + r * q.t, qRows + r * q.t + p.D, qTile + r * p.D);
+    qRows = qTile;
+    ldq = p.D;
+  }
+  int64_t ldo = packO ? p.Dv : o.t;
+  float *oOut = o.head(n, p.B2) + i0 * o.t;
+  float *oTile = packO ? oScratch : oOut;
   float *s = ws, *rowMax = ws + kTileQ * kTileK, *rowSum = rowMax + kTileQ;
   for (int64_t r = 0; r < rows; ++r)
     std::fill(oTile + r * ldo, oTile + r * ldo + p.Dv, 0.0f);
   std::fill(rowMax, rowMax + rows, kNegInf);
   std::fill(rowSum, rowSum + rows, 0.0f);
   int64_t end = p.keyEnd(i0, rows);
-  float *kT = transposeScratch(kTileK * p.D);
   for (int64_t j0 = 0; j0 < end; j0 += kTileK) {
     int64_t cols = std::min(kTileK, p.Tk - j0);
     transposeTile(kHead + j0 * k.t, k.t, cols, p.D, kT);
-    p.scores(n, qHead, q.t, kT, i0, rows, j0, cols, s);
+    p.scores(n, qRows, ldq, kT, i0, rows, j0, cols, s);
     for (int64_t r = 0; r < rows; ++r) {
       float *sr = s + r * kTileK;
       float tileMax = kNegInf;
@@ -392,8 +409,16 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
         }
       }
     }
-    tileProduct(false, rows, p.Dv, cols, 1.0f, s, kTileK, vHead + j0 * v.t,
-                v.t, true, oTile, ldo);
+    const float *vRows = vHead + j0 * v.t;
+    int64_t ldv = v.t;
+    if (packV) {
+      for (int64_t c = 0; c < cols; ++c)
+        std::copy(vRows + c * v.t, vRows + c * v.t + p.Dv, vTile + c * p.Dv);
+      vRows = vTile;
+      ldv = p.Dv;
+    }
+    tileProduct(false, rows, p.Dv, cols, 1.0f, s, kTileK, vRows, ldv, true,
+                oTile, ldo);
   }
   for (int64_t r = 0; r < rows; ++r) {
     float *orow = oTile + r * ldo;
@@ -409,6 +434,9 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
       orow[d] *= inv;
     *l = rowMax[r] + std::log(rowSum[r]);
   }
+  if (packO)
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(oTile + r * ldo, oTile + r * ldo + p.Dv, oOut + r * o.t);
 }
 
 /// One head's operands and gradients as contiguous [T, X] matrices: in
@@ -518,7 +546,7 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
     int64_t iStart = p.causal ? j0 / kTileQ * kTileQ : 0;
     for (int64_t i0 = iStart; i0 < Tq; i0 += kTileQ) {
       int64_t rows = std::min(kTileQ, Tq - i0);
-      p.scores(n, qH, ldq, kT, i0, rows, j0, cols, pT);
+      p.scores(n, qH + i0 * ldq, ldq, kT, i0, rows, j0, cols, pT);
       for (int64_t r = 0; r < rows; ++r) {
         float *pr = pT + r * kTileK;
         float l = lseH[i0 + r];
