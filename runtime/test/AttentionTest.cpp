@@ -1,10 +1,12 @@
 //===- AttentionTest.cpp - the tiled attention kernels ---------------------===//
 //
-// effrt_attention_fwd_f32 / effrt_attention_bwd_f32 against attention by
+// effrt_attention_fwd_strided_f32 / _bwd_strided_f32 against attention by
 // definition in double (scores, softmax, products, and the textbook
 // backward through the probabilities), on shapes that are not multiples of
 // the 64-wide tiles, with causal masking, boolean and additive masks,
-// fully masked rows and dropout. End-to-end agreement with PyTorch is
+// fully masked rows and dropout; operands contiguous and heads-inner
+// ([B1, T, B2, D], through strides); the contiguous entry points of earlier
+// .effx files (effrt_attention_fwd_f32 / _bwd_f32) give the same bits. End-to-end agreement with PyTorch is
 // test/E2E/attention.test.
 //
 //===----------------------------------------------------------------------===//
@@ -70,7 +72,29 @@ void makeMask(const Case &c, Run &r) {
       }
 }
 
-void runKernels(const Case &c, Run &r, int64_t slots) {
+/// A [B1, B2, T, X] tensor's copy laid out as [B1, T, B2, X] (the heads of
+/// a [B, T, H*D] projection), and back.
+std::vector<float> headsInner(const std::vector<float> &a, const Case &c,
+                              int64_t T, int64_t X, bool back = false) {
+  std::vector<float> out(a.size());
+  for (int64_t b1 = 0; b1 < c.B1; ++b1)
+    for (int64_t b2 = 0; b2 < c.B2; ++b2)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t x = 0; x < X; ++x) {
+          int64_t contiguous = ((b1 * c.B2 + b2) * T + t) * X + x;
+          int64_t inner = ((b1 * T + t) * c.B2 + b2) * X + x;
+          if (back)
+            out[contiguous] = a[inner];
+          else
+            out[inner] = a[contiguous];
+        }
+  return out;
+}
+
+/// Runs both kernels on contiguous operands, or (`strided`) on every
+/// operand laid out [B1, T, B2, X] and read through its strides; the
+/// results come back contiguous either way.
+void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false) {
   int64_t heads = c.B1 * c.B2;
   r.q = values(heads * c.Tq * c.D, 1);
   r.k = values(heads * c.Tk * c.D, 2);
@@ -94,16 +118,40 @@ void runKernels(const Case &c, Run &r, int64_t slots) {
   std::vector<float> ws(
       slots * std::max(effrt_attention_fwd_workspace(c.Tq),
                        effrt_attention_bwd_workspace(c.Tq)));
-  effrt_attention_fwd_f32(r.q.data(), r.k.data(), r.v.data(), r.o.data(),
-                          r.lse.data(), mask, c.maskKind, sB1, sB2, sQ, sK,
-                          c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv, scale, c.causal,
-                          key, threshold, dscale, ws.data(), slots);
-  effrt_attention_bwd_f32(r.q.data(), r.k.data(), r.v.data(), r.o.data(),
-                          r.lse.data(), r.dout.data(), r.dq.data(),
-                          r.dk.data(), r.dv.data(), mask, c.maskKind, sB1,
-                          sB2, sQ, sK, c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv,
-                          scale, c.causal, key, threshold, dscale, ws.data(),
-                          slots);
+  // Strides of B1, B2, T of a [B1, B2, T, X] operand as laid out.
+  struct S {
+    int64_t b1, b2, t;
+  };
+  auto stridesOf = [&](int64_t T, int64_t X) {
+    return strided ? S{T * c.B2 * X, X, c.B2 * X} : S{c.B2 * T * X, T * X, X};
+  };
+  S q = stridesOf(c.Tq, c.D), k = stridesOf(c.Tk, c.D),
+    v = stridesOf(c.Tk, c.Dv), o = stridesOf(c.Tq, c.Dv);
+  auto lay = [&](const std::vector<float> &a, int64_t T, int64_t X) {
+    return strided ? headsInner(a, c, T, X) : a;
+  };
+  std::vector<float> lq = lay(r.q, c.Tq, c.D), lk = lay(r.k, c.Tk, c.D),
+                     lv = lay(r.v, c.Tk, c.Dv), ldo = lay(r.dout, c.Tq, c.Dv),
+                     lo = r.o, ldq = r.dq, ldk = r.dk, ldv = r.dv;
+  effrt_attention_fwd_strided_f32(lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2,
+                          k.t, lv.data(), v.b1, v.b2, v.t, lo.data(), o.b1,
+                          o.b2, o.t, r.lse.data(), mask, c.maskKind, sB1, sB2,
+                          sQ, sK, c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv, scale,
+                          c.causal, key, threshold, dscale, ws.data(), slots);
+  effrt_attention_bwd_strided_f32(
+      lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2, k.t, lv.data(), v.b1,
+      v.b2, v.t, lo.data(), o.b1, o.b2, o.t, r.lse.data(), ldo.data(), o.b1,
+      o.b2, o.t, ldq.data(), q.b1, q.b2, q.t, ldk.data(), k.b1, k.b2, k.t,
+      ldv.data(), v.b1, v.b2, v.t, mask, c.maskKind, sB1, sB2, sQ, sK, c.B1,
+      c.B2, c.Tq, c.Tk, c.D, c.Dv, scale, c.causal, key, threshold, dscale,
+      ws.data(), slots);
+  auto unlay = [&](const std::vector<float> &a, int64_t T, int64_t X) {
+    return strided ? headsInner(a, c, T, X, /*back=*/true) : a;
+  };
+  r.o = unlay(lo, c.Tq, c.Dv);
+  r.dq = unlay(ldq, c.Tq, c.D);
+  r.dk = unlay(ldk, c.Tk, c.D);
+  r.dv = unlay(ldv, c.Tk, c.Dv);
 }
 
 bool close(double got, double want) {
@@ -205,6 +253,14 @@ void checkCase(const Case &c) {
   CHECK(std::memcmp(one.o.data(), r.o.data(), r.o.size() * 4) == 0);
   CHECK(std::memcmp(one.dq.data(), r.dq.data(), r.dq.size() * 4) == 0);
   CHECK(std::memcmp(one.dk.data(), r.dk.data(), r.dk.size() * 4) == 0);
+  // Heads inner ([B1, T, B2, X], read and written through strides): the
+  // same bits as contiguous operands.
+  Run inner;
+  runKernels(c, inner, 4, /*strided=*/true);
+  for (auto [a, b] : {std::pair(&inner.o, &r.o), std::pair(&inner.lse, &r.lse),
+                      std::pair(&inner.dq, &r.dq), std::pair(&inner.dk, &r.dk),
+                      std::pair(&inner.dv, &r.dv)})
+    CHECK(std::memcmp(a->data(), b->data(), b->size() * 4) == 0);
 }
 
 } // namespace
@@ -234,6 +290,41 @@ TEST(attentionBooleanMaskFullyMaskedRowIsNaN) {
   // elsewhere.
   CHECK(std::isnan(r.o[5 * c.Dv]));
   CHECK(std::isfinite(r.o[4 * c.Dv]));
+}
+
+// Head sizes past one 16-column block of the tile products, with masked
+// tails (40 = 16 + 16 + 8, 19 = 16 + 3), and single-row query tiles (Tq 65).
+TEST(attentionWideHeadsCausal) {
+  Case c;
+  c.B2 = 2;
+  c.Tq = 65;
+  c.Tk = 65;
+  c.D = 40;
+  c.Dv = 19;
+  c.causal = true;
+  checkCase(c);
+}
+
+TEST(attentionContiguousEntryPoints) {
+  Case c;
+  c.causal = true;
+  Run r;
+  runKernels(c, r, 4);
+  std::vector<float> o(r.o.size()), lse(r.lse.size()), dq(r.dq.size()),
+      dk(r.dk.size()), dv(r.dv.size());
+  std::vector<float> ws(4 * effrt_attention_bwd_workspace(c.Tq));
+  effrt_attention_fwd_f32(r.q.data(), r.k.data(), r.v.data(), o.data(),
+                          lse.data(), nullptr, 0, 0, 0, 0, 0, c.B1, c.B2,
+                          c.Tq, c.Tk, c.D, c.Dv, 0.3f, 1, 0, 0, 0.0f,
+                          ws.data(), 4);
+  effrt_attention_bwd_f32(r.q.data(), r.k.data(), r.v.data(), o.data(),
+                          lse.data(), r.dout.data(), dq.data(), dk.data(),
+                          dv.data(), nullptr, 0, 0, 0, 0, 0, c.B1, c.B2, c.Tq,
+                          c.Tk, c.D, c.Dv, 0.3f, 1, 0, 0, 0.0f, ws.data(), 4);
+  CHECK(std::memcmp(o.data(), r.o.data(), o.size() * 4) == 0);
+  CHECK(std::memcmp(dq.data(), r.dq.data(), dq.size() * 4) == 0);
+  CHECK(std::memcmp(dk.data(), r.dk.data(), dk.size() * 4) == 0);
+  CHECK(std::memcmp(dv.data(), r.dv.data(), dv.size() * 4) == 0);
 }
 
 TEST(attentionAdditiveMaskAndDropout) {

@@ -72,6 +72,11 @@ struct ConvertEffToLinalgPass
     if (failed(policy))
       return signalPassFailure();
     MLIRContext *ctx = &getContext();
+    // First, while the transposes around attention are still eff ops that
+    // the kernels' strides can replace.
+    if (!policy->cudaAttention &&
+        failed(lowering::lowerCpuAttention(getOperation())))
+      return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
                            math::MathDialect, tensor::TensorDialect,

@@ -1,13 +1,18 @@
 //===- LowerAttention.cpp - eff.attention to the runtime's tiled kernels --===//
 //
 // eff.attention and eff.attention_grad (f32) become one call each of
-// `effrt_attention_fwd_f32` / `effrt_attention_bwd_f32` (effrt/Kernels.h,
-// runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles with an online
-// softmax, so the step holds no Tq x Tk buffer. The operands are read in
-// place (bufferization.to_buffer read_only, identity layout: bufferization
-// copies a strided view first); the results and the kernels' per-slot tile
-// workspace are fresh buffers that the memory plan places like any other
-// temporary, so the workspace is counted in the plan. Dropout passes the
+// `effrt_attention_fwd_strided_f32` / `effrt_attention_bwd_strided_f32`
+// (effrt/Kernels.h, runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles
+// with an online softmax, so the step holds no Tq x Tk buffer. These calls
+// are made before the rest of the conversion (lowerCpuAttention), so that
+// the head transposes around the ops are still eff.transpose and fold into
+// the kernels' strides: operands are read in place as they lie (the
+// transpose's input, any view with a contiguous last dimension; strides from
+// the buffer's metadata), results are written in the layout of the
+// transpose that reads them, and the transposes disappear. The results and
+// the kernels' per-slot tile workspace are fresh buffers that the memory
+// plan places like any other temporary, so the workspace is counted in the
+// plan. Dropout passes the
 // key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
 // kernel draws exactly the masks of the unfused graph.
 //
@@ -28,6 +33,7 @@
 #include "effrt/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Iterators.h"
 
 using namespace mlir;
 using namespace effopt::eff;
@@ -35,8 +41,8 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_f32";
-constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_f32";
+constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_strided_f32";
+constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_strided_f32";
 constexpr StringLiteral kCudaForwardKernel = "effrt_cuda_attention_fwd";
 constexpr StringLiteral kCudaBackwardKernel = "effrt_cuda_attention_bwd";
 
@@ -82,21 +88,10 @@ AttentionShape shapeOf(Value query, Value key, Value value, Value mask) {
   return s;
 }
 
-LogicalResult checkF32(Operation *op, PatternRewriter &rewriter,
-                       ValueRange values) {
-  for (Value v : values)
-    if (v && !cast<RankedTensorType>(v.getType()).getElementType().isF32() &&
-        !cast<RankedTensorType>(v.getType()).getElementType().isInteger(1))
-      return rewriter.notifyMatchFailure(
-          op, "the CPU attention kernels take f32 (eff-autocast keeps "
-              "attention in f32)");
-  return success();
-}
-
 /// The shared trailing arguments: mask, shape, scale, causal, dropout.
 template <typename OpTy>
 LogicalResult addOptions(RuntimeCall &call, OpTy op,
-                         const AttentionShape &s, PatternRewriter &rewriter) {
+                         const AttentionShape &s, RewriterBase &rewriter) {
   if (Value mask = op.getMask())
     call.addInput(mask);
   else
@@ -113,8 +108,7 @@ LogicalResult addOptions(RuntimeCall &call, OpTy op,
     FailureOr<Value> key = buildDropoutKey(
         rewriter, op.getLoc(), op, static_cast<uint64_t>(op.getSeed()));
     if (failed(key))
-      return rewriter.notifyMatchFailure(
-          op, "the micro-batch loop has no static trip count");
+      return failure();
     call.add(*key);
     // eff.dropout's threshold on the top 24 bits of the hash.
     call.addI64(static_cast<int64_t>(ratio * double(1 << 24)));
@@ -135,65 +129,177 @@ void addWorkspace(RuntimeCall &call, int64_t items, int64_t floatsPerSlot) {
   call.addI64(slots);
 }
 
-/// eff.attention -> effrt_attention_fwd_f32.
-struct AttentionLowering : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionOp op,
-                                PatternRewriter &rewriter) const override {
-    if (failed(checkF32(op, rewriter,
-                        {op.getQuery(), op.getKey(), op.getValue(),
-                         op.getMask()})))
-      return failure();
-    AttentionShape s =
-        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
-    RuntimeCall call(rewriter, op.getLoc());
-    call.addInput(op.getQuery());
-    call.addInput(op.getKey());
-    call.addInput(op.getValue());
-    Value output = call.addOutput(cast<RankedTensorType>(op.getOutput().getType()));
-    Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
-    if (failed(addOptions(call, op, s, rewriter)))
-      return failure();
-    int64_t tiles = (s.tq + EFFRT_ATTENTION_TILE_Q - 1) / EFFRT_ATTENTION_TILE_Q;
-    addWorkspace(call, s.b1 * s.b2 * tiles,
-                 effrt_attention_fwd_workspace(s.tq));
-    call.call(op->getParentOfType<ModuleOp>(), kForwardKernel);
-    rewriter.replaceOp(op, {call.asTensor(output, op.getOutput().getType()),
-                            call.asTensor(lse, op.getLse().getType())});
-    return success();
+/// Where an operand's elements lie: logical dimension i of the operand is
+/// dimension perm[i] of `source`.
+struct Layout {
+  Value source;
+  SmallVector<int64_t> perm;
+
+  /// The source dimensions of the kernel's B1, B2 and T (-1: B1 of a rank-3
+  /// operand, which is 1).
+  SmallVector<int64_t> kernelDims() const {
+    if (perm.size() == 3)
+      return {-1, perm[0], perm[1]};
+    return {perm[0], perm[1], perm[2]};
   }
 };
 
-/// eff.attention_grad -> effrt_attention_bwd_f32.
-struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AttentionGradOp op,
-                                PatternRewriter &rewriter) const override {
-    if (failed(checkF32(op, rewriter,
-                        {op.getQuery(), op.getKey(), op.getValue(),
-                         op.getOutput(), op.getOutputGrad(), op.getMask()})))
-      return failure();
-    AttentionShape s =
-        shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
-    RuntimeCall call(rewriter, op.getLoc());
-    for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(),
-                    op.getLse(), op.getOutputGrad()})
-      call.addInput(v);
-    SmallVector<Value> grads;
-    for (Value result : op.getResults())
-      grads.push_back(
-          call.addOutput(cast<RankedTensorType>(result.getType())));
-    if (failed(addOptions(call, op, s, rewriter)))
-      return failure();
-    addWorkspace(call, s.b1 * s.b2, effrt_attention_bwd_workspace(s.tq));
-    call.call(op->getParentOfType<ModuleOp>(), kBackwardKernel);
-    SmallVector<Value> results;
-    for (auto [buffer, result] : llvm::zip_equal(grads, op.getResults()))
-      results.push_back(call.asTensor(buffer, result.getType()));
-    rewriter.replaceOp(op, results);
-    return success();
+/// A transpose the kernels can read or write through strides: it keeps the
+/// last (head) dimension contiguous.
+bool foldable(TransposeOp transpose) {
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  return !perm.empty() &&
+         perm.back() == static_cast<int64_t>(perm.size()) - 1;
+}
+
+/// An input read in place: through eff.save (a marker) and a foldable
+/// transpose to the tensor that holds the elements (the [B, T, H, D]
+/// projection that exporters transpose to [B, H, T, D]).
+Layout inputLayout(Value v) {
+  if (auto save = v.getDefiningOp<SaveOp>())
+    v = save.getInput();
+  if (auto transpose = v.getDefiningOp<TransposeOp>(); transpose &&
+                                                       foldable(transpose))
+    return {transpose.getInput(), llvm::to_vector(transpose.getPermutation())};
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  return {v, llvm::to_vector(llvm::seq<int64_t>(0, rank))};
+}
+
+/// An output the kernel writes, when a user transposes it (foldably): in
+/// that transpose's layout, so the transpose becomes the buffer itself.
+struct OutputLayout {
+  RankedTensorType physical;
+  /// The transpose's permutation (empty: the result's own layout).
+  SmallVector<int64_t> perm;
+  Value buffer;
+
+  /// The physical dimension of logical dimension i: inverse(perm)[i].
+  SmallVector<int64_t> kernelDims(int64_t rank) const {
+    SmallVector<int64_t> logical(rank);
+    for (int64_t i = 0; i < rank; ++i)
+      logical[i] = i;
+    for (auto [j, p] : llvm::enumerate(perm))
+      logical[p] = j;
+    if (rank == 3)
+      return {-1, logical[0], logical[1]};
+    return {logical[0], logical[1], logical[2]};
   }
 };
+
+OutputLayout outputLayout(Value result) {
+  for (Operation *user : result.getUsers())
+    if (auto transpose = dyn_cast<TransposeOp>(user);
+        transpose && foldable(transpose))
+      return {cast<RankedTensorType>(transpose.getType()),
+              llvm::to_vector(transpose.getPermutation()), Value()};
+  return {cast<RankedTensorType>(result.getType()), {}, Value()};
+}
+
+/// Allocates the output and passes it with its static strides.
+void addOutput(RuntimeCall &call, OutputLayout &out) {
+  out.buffer = call.addOutput(out.physical);
+  int64_t rank = out.physical.getRank();
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * out.physical.getDimSize(i + 1);
+  for (int64_t d : out.kernelDims(rank))
+    call.addI64(d < 0 ? 0 : strides[d]);
+}
+
+/// Replaces `result` by the buffer the kernel wrote: the folded transposes
+/// by the buffer itself, any other use by its transpose back to the
+/// result's layout (an eff.transpose the later lowering materialises, or
+/// the next attention_grad reads through).
+void replaceOutput(RewriterBase &rewriter, RuntimeCall &call, Value result,
+                   const OutputLayout &out) {
+  Value physical = call.asTensor(out.buffer, out.physical);
+  if (out.perm.empty()) {
+    rewriter.replaceAllUsesWith(result, physical);
+    return;
+  }
+  Value logical;
+  for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
+    auto transpose = dyn_cast<TransposeOp>(use.getOwner());
+    if (transpose && transpose.getPermutation() == ArrayRef(out.perm)) {
+      rewriter.replaceOp(transpose, physical);
+      continue;
+    }
+    if (!logical) {
+      SmallVector<int64_t> inverse(out.perm.size());
+      for (auto [j, p] : llvm::enumerate(out.perm))
+        inverse[p] = j;
+      logical = TransposeOp::create(rewriter, result.getLoc(), physical,
+                                    inverse);
+    }
+    rewriter.modifyOpInPlace(use.getOwner(), [&] { use.set(logical); });
+  }
+}
+
+void addStrided(RuntimeCall &call, Value v) {
+  Layout layout = inputLayout(v);
+  call.addStridedInput(layout.source, layout.kernelDims());
+}
+
+/// eff.attention -> effrt_attention_fwd_strided_f32.
+LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op) {
+  AttentionShape s =
+      shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
+  rewriter.setInsertionPoint(op);
+  RuntimeCall call(rewriter, op.getLoc());
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
+    addStrided(call, v);
+  OutputLayout output = outputLayout(op.getOutput());
+  addOutput(call, output);
+  Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
+  if (failed(addOptions(call, op, s, rewriter)))
+    return op.emitOpError("dropout needs a static micro-batch trip count");
+  int64_t tiles = (s.tq + EFFRT_ATTENTION_TILE_Q - 1) / EFFRT_ATTENTION_TILE_Q;
+  addWorkspace(call, s.b1 * s.b2 * tiles, effrt_attention_fwd_workspace(s.tq));
+  call.call(op->getParentOfType<ModuleOp>(), kForwardKernel);
+  replaceOutput(rewriter, call, op.getOutput(), output);
+  rewriter.replaceAllUsesWith(op.getLse(),
+                              call.asTensor(lse, op.getLse().getType()));
+  rewriter.eraseOp(op);
+  return success();
+}
+
+/// eff.attention_grad -> effrt_attention_bwd_strided_f32.
+LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op) {
+  AttentionShape s =
+      shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
+  rewriter.setInsertionPoint(op);
+  RuntimeCall call(rewriter, op.getLoc());
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
+    addStrided(call, v);
+  call.addInput(op.getLse());
+  addStrided(call, op.getOutputGrad());
+  SmallVector<OutputLayout> grads;
+  for (Value result : op.getResults()) {
+    grads.push_back(outputLayout(result));
+    addOutput(call, grads.back());
+  }
+  if (failed(addOptions(call, op, s, rewriter)))
+    return op.emitOpError("dropout needs a static micro-batch trip count");
+  addWorkspace(call, s.b1 * s.b2, effrt_attention_bwd_workspace(s.tq));
+  call.call(op->getParentOfType<ModuleOp>(), kBackwardKernel);
+  for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
+    replaceOutput(rewriter, call, result, grad);
+  rewriter.eraseOp(op);
+  return success();
+}
+
+/// The f32 check of the CPU kernels, as an error on the op.
+LogicalResult checkF32(Operation *op, ValueRange values) {
+  for (Value v : values) {
+    if (!v)
+      continue;
+    Type element = cast<RankedTensorType>(v.getType()).getElementType();
+    if (!element.isF32() && !element.isInteger(1))
+      return op->emitOpError("the CPU attention kernels take f32 (eff-autocast "
+                             "keeps attention in f32)");
+  }
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // cuda
@@ -339,12 +445,37 @@ struct CudaAttentionGradLowering : OpRewritePattern<AttentionGradOp> {
 
 void populateAttentionLowering(RewritePatternSet &patterns,
                                const LoweringPolicy &policy) {
+  // The CPU kernels are called before the conversion (lowerCpuAttention).
   if (policy.cudaAttention)
     patterns.add<CudaAttentionLowering, CudaAttentionGradLowering>(
         patterns.getContext());
-  else
-    patterns.add<AttentionLowering, AttentionGradLowering>(
-        patterns.getContext());
+}
+
+LogicalResult lowerCpuAttention(Operation *root) {
+  SmallVector<Operation *> ops;
+  root->walk([&](Operation *op) {
+    if (isa<AttentionOp, AttentionGradOp>(op))
+      ops.push_back(op);
+  });
+  IRRewriter rewriter(root->getContext());
+  // In program order: a forward's output is replaced before the gradient
+  // that reads it looks through to its buffer.
+  for (Operation *op : ops) {
+    if (failed(checkF32(op, op->getOperands())))
+      return failure();
+    LogicalResult lowered =
+        isa<AttentionOp>(op) ? lowerForward(rewriter, cast<AttentionOp>(op))
+                             : lowerBackward(rewriter, cast<AttentionGradOp>(op));
+    if (failed(lowered))
+      return failure();
+  }
+  // The transposes and saves that fed the calls, now unused: the
+  // conversion would otherwise lower them to copies nobody reads.
+  root->walk<WalkOrder::PostOrder, mlir::ReverseIterator>([&](Operation *op) {
+    if (isa<TransposeOp, SaveOp, ReshapeOp>(op) && isOpTriviallyDead(op))
+      rewriter.eraseOp(op);
+  });
+  return success();
 }
 
 } // namespace effopt::lowering

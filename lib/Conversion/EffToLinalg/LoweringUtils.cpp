@@ -3,6 +3,7 @@
 #include "LoweringUtils.h"
 
 #include "effopt/Analysis/MemoryReport.h"
+#include "effopt/Support/StorageBytes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -363,6 +364,41 @@ void RuntimeCall::addInput(Value tensor) {
       /*buffer=*/true);
 }
 
+void RuntimeCall::addStridedInput(Value tensor, ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  if (!strides.empty())
+    strides.back() = 1;
+  auto layout =
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
+  auto memrefType =
+      MemRefType::get(type.getShape(), type.getElementType(), layout);
+  stridedDims[args.size()] = llvm::to_vector(dims);
+  add(bufferization::ToBufferOp::create(b, loc, memrefType, tensor, true),
+      /*buffer=*/true);
+}
+
+void RuntimeCall::appendStrided(Value buffer, ArrayRef<int64_t> dims,
+                                SmallVectorImpl<Value> &operands) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, metadata.getBaseBuffer());
+  int64_t bytes =
+      storageBytes(cast<MemRefType>(buffer.getType()).getElementType(), 1);
+  Value offsetBytes = arith::MulIOp::create(
+      b, loc, metadata.getOffset(),
+      arith::ConstantIndexOp::create(b, loc, bytes));
+  Value address = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, offsetBytes));
+  operands.push_back(LLVM::IntToPtrOp::create(b, loc, ptrType, address));
+  for (int64_t d : dims)
+    operands.push_back(
+        d < 0 ? arith::ConstantIntOp::create(b, loc, 0, 64).getResult()
+              : arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                           metadata.getStrides()[d])
+                    .getResult());
+}
+
 Value RuntimeCall::addOutput(RankedTensorType type) {
   Value buffer = memref::AllocOp::create(
       b, loc, MemRefType::get(type.getShape(), type.getElementType()));
@@ -384,8 +420,12 @@ Value RuntimeCall::asTensor(Value buffer, Type type) {
 
 void RuntimeCall::call(ModuleOp module, StringRef name) {
   SmallVector<Value> operands;
-  for (auto [arg, buffer] : llvm::zip_equal(args, isBuffer))
-    operands.push_back(buffer ? pointerOf(arg) : arg);
+  for (auto [i, arg, buffer] : llvm::enumerate(args, isBuffer)) {
+    if (auto it = stridedDims.find(i); it != stridedDims.end())
+      appendStrided(arg, it->second, operands);
+    else
+      operands.push_back(buffer ? pointerOf(arg) : arg);
+  }
   auto calleeType = b.getFunctionType(ValueRange(operands).getTypes(), {});
   if (!module.lookupSymbol<func::FuncOp>(name)) {
     OpBuilder::InsertionGuard guard(b);

@@ -56,6 +56,9 @@ struct RuntimeCall {
   mlir::Type ptrType;
   llvm::SmallVector<mlir::Value> args;
   llvm::SmallVector<bool> isBuffer;
+  /// For each argument of addStridedInput, the dimensions whose strides
+  /// follow its pointer.
+  llvm::DenseMap<unsigned, llvm::SmallVector<int64_t>> stridedDims;
 
   RuntimeCall(mlir::OpBuilder &b, mlir::Location loc);
 
@@ -70,6 +73,11 @@ struct RuntimeCall {
   void addNull();
   /// `tensor`'s buffer, read in place.
   void addInput(mlir::Value tensor);
+  /// `tensor`'s buffer read in place as it lies (a view: any offset and
+  /// strides, the last dimension contiguous, else bufferization copies),
+  /// followed by the element strides of its dimensions `dims` (-1: a 0
+  /// stride), read from the buffer's metadata at the call.
+  void addStridedInput(mlir::Value tensor, llvm::ArrayRef<int64_t> dims);
   /// A fresh buffer of `type` the call writes; returns it.
   mlir::Value addOutput(mlir::RankedTensorType type);
   /// A fresh buffer of `type` only the call uses, reported as workspace by
@@ -82,6 +90,9 @@ struct RuntimeCall {
 
 private:
   mlir::Value pointerOf(mlir::Value buffer);
+  /// Appends the first element's address and the strides of `dims`.
+  void appendStrided(mlir::Value buffer, llvm::ArrayRef<int64_t> dims,
+                     llvm::SmallVectorImpl<mlir::Value> &operands);
 };
 
 /// A lowering pattern that follows the target's policy.
@@ -284,6 +295,12 @@ void populateLossScaleLowering(mlir::RewritePatternSet &patterns);
 void populateCollectiveLowering(mlir::RewritePatternSet &patterns);
 void populateAttentionLowering(mlir::RewritePatternSet &patterns,
                                const LoweringPolicy &policy);
+/// Lowers every eff.attention / eff.attention_grad under `root` to the CPU
+/// kernels before the other eff ops are lowered, folding the transposes
+/// around them (their operands', outputs' and gradients') into the
+/// kernels' strides. Fails (with an error on the op) on what the kernels
+/// cannot run.
+mlir::LogicalResult lowerCpuAttention(mlir::Operation *root);
 
 } // namespace effopt::lowering
 

@@ -35,10 +35,12 @@
  *                         pointer inside the step's memory, every rank in
  *                         the same order, one rank: a copy.
  *
- *   effrt_attention_fwd_f32 / effrt_attention_bwd_f32: eff.attention and
- *                         eff.attention_grad (runtime/src/cpu/Attention.cpp,
- *                         docs/Attention.md) on contiguous
- *                         [B1, B2, T, D] tensors, tiled (FlashAttention-2):
+ *   effrt_attention_fwd_strided_f32 / effrt_attention_bwd_strided_f32:
+ *                         eff.attention and eff.attention_grad
+ *                         (runtime/src/cpu/Attention.cpp,
+ *                         docs/Attention.md) on [B1, B2, T, D] tensors
+ *                         with any element strides of B1, B2 and T (D
+ *                         contiguous), tiled (FlashAttention-2):
  *                         nothing Tq x Tk is stored. `workspace` holds
  *                         `slots` per-thread tile buffers of
  *                         effrt_attention_*_workspace() floats each; work
@@ -129,12 +131,47 @@ static inline int64_t effrt_attention_bwd_workspace(int64_t Tq) {
 
 /* o = dropout(softmax(scale * q k^T + mask)) v and lse per query row.
  * q [B1, B2, Tq, D], k [B1, B2, Tk, D], v [B1, B2, Tk, Dv], o [B1, B2, Tq,
- * Dv], lse [B1, B2, Tq]; the mask element (b1, b2, i, j) is at
- * b1*maskStrideB1 + b2*maskStrideB2 + i*maskStrideQ + j*maskStrideK (zero
- * strides broadcast). causal: column j > row i is masked. Dropout (when
- * dropoutScale != 0) keeps element index e = ((b1*B2 + b2)*Tq + i)*Tk + j
- * iff (mix64(dropoutKey ^ e) >> 40) >= dropoutThreshold, as eff.dropout's
- * lowering, and scales it by dropoutScale. */
+ * Dv]: each tensor operand is followed by the element strides of its B1, B2
+ * and T dimensions; its last dimension is contiguous. So a [B, T, H, D]
+ * projection is read (or written) as the [B, H, T, D] operand in place:
+ * strides T*H*D, D, H*D. lse [B1, B2, Tq] is contiguous. The mask element
+ * (b1, b2, i, j) is at b1*maskStrideB1 + b2*maskStrideB2 + i*maskStrideQ +
+ * j*maskStrideK (zero strides broadcast). causal: column j > row i is
+ * masked. Dropout (when dropoutScale != 0) keeps element index e = ((b1*B2
+ * + b2)*Tq + i)*Tk + j iff (mix64(dropoutKey ^ e) >> 40) >=
+ * dropoutThreshold, as eff.dropout's lowering, and scales it by
+ * dropoutScale. Output and input operands must not overlap. */
+void effrt_attention_fwd_strided_f32(
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
+    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
+    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, float *workspace, int64_t slots);
+
+/* dq, dk, dv of the forward above from q, k, v, o, lse and dout (strided
+ * as the forward's operands; dq, dk, dv likewise). */
+void effrt_attention_bwd_strided_f32(
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    const float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    const float *lse, const float *dout, int64_t dStrideB1, int64_t dStrideB2,
+    int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
+    int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
+    int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
+    int64_t dvStrideT, const void *mask, int32_t maskKind,
+    int64_t maskStrideB1, int64_t maskStrideB2, int64_t maskStrideQ,
+    int64_t maskStrideK, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
+    int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
+    int64_t dropoutThreshold, float dropoutScale, float *workspace,
+    int64_t slots);
+
+/* The same on contiguous operands: what .effx files compiled before the
+ * strided kernels call (kept so that they still run). */
 void effrt_attention_fwd_f32(const float *q, const float *k, const float *v,
                              float *o, float *lse, const void *mask,
                              int32_t maskKind, int64_t maskStrideB1,
@@ -144,8 +181,6 @@ void effrt_attention_fwd_f32(const float *q, const float *k, const float *v,
                              float scale, int32_t causal, int64_t dropoutKey,
                              int64_t dropoutThreshold, float dropoutScale,
                              float *workspace, int64_t slots);
-
-/* dq, dk, dv of the forward above from q, k, v, o, lse and do. */
 void effrt_attention_bwd_f32(const float *q, const float *k, const float *v,
                              const float *o, const float *lse,
                              const float *dout, float *dq, float *dk,

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """eff.attention against PyTorch 1.13: forward and gradients of attention as
 people write it, at T = 77 (not a multiple of the kernels' 64-row tiles),
-fused by eff-fuse-attention and run by the tiled kernels.
+fused by eff-fuse-attention and run by the tiled kernels; also with the
+heads split from [B, T, H*D] projections by transposes, which the CPU
+lowering folds into the kernels' strides (no copy).
 
     attention_vs_torch.py --work DIR --bin BUILD/bin [--effc=FLAG ...]
 
@@ -64,6 +66,27 @@ def cross_attention(q, k, v):
     return torch.softmax((q / math.sqrt(D)) @ k.transpose(-2, -1), -1) @ v
 
 
+def heads(x):
+    """[B, T, H*D] -> [B, H, T, D], as exporters write the head split."""
+    return x.reshape(B, x.shape[1], H, D).transpose(1, 2)
+
+
+def merge(o):
+    """[B, H, T, D] -> [B, T, H*D]."""
+    return o.transpose(1, 2).reshape(B, o.shape[2], H * D)
+
+
+def qkv_causal_attention(qkv, tril):
+    """nanoGPT's block: q, k, v split from one projection, heads split and
+    merged by transposes (folded into the kernels' strides)."""
+    q, k, v = qkv.split(H * D, dim=2)
+    return merge(causal_attention(heads(q), heads(k), heads(v), tril))
+
+
+def heads_padded_attention(q, k, v, pad):
+    return merge(padded_attention(heads(q), heads(k), heads(v), pad))
+
+
 E, MHA_HEADS = 32, 4
 
 
@@ -100,6 +123,11 @@ def cases():
         g.Case("padding", padded_attention, qkv(), [pad]),
         g.Case("float_mask", float_mask_attention, qkv(), [bias]),
         g.Case("cross", cross_attention, qkv(T, TK)),
+        g.Case("qkv_causal", qkv_causal_attention, [randn(B, T, 3 * H * D)],
+               [tril]),
+        g.Case("heads_padding", heads_padded_attention,
+               [randn(B, T, H * D), randn(B, T, H * D), randn(B, T, H * D)],
+               [pad]),
         g.Case("mha_padding", mha,
                [randn(T, B, E), w(3 * E, E), randn(3 * E), w(E, E), randn(E)],
                [mha_pad]),
