@@ -188,14 +188,21 @@ func.func @pool_grads(%x: tensor<2x3x9x9xf32>, %dy: tensor<2x3x5x5xf32>) -> (ten
 // -----
 
 // Taps that only ever meet padding are cropped: a 3x3 convolution padded by
-// 1 over a 1x1 image is its centre tap, unpadded (here a 1x1 convolution,
-// so a GEMM); the copy of the centre taps made for the forward serves the
-// input gradient too; the filter gradient of the other taps is zero.
+// 1 over a 1x1 image is its centre tap, unpadded; the copy of the centre
+// taps made for the forward serves the input gradient too; the filter
+// gradient of the other taps is zero. A 1x1 convolution of 1x1 images is a
+// product over channels with the batch as rows: y = x w^T, dx = dy w,
+// dw = dy^T x, one GEMM each.
 // CHECK-LABEL: func.func @crop_1x1_image
 // CHECK: %[[SLICE:.*]] = tensor.extract_slice %arg1[0, 0, 1, 1] [4, 3, 1, 1] [1, 1, 1, 1] : tensor<4x3x3x3xf32> to tensor<4x3x1x1xf32>
 // CHECK: %[[CENTRE:.*]] = linalg.copy ins(%[[SLICE]] : tensor<4x3x1x1xf32>)
 // CHECK-NOT: linalg.copy
-// CHECK: linalg.batch_matmul
+// CHECK: %[[X:.*]] = tensor.collapse_shape %arg0 {{\[}}[0], [1, 2, 3]] : tensor<2x3x1x1xf32> into tensor<2x3xf32>
+// CHECK: %[[W:.*]] = tensor.collapse_shape %[[CENTRE]] {{\[}}[0], [1, 2, 3]] : tensor<4x3x1x1xf32> into tensor<4x3xf32>
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[X]], %[[W]] : tensor<2x3xf32>, tensor<4x3xf32>) outs(%{{.*}} : tensor<2x4xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<4x3xf32>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<2x3xf32>) outs(%{{.*}} : tensor<4x3xf32>)
+// CHECK-NOT: batch_matmul
 // CHECK: %[[DW:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 1, 1] [4, 3, 1, 1] [1, 1, 1, 1] : tensor<4x3x1x1xf32> into tensor<4x3x3x3xf32>
 // CHECK: return %{{.*}}, %{{.*}}, %[[DW]]
 func.func @crop_1x1_image(%x: tensor<2x3x1x1xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x1x1xf32>) -> (tensor<2x4x1x1xf32>, tensor<2x3x1x1xf32>, tensor<4x3x3x3xf32>) {

@@ -397,6 +397,97 @@ struct CropConv2DFilterGrad : OpRewritePattern<Conv2DFilterGradOp> {
   }
 };
 
+/// Whether a convolution is a plain product over channels: f32, ungrouped,
+/// a 1x1 unpadded filter over 1x1 images (what cropping leaves of a
+/// padded convolution over a 1x1 image). Its batch is then the product's
+/// row dimension: one GEMM, where im2col's per-sample product is a
+/// matrix-vector product per sample reading the whole filter each time.
+bool isChannelProduct(Value input, Value filter, Value output,
+                      ArrayRef<int64_t> padding, int64_t groups) {
+  auto spatial = [](Value v) {
+    auto type = tensorType(v);
+    return type.hasStaticShape() && type.getElementType().isF32() &&
+           type.getDimSize(2) == 1 && type.getDimSize(3) == 1;
+  };
+  return groups == 1 && spatial(input) && spatial(filter) && spatial(output) &&
+         llvm::all_of(padding, [](int64_t p) { return p == 0; });
+}
+
+/// [A, B, 1, 1] viewed as [A, B].
+Value matrixOf(OpBuilder &b, Location loc, Value v) {
+  auto type = tensorType(v);
+  return reshapeTo(b, loc, v,
+                   RankedTensorType::get({type.getDimSize(0), type.getDimSize(1)},
+                                         type.getElementType()));
+}
+
+/// y[N, F] = x[N, C] w[F, C]^T (+ bias): one GEMM.
+struct ChannelProductConv2D : OpRewritePattern<Conv2DOp> {
+  ChannelProductConv2D(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(Conv2DOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isChannelProduct(op.getInput(), op.getFilter(), op.getResult(),
+                          op.getPadding(), op.getGroups()))
+      return rewriter.notifyMatchFailure(op, "not a product over channels");
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    auto matrixType = RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1)}, type.getElementType());
+    Value init = buildLinearInit(rewriter, loc, matrixType, op.getBias(), 1.0,
+                                 1.0);
+    Value y = buildMatmul(rewriter, loc, matrixOf(rewriter, loc, op.getInput()),
+                          matrixOf(rewriter, loc, op.getFilter()), init,
+                          /*transposeA=*/false, /*transposeB=*/true);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, y, type));
+    return success();
+  }
+};
+
+/// dx[N, C] = dy[N, F] w[F, C].
+struct ChannelProductConv2DInputGrad : OpRewritePattern<Conv2DInputGradOp> {
+  ChannelProductConv2DInputGrad(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(Conv2DInputGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isChannelProduct(op.getResult(), op.getFilter(), op.getOutputGrad(),
+                          op.getPadding(), op.getGroups()))
+      return rewriter.notifyMatchFailure(op, "not a product over channels");
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    auto matrixType = RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1)}, type.getElementType());
+    Value dx = buildMatmul(
+        rewriter, loc, matrixOf(rewriter, loc, op.getOutputGrad()),
+        matrixOf(rewriter, loc, op.getFilter()),
+        zeros(rewriter, loc, matrixType), false, false);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, dx, type));
+    return success();
+  }
+};
+
+/// dw[F, C] = dy[N, F]^T x[N, C].
+struct ChannelProductConv2DFilterGrad : OpRewritePattern<Conv2DFilterGradOp> {
+  ChannelProductConv2DFilterGrad(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(Conv2DFilterGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isChannelProduct(op.getInput(), op.getResult(), op.getOutputGrad(),
+                          op.getPadding(), op.getGroups()))
+      return rewriter.notifyMatchFailure(op, "not a product over channels");
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    auto matrixType = RankedTensorType::get(
+        {type.getDimSize(0), type.getDimSize(1)}, type.getElementType());
+    Value dw = buildMatmul(
+        rewriter, loc, matrixOf(rewriter, loc, op.getOutputGrad()),
+        matrixOf(rewriter, loc, op.getInput()),
+        zeros(rewriter, loc, matrixType), true, false);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, dw, type));
+    return success();
+  }
+};
+
 /// The output gradient `dy` [N, F, OH, OW] of a window op spread into a
 /// zero tensor [N, F, H + (KH-1)*DH, W + (KW-1)*DW] so that a stride-1
 /// window op with dilation D (and a flipped kernel) over it gives the
@@ -1120,8 +1211,9 @@ void populateConvolutionLowering(RewritePatternSet &patterns,
                Conv2DFilterGradLowering, MaxPool2DLowering, AvgPool2DLowering,
                AvgPool2DGradLowering, MaxPool2DGradLowering>(
       patterns.getContext(), policy);
-  patterns.add<CropConv2D, CropConv2DInputGrad, CropConv2DFilterGrad>(
-      patterns.getContext());
+  patterns.add<CropConv2D, CropConv2DInputGrad, CropConv2DFilterGrad,
+               ChannelProductConv2D, ChannelProductConv2DInputGrad,
+               ChannelProductConv2DFilterGrad>(patterns.getContext());
 }
 
 } // namespace effopt::lowering
