@@ -227,3 +227,34 @@ func.func @crop_rows(%x: tensor<2x3x2x5xf32>, %w: tensor<4x3x3x3xf32>) -> tensor
   %0 = eff.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x2x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x1x3xf32>
   return %0 : tensor<2x4x1x3xf32>
 }
+
+// -----
+
+// A pointwise convolution over small maps (here 2x2, 32 -> 32 channels) is
+// one GEMM over every sample's positions: the activations transposed to
+// [C, N*P], the product, the result transposed back (with the bias). Its
+// filter gradient is dy[F, N*P] x[C, N*P]^T, one GEMM too.
+// CHECK-LABEL: func.func @pointwise_small_maps
+// CHECK: %[[XT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x32x4xf32>) outs(%{{.*}} : tensor<32x4x4xf32>)
+// CHECK: %[[X:.*]] = tensor.collapse_shape %[[XT]] {{\[}}[0], [1, 2]] : tensor<32x4x4xf32> into tensor<32x16xf32>
+// CHECK: %[[Y:.*]] = linalg.matmul ins(%{{.*}}, %[[X]] : tensor<32x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<32x16xf32>)
+// CHECK: %[[YT:.*]] = tensor.expand_shape %[[Y]] {{\[}}[0], [1, 2]] output_shape [32, 4, 4] : tensor<32x16xf32> into tensor<32x4x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[YT]], %arg2 : tensor<32x4x4xf32>, tensor<32xf32>) outs(%{{.*}} : tensor<4x32x4xf32>)
+// CHECK:   arith.addf
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<32x16xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<32x32xf32>)
+// CHECK-NOT: batch_reduce_matmul
+func.func @pointwise_small_maps(%x: tensor<4x32x2x2xf32>, %w: tensor<32x32x1x1xf32>, %b: tensor<32xf32>, %dy: tensor<4x32x2x2xf32>) -> (tensor<4x32x2x2xf32>, tensor<32x32x1x1xf32>) {
+  %0 = eff.conv2d %x, %w, %b {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x32x2x2xf32>, tensor<32x32x1x1xf32>, tensor<32xf32>) -> tensor<4x32x2x2xf32>
+  %1 = eff.conv2d_filter_grad %x, %dy {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x32x2x2xf32>, tensor<4x32x2x2xf32>) -> tensor<32x32x1x1xf32>
+  return %0, %1 : tensor<4x32x2x2xf32>, tensor<32x32x1x1xf32>
+}
+
+// -----
+
+// Over larger maps (8x8) the per-sample products stay.
+// CHECK-LABEL: func.func @pointwise_large_maps
+// CHECK: linalg.batch_matmul
+func.func @pointwise_large_maps(%x: tensor<4x32x8x8xf32>, %w: tensor<32x32x1x1xf32>) -> tensor<4x32x8x8xf32> {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<4x32x8x8xf32>
+  return %0 : tensor<4x32x8x8xf32>
+}

@@ -397,92 +397,197 @@ struct CropConv2DFilterGrad : OpRewritePattern<Conv2DFilterGradOp> {
   }
 };
 
-/// Whether a convolution is a plain product over channels: f32, ungrouped,
-/// a 1x1 unpadded filter over 1x1 images (what cropping leaves of a
-/// padded convolution over a 1x1 image). Its batch is then the product's
-/// row dimension: one GEMM, where im2col's per-sample product is a
-/// matrix-vector product per sample reading the whole filter each time.
-bool isChannelProduct(Value input, Value filter, Value output,
-                      ArrayRef<int64_t> padding, int64_t groups) {
-  auto spatial = [](Value v) {
-    auto type = tensorType(v);
-    return type.hasStaticShape() && type.getElementType().isF32() &&
-           type.getDimSize(2) == 1 && type.getDimSize(3) == 1;
-  };
-  return groups == 1 && spatial(input) && spatial(filter) && spatial(output) &&
-         llvm::all_of(padding, [](int64_t p) { return p == 0; });
+/// A pointwise convolution (f32, ungrouped, 1x1 filter, stride 1, no
+/// padding) over small maps is a product over channels whose columns are
+/// every sample's positions: with the activations as [C, N*P] (P = H*W),
+/// one GEMM, where im2col's product per sample is a [F, C] x [C, P]
+/// product packing the whole filter again for every sample (at P = 1 a
+/// matrix-vector product). Returns P when that pays: the two activation
+/// transposes move (C + F) * N * P values, the per-sample products pack
+/// F * C per sample and run at the speed of their narrow P columns. At
+/// P = 1 (what cropping leaves of a padded convolution over 1x1 maps) the
+/// transposes are reshapes.
+std::optional<int64_t> pointwisePositions(Value input, Value filter,
+                                          Value output,
+                                          ArrayRef<int64_t> strides,
+                                          ArrayRef<int64_t> padding,
+                                          int64_t groups) {
+  auto x = tensorType(input), w = tensorType(filter), y = tensorType(output);
+  if (groups != 1 || !x.hasStaticShape() || !w.hasStaticShape() ||
+      !y.hasStaticShape() || !x.getElementType().isF32() ||
+      !w.getElementType().isF32() || !y.getElementType().isF32() ||
+      w.getDimSize(2) != 1 || w.getDimSize(3) != 1 ||
+      llvm::any_of(strides, [](int64_t s) { return s != 1; }) ||
+      llvm::any_of(padding, [](int64_t p) { return p != 0; }))
+    return std::nullopt;
+  int64_t p = x.getDimSize(2) * x.getDimSize(3);
+  int64_t c = w.getDimSize(1), f = w.getDimSize(0);
+  if (p == 1 || (x.getDimSize(0) > 1 && p < 64 && 2 * p * (c + f) <= c * f))
+    return p;
+  return std::nullopt;
 }
 
-/// [A, B, 1, 1] viewed as [A, B].
-Value matrixOf(OpBuilder &b, Location loc, Value v) {
+/// [A, B, H, W] as the matrix [A, B] (H = W = 1), or transposed and
+/// flattened to [B, A*H*W].
+Value channelsFirst(OpBuilder &b, Location loc, Value v) {
   auto type = tensorType(v);
-  return reshapeTo(b, loc, v,
+  int64_t a = type.getDimSize(0), c = type.getDimSize(1);
+  int64_t p = type.getDimSize(2) * type.getDimSize(3);
+  Type element = type.getElementType();
+  if (p == 1)
+    return reshapeTo(b, loc, v, RankedTensorType::get({a, c}, element));
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+  Value flat =
+      reshapeTo(b, loc, v, RankedTensorType::get({a, c, p}, element));
+  // Loops (c, a, p): contiguous reads and writes along p.
+  SmallVector<AffineMap> maps{AffineMap::get(3, 0, {d(1), d(0), d(2)}, ctx),
+                              AffineMap::getMultiDimIdentityMap(3, ctx)};
+  Value transposed =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get({c, a, p}, element)},
+          ValueRange{flat},
+          ValueRange{tensor::EmptyOp::create(b, loc, {c, a, p}, element)},
+          maps,
+          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(nb, l, args[0]);
+          })
+          .getResult(0);
+  return reshapeTo(b, loc, transposed,
+                   RankedTensorType::get({c, a * p}, element));
+}
+
+/// The inverse of channelsFirst: a product [C, N*P] (or [N, C] when P = 1)
+/// as the [N, C, H, W] tensor of `type`, plus `bias` [C] if given.
+Value fromChannelsFirst(OpBuilder &b, Location loc, Value product,
+                        RankedTensorType type, Value bias) {
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+  int64_t p = type.getDimSize(2) * type.getDimSize(3);
+  Type element = type.getElementType();
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+  // Loops (n, c, p) over the result [N, C, P].
+  AffineMap productMap =
+      p == 1 ? AffineMap::get(3, 0, {d(0), d(1)}, ctx)
+             : AffineMap::get(3, 0, {d(1), d(0), d(2)}, ctx);
+  Value source = p == 1 ? product
+                        : reshapeTo(b, loc, product,
+                                    RankedTensorType::get({c, n, p}, element));
+  if (p == 1 && !bias)
+    return reshapeTo(b, loc, product, type);
+  SmallVector<Value> inputs{source};
+  SmallVector<AffineMap> maps{productMap};
+  if (bias) {
+    inputs.push_back(bias);
+    maps.push_back(AffineMap::get(3, 0, {d(1)}, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(3, ctx));
+  Value result =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get({n, c, p}, element)}, inputs,
+          ValueRange{tensor::EmptyOp::create(b, loc, {n, c, p}, element)},
+          maps,
+          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value v = args[0];
+            if (bias)
+              v = arith::AddFOp::create(nb, l, v, args[1]);
+            linalg::YieldOp::create(nb, l, v);
+          })
+          .getResult(0);
+  return reshapeTo(b, loc, result, type);
+}
+
+/// [F, C, 1, 1] as [F, C].
+Value filterMatrix(OpBuilder &b, Location loc, Value w) {
+  auto type = tensorType(w);
+  return reshapeTo(b, loc, w,
                    RankedTensorType::get({type.getDimSize(0), type.getDimSize(1)},
                                          type.getElementType()));
 }
 
-/// y[N, F] = x[N, C] w[F, C]^T (+ bias): one GEMM.
-struct ChannelProductConv2D : OpRewritePattern<Conv2DOp> {
-  ChannelProductConv2D(MLIRContext *ctx)
-      : OpRewritePattern(ctx, /*benefit=*/2) {}
+/// The zero-initialised [rows, cols] accumulator of a product.
+Value productInit(OpBuilder &b, Location loc, int64_t rows, int64_t cols) {
+  return zeros(b, loc, RankedTensorType::get({rows, cols}, b.getF32Type()));
+}
+
+/// y = w x: with P = 1, y[N, F] = x[N, C] w[F, C]^T; else
+/// y[F, N*P] = w[F, C] x[C, N*P].
+struct PointwiseConv2D : OpRewritePattern<Conv2DOp> {
+  PointwiseConv2D(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(Conv2DOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isChannelProduct(op.getInput(), op.getFilter(), op.getResult(),
-                          op.getPadding(), op.getGroups()))
-      return rewriter.notifyMatchFailure(op, "not a product over channels");
+    std::optional<int64_t> p = pointwisePositions(
+        op.getInput(), op.getFilter(), op.getResult(), op.getStrides(),
+        op.getPadding(), op.getGroups());
+    if (!p)
+      return rewriter.notifyMatchFailure(op, "not a pointwise product");
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
-    auto matrixType = RankedTensorType::get(
-        {type.getDimSize(0), type.getDimSize(1)}, type.getElementType());
-    Value init = buildLinearInit(rewriter, loc, matrixType, op.getBias(), 1.0,
-                                 1.0);
-    Value y = buildMatmul(rewriter, loc, matrixOf(rewriter, loc, op.getInput()),
-                          matrixOf(rewriter, loc, op.getFilter()), init,
-                          /*transposeA=*/false, /*transposeB=*/true);
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, y, type));
+    int64_t n = type.getDimSize(0), f = type.getDimSize(1);
+    Value x = channelsFirst(rewriter, loc, op.getInput());
+    Value w = filterMatrix(rewriter, loc, op.getFilter());
+    Value y = *p == 1 ? buildMatmul(rewriter, loc, x, w,
+                                    productInit(rewriter, loc, n, f), false,
+                                    true)
+                      : buildMatmul(rewriter, loc, w, x,
+                                    productInit(rewriter, loc, f, n * *p),
+                                    false, false);
+    rewriter.replaceOp(
+        op, fromChannelsFirst(rewriter, loc, y, type, op.getBias()));
     return success();
   }
 };
 
-/// dx[N, C] = dy[N, F] w[F, C].
-struct ChannelProductConv2DInputGrad : OpRewritePattern<Conv2DInputGradOp> {
-  ChannelProductConv2DInputGrad(MLIRContext *ctx)
+/// dx = w^T dy: with P = 1, dx[N, C] = dy[N, F] w[F, C]; else
+/// dx[C, N*P] = w[F, C]^T dy[F, N*P].
+struct PointwiseConv2DInputGrad : OpRewritePattern<Conv2DInputGradOp> {
+  PointwiseConv2DInputGrad(MLIRContext *ctx)
       : OpRewritePattern(ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(Conv2DInputGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isChannelProduct(op.getResult(), op.getFilter(), op.getOutputGrad(),
-                          op.getPadding(), op.getGroups()))
-      return rewriter.notifyMatchFailure(op, "not a product over channels");
+    std::optional<int64_t> p = pointwisePositions(
+        op.getResult(), op.getFilter(), op.getOutputGrad(), op.getStrides(),
+        op.getPadding(), op.getGroups());
+    if (!p)
+      return rewriter.notifyMatchFailure(op, "not a pointwise product");
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
-    auto matrixType = RankedTensorType::get(
-        {type.getDimSize(0), type.getDimSize(1)}, type.getElementType());
-    Value dx = buildMatmul(
-        rewriter, loc, matrixOf(rewriter, loc, op.getOutputGrad()),
-        matrixOf(rewriter, loc, op.getFilter()),
-        zeros(rewriter, loc, matrixType), false, false);
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, dx, type));
+    int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+    Value dy = channelsFirst(rewriter, loc, op.getOutputGrad());
+    Value w = filterMatrix(rewriter, loc, op.getFilter());
+    Value dx = *p == 1 ? buildMatmul(rewriter, loc, dy, w,
+                                     productInit(rewriter, loc, n, c), false,
+                                     false)
+                       : buildMatmul(rewriter, loc, w, dy,
+                                     productInit(rewriter, loc, c, n * *p),
+                                     true, false);
+    rewriter.replaceOp(op, fromChannelsFirst(rewriter, loc, dx, type, {}));
     return success();
   }
 };
 
-/// dw[F, C] = dy[N, F]^T x[N, C].
-struct ChannelProductConv2DFilterGrad : OpRewritePattern<Conv2DFilterGradOp> {
-  ChannelProductConv2DFilterGrad(MLIRContext *ctx)
+/// dw[F, C] = dy x^T over every sample's positions: with P = 1,
+/// dy[N, F]^T x[N, C]; else dy[F, N*P] x[C, N*P]^T.
+struct PointwiseConv2DFilterGrad : OpRewritePattern<Conv2DFilterGradOp> {
+  PointwiseConv2DFilterGrad(MLIRContext *ctx)
       : OpRewritePattern(ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(Conv2DFilterGradOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!isChannelProduct(op.getInput(), op.getResult(), op.getOutputGrad(),
-                          op.getPadding(), op.getGroups()))
-      return rewriter.notifyMatchFailure(op, "not a product over channels");
+    std::optional<int64_t> p = pointwisePositions(
+        op.getInput(), op.getResult(), op.getOutputGrad(), op.getStrides(),
+        op.getPadding(), op.getGroups());
+    if (!p)
+      return rewriter.notifyMatchFailure(op, "not a pointwise product");
     Location loc = op.getLoc();
     auto type = tensorType(op.getResult());
-    auto matrixType = RankedTensorType::get(
-        {type.getDimSize(0), type.getDimSize(1)}, type.getElementType());
-    Value dw = buildMatmul(
-        rewriter, loc, matrixOf(rewriter, loc, op.getOutputGrad()),
-        matrixOf(rewriter, loc, op.getInput()),
-        zeros(rewriter, loc, matrixType), true, false);
+    int64_t f = type.getDimSize(0), c = type.getDimSize(1);
+    Value dy = channelsFirst(rewriter, loc, op.getOutputGrad());
+    Value x = channelsFirst(rewriter, loc, op.getInput());
+    Value init = productInit(rewriter, loc, f, c);
+    Value dw = *p == 1 ? buildMatmul(rewriter, loc, dy, x, init, true, false)
+                       : buildMatmul(rewriter, loc, dy, x, init, false, true);
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, dw, type));
     return success();
   }
@@ -1212,8 +1317,8 @@ void populateConvolutionLowering(RewritePatternSet &patterns,
                AvgPool2DGradLowering, MaxPool2DGradLowering>(
       patterns.getContext(), policy);
   patterns.add<CropConv2D, CropConv2DInputGrad, CropConv2DFilterGrad,
-               ChannelProductConv2D, ChannelProductConv2DInputGrad,
-               ChannelProductConv2DFilterGrad>(patterns.getContext());
+               PointwiseConv2D, PointwiseConv2DInputGrad,
+               PointwiseConv2DFilterGrad>(patterns.getContext());
 }
 
 } // namespace effopt::lowering

@@ -124,6 +124,13 @@ CASES = {
         nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(),
         nn.Conv2d(8, 8, 3, padding=2, dilation=2, bias=False), nn.Tanh(),
         nn.Conv2d(8, 4, 3, padding=1)]),
+    # pointwise convolutions over 2x2 maps: one GEMM over every sample's
+    # positions (activations transposed to [C, N*H*W]), with and without
+    # bias.
+    "pointwise_small_maps": ((32, 2, 2), lambda: [
+        nn.Conv2d(32, 32, 1), nn.ReLU(),
+        nn.Conv2d(32, 48, 1, bias=False), nn.Tanh(),
+        nn.Conv2d(48, 40, 1)]),
 }
 
 
