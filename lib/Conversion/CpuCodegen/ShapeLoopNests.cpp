@@ -55,8 +55,8 @@ bool hoistScalarInputs(RewriterBase &rewriter, linalg::GenericOp op) {
 }
 
 /// When the innermost dimension of `op` is a reduction: its dimensions
-/// reordered parallel first, each group in its order. Returns the op (the
-/// same one, or nothing when it is left as it was).
+/// reordered parallel first, each kind in its order. Returns the reordered
+/// op; fails (leaving `op` as it is) when there is nothing to reorder.
 FailureOr<linalg::GenericOp> parallelOutward(RewriterBase &rewriter,
                                              linalg::GenericOp op) {
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
@@ -108,7 +108,8 @@ bool collapsible(linalg::GenericOp op, unsigned d) {
   return true;
 }
 
-/// Collapses every run of collapsible dimensions of `op` into one.
+/// Collapses every run of collapsible dimensions of `op` into one; fails
+/// (leaving `op` as it is) when there is none.
 LogicalResult collapseDims(RewriterBase &rewriter, linalg::GenericOp op) {
   unsigned rank = op.getNumLoops();
   if (rank < 2)
