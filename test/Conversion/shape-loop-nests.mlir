@@ -147,3 +147,22 @@ func.func @transposed_operand(%x: memref<6x4x5xf32>, %y: memref<6x5x4xf32>) {
   }
   return
 }
+
+// -----
+
+// A per-channel operand read through constant indices ([1, C, 1, 1]) is not
+// a projected permutation: the op is left as it is (upstream's collapsing
+// would read the constants as dimensions).
+// CHECK-LABEL: func.func @constant_indices
+// CHECK-NOT: memref.collapse_shape
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+func.func @constant_indices(%x: memref<16x64x4x4xf32>, %s: memref<1x64x1x1xf32>, %y: memref<16x64x4x4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (0, b, 0, 0)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %s : memref<16x64x4x4xf32>, memref<1x64x1x1xf32>) outs(%y : memref<16x64x4x4xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %r = arith.mulf %v, %w : f32
+    linalg.yield %r : f32
+  }
+  return
+}
