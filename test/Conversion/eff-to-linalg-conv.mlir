@@ -109,12 +109,22 @@ func.func @conv_1x1(%x: tensor<2x3x5x5xf32>, %w: tensor<4x3x1x1xf32>) -> tensor<
 
 // -----
 
-// Max pooling pads with -inf, which never wins.
+// Max pooling: one elementwise max per window tap over a strided view of
+// the unpadded input, updating only the outputs whose window puts that tap
+// on the input (padding never wins); the taps in row-major order.
 // CHECK-LABEL: func.func @max_pool
 // CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK: linalg.fill ins(%[[NEGINF]] : f32) outs(%{{.*}} : tensor<2x3x11x11xf32>)
-// CHECK: %[[PADDED:.*]] = tensor.insert_slice %arg0
-// CHECK: linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%[[PADDED]], %{{.*}} : tensor<2x3x11x11xf32>, tensor<3x3xf32>)
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[NEGINF]] : f32) outs(%{{.*}} : tensor<2x3x5x5xf32>)
+// Tap (0, 0): outputs [1, 5) x [1, 5) read x[1::2, 1::2].
+// CHECK: %[[OUT0:.*]] = tensor.extract_slice %[[INIT]][0, 0, 1, 1] [2, 3, 4, 4] [1, 1, 1, 1]
+// CHECK: %[[TAP0:.*]] = tensor.extract_slice %arg0[0, 0, 1, 1] [2, 3, 4, 4] [1, 1, 2, 2]
+// CHECK: %[[MAX0:.*]] = linalg.generic {{.*}} ins(%[[TAP0]] : tensor<2x3x4x4xf32>) outs(%[[OUT0]] : tensor<2x3x4x4xf32>)
+// CHECK:   arith.maximumf
+// CHECK: tensor.insert_slice %[[MAX0]] into %[[INIT]][0, 0, 1, 1] [2, 3, 4, 4] [1, 1, 1, 1]
+// Tap (0, 1): columns [0, 5) read x[1::2, 0::2].
+// CHECK: tensor.extract_slice %arg0[0, 0, 1, 0] [2, 3, 4, 5] [1, 1, 2, 2]
+// CHECK-COUNT-7: arith.maximumf
+// CHECK-NOT: linalg.pooling_nchw_max
 func.func @max_pool(%x: tensor<2x3x9x9xf32>) -> tensor<2x3x5x5xf32> {
   %0 = eff.max_pool2d %x {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : tensor<2x3x9x9xf32> -> tensor<2x3x5x5xf32>
   return %0 : tensor<2x3x5x5xf32>
@@ -143,18 +153,28 @@ func.func @avg_pool(%x: tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3
 
 // -----
 
-// max_pool2d_grad: the first maximum's tap per window (an i32 tensor), then
-// a gather over the input positions; avg_pool2d_grad: dy / divisor spread
+// max_pool2d_grad: the first maximum's tap per window (an i32 tensor), one
+// elementwise update per tap over strided views; then, taps from the last,
+// dy added where the window picked that tap, into a strided view of dx
+// (PyTorch's accumulation order). avg_pool2d_grad: dy / divisor spread
 // with stride zeros, summed by a stride-1 sum pooling.
 // CHECK-LABEL: func.func @pool_grads
-// CHECK: %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
-// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<2x3x5x5xf32>, tensor<2x3x5x5xi32>)
+// CHECK: %[[TAPS0:.*]] = linalg.fill ins(%c-1_i32 : i32) outs(%{{.*}} : tensor<2x3x5x5xi32>)
+// CHECK: %[[ARGMAX:.*]]:2 = linalg.generic {{.*}} ins(%{{.*}} : tensor<2x3x4x4xf32>) outs(%{{.*}}, %{{.*}} : tensor<2x3x4x4xf32>, tensor<2x3x4x4xi32>)
 // CHECK:   arith.cmpf ogt
 // CHECK:   arith.cmpf uno
-// CHECK: %[[DX:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x3x9x9xf32>)
-// CHECK:   tensor.extract %[[ARGMAX]]#1
-// CHECK:   tensor.extract %arg1
-// CHECK: %[[SCALED:.*]] = linalg.generic
+// CHECK:   arith.select %{{.*}}, %c0_i32
+// CHECK: tensor.insert_slice %[[ARGMAX]]#1 into %[[TAPS0]][0, 0, 1, 1] [2, 3, 4, 4] [1, 1, 1, 1]
+// The last tap (2, 2) first: outputs [0, 4) x [0, 4) add into dx[1::2, 1::2].
+// CHECK: %[[DX0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2x3x9x9xf32>)
+// CHECK: %[[VIEW:.*]] = tensor.extract_slice %[[DX0]][0, 0, 1, 1] [2, 3, 4, 4] [1, 1, 2, 2]
+// CHECK: %[[ADD:.*]] = linalg.generic {{.*}} outs(%[[VIEW]] : tensor<2x3x4x4xf32>)
+// CHECK:   arith.cmpi eq, %{{.*}}, %c8_i32
+// CHECK:   arith.addf
+// CHECK: tensor.insert_slice %[[ADD]] into %[[DX0]][0, 0, 1, 1] [2, 3, 4, 4] [1, 1, 2, 2]
+// CHECK-COUNT-8: arith.cmpi eq
+// CHECK: %[[DX:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 1, 1] [2, 3, 4, 4] [1, 1, 2, 2] : tensor<2x3x4x4xf32> into tensor<2x3x9x9xf32>
+// CHECK: %[[SCALED:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<2x3x5x5xf32>)
 // CHECK:   arith.divf
 // CHECK: %[[SPREAD:.*]] = tensor.insert_slice %[[SCALED]] into %{{.*}}[0, 0, 1, 1] [2, 3, 5, 5] [1, 1, 2, 2] : tensor<2x3x5x5xf32> into tensor<2x3x11x11xf32>
 // CHECK: %[[DA:.*]] = linalg.pooling_nchw_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[SPREAD]], %{{.*}} : tensor<2x3x11x11xf32>, tensor<3x3xf32>) outs(%{{.*}} : tensor<2x3x9x9xf32>)
@@ -163,4 +183,78 @@ func.func @pool_grads(%x: tensor<2x3x9x9xf32>, %dy: tensor<2x3x5x5xf32>) -> (ten
   %0 = eff.max_pool2d_grad %x, %dy {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x3x9x9xf32>, tensor<2x3x5x5xf32>) -> tensor<2x3x9x9xf32>
   %1 = eff.avg_pool2d_grad %dy {kernel_size = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<2x3x5x5xf32>) -> tensor<2x3x9x9xf32>
   return %0, %1 : tensor<2x3x9x9xf32>, tensor<2x3x9x9xf32>
+}
+
+// -----
+
+// Taps that only ever meet padding are cropped: a 3x3 convolution padded by
+// 1 over a 1x1 image is its centre tap, unpadded; the copy of the centre
+// taps made for the forward serves the input gradient too; the filter
+// gradient of the other taps is zero. A 1x1 convolution of 1x1 images is a
+// product over channels with the batch as rows: y = x w^T, dx = dy w,
+// dw = dy^T x, one GEMM each.
+// CHECK-LABEL: func.func @crop_1x1_image
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice %arg1[0, 0, 1, 1] [4, 3, 1, 1] [1, 1, 1, 1] : tensor<4x3x3x3xf32> to tensor<4x3x1x1xf32>
+// CHECK: %[[CENTRE:.*]] = linalg.copy ins(%[[SLICE]] : tensor<4x3x1x1xf32>)
+// CHECK-NOT: linalg.copy
+// CHECK: %[[X:.*]] = tensor.collapse_shape %arg0 {{\[}}[0], [1, 2, 3]] : tensor<2x3x1x1xf32> into tensor<2x3xf32>
+// CHECK: %[[W:.*]] = tensor.collapse_shape %[[CENTRE]] {{\[}}[0], [1, 2, 3]] : tensor<4x3x1x1xf32> into tensor<4x3xf32>
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[X]], %[[W]] : tensor<2x3xf32>, tensor<4x3xf32>) outs(%{{.*}} : tensor<2x4xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<4x3xf32>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<2x3xf32>) outs(%{{.*}} : tensor<4x3xf32>)
+// CHECK-NOT: batch_matmul
+// CHECK: %[[DW:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 1, 1] [4, 3, 1, 1] [1, 1, 1, 1] : tensor<4x3x1x1xf32> into tensor<4x3x3x3xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[DW]]
+func.func @crop_1x1_image(%x: tensor<2x3x1x1xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x1x1xf32>) -> (tensor<2x4x1x1xf32>, tensor<2x3x1x1xf32>, tensor<4x3x3x3xf32>) {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x1x1xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x1x1xf32>
+  %1 = eff.conv2d_input_grad %dy, %w {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x1x1xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x1x1xf32>
+  %2 = eff.conv2d_filter_grad %x, %dy {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x1x1xf32>, tensor<2x4x1x1xf32>) -> tensor<4x3x3x3xf32>
+  return %0, %1, %2 : tensor<2x4x1x1xf32>, tensor<2x3x1x1xf32>, tensor<4x3x3x3xf32>
+}
+
+// -----
+
+// Stride 2 over a 2x5 image: the first row of taps reads only padding (the
+// rows are cropped to taps 1..2 and the top padding to 0, the input padded
+// by the bottom row only the window never reaches); every column of
+// taps meets the input, so the columns stay.
+// CHECK-LABEL: func.func @crop_rows
+// CHECK: tensor.extract_slice %arg1[0, 0, 1, 0] [4, 3, 2, 3] [1, 1, 1, 1] : tensor<4x3x3x3xf32> to tensor<4x3x2x3xf32>
+// CHECK: linalg.copy
+// CHECK: tensor.insert_slice %arg0 into %{{.*}}[0, 0, 0, 1] [2, 3, 2, 5] [1, 1, 1, 1] : tensor<2x3x2x5xf32> into tensor<2x3x3x7xf32>
+// CHECK: linalg.batch_matmul
+func.func @crop_rows(%x: tensor<2x3x2x5xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x1x3xf32> {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x3x2x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x1x3xf32>
+  return %0 : tensor<2x4x1x3xf32>
+}
+
+// -----
+
+// A pointwise convolution over small maps (here 2x2, 32 -> 32 channels) is
+// one GEMM over every sample's positions: the activations transposed to
+// [C, N*P], the product, the result transposed back (with the bias). Its
+// filter gradient is dy[F, N*P] x[C, N*P]^T, one GEMM too.
+// CHECK-LABEL: func.func @pointwise_small_maps
+// CHECK: %[[XT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x32x4xf32>) outs(%{{.*}} : tensor<32x4x4xf32>)
+// CHECK: %[[X:.*]] = tensor.collapse_shape %[[XT]] {{\[}}[0], [1, 2]] : tensor<32x4x4xf32> into tensor<32x16xf32>
+// CHECK: %[[Y:.*]] = linalg.matmul ins(%{{.*}}, %[[X]] : tensor<32x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<32x16xf32>)
+// CHECK: %[[YT:.*]] = tensor.expand_shape %[[Y]] {{\[}}[0], [1, 2]] output_shape [32, 4, 4] : tensor<32x16xf32> into tensor<32x4x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[YT]], %arg2 : tensor<32x4x4xf32>, tensor<32xf32>) outs(%{{.*}} : tensor<4x32x4xf32>)
+// CHECK:   arith.addf
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%{{.*}}, %{{.*}} : tensor<32x16xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<32x32xf32>)
+// CHECK-NOT: batch_reduce_matmul
+func.func @pointwise_small_maps(%x: tensor<4x32x2x2xf32>, %w: tensor<32x32x1x1xf32>, %b: tensor<32xf32>, %dy: tensor<4x32x2x2xf32>) -> (tensor<4x32x2x2xf32>, tensor<32x32x1x1xf32>) {
+  %0 = eff.conv2d %x, %w, %b {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x32x2x2xf32>, tensor<32x32x1x1xf32>, tensor<32xf32>) -> tensor<4x32x2x2xf32>
+  %1 = eff.conv2d_filter_grad %x, %dy {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x32x2x2xf32>, tensor<4x32x2x2xf32>) -> tensor<32x32x1x1xf32>
+  return %0, %1 : tensor<4x32x2x2xf32>, tensor<32x32x1x1xf32>
+}
+
+// -----
+
+// Over larger maps (8x8) the per-sample products stay.
+// CHECK-LABEL: func.func @pointwise_large_maps
+// CHECK: linalg.batch_matmul
+func.func @pointwise_large_maps(%x: tensor<4x32x8x8xf32>, %w: tensor<32x32x1x1xf32>) -> tensor<4x32x8x8xf32> {
+  %0 = eff.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 1 : i64} : (tensor<4x32x8x8xf32>, tensor<32x32x1x1xf32>) -> tensor<4x32x8x8xf32>
+  return %0 : tensor<4x32x8x8xf32>
 }

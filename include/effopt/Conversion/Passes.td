@@ -211,6 +211,51 @@ def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
   ];
 }
 
+def EffShapeLoopNestsPass : Pass<"eff-shape-loop-nests"> {
+  let summary = "Gives bufferized linalg.generic ops long innermost loops and outer parallel loops (scalar operands hoisted, parallel dimensions outward, contiguous dimensions collapsed)";
+  let description = [{
+    Runs on buffers after bufferization, before
+    `convert-linalg-to-parallel-loops` (whose loop nests follow the
+    iteration dimensions in order, LLVM vectorising only the innermost
+    loop). Rewrites each `linalg.generic` (and each `linalg.fill` of rank
+    2 or more, generalized) without changing any computed value or the
+    order of any sum:
+
+    - a 0-d buffer input that is not also an output (a learning rate, a
+      step counter) is loaded once before the op and read as a scalar
+      operand: as a load in the loop body, from memory the loop's stores
+      may alias, it kept LLVM from vectorising the loop;
+    - when the innermost dimension is a reduction, the parallel dimensions
+      move outside all reduction dimensions, each kind keeping its order
+      (`linalg::interchangeGenericOp`): the statistics of a batch norm
+      over N, H, W of an NCHW tensor become a loop over channels that
+      `eff-parallel-loops` threads, where before the channel loop sat
+      inside the batch loop and ran on one thread. Each output's sum runs
+      over the same elements in the same order. A nest whose innermost
+      dimension is parallel keeps its order (its inner loop vectorises
+      across outputs);
+    - adjacent dimensions of the same kind that every operand indexes
+      together, in order, with contiguous strides, collapse into one
+      (`linalg::collapseOpIterationDims`, `memref.collapse_shape` views):
+      the SGD update of a `[512, 256, 3, 3]` filter becomes one loop of
+      1179648 elements instead of an innermost loop of 3, and a
+      `[16, 512, 1, 1]` activation one loop of 8192.
+
+    Ops with window indexing (not projected permutations) are left
+    uncollapsed. Results are bit-identical to the unshaped nests.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numScalarsHoisted", "scalars-hoisted",
+              "Number of ops whose 0-d inputs were hoisted">,
+    Statistic<"numReordered", "reordered",
+              "Number of reductions with parallel dimensions moved outward">,
+    Statistic<"numCollapsed", "collapsed",
+              "Number of ops with dimensions collapsed">
+  ];
+}
+
 def EffParallelLoopsPass : Pass<"eff-parallel-loops"> {
   let summary = "Keeps threads for the outermost parallel loop of large nests; every other scf.parallel becomes scf.for";
   let description = [{

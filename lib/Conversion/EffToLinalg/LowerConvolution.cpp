@@ -218,6 +218,381 @@ Value padSpatial(OpBuilder &b, Location loc, Value x,
       indexAttrs(b, {1, 1, 1, 1}));
 }
 
+/// The taps of one kernel axis that some window puts on a real input
+/// element, [first, last], and the padding that leaves the same windows
+/// once the filter is cropped to them; nothing when every tap is used (or
+/// none is, or cropping would need negative padding under dilation).
+struct TapCrop {
+  int64_t first, last, padBegin, padEnd;
+};
+
+std::optional<TapCrop> cropTaps(const Axis &a) {
+  int64_t first = a.kernel, last = -1;
+  for (int64_t k = 0; k < a.kernel; ++k)
+    for (int64_t o = 0; o < a.output; ++o) {
+      int64_t at = o * a.stride - a.padBegin + k * a.dilation;
+      if (at >= 0 && at < a.size) {
+        first = std::min(first, k);
+        last = std::max(last, k);
+        break;
+      }
+    }
+  if (last < first || (first == 0 && last == a.kernel - 1))
+    return std::nullopt;
+  TapCrop crop{first, last, a.padBegin - first * a.dilation,
+               a.padEnd - (a.kernel - 1 - last) * a.dilation};
+  if (crop.padBegin < 0 || crop.padEnd < 0)
+    return std::nullopt;
+  return crop;
+}
+
+/// A convolution's crop: the taps used along each spatial axis and the
+/// padding [top, left, bottom, right] of the cropped convolution.
+struct FilterCrop {
+  std::array<TapCrop, 2> axes;
+  SmallVector<int64_t> padding;
+
+  SmallVector<int64_t> offsets() const {
+    return {0, 0, axes[0].first, axes[1].first};
+  }
+  SmallVector<int64_t> shape(RankedTensorType filter) const {
+    return {filter.getDimSize(0), filter.getDimSize(1),
+            axes[0].last - axes[0].first + 1,
+            axes[1].last - axes[1].first + 1};
+  }
+};
+
+/// The crop of a convolution with unpadded input `input`, output `output`
+/// and filter `filter`, when some rows or columns of taps only ever meet
+/// padding (a 3x3 convolution padded by 1 over a 1x1 image uses its centre
+/// tap only; ImageNet networks run on CIFAR-sized images end that way).
+std::optional<FilterCrop> cropOf(RankedTensorType input,
+                                 RankedTensorType output,
+                                 RankedTensorType filter,
+                                 ArrayRef<int64_t> strides,
+                                 ArrayRef<int64_t> padding,
+                                 ArrayRef<int64_t> dilations) {
+  if (!input.hasStaticShape() || !output.hasStaticShape() ||
+      !filter.hasStaticShape() || llvm::any_of(padding, [](int64_t p) {
+        return p < 0;
+      }))
+    return std::nullopt;
+  auto axes = axesOf(input, output, filter.getShape().drop_front(2), strides,
+                     padding, dilations);
+  FilterCrop crop;
+  bool any = false;
+  for (int d = 0; d < 2; ++d) {
+    const Axis &a = axes[d];
+    std::optional<TapCrop> c = cropTaps(a);
+    any |= c.has_value();
+    crop.axes[d] = c.value_or(TapCrop{0, a.kernel - 1, a.padBegin, a.padEnd});
+  }
+  if (!any)
+    return std::nullopt;
+  crop.padding = {crop.axes[0].padBegin, crop.axes[1].padBegin,
+                  crop.axes[0].padEnd, crop.axes[1].padEnd};
+  return crop;
+}
+
+/// The used taps of `filter`, as a dense tensor of their own (the library
+/// calls and the GEMM read a filter as one contiguous array), for the op
+/// `user`. Gathering them reads every cache line of the filter, so the
+/// forward's copy, when it is earlier in the same block, serves the input
+/// gradient too.
+Value cropFilter(OpBuilder &b, Operation *user, Value filter,
+                 const FilterCrop &crop) {
+  Location loc = user->getLoc();
+  auto type = tensorType(filter);
+  SmallVector<int64_t> shape = crop.shape(type);
+  SmallVector<int64_t> offsets = crop.offsets();
+  for (Operation *other : filter.getUsers()) {
+    auto slice = dyn_cast<tensor::ExtractSliceOp>(other);
+    if (!slice || slice->getBlock() != user->getBlock() ||
+        !slice->isBeforeInBlock(user) || !slice->hasOneUse() ||
+        slice.getStaticOffsets() != ArrayRef<int64_t>(offsets) ||
+        slice.getStaticSizes() != ArrayRef<int64_t>(shape))
+      continue;
+    auto copy = dyn_cast<linalg::CopyOp>(*slice->getUsers().begin());
+    if (copy && copy->getBlock() == user->getBlock() &&
+        copy->isBeforeInBlock(user))
+      return copy.getResult(0);
+  }
+  auto croppedType = type.clone(shape);
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, croppedType, filter, indexAttrs(b, offsets),
+      indexAttrs(b, shape), indexAttrs(b, {1, 1, 1, 1}));
+  Value dense = tensor::EmptyOp::create(b, loc, shape, type.getElementType());
+  return linalg::CopyOp::create(b, loc, slice, dense).getResult(0);
+}
+
+/// A convolution, or one of its gradients, with taps that only ever meet
+/// padding becomes the same op on the cropped filter (its filter gradient
+/// placed in zeros): the same sums without the products by padding, and
+/// without moving the unused taps in and out of the library's blocked
+/// layouts. The cropped op uses every tap, so this does not apply again.
+struct CropConv2D : OpRewritePattern<Conv2DOp> {
+  CropConv2D(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {
+    setHasBoundedRewriteRecursion();
+  }
+  LogicalResult matchAndRewrite(Conv2DOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<FilterCrop> crop = cropOf(
+        tensorType(op.getInput()), tensorType(op.getResult()),
+        tensorType(op.getFilter()), op.getStrides(), op.getPadding(),
+        op.getDilations());
+    if (!crop)
+      return rewriter.notifyMatchFailure(op, "every tap meets the input");
+    Value filter = cropFilter(rewriter, op, op.getFilter(), *crop);
+    rewriter.replaceOpWithNewOp<Conv2DOp>(
+        op, op.getInput(), filter, op.getBias(), op.getStrides(),
+        crop->padding, op.getDilations(), op.getGroups());
+    return success();
+  }
+};
+
+struct CropConv2DInputGrad : OpRewritePattern<Conv2DInputGradOp> {
+  CropConv2DInputGrad(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {
+    setHasBoundedRewriteRecursion();
+  }
+  LogicalResult matchAndRewrite(Conv2DInputGradOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<FilterCrop> crop = cropOf(
+        tensorType(op.getResult()), tensorType(op.getOutputGrad()),
+        tensorType(op.getFilter()), op.getStrides(), op.getPadding(),
+        op.getDilations());
+    if (!crop)
+      return rewriter.notifyMatchFailure(op, "every tap meets the input");
+    Value filter = cropFilter(rewriter, op, op.getFilter(), *crop);
+    rewriter.replaceOpWithNewOp<Conv2DInputGradOp>(
+        op, op.getResult().getType(), op.getOutputGrad(), filter,
+        op.getStrides(), crop->padding, op.getDilations(), op.getGroups());
+    return success();
+  }
+};
+
+struct CropConv2DFilterGrad : OpRewritePattern<Conv2DFilterGradOp> {
+  CropConv2DFilterGrad(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {
+    setHasBoundedRewriteRecursion();
+  }
+  LogicalResult matchAndRewrite(Conv2DFilterGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = tensorType(op.getResult());
+    std::optional<FilterCrop> crop =
+        cropOf(tensorType(op.getInput()), tensorType(op.getOutputGrad()), type,
+               op.getStrides(), op.getPadding(), op.getDilations());
+    if (!crop)
+      return rewriter.notifyMatchFailure(op, "every tap meets the input");
+    Location loc = op.getLoc();
+    SmallVector<int64_t> shape = crop->shape(type);
+    Value grad = Conv2DFilterGradOp::create(
+        rewriter, loc, type.clone(shape), op.getInput(), op.getOutputGrad(),
+        op.getStrides(), crop->padding, op.getDilations(), op.getGroups());
+    // The unused taps' gradient is exactly zero.
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+        op, grad, zeros(rewriter, loc, type), indexAttrs(rewriter, crop->offsets()),
+        indexAttrs(rewriter, shape), indexAttrs(rewriter, {1, 1, 1, 1}));
+    return success();
+  }
+};
+
+/// A pointwise convolution (f32, ungrouped, 1x1 filter, stride 1, no
+/// padding) over small maps is a product over channels whose columns are
+/// every sample's positions: with the activations as [C, N*P] (P = H*W),
+/// one GEMM, where im2col's product per sample is a [F, C] x [C, P]
+/// product packing the whole filter again for every sample (at P = 1 a
+/// matrix-vector product). Returns P when that pays: the two activation
+/// transposes move (C + F) * N * P values, the per-sample products pack
+/// F * C per sample and run at the speed of their narrow P columns. At
+/// P = 1 (what cropping leaves of a padded convolution over 1x1 maps) the
+/// transposes are reshapes.
+std::optional<int64_t> pointwisePositions(Value input, Value filter,
+                                          Value output,
+                                          ArrayRef<int64_t> strides,
+                                          ArrayRef<int64_t> padding,
+                                          int64_t groups) {
+  auto x = tensorType(input), w = tensorType(filter), y = tensorType(output);
+  if (groups != 1 || !x.hasStaticShape() || !w.hasStaticShape() ||
+      !y.hasStaticShape() || !x.getElementType().isF32() ||
+      !w.getElementType().isF32() || !y.getElementType().isF32() ||
+      w.getDimSize(2) != 1 || w.getDimSize(3) != 1 ||
+      llvm::any_of(strides, [](int64_t s) { return s != 1; }) ||
+      llvm::any_of(padding, [](int64_t p) { return p != 0; }))
+    return std::nullopt;
+  int64_t p = x.getDimSize(2) * x.getDimSize(3);
+  int64_t c = w.getDimSize(1), f = w.getDimSize(0);
+  if (p == 1 || (x.getDimSize(0) > 1 && p < 64 && 2 * p * (c + f) <= c * f))
+    return p;
+  return std::nullopt;
+}
+
+/// [A, B, H, W] as the matrix [A, B] (H = W = 1), or transposed and
+/// flattened to [B, A*H*W].
+Value channelsFirst(OpBuilder &b, Location loc, Value v) {
+  auto type = tensorType(v);
+  int64_t a = type.getDimSize(0), c = type.getDimSize(1);
+  int64_t p = type.getDimSize(2) * type.getDimSize(3);
+  Type element = type.getElementType();
+  if (p == 1)
+    return reshapeTo(b, loc, v, RankedTensorType::get({a, c}, element));
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+  Value flat =
+      reshapeTo(b, loc, v, RankedTensorType::get({a, c, p}, element));
+  // Loops (c, a, p): contiguous reads and writes along p.
+  SmallVector<AffineMap> maps{AffineMap::get(3, 0, {d(1), d(0), d(2)}, ctx),
+                              AffineMap::getMultiDimIdentityMap(3, ctx)};
+  Value transposed =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get({c, a, p}, element)},
+          ValueRange{flat},
+          ValueRange{tensor::EmptyOp::create(b, loc, {c, a, p}, element)},
+          maps,
+          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(nb, l, args[0]);
+          })
+          .getResult(0);
+  return reshapeTo(b, loc, transposed,
+                   RankedTensorType::get({c, a * p}, element));
+}
+
+/// The inverse of channelsFirst: a product [C, N*P] (or [N, C] when P = 1)
+/// as the [N, C, H, W] tensor of `type`, plus `bias` [C] if given.
+Value fromChannelsFirst(OpBuilder &b, Location loc, Value product,
+                        RankedTensorType type, Value bias) {
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+  int64_t p = type.getDimSize(2) * type.getDimSize(3);
+  Type element = type.getElementType();
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+  // Loops (n, c, p) over the result [N, C, P].
+  AffineMap productMap =
+      p == 1 ? AffineMap::get(3, 0, {d(0), d(1)}, ctx)
+             : AffineMap::get(3, 0, {d(1), d(0), d(2)}, ctx);
+  Value source = p == 1 ? product
+                        : reshapeTo(b, loc, product,
+                                    RankedTensorType::get({c, n, p}, element));
+  if (p == 1 && !bias)
+    return reshapeTo(b, loc, product, type);
+  SmallVector<Value> inputs{source};
+  SmallVector<AffineMap> maps{productMap};
+  if (bias) {
+    inputs.push_back(bias);
+    maps.push_back(AffineMap::get(3, 0, {d(1)}, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(3, ctx));
+  Value result =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get({n, c, p}, element)}, inputs,
+          ValueRange{tensor::EmptyOp::create(b, loc, {n, c, p}, element)},
+          maps,
+          SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value v = args[0];
+            if (bias)
+              v = arith::AddFOp::create(nb, l, v, args[1]);
+            linalg::YieldOp::create(nb, l, v);
+          })
+          .getResult(0);
+  return reshapeTo(b, loc, result, type);
+}
+
+/// [F, C, 1, 1] as [F, C].
+Value filterMatrix(OpBuilder &b, Location loc, Value w) {
+  auto type = tensorType(w);
+  return reshapeTo(b, loc, w,
+                   RankedTensorType::get({type.getDimSize(0), type.getDimSize(1)},
+                                         type.getElementType()));
+}
+
+/// The zero-initialised [rows, cols] accumulator of a product.
+Value productInit(OpBuilder &b, Location loc, int64_t rows, int64_t cols) {
+  return zeros(b, loc, RankedTensorType::get({rows, cols}, b.getF32Type()));
+}
+
+/// y = w x: with P = 1, y[N, F] = x[N, C] w[F, C]^T; else
+/// y[F, N*P] = w[F, C] x[C, N*P].
+struct PointwiseConv2D : OpRewritePattern<Conv2DOp> {
+  PointwiseConv2D(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(Conv2DOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> p = pointwisePositions(
+        op.getInput(), op.getFilter(), op.getResult(), op.getStrides(),
+        op.getPadding(), op.getGroups());
+    if (!p)
+      return rewriter.notifyMatchFailure(op, "not a pointwise product");
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    int64_t n = type.getDimSize(0), f = type.getDimSize(1);
+    Value x = channelsFirst(rewriter, loc, op.getInput());
+    Value w = filterMatrix(rewriter, loc, op.getFilter());
+    Value y = *p == 1 ? buildMatmul(rewriter, loc, x, w,
+                                    productInit(rewriter, loc, n, f), false,
+                                    true)
+                      : buildMatmul(rewriter, loc, w, x,
+                                    productInit(rewriter, loc, f, n * *p),
+                                    false, false);
+    rewriter.replaceOp(
+        op, fromChannelsFirst(rewriter, loc, y, type, op.getBias()));
+    return success();
+  }
+};
+
+/// dx = w^T dy: with P = 1, dx[N, C] = dy[N, F] w[F, C]; else
+/// dx[C, N*P] = w[F, C]^T dy[F, N*P].
+struct PointwiseConv2DInputGrad : OpRewritePattern<Conv2DInputGradOp> {
+  PointwiseConv2DInputGrad(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(Conv2DInputGradOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> p = pointwisePositions(
+        op.getResult(), op.getFilter(), op.getOutputGrad(), op.getStrides(),
+        op.getPadding(), op.getGroups());
+    if (!p)
+      return rewriter.notifyMatchFailure(op, "not a pointwise product");
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    int64_t n = type.getDimSize(0), c = type.getDimSize(1);
+    Value dy = channelsFirst(rewriter, loc, op.getOutputGrad());
+    Value w = filterMatrix(rewriter, loc, op.getFilter());
+    Value dx = *p == 1 ? buildMatmul(rewriter, loc, dy, w,
+                                     productInit(rewriter, loc, n, c), false,
+                                     false)
+                       : buildMatmul(rewriter, loc, w, dy,
+                                     productInit(rewriter, loc, c, n * *p),
+                                     true, false);
+    rewriter.replaceOp(op, fromChannelsFirst(rewriter, loc, dx, type, {}));
+    return success();
+  }
+};
+
+/// dw[F, C] = dy x^T over every sample's positions: with P = 1,
+/// dy[N, F]^T x[N, C]; else dy[F, N*P] x[C, N*P]^T.
+struct PointwiseConv2DFilterGrad : OpRewritePattern<Conv2DFilterGradOp> {
+  PointwiseConv2DFilterGrad(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(Conv2DFilterGradOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> p = pointwisePositions(
+        op.getInput(), op.getResult(), op.getOutputGrad(), op.getStrides(),
+        op.getPadding(), op.getGroups());
+    if (!p)
+      return rewriter.notifyMatchFailure(op, "not a pointwise product");
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getResult());
+    int64_t f = type.getDimSize(0), c = type.getDimSize(1);
+    Value dy = channelsFirst(rewriter, loc, op.getOutputGrad());
+    Value x = channelsFirst(rewriter, loc, op.getInput());
+    Value init = productInit(rewriter, loc, f, c);
+    Value dw = *p == 1 ? buildMatmul(rewriter, loc, dy, x, init, true, false)
+                       : buildMatmul(rewriter, loc, dy, x, init, false, true);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, dw, type));
+    return success();
+  }
+};
+
 /// The output gradient `dy` [N, F, OH, OW] of a window op spread into a
 /// zero tensor [N, F, H + (KH-1)*DH, W + (KW-1)*DW] so that a stride-1
 /// window op with dilation D (and a flipped kernel) over it gives the
@@ -602,6 +977,86 @@ struct Conv2DFilterGradLowering : PolicyPattern<Conv2DFilterGradOp> {
   }
 };
 
+/// The outputs of one spatial axis whose window puts tap `k` on a real
+/// input element, [begin, end), and where the first of them reads.
+struct TapSpan {
+  int64_t begin = 0, end = 0, at = 0;
+  int64_t count() const { return end - begin; }
+};
+
+TapSpan tapSpan(const Axis &a, int64_t k) {
+  // Output o reads o*stride + k*dilation - padBegin.
+  int64_t offset = k * a.dilation - a.padBegin;
+  auto ceilDiv = [](int64_t n, int64_t d) {
+    return n >= 0 ? (n + d - 1) / d : -((-n) / d);
+  };
+  auto floorDiv = [](int64_t n, int64_t d) {
+    return n >= 0 ? n / d : -((-n + d - 1) / d);
+  };
+  TapSpan span;
+  span.begin = std::max<int64_t>(0, ceilDiv(-offset, a.stride));
+  span.end = std::min(a.output, floorDiv(a.size - 1 - offset, a.stride) + 1);
+  span.end = std::max(span.end, span.begin);
+  span.at = span.begin * a.stride + offset;
+  return span;
+}
+
+/// The real input elements that tap (i, j) of every window reads, for the
+/// outputs of `spans`: a strided view of `x` [N, C, H, W].
+Value tapView(OpBuilder &b, Location loc, Value x,
+              const std::array<Axis, 2> &axes,
+              const std::array<TapSpan, 2> &spans) {
+  auto type = tensorType(x);
+  SmallVector<int64_t> sizes{type.getDimSize(0), type.getDimSize(1),
+                             spans[0].count(), spans[1].count()};
+  return tensor::ExtractSliceOp::create(
+      b, loc, type.clone(sizes), x,
+      indexAttrs(b, {0, 0, spans[0].at, spans[1].at}), indexAttrs(b, sizes),
+      indexAttrs(b, {1, 1, axes[0].stride, axes[1].stride}));
+}
+
+/// The outputs of `spans` in a per-output tensor `v` [N, C, OH, OW].
+Value outputView(OpBuilder &b, Location loc, Value v,
+                 const std::array<TapSpan, 2> &spans) {
+  auto type = tensorType(v);
+  SmallVector<int64_t> sizes{type.getDimSize(0), type.getDimSize(1),
+                             spans[0].count(), spans[1].count()};
+  return tensor::ExtractSliceOp::create(
+      b, loc, type.clone(sizes), v,
+      indexAttrs(b, {0, 0, spans[0].begin, spans[1].begin}),
+      indexAttrs(b, sizes), indexAttrs(b, {1, 1, 1, 1}));
+}
+
+/// `update` written back where `view` (an extract_slice) was taken from.
+Value writeBack(OpBuilder &b, Location loc, Value update, Value view) {
+  auto slice = view.getDefiningOp<tensor::ExtractSliceOp>();
+  return tensor::InsertSliceOp::create(
+      b, loc, update, slice.getSource(), slice.getMixedOffsets(),
+      slice.getMixedSizes(), slice.getMixedStrides());
+}
+
+/// An elementwise linalg.generic over [N, C, h, w] views, updating `outs`
+/// in place from `ins`; `body` gets the ins' then the outs' elements.
+SmallVector<Value> updateInPlace(OpBuilder &b, Location loc, ValueRange ins,
+                                 ValueRange outs, MultiScalarFn body) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(ins.size() + outs.size(),
+                              AffineMap::getMultiDimIdentityMap(4, ctx));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange(outs), ins, outs, maps,
+             SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, body(nb, l, args));
+             })
+      ->getResults();
+}
+
+/// Max pooling as one elementwise max per window tap, over strided views of
+/// the unpadded input (padding never changes a max: only the outputs whose
+/// window puts the tap on the input are updated). Each update is a long
+/// vectorisable loop; the window loop of linalg's pooling op had 3
+/// iterations innermost. The taps are visited in the window's row-major
+/// order, as the pooling op does.
 struct MaxPool2DLowering : PolicyPattern<MaxPool2DOp> {
   using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(MaxPool2DOp op,
@@ -614,22 +1069,27 @@ struct MaxPool2DLowering : PolicyPattern<MaxPool2DOp> {
     ArrayRef<int64_t> kernel = op.getKernelSize();
     auto axes = axesOf(tensorType(op.getInput()), type, kernel, op.getStrides(),
                        op.getPadding(), op.getDilations());
-    Value lowest = negativeInfinity(rewriter, loc, elementType);
-    Value input = padSpatial(rewriter, loc, op.getInput(), axes, lowest);
-    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
-    Value init = buildFill(rewriter, loc, type, lowest);
-    rewriter.replaceOp(
-        op, linalg::PoolingNchwMaxOp::create(
-                rewriter, loc, TypeRange{type}, ValueRange{input, window},
-                ValueRange{init},
-                windowAttrs(rewriter, op.getStrides(), op.getDilations()))
-                .getResult(0));
+    Value best =
+        buildFill(rewriter, loc, type, negativeInfinity(rewriter, loc, elementType));
+    for (int64_t i = 0; i < kernel[0]; ++i)
+      for (int64_t j = 0; j < kernel[1]; ++j) {
+        std::array<TapSpan, 2> spans{tapSpan(axes[0], i), tapSpan(axes[1], j)};
+        if (spans[0].count() == 0 || spans[1].count() == 0)
+          continue;
+        Value view = outputView(rewriter, loc, best, spans);
+        Value updated = updateInPlace(
+            rewriter, loc,
+            {tapView(rewriter, loc, op.getInput(), axes, spans)}, {view},
+            [](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+              return {arith::MaximumFOp::create(b, l, a[1], a[0])};
+            })[0];
+        best = writeBack(rewriter, loc, updated, view);
+      }
+    rewriter.replaceOp(op, best);
     return success();
   }
 };
 
-/// PyTorch's divisor of every average window: the window clipped to the
-/// padded input (count_include_pad) or to the real input.
 SmallVector<int64_t> avgPoolDivisors(const std::array<Axis, 2> &axes,
                                      bool countIncludePad) {
   auto extents = [&](const Axis &a) {
@@ -750,6 +1210,17 @@ struct AvgPool2DGradLowering : PolicyPattern<AvgPool2DGradOp> {
   }
 };
 
+/// max_pool2d_grad in two passes over the window taps, each tap one
+/// elementwise update over strided views (no padded copies, no index
+/// arithmetic per element):
+/// - the tap (i * KW + j) of every output's first maximum, scanning the
+///   window row by row: a real element wins if it is the first one, is
+///   greater, or is NaN (PyTorch's rule); padding never wins (its outputs
+///   are not updated);
+/// - dx[n, c, o*S + t*D - P] += dy[n, c, o] where output o picked tap t,
+///   the taps visited from the last, so every input element receives its
+///   windows' gradients in row-major order of the outputs, PyTorch's
+///   accumulation order.
 struct MaxPool2DGradLowering : PolicyPattern<MaxPool2DGradOp> {
   using PolicyPattern::PolicyPattern;
   LogicalResult matchAndRewrite(MaxPool2DGradOp op,
@@ -757,163 +1228,81 @@ struct MaxPool2DGradLowering : PolicyPattern<MaxPool2DGradOp> {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto type = tensorType(op.getResult());
     auto gradType = tensorType(op.getOutputGrad());
     Type elementType = type.getElementType();
     ArrayRef<int64_t> kernel = op.getKernelSize();
     auto axes = axesOf(type, gradType, kernel, op.getStrides(), op.getPadding(),
                        op.getDilations());
-    Value lowest = negativeInfinity(rewriter, loc, elementType);
-    Value input = padSpatial(rewriter, loc, op.getInput(), axes, lowest);
-    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
     Type i32 = rewriter.getI32Type();
     auto indexType = RankedTensorType::get(gradType.getShape(), i32);
-    using utils::IteratorType;
-    auto d = [&](unsigned k) { return getAffineDimExpr(k, ctx); };
+    auto spansOf = [&](int64_t i, int64_t j) {
+      return std::array<TapSpan, 2>{tapSpan(axes[0], i), tapSpan(axes[1], j)};
+    };
+    auto empty = [](const std::array<TapSpan, 2> &spans) {
+      return spans[0].count() == 0 || spans[1].count() == 0;
+    };
 
-    // The window tap (i * KW + j) of every output's first maximum, scanning
-    // the window row by row: a real element wins if it is the first one, is
-    // greater, or is NaN (PyTorch's rule); padding never wins.
-    SmallVector<AffineMap> argmaxMaps{
-        AffineMap::get(6, 0,
-                       {d(0), d(1),
-                        d(2) * axes[0].stride + d(4) * axes[0].dilation,
-                        d(3) * axes[1].stride + d(5) * axes[1].dilation},
-                       ctx),
-        AffineMap::get(6, 0, {d(4), d(5)}, ctx),
-        AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx),
-        AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
-    SmallVector<IteratorType> argmaxIterators(4, IteratorType::parallel);
-    argmaxIterators.append(2, IteratorType::reduction);
-    auto argmax = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{gradType, indexType},
-        ValueRange{input, window},
-        ValueRange{buildFill(rewriter, loc, gradType, lowest),
-                   buildFill(rewriter, loc, indexType,
-                             scalarConstant(rewriter, loc, i32, -1))},
-        argmaxMaps, argmaxIterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value value = args[0], best = args[2], bestTap = args[3];
-          auto index = [&](int64_t k) {
-            return linalg::IndexOp::create(b, l, k).getResult();
-          };
-          auto cst = [&](int64_t v) {
-            return arith::ConstantIndexOp::create(b, l, v).getResult();
-          };
-          auto inRange = [&](Value v, int64_t lo, int64_t hi) {
-            Value ge = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v,
-                                             cst(lo));
-            Value lt = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, v,
-                                             cst(hi));
-            return arith::AndIOp::create(b, l, ge, lt).getResult();
-          };
-          Value i = index(4), j = index(5);
-          // Padded coordinates of the tap.
-          auto coord = [&](Value out, Value tap, const Axis &a) {
-            return arith::AddIOp::create(
-                b, l, arith::MulIOp::create(b, l, out, cst(a.stride)),
-                arith::MulIOp::create(b, l, tap, cst(a.dilation)));
-          };
-          Value real = arith::AndIOp::create(
-              b, l,
-              inRange(coord(index(2), i, axes[0]), axes[0].padBegin,
-                      axes[0].padBegin + axes[0].size),
-              inRange(coord(index(3), j, axes[1]), axes[1].padBegin,
-                      axes[1].padBegin + axes[1].size));
-          Value first =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, bestTap,
-                                    scalarConstant(b, l, i32, 0));
-          Value greater = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
-                                                value, best);
-          Value isNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
-                                              value, value);
-          Value wins = arith::AndIOp::create(
-              b, l, real,
-              arith::OrIOp::create(b, l, first,
-                                   arith::OrIOp::create(b, l, greater, isNan)));
-          Value tap = arith::IndexCastOp::create(
-              b, l, i32,
-              arith::AddIOp::create(
-                  b, l, arith::MulIOp::create(b, l, i, cst(kernel[1])), j));
-          linalg::YieldOp::create(
-              b, l,
-              ValueRange{arith::SelectOp::create(b, l, wins, value, best),
-                         arith::SelectOp::create(b, l, wins, tap, bestTap)});
-        });
-    Value taps = argmax.getResult(1);
-    Value dy = op.getOutputGrad();
+    Value best = buildFill(rewriter, loc, gradType,
+                           negativeInfinity(rewriter, loc, elementType));
+    Value taps = buildFill(rewriter, loc, indexType,
+                           scalarConstant(rewriter, loc, i32, -1));
+    for (int64_t i = 0; i < kernel[0]; ++i)
+      for (int64_t j = 0; j < kernel[1]; ++j) {
+        std::array<TapSpan, 2> spans = spansOf(i, j);
+        if (empty(spans))
+          continue;
+        Value bestView = outputView(rewriter, loc, best, spans);
+        Value tapsView = outputView(rewriter, loc, taps, spans);
+        int64_t tap = i * kernel[1] + j;
+        SmallVector<Value> updated = updateInPlace(
+            rewriter, loc, {tapView(rewriter, loc, op.getInput(), axes, spans)},
+            {bestView, tapsView},
+            [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+              Value value = a[0], current = a[1], currentTap = a[2];
+              Value first =
+                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
+                                        currentTap, scalarConstant(b, l, i32, 0));
+              Value greater = arith::CmpFOp::create(
+                  b, l, arith::CmpFPredicate::OGT, value, current);
+              Value isNan = arith::CmpFOp::create(
+                  b, l, arith::CmpFPredicate::UNO, value, value);
+              Value wins = arith::OrIOp::create(
+                  b, l, first, arith::OrIOp::create(b, l, greater, isNan));
+              return {arith::SelectOp::create(b, l, wins, value, current),
+                      arith::SelectOp::create(b, l, wins,
+                                              scalarConstant(b, l, i32, tap),
+                                              currentTap)};
+            });
+        best = writeBack(rewriter, loc, updated[0], bestView);
+        taps = writeBack(rewriter, loc, updated[1], tapsView);
+      }
 
-    // dx[n, c, h, w] = sum over the taps (i, j) of the windows that picked
-    // (h, w) of dy at that window, visiting the windows in PyTorch's order
-    // (row-major over the outputs, i.e. the taps from the last).
-    SmallVector<AffineMap> gatherMaps{
-        AffineMap::get(6, 0, {d(4), d(5)}, ctx),
-        AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
-    SmallVector<IteratorType> gatherIterators(4, IteratorType::parallel);
-    gatherIterators.append(2, IteratorType::reduction);
     // Summed in f32 for f16/bf16 (overlapping windows add up).
-    auto sumType = type.clone(computeType(elementType));
-    Value grad =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{sumType}, ValueRange{window},
-            ValueRange{zeros(rewriter, loc, sumType)}, gatherMaps,
-            gatherIterators,
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value acc = args[1];
-              auto index = [&](int64_t k) {
-                return linalg::IndexOp::create(b, l, k).getResult();
-              };
-              auto cst = [&](int64_t v) {
-                return arith::ConstantIndexOp::create(b, l, v).getResult();
-              };
-              // Tap t (reversed loop k) of the window that covers padded
-              // position p = x + padBegin: o = (p - t*D) / S when exact.
-              auto locate = [&](Value x, Value k, const Axis &a,
-                                Value &tapOut) -> std::pair<Value, Value> {
-                Value t = arith::SubIOp::create(b, l, cst(a.kernel - 1), k);
-                tapOut = t;
-                Value offset = arith::SubIOp::create(
-                    b, l, arith::AddIOp::create(b, l, x, cst(a.padBegin)),
-                    arith::MulIOp::create(b, l, t, cst(a.dilation)));
-                Value o = arith::DivSIOp::create(b, l, offset, cst(a.stride));
-                Value exact = arith::CmpIOp::create(
-                    b, l, arith::CmpIPredicate::eq,
-                    arith::RemSIOp::create(b, l, offset, cst(a.stride)),
-                    cst(0));
-                Value valid = arith::AndIOp::create(
-                    b, l,
-                    arith::AndIOp::create(
-                        b, l, exact,
-                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge,
-                                              offset, cst(0))),
-                    arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, o,
-                                          cst(a.output)));
-                return {valid, arith::SelectOp::create(b, l, valid, o, cst(0))};
-              };
-              Value ti, tj;
-              auto [validH, oh] = locate(index(2), index(4), axes[0], ti);
-              auto [validW, ow] = locate(index(3), index(5), axes[1], tj);
-              Value valid = arith::AndIOp::create(b, l, validH, validW);
-              SmallVector<Value> at{index(0), index(1), oh, ow};
-              Value picked = tensor::ExtractOp::create(b, l, taps, at);
-              Value tap = arith::IndexCastOp::create(
-                  b, l, i32,
-                  arith::AddIOp::create(
-                      b, l, arith::MulIOp::create(b, l, ti, cst(kernel[1])),
-                      tj));
-              Value hit = arith::AndIOp::create(
-                  b, l, valid,
-                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, picked,
-                                        tap));
-              Value g = castScalar(b, l, tensor::ExtractOp::create(b, l, dy, at),
-                                   sumType.getElementType());
-              Value sum = arith::AddFOp::create(b, l, acc, g);
-              linalg::YieldOp::create(
-                  b, l,
-                  ValueRange{arith::SelectOp::create(b, l, hit, sum, acc)});
-            })
-            .getResult(0);
+    Type sumElementType = computeType(elementType);
+    Value grad = zeros(rewriter, loc, type.clone(sumElementType));
+    for (int64_t i = kernel[0] - 1; i >= 0; --i)
+      for (int64_t j = kernel[1] - 1; j >= 0; --j) {
+        std::array<TapSpan, 2> spans = spansOf(i, j);
+        if (empty(spans))
+          continue;
+        Value gradView = tapView(rewriter, loc, grad, axes, spans);
+        int64_t tap = i * kernel[1] + j;
+        Value updated = updateInPlace(
+            rewriter, loc,
+            {outputView(rewriter, loc, op.getOutputGrad(), spans),
+             outputView(rewriter, loc, taps, spans)},
+            {gradView},
+            [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+              Value g = castScalar(b, l, a[0], sumElementType);
+              Value hit = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::eq, a[1],
+                  scalarConstant(b, l, i32, tap));
+              Value sum = arith::AddFOp::create(b, l, a[2], g);
+              return {arith::SelectOp::create(b, l, hit, sum, a[2])};
+            })[0];
+        grad = writeBack(rewriter, loc, updated, gradView);
+      }
     rewriter.replaceOp(op, convertElements(rewriter, loc, grad, elementType));
     return success();
   }
@@ -927,6 +1316,9 @@ void populateConvolutionLowering(RewritePatternSet &patterns,
                Conv2DFilterGradLowering, MaxPool2DLowering, AvgPool2DLowering,
                AvgPool2DGradLowering, MaxPool2DGradLowering>(
       patterns.getContext(), policy);
+  patterns.add<CropConv2D, CropConv2DInputGrad, CropConv2DFilterGrad,
+               PointwiseConv2D, PointwiseConv2DInputGrad,
+               PointwiseConv2DFilterGrad>(patterns.getContext());
 }
 
 } // namespace effopt::lowering

@@ -63,6 +63,10 @@ public:
                             const CodegenOptions &) const override {
     // Loops: the outermost parallel loop of each large nest runs on OpenMP
     // threads, everything else is sequential; one kernel function per nest.
+    // Before that, nests get long innermost loops LLVM vectorises (scalars
+    // hoisted, contiguous dimensions collapsed) and reductions their
+    // parallel dimensions outside, where threads can take them.
+    pm.addPass(createEffShapeLoopNestsPass());
     pm.addPass(createConvertLinalgToParallelLoopsPass());
     pm.addPass(createEffParallelLoopsPass());
     pm.addPass(createEffOutlineKernelsPass());

@@ -110,6 +110,27 @@ CASES = {
         nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6, bias=False),
         nn.ReLU(), nn.Conv2d(6, 9, 1), nn.Tanh(),
         nn.Conv2d(9, 9, 5, padding=3, dilation=2, groups=9)]),
+    # images smaller than the windows (ImageNet networks on CIFAR-sized
+    # inputs): rows or columns of taps that only ever meet padding are
+    # cropped from the filter (a 2x3 input with stride 2 crops the rows
+    # only, a 1x2 input keeps the centre row); their filter gradient is 0.
+    "crop_small_images": ((4, 2, 3), lambda: [
+        nn.Conv2d(4, 6, 3, stride=2, padding=1), nn.ReLU(),
+        nn.Conv2d(6, 5, 3, padding=1, bias=False), nn.ReLU(),
+        nn.Conv2d(5, 5, 3, padding=1)]),
+    # a 1x1 image: every 3x3 convolution is its centre tap (a GEMM), also
+    # dilated.
+    "crop_1x1_image": ((6, 1, 1), lambda: [
+        nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(8, 8, 3, padding=2, dilation=2, bias=False), nn.Tanh(),
+        nn.Conv2d(8, 4, 3, padding=1)]),
+    # pointwise convolutions over 2x2 maps: one GEMM over every sample's
+    # positions (activations transposed to [C, N*H*W]), with and without
+    # bias.
+    "pointwise_small_maps": ((32, 2, 2), lambda: [
+        nn.Conv2d(32, 32, 1), nn.ReLU(),
+        nn.Conv2d(32, 48, 1, bias=False), nn.Tanh(),
+        nn.Conv2d(48, 40, 1)]),
 }
 
 
