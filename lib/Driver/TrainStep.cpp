@@ -101,6 +101,9 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zeroKeepGathered && options.zero != 3)
     return fail("--zero-keep-gathered applies to --zero 3 (sharded "
                 "parameters) only");
+  if (options.zeroPrefetch < 0)
+    return fail("--zero-prefetch must be at least 0, got " +
+                llvm::Twine(static_cast<int64_t>(options.zeroPrefetch)));
   if (options.zero != 0 && options.optimizer == OptimizerKind::Adafactor)
     return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
                 " shards elementwise optimizer state; adafactor's factored "
@@ -283,6 +286,13 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createEffStepAbiPass(abi));
   if (options.scheduleMemory)
     pm.addPass(createEffScheduleMemoryPass());
+  // Last at the eff level, on the final order: each collective's start and
+  // wait placed around the ops it can overlap.
+  if (options.zeroOverlap && options.worldSize != 1) {
+    EffOverlapCollectivesPassOptions overlap;
+    overlap.prefetch = options.zeroPrefetch;
+    pm.addPass(createEffOverlapCollectivesPass(overlap));
+  }
 }
 
 void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
