@@ -124,19 +124,26 @@ void EffOverlapCollectivesPass::overlapBlock(Block &block) {
   // Starts: sums right after their last producer; gathers `prefetch`
   // gathers ahead (after the wait of the gather that many before), never
   // before their input.
-  SmallVector<WaitOp> gatherWaits;
+  // Gathers keep their order: the first `prefetch` start together where
+  // the first was.
+  SmallVector<Pair *> gathers;
   for (Pair &pair : pairs) {
     Operation *after = lastProducer(pair.start, block);
     if (pair.gathers) {
-      int64_t ahead = prefetch;
-      if (ahead > 0 && static_cast<int64_t>(gatherWaits.size()) >= ahead) {
-        Operation *window = gatherWaits[gatherWaits.size() - ahead];
-        if (!after || after->isBeforeInBlock(window))
-          after = window;
+      auto later = [&](Operation *op) {
+        if (op && (!after || after->isBeforeInBlock(op)))
+          after = op;
+      };
+      size_t k = gathers.size();
+      size_t ahead = static_cast<size_t>(prefetch);
+      if (ahead == 0 || k == 0) {
+        after = nullptr; // starts where it was
       } else {
-        after = nullptr; // the first gathers start where they were
+        if (k >= ahead)
+          later(gathers[k - ahead]->wait);
+        later(gathers[k - 1]->start);
       }
-      gatherWaits.push_back(pair.wait);
+      gathers.push_back(&pair);
     }
     hoistAfter(pair.start, after);
   }
@@ -189,8 +196,26 @@ void EffOverlapCollectivesPass::overlapBlock(Block &block) {
         break;
       fence = clash;
     }
-    for (Operation *op : moved)
-      op->moveBefore(fence);
+    // A sum's wait goes after the next sum's start (unless that reads what
+    // moves), so that every sum starts right after its last tensor and at
+    // most two are in flight; a gather's before the next gather's start,
+    // which `prefetch` already placed.
+    bool after = !pair.gathers && isa<AllReduceStartOp, ReduceScatterStartOp>(
+                                      fence);
+    if (after) {
+      llvm::SmallPtrSet<Value, 16> movedValues;
+      for (Operation *op : moved)
+        movedValues.insert(op->result_begin(), op->result_end());
+      after = !reads(fence, movedValues);
+    }
+    Operation *anchor = fence;
+    for (Operation *op : moved) {
+      if (after)
+        op->moveAfter(anchor);
+      else
+        op->moveBefore(fence);
+      anchor = op;
+    }
   }
 
   for (Pair &pair : pairs)

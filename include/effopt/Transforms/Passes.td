@@ -722,17 +722,20 @@ def EffOverlapCollectivesPass
       final;
     - a gather's start goes right after the wait of the gather `prefetch`
       gathers before it in the block (or after its input's producer, if
-      later): ZeRO-3 gathers the next parameter while the layer before
-      computes. The first `prefetch` gathers of a block stay where they
-      were;
+      later), and after the gather before it (gathers keep their order):
+      ZeRO-3 gathers the next parameter while the layer before computes.
+      The first gather of a block stays where it was, the next
+      `prefetch - 1` start right after it;
     - a wait, and every op after it that depends on its results, moves
-      down to just before the next start of the same kind (sums or
-      gathers), or the next op with regions, or the end of the block: the
-      wait is right before the first reader of its results, and a sum
-      moves while the next part of the backward computes (the optimizer
-      updates that read it follow the wait). At most one sum is in
-      flight beyond its wait's position; at most `prefetch` gathered
-      copies are held ahead of their readers.
+      down: a sum's to just after the next sum's start, a gather's to just
+      before the next gather's start, or else to just before the next op
+      with regions or the end of the block -- and never past an in-place
+      write (`bufferization.materialize_in_destination`) into a tensor
+      that one of the moved ops reads. The wait is right before the first
+      reader of its results, and a sum moves while the next stretch of the
+      backward computes (the optimizer updates that read it follow the
+      wait): at most two sums are in flight, and at most `prefetch`
+      gathered copies are held ahead of their readers.
     The memory plan sees a buffer in flight as live from its start to its
     last reader after the wait (the wait names the buffers), so it stays
     exact; the extra bytes of overlap (a bucket's or a gradient's buffer
