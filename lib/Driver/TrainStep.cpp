@@ -101,6 +101,9 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zeroKeepGathered && options.zero != 3)
     return fail("--zero-keep-gathered applies to --zero 3 (sharded "
                 "parameters) only");
+  if (options.zeroBucketBytes < 0)
+    return fail("--zero-bucket-bytes must be at least 0, got " +
+                llvm::Twine(static_cast<int64_t>(options.zeroBucketBytes)));
   if (options.zeroPrefetch < 0)
     return fail("--zero-prefetch must be at least 0, got " +
                 llvm::Twine(static_cast<int64_t>(options.zeroPrefetch)));
@@ -238,6 +241,7 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     zero.stage = options.zero;
     zero.worldSize = options.worldSize;
     zero.keepGathered = options.zeroKeepGathered;
+    zero.bucketBytes = options.zeroBucketBytes;
     pm.addPass(createEffZeroPass(zero));
   }
   LossScaleMode lossScale = options.effectiveLossScale();

@@ -267,6 +267,11 @@ static cl::opt<bool> zeroKeepGathered(
              "forward to the backward (default: gathered again for the "
              "backward, freed after each use)"),
     cl::init(false), cl::cat(category));
+static cl::opt<int64_t> zeroBucketBytes(
+    "zero-bucket-bytes",
+    cl::desc("Largest bucket of gradients one all-reduce sums (default 25 "
+             "MiB, as DDP); smaller buckets start earlier in the backward"),
+    cl::value_desc("BYTES"), cl::init(26214400), cl::cat(category));
 static cl::opt<bool> zeroOverlap(
     "zero-overlap",
     cl::desc("Run each collective of a data-parallel step while the step "
@@ -365,7 +370,7 @@ void checkFlags() {
              &clipThreshold, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
              &quantizeFrozen, &quantizeFrozenNames, &qlora,
-             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered, &zeroOverlap, &zeroPrefetch, &worldSize,
+             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered, &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
       if (option->getNumOccurrences())
@@ -465,6 +470,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.accum = accum.getValue();
   step.zero = zero.getValue();
   step.zeroKeepGathered = zeroKeepGathered.getValue();
+  step.zeroBucketBytes = zeroBucketBytes.getValue();
   step.zeroOverlap = zeroOverlap.getValue();
   step.zeroPrefetch = zeroPrefetch.getValue();
   step.worldSize = worldSize.getValue();
