@@ -33,6 +33,7 @@
 #include "effrt/DynamicLibrary.h"
 #include "effrt/Error.h"
 
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdlib>
@@ -51,6 +52,7 @@ namespace {
 using MpiComm = void *;
 using MpiDatatype = void *;
 using MpiOp = void *;
+using MpiRequest = void *;
 void *const kMpiInPlace = reinterpret_cast<void *>(1);
 constexpr int kMpiThreadSerialized = 2; // MPI_THREAD_SERIALIZED in Open MPI
 
@@ -70,6 +72,13 @@ constexpr int kMpiThreadSerialized = 2; // MPI_THREAD_SERIALIZED in Open MPI
   X(MPI_Allgather, int, const void *, int, MpiDatatype, void *, int,           \
     MpiDatatype, MpiComm)                                                      \
   X(MPI_Bcast, int, void *, int, MpiDatatype, int, MpiComm)                    \
+  X(MPI_Iallreduce, int, const void *, void *, int, MpiDatatype, MpiOp,        \
+    MpiComm, MpiRequest *)                                                     \
+  X(MPI_Ireduce_scatter_block, int, const void *, void *, int, MpiDatatype,    \
+    MpiOp, MpiComm, MpiRequest *)                                              \
+  X(MPI_Iallgather, int, const void *, int, MpiDatatype, void *, int,          \
+    MpiDatatype, MpiComm, MpiRequest *)                                        \
+  X(MPI_Test, int, MpiRequest *, int *, void *)                                \
   X(MPI_Barrier, int, MpiComm)
 EFFRT_SYMBOL_TABLE(MpiSymbols, EFFRT_MPI_SYMBOLS);
 
@@ -97,6 +106,9 @@ public:
     mpi_.MPI_Comm_size(world_, &size_);
     if (level >= kMpiThreadSerialized && size_ > 1)
       thread_ = std::thread([this] { communicate(); });
+    const char *progress = std::getenv("EFFRT_MPI_PROGRESS");
+    poll_ = thread_.joinable() &&
+            !(progress && std::string(progress) == "block");
   }
 
   ~Mpi() override { stopThread(); }
@@ -123,9 +135,17 @@ public:
     uint64_t total = data.bytes / element;
     return enqueue([this, type = type, element = element, p, total] {
       forChunks(total, [&](uint64_t first, int count) {
-        check(mpi_.MPI_Allreduce(kMpiInPlace, p + first * element, count,
-                                 type, sum_, world_),
-              "MPI_Allreduce");
+        if (poll_) {
+          MpiRequest request = nullptr;
+          check(mpi_.MPI_Iallreduce(kMpiInPlace, p + first * element, count,
+                                    type, sum_, world_, &request),
+                "MPI_Iallreduce");
+          finish(request, "MPI_Iallreduce");
+        } else {
+          check(mpi_.MPI_Allreduce(kMpiInPlace, p + first * element, count,
+                                   type, sum_, world_),
+                "MPI_Allreduce");
+        }
       });
     });
   }
@@ -143,9 +163,17 @@ public:
     const std::byte *in = host(device, send, "reduce-scatter");
     std::byte *out = host(device, recv, "reduce-scatter");
     return enqueue([this, type = type, in, out, count] {
-      check(mpi_.MPI_Reduce_scatter_block(in, out, static_cast<int>(count),
-                                          type, sum_, world_),
-            "MPI_Reduce_scatter_block");
+      if (poll_) {
+        MpiRequest request = nullptr;
+        check(mpi_.MPI_Ireduce_scatter_block(in, out, static_cast<int>(count),
+                                             type, sum_, world_, &request),
+              "MPI_Ireduce_scatter_block");
+        finish(request, "MPI_Ireduce_scatter_block");
+      } else {
+        check(mpi_.MPI_Reduce_scatter_block(in, out, static_cast<int>(count),
+                                            type, sum_, world_),
+              "MPI_Reduce_scatter_block");
+      }
     });
   }
 
@@ -161,8 +189,16 @@ public:
     std::byte *out = host(device, recv, "all-gather");
     int bytes = static_cast<int>(send.bytes);
     return enqueue([this, in, out, bytes] {
-      check(mpi_.MPI_Allgather(in, bytes, byte_, out, bytes, byte_, world_),
-            "MPI_Allgather");
+      if (poll_) {
+        MpiRequest request = nullptr;
+        check(mpi_.MPI_Iallgather(in, bytes, byte_, out, bytes, byte_, world_,
+                                  &request),
+              "MPI_Iallgather");
+        finish(request, "MPI_Iallgather");
+      } else {
+        check(mpi_.MPI_Allgather(in, bytes, byte_, out, bytes, byte_, world_),
+              "MPI_Allgather");
+      }
     });
   }
 
@@ -242,6 +278,23 @@ private:
 
   /// Runs `task` (MPI calls) after everything queued before it.
   template <typename Fn> void run(Fn task) { wait(enqueue(task)); }
+
+  /// Drives `request` to completion with MPI_Test, sleeping between tests
+  /// once it has waited a while, so that a rank waiting for a slower one
+  /// leaves the cores to the step's threads.
+  void finish(MpiRequest request, const char *what) {
+    int done = 0;
+    for (int tries = 0;; ++tries) {
+      check(mpi_.MPI_Test(&request, &done, nullptr), what);
+      if (done)
+        return;
+      if (tries < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            tries < 256 ? 10 : 50));
+    }
+  }
 
   /// The communication thread: runs the queue in order. After a failure it
   /// runs nothing more (the ranks' calls would no longer match) and every
@@ -339,6 +392,9 @@ private:
   MpiOp sum_ = nullptr;
   int rank_ = 0, size_ = 1;
   bool ownsInit_ = false;
+  /// The step's collectives as MPI_I* requests tested (and slept on) by
+  /// the communication thread, instead of blocking MPI calls that spin.
+  bool poll_ = false;
 
   // The communication thread and its queue (guarded by mutex_).
   std::mutex mutex_;
