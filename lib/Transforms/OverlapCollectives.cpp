@@ -55,14 +55,14 @@ Pair split(Operation *op) {
     start = AllReduceStartOp::create(builder, op->getLoc(), sum.getInputs(),
                                      sum.getWorldSizeAttr());
   } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
-    start = ReduceScatterStartOp::create(
-        builder, op->getLoc(), scatter.getType(), scatter.getInput(),
-        scatter.getWorldSizeAttr());
+    start = ReduceScatterStartOp::create(builder, op->getLoc(),
+                                         scatter.getType(), scatter.getInput(),
+                                         scatter.getWorldSizeAttr());
   } else {
     auto gather = cast<AllGatherOp>(op);
-    start = AllGatherStartOp::create(builder, op->getLoc(), gather.getType(),
-                                     gather.getInput(),
-                                     gather.getWorldSizeAttr());
+    start =
+        AllGatherStartOp::create(builder, op->getLoc(), gather.getType(),
+                                 gather.getInput(), gather.getWorldSizeAttr());
     gathers = true;
   }
   // Other attributes (eff.recomputed on a backward gather) go with it.
@@ -200,8 +200,8 @@ void EffOverlapCollectivesPass::overlapBlock(Block &block) {
     // moves), so that every sum starts right after its last tensor and at
     // most two are in flight; a gather's before the next gather's start,
     // which `prefetch` already placed.
-    bool after = !pair.gathers && isa<AllReduceStartOp, ReduceScatterStartOp>(
-                                      fence);
+    bool after =
+        !pair.gathers && isa<AllReduceStartOp, ReduceScatterStartOp>(fence);
     if (after) {
       llvm::SmallPtrSet<Value, 16> movedValues;
       for (Operation *op : moved)

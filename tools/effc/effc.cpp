@@ -370,7 +370,8 @@ void checkFlags() {
              &clipThreshold, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
              &quantizeFrozen, &quantizeFrozenNames, &qlora,
-             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered, &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
+             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered,
+             &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
       if (option->getNumOccurrences())

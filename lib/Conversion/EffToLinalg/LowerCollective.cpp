@@ -70,9 +70,9 @@ static Value bucketView(PatternRewriter &rewriter, Location loc, Value buffer,
   int64_t n = type.getNumElements();
   Value view = buffer;
   if (several || type.getRank() != 1) {
-    view = memref::SubViewOp::create(rewriter, loc, buffer,
-                                     ArrayRef<int64_t>{offset},
-                                     ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
+    view = memref::SubViewOp::create(
+        rewriter, loc, buffer, ArrayRef<int64_t>{offset}, ArrayRef<int64_t>{n},
+        ArrayRef<int64_t>{1});
     if (type.getRank() == 0) {
       view = memref::CollapseShapeOp::create(rewriter, loc, view,
                                              ArrayRef<ReassociationIndices>{});
@@ -83,8 +83,8 @@ static Value bucketView(PatternRewriter &rewriter, Location loc, Value buffer,
                                            ArrayRef<ReassociationIndices>{all});
     }
   }
-  auto copy =
-      bufferization::MaterializeInDestinationOp::create(rewriter, loc, input, view);
+  auto copy = bufferization::MaterializeInDestinationOp::create(rewriter, loc,
+                                                                input, view);
   copy.setWritableAttr(rewriter.getUnitAttr());
   offset += n;
   return view;
@@ -200,8 +200,7 @@ static Value copyToBuffer(PatternRewriter &rewriter, Location loc,
 /// at the wait, `effrt_collective_wait(request, send, recv)`, then the
 /// results as tensors. The wait names both buffers, so the memory plan keeps
 /// them live while the collective moves them.
-template <typename OpTy>
-struct StartLowering : OpRewritePattern<OpTy> {
+template <typename OpTy> struct StartLowering : OpRewritePattern<OpTy> {
   StartLowering(MLIRContext *context, StringRef callee)
       : OpRewritePattern<OpTy>(context), callee(callee) {}
   LogicalResult matchAndRewrite(OpTy op,

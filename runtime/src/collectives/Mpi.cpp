@@ -107,8 +107,8 @@ public:
     if (level >= kMpiThreadSerialized && size_ > 1)
       thread_ = std::thread([this] { communicate(); });
     const char *progress = std::getenv("EFFRT_MPI_PROGRESS");
-    poll_ = thread_.joinable() &&
-            !(progress && std::string(progress) == "block");
+    poll_ =
+        thread_.joinable() && !(progress && std::string(progress) == "block");
   }
 
   ~Mpi() override { stopThread(); }
@@ -291,8 +291,8 @@ private:
       if (tries < 64)
         std::this_thread::yield();
       else
-        std::this_thread::sleep_for(std::chrono::microseconds(
-            tries < 256 ? 10 : 50));
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(tries < 256 ? 10 : 50));
     }
   }
 

@@ -283,8 +283,7 @@ extern "C" void effrt_all_gather_f32(const float *send, float *recv,
   });
 }
 
-extern "C" int64_t effrt_allreduce_sum_f32_start(float *data,
-                                                 int64_t count) {
+extern "C" int64_t effrt_allreduce_sum_f32_start(float *data, int64_t count) {
   int64_t handle = 0;
   collectiveCall("effrt_allreduce_sum_f32_start", [&](CpuDevice &device) {
     DeviceSpan span = floatSpan(device, "all-reduce", data, count);
@@ -306,8 +305,8 @@ extern "C" int64_t effrt_reduce_scatter_sum_f32_start(const float *send,
            " elements a rank");
     DeviceSpan in = floatSpan(device, "reduce-scatter", send, recvCount * n);
     DeviceSpan out = floatSpan(device, "reduce-scatter", recv, recvCount);
-    uint64_t request = device.collectives().startReduceScatterSum(
-        device, in, out, DType::F32);
+    uint64_t request =
+        device.collectives().startReduceScatterSum(device, in, out, DType::F32);
     handle = device.addPending({request, send, recv});
   });
   return handle;

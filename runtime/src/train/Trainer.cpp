@@ -194,8 +194,8 @@ struct Trainer::Impl {
   /// after its last step, or now before the first) in one all-gather;
   /// completes the last step's log line with the memory.
   std::vector<uint64_t> exchange(bool stop, int signo) {
-    uint64_t mine[kExchanged] = {stop, static_cast<uint64_t>(signo),
-                                 allocated, deviceBytes,
+    uint64_t mine[kExchanged] = {stop, static_cast<uint64_t>(signo), allocated,
+                                 deviceBytes,
                                  last ? last->rssBytes : rss.read()};
     std::vector<uint64_t> all(kExchanged * static_cast<size_t>(ranks));
     options.collectives->allGatherHost(mine, all.data(), sizeof(mine));

@@ -87,9 +87,10 @@ static LogicalResult verifyInFlight(Operation *start) {
   return success();
 }
 
-LogicalResult AllReduceStartOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
+LogicalResult AllReduceStartOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location>,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
   for (Value input : adaptor.getInputs())
     types.push_back(input.getType());
   return success();
@@ -133,8 +134,8 @@ Operation *WaitOp::getStart() {
 
 LogicalResult WaitOp::verify() {
   Operation *start = getStart();
-  if (!start || !isa<AllReduceStartOp, ReduceScatterStartOp,
-                     AllGatherStartOp>(start))
+  if (!start ||
+      !isa<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp>(start))
     return emitOpError("waits for the results of one eff.all_reduce_start, "
                        "eff.reduce_scatter_start or eff.all_gather_start");
   // The start's verifier checks the rest of the pairing.
