@@ -123,9 +123,8 @@ void EffOverlapCollectivesPass::overlapBlock(Block &block) {
 
   // Starts: sums right after their last producer; gathers `prefetch`
   // gathers ahead (after the wait of the gather that many before), never
-  // before their input.
-  // Gathers keep their order: the first `prefetch` start together where
-  // the first was.
+  // before their input nor before the gather before them (the first
+  // `prefetch` start together where the first was).
   SmallVector<Pair *> gathers;
   for (Pair &pair : pairs) {
     Operation *after = lastProducer(pair.start, block);
@@ -149,10 +148,10 @@ void EffOverlapCollectivesPass::overlapBlock(Block &block) {
   }
 
   // Waits: each, with the ops after it that depend on its results, moves
-  // down to just before the next start of its kind, the next op with
-  // regions, or the terminator -- or before an in-place write into a
-  // tensor that one of those ops reads (the step counter, a parameter):
-  // moved past it, the op would read the new value.
+  // down to the next start of its kind, or before the next op with regions
+  // or the terminator -- or before an in-place write into a tensor that
+  // one of those ops reads (the step counter, a parameter): moved past it,
+  // the op would read the new value.
   for (Pair &pair : pairs) {
     Operation *fence = pair.wait->getNextNode();
     for (; fence; fence = fence->getNextNode()) {
