@@ -115,6 +115,7 @@ MemoryReport MemoryReport::fromPlan(const MemoryPlan &plan) {
     buffer.offset = planned.offset;
     buffer.first = planned.first;
     buffer.last = planned.last;
+    buffer.inPlace = planned.inPlace;
     eff::Provenance readerProvenance = eff::Provenance::Forward;
     if (Operation *reader = lastReader(alloc, position)) {
       buffer.lastUser = describeOp(reader);
@@ -163,7 +164,7 @@ void MemoryReport::setLibraryWorkspace(std::string name, int64_t bytes) {
 int64_t MemoryReport::peakLiveBytes() const {
   int64_t live = 0;
   for (const ReportBuffer &b : buffers)
-    if (b.first <= peakAt && peakAt <= b.last)
+    if (b.liveAt(peakAt))
       live += b.bytes;
   return live;
 }
@@ -173,7 +174,7 @@ std::vector<int64_t> MemoryReport::bytesAtPeak() const {
   for (const ReportTensor &t : tensors)
     bytes[static_cast<int>(t.category)] += t.bytes;
   for (const ReportBuffer &b : buffers)
-    if (b.first <= peakAt && peakAt <= b.last)
+    if (b.liveAt(peakAt))
       bytes[static_cast<int>(b.category)] += b.bytes;
   return bytes;
 }
@@ -236,6 +237,7 @@ llvm::json::Value MemoryReport::toJSON() const {
         {"offset", b.offset},
         {"first", b.first},
         {"last", b.last},
+        {"in_place", b.inPlace},
         {"last_user", b.lastUser},
         {"layer", layerOf(b.node)}});
   llvm::json::Array tensorArray;
@@ -315,6 +317,7 @@ llvm::Expected<MemoryReport> MemoryReport::fromJSON(StringRef text) {
       b.offset = integer(*o, "offset");
       b.first = integer(*o, "first");
       b.last = integer(*o, "last");
+      b.inPlace = o->getBoolean("in_place").value_or(false);
       b.lastUser = string(*o, "last_user");
       report.buffers.push_back(std::move(b));
     }
@@ -400,7 +403,7 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
     }
   std::vector<const ReportBuffer *> live_;
   for (const ReportBuffer &b : buffers)
-    if (b.first <= peakAt && peakAt <= b.last) {
+    if (b.liveAt(peakAt)) {
       live_.push_back(&b);
       auto &row = layers[layerOf(b.node)];
       row.resize(kNumMemoryCategories);
@@ -462,7 +465,8 @@ void MemoryReport::writeSvg(llvm::raw_ostream &os) const {
     series[static_cast<int>(t.category)][n] -= t.bytes;
   }
   for (const ReportBuffer &b : buffers) {
-    series[static_cast<int>(b.category)][std::clamp<int64_t>(b.first, 0, n)] +=
+    int64_t from = b.inPlace ? b.first + 1 : b.first;
+    series[static_cast<int>(b.category)][std::clamp<int64_t>(from, 0, n)] +=
         b.bytes;
     series[static_cast<int>(b.category)]
           [std::clamp<int64_t>(b.last + 1, 0, n)] -= b.bytes;

@@ -159,11 +159,12 @@ FailureOr<CompiledStep> compileModel(MLIRContext &context, StringRef path,
     };
     std::optional<BudgetChoice> choice =
         fitMemoryBudget(*options.memoryBudget, batch.globalRows, importAt,
-                        options.step, log);
+                        options.step, log, options.chooseZeroStage);
     if (!choice)
       return failure();
     options.step.remat = choice->policy;
     options.step.accum = choice->microBatches;
+    options.step.zero = choice->zeroStage;
     module = std::move(choice->module);
   }
   if (options.rematBudget) {

@@ -112,15 +112,24 @@ static double recomputedPercent(const Plan &plan) {
   return base > 0 ? 100.0 * plan.recomputedFlops / base : 0.0;
 }
 
-std::optional<BudgetChoice>
-fitMemoryBudget(int64_t budget, int64_t globalRows,
-                const MicroBatchImporter &importAt,
-                const TrainStepOptions &step, llvm::raw_ostream &log) {
-  log << "effc: memory budget " << effopt::formatBytes(budget) << " ("
-      << budget << " bytes), global batch " << globalRows
-      << " rows; planned memory per micro-batch count and remat policy:\n";
+namespace {
+/// What the micro-batch x remat search found for one ZeRO stage.
+struct SearchResult {
+  std::optional<BudgetChoice> choice;
+  /// The smallest plan seen (when nothing fits), and its micro-batches.
   std::optional<Plan> smallest;
   int64_t smallestK = 1;
+};
+} // namespace
+
+/// Keeps the global batch fixed and tries K = 1, 2, ... micro-batches, each
+/// with every remat policy, one line per plan on `log`: the first K for
+/// which a policy fits wins, with the least recomputation.
+static SearchResult searchAccumRemat(int64_t budget, int64_t globalRows,
+                                     const MicroBatchImporter &importAt,
+                                     const TrainStepOptions &step,
+                                     llvm::raw_ostream &log) {
+  SearchResult result;
   // Fewest micro-batches first (each one more makes the GEMMs smaller),
   // then the least recomputation.
   for (int64_t k = 1; k <= globalRows; ++k) {
@@ -152,31 +161,110 @@ fitMemoryBudget(int64_t budget, int64_t globalRows,
                            effopt::formatBytes(plan.bytes),
                            recomputedPercent(plan),
                            fits ? "fits" : "too large");
-      if (!smallest || plan.bytes < smallest->bytes) {
-        smallest = plan;
-        smallestK = k;
+      if (!result.smallest || plan.bytes < result.smallest->bytes) {
+        result.smallest = plan;
+        result.smallestK = k;
       }
       if (fits && (!best || plan.recomputedFlops < best->recomputedFlops))
         best = plan;
     }
     if (best) {
-      log << llvm::formatv(
-          "effc: chose --accum {0} --remat {1} (micro-batch {2} rows): the "
-          "fewest micro-batches, then the least recomputation, that fit "
-          "({3} bytes planned, {4} to spare)\n",
-          k, stringifyRemat(best->policy), rows, best->bytes,
-          effopt::formatBytes(budget - best->bytes));
-      return BudgetChoice{best->policy, best->bytes, k, std::move(imported)};
+      result.choice = BudgetChoice{best->policy, best->bytes, k,
+                                   std::move(imported), step.zero};
+      return result;
     }
   }
-  if (smallest)
+  return result;
+}
+
+std::optional<BudgetChoice> fitMemoryBudget(int64_t budget, int64_t globalRows,
+                                            const MicroBatchImporter &importAt,
+                                            const TrainStepOptions &step,
+                                            llvm::raw_ostream &log,
+                                            bool chooseZeroStage) {
+  int64_t worldSize = step.worldSize;
+  chooseZeroStage = chooseZeroStage && worldSize > 1;
+  log << "effc: memory budget " << effopt::formatBytes(budget) << " (" << budget
+      << " bytes";
+  if (worldSize > 1)
+    log << " per rank, " << worldSize << " ranks";
+  log << "), global batch " << globalRows * worldSize << " rows";
+  if (worldSize > 1)
+    log << " (" << globalRows << " per rank)";
+  log << "; planned memory per " << (chooseZeroStage ? "ZeRO stage, " : "")
+      << "micro-batch count and remat policy:\n";
+  // --world-size N without --zero: the lowest stage whose per-rank plan
+  // fits. ZeRO shards only the model states (parameters, gradients,
+  // optimizer state), which micro-batches and remat do not shrink, and
+  // every stage above 0 adds communication on every step whose cost
+  // depends on the interconnect; so a higher stage is taken only when no
+  // micro-batch count and remat policy fit below it.
+  SmallVector<int64_t, 4> stages;
+  if (chooseZeroStage)
+    stages = {0, 1, 2, 3};
+  else
+    stages = {step.zero};
+  std::optional<Plan> smallest, previous;
+  int64_t smallestK = 1, smallestStage = step.zero;
+  for (int64_t stage : stages) {
+    TrainStepOptions options;
+    options.copyOptionValuesFrom(step);
+    options.zero = stage;
+    if (chooseZeroStage)
+      log << llvm::formatv(" zero {0} (one of {1} ranks):\n", stage, worldSize);
+    SearchResult result =
+        searchAccumRemat(budget, globalRows, importAt, options, log);
+    if (result.choice) {
+      BudgetChoice &choice = *result.choice;
+      int64_t rows = globalRows / choice.microBatches;
+      if (chooseZeroStage) {
+        log << llvm::formatv("effc: chose --zero {0} --accum {1} --remat {2} "
+                             "(micro-batch {3} rows): the lowest ZeRO stage "
+                             "whose per-rank plan fits",
+                             stage, choice.microBatches,
+                             stringifyRemat(choice.policy), rows);
+        if (stage > 0 && previous)
+          log << llvm::formatv(" (zero {0} needs at least {1} bytes, {2} "
+                               "over)",
+                               stage - 1, previous->bytes,
+                               previous->bytes - budget);
+        log << llvm::formatv(", then the fewest micro-batches, then the "
+                             "least recomputation ({0} bytes planned, {1} to "
+                             "spare)\n",
+                             choice.plannedBytes,
+                             effopt::formatBytes(budget - choice.plannedBytes));
+      } else {
+        log << llvm::formatv(
+            "effc: chose --accum {0} --remat {1} (micro-batch {2} rows): the "
+            "fewest micro-batches, then the least recomputation, that fit "
+            "({3} bytes planned, {4} to spare)\n",
+            choice.microBatches, stringifyRemat(choice.policy), rows,
+            choice.plannedBytes,
+            effopt::formatBytes(budget - choice.plannedBytes));
+      }
+      return std::move(result.choice);
+    }
+    previous = result.smallest;
+    if (result.smallest &&
+        (!smallest || result.smallest->bytes < smallest->bytes)) {
+      smallest = result.smallest;
+      smallestK = result.smallestK;
+      smallestStage = stage;
+    }
+  }
+  if (smallest) {
     log << llvm::formatv(
         "effc: error: cannot fit {0} bytes: the smallest planned memory is "
-        "{1} bytes ({2}) with --accum {3} --remat {4}, {5} bytes over\n",
-        budget, smallest->bytes, effopt::formatBytes(smallest->bytes),
-        smallestK, stringifyRemat(smallest->policy), smallest->bytes - budget);
-  else
+        "{1} bytes ({2}) with ",
+        budget, smallest->bytes, effopt::formatBytes(smallest->bytes));
+    if (chooseZeroStage)
+      log << "--zero " << smallestStage << " ";
+    log << llvm::formatv("--accum {0} --remat {1}, {2} bytes over\n", smallestK,
+                         stringifyRemat(smallest->policy),
+                         smallest->bytes - budget);
+  } else {
     log << "effc: error: cannot fit the budget: no remat policy applies\n";
+  }
   return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 
 #include "effopt/Conversion/Passes.h"
 #include "effopt/Transforms/Passes.h"
+#include "effopt/Transforms/ZeroSharding.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -107,15 +108,6 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zeroPrefetch < 0)
     return fail("--zero-prefetch must be at least 0, got " +
                 llvm::Twine(static_cast<int64_t>(options.zeroPrefetch)));
-  if (options.zero != 0 && options.optimizer == OptimizerKind::Adafactor)
-    return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
-                " shards elementwise optimizer state; adafactor's factored "
-                "state cannot be sharded yet (use --zero 0)");
-  if (options.zero != 0 && (options.optimizer == OptimizerKind::Adam8bit ||
-                            options.optimizer == OptimizerKind::AdamW8bit))
-    return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
-                " shards f32 optimizer state; the 8-bit optimizers' block-wise "
-                "codes cannot be sharded yet (use --zero 0)");
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };
@@ -242,6 +234,15 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     zero.worldSize = options.worldSize;
     zero.keepGathered = options.zeroKeepGathered;
     zero.bucketBytes = options.zeroBucketBytes;
+    // Shards of what the optimizer keeps whole (8-bit blocks, Adafactor's
+    // rows), with eff-optimizer's defaults for the 8-bit blocks.
+    ZeroShardPolicy policy =
+        ZeroShardPolicy::forOptimizer(stringifyOptimizer(options.optimizer),
+                                      EffOptimizerPassOptions().quantBlockSize,
+                                      EffOptimizerPassOptions().min8bitSize);
+    zero.shardUnit = ZeroShardPolicy::unitName(policy.unit).str();
+    zero.quantBlockSize = policy.quantBlockSize;
+    zero.min8bitSize = policy.min8bitSize;
     pm.addPass(createEffZeroPass(zero));
   }
   LossScaleMode lossScale = options.effectiveLossScale();

@@ -69,7 +69,8 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
         llvm::errs() << llvm::format("%10lld %10lld %6lld %6lld  ",
                                      (long long)b.offset, (long long)b.bytes,
                                      (long long)b.first, (long long)b.last)
-                     << b.alloc.getType() << "\n";
+                     << b.alloc.getType() << (b.inPlace ? "  in place" : "")
+                     << "\n";
     }
     if (report || attachReport) {
       // Before the allocs become views: the report reads their locations

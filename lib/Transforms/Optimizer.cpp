@@ -16,6 +16,12 @@
 // exactly as it would inside the whole tensor; zero padding stays zero.
 // Stage 3 leaves the parameters sharded: the update writes this rank's
 // shard of the parameter back in place, and eff-zero's gathers read it.
+// Block-wise 8-bit state is cut on block boundaries (each rank owns whole
+// blocks: their codes and absmax), so a rank's blocks update exactly as in
+// one process. Adafactor's factored state is cut by whole rows of a matrix
+// (whole matrices of a stack): row statistics are per rank, the column
+// statistic and the row statistic's mean come from an all-reduce of every
+// rank's partial sums, as do RMS(param) and RMS(update).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +29,7 @@
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
+#include "effopt/Transforms/ZeroSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -132,7 +139,8 @@ static Value lerp(OpBuilder &builder, Location loc, Value old, Value target,
 struct ShardLayout {
   int64_t worldSize;
   int64_t elements;
-  /// ceil(elements / worldSize): the elements each rank holds.
+  /// The elements each rank holds: ceil(elements / worldSize) rounded up
+  /// to whole quantization blocks or rows (ZeroShardPolicy).
   int64_t shard;
   int64_t padded() const { return shard * worldSize; }
 };
@@ -274,6 +282,152 @@ static AdafactorUpdate buildAdafactorUpdate(OpBuilder &builder, Location loc,
   return result;
 }
 
+/// The sum of every element of `value` (a tensor<f32>).
+static Value sumOfAll(OpBuilder &builder, Location loc, Value value) {
+  int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+  if (rank == 0)
+    return value;
+  SmallVector<int64_t> all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  return ReduceSumOp::create(builder, loc, value, all, /*keepDims=*/false);
+}
+
+/// ZeRO: how this rank's shard of one Adafactor parameter is laid out.
+struct AdafactorShard {
+  /// The whole parameter's shape and elements.
+  ArrayRef<int64_t> wholeShape;
+  int64_t wholeElements;
+  int64_t worldSize;
+  /// S: the elements of the shard (1-D).
+  int64_t shard;
+};
+
+/// One torch.optim.Adafactor update of this rank's shard of a parameter
+/// (f32), with the same semantics as buildAdafactorUpdate on the whole one:
+/// what needs the whole tensor is summed over the ranks. A matrix (the last
+/// two dimensions; one in all) is sharded by whole rows: the row statistic
+/// is this rank's rows (state[0], 1-D), the column statistic (state[1],
+/// whole, the same on every rank) and the mean of the row statistic come
+/// from all-reduced partial sums. A stack of matrices is sharded by whole
+/// matrices, whose statistics are all local (both states 1-D shards). A
+/// vector's full second moment is elementwise. RMS(param) and RMS(update)
+/// sum every rank's squares. The zero padding (rows, matrices, elements of
+/// zero gradient) updates to zero and adds nothing to any sum.
+static AdafactorUpdate buildShardedAdafactorUpdate(
+    OpBuilder &builder, Location loc, Value param, Value grad,
+    ArrayRef<Value> state, const AdafactorStep &step,
+    const AdafactorOptions &options, const AdafactorShard &layout) {
+  Type f32 = builder.getF32Type();
+  auto constant = [&](double value) {
+    return scalarConstant(builder, loc, value, f32);
+  };
+  auto allReduce = [&](ValueRange values) {
+    return AllReduceOp::create(builder, loc, values,
+                               builder.getI64IntegerAttr(layout.worldSize))
+        .getResults();
+  };
+  auto reshape = [&](Value value, ArrayRef<int64_t> shape) -> Value {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getShape() == shape)
+      return value;
+    return ReshapeOp::create(builder, loc, type.clone(shape), value);
+  };
+  double eps1 = options.eps1 < 0 ? machineEpsilon(f32) : options.eps1;
+  double elements = static_cast<double>(layout.wholeElements);
+  Value averaging = step.averaging;
+  Value squared = MulOp::create(builder, loc, grad, grad);
+  Value paramSquares =
+      sumOfAll(builder, loc, MulOp::create(builder, loc, param, param));
+
+  AdafactorUpdate result;
+  Value variance; // in `viewShape`
+  SmallVector<int64_t> viewShape = {layout.shard};
+  if (layout.wholeShape.size() >= 2) {
+    FactoredShape matrix = FactoredShape::of(layout.wholeShape);
+    Value row, col;
+    if (matrix.byRows()) {
+      // This rank's k whole rows of the one matrix.
+      int64_t k = layout.shard / matrix.cols;
+      viewShape = {k, matrix.cols};
+      Value sq = reshape(squared, viewShape);
+      row = lerp(builder, loc, reshape(state[0], {k, 1}),
+                 mean(builder, loc, sq, {1}, true), averaging);
+      Value colPartial = ReduceSumOp::create(builder, loc, sq, {0}, true);
+      Value rowPartial = sumOfAll(builder, loc, row);
+      ValueRange sums = allReduce({paramSquares, colPartial, rowPartial});
+      paramSquares = sums[0];
+      Value rows = constant(static_cast<double>(matrix.rows));
+      Value colState = reshape(state[1], {1, matrix.cols});
+      col = lerp(builder, loc, colState,
+                 DivOp::create(builder, loc, sums[1], rows), averaging);
+      Value rowMean = MaxOp::create(builder, loc,
+                                    DivOp::create(builder, loc, sums[2], rows),
+                                    constant(eps1));
+      variance = DivOp::create(builder, loc,
+                               MulOp::create(builder, loc, row, col), rowMean);
+      result.state = {
+          reshape(row, {k}),
+          reshape(col, cast<RankedTensorType>(state[1].getType()).getShape())};
+    } else {
+      // This rank's k whole matrices.
+      int64_t k = layout.shard / (matrix.rows * matrix.cols);
+      viewShape = {k, matrix.rows, matrix.cols};
+      Value sq = reshape(squared, viewShape);
+      row = lerp(builder, loc, reshape(state[0], {k, matrix.rows, 1}),
+                 mean(builder, loc, sq, {2}, true), averaging);
+      col = lerp(builder, loc, reshape(state[1], {k, 1, matrix.cols}),
+                 mean(builder, loc, sq, {1}, true), averaging);
+      Value rowMean = MaxOp::create(
+          builder, loc, mean(builder, loc, row, {1}, true), constant(eps1));
+      variance = DivOp::create(builder, loc,
+                               MulOp::create(builder, loc, row, col), rowMean);
+      paramSquares = allReduce({paramSquares})[0];
+      result.state = {reshape(row, {k * matrix.rows}),
+                      reshape(col, {k * matrix.cols})};
+    }
+  } else {
+    variance = lerp(builder, loc, state[0], squared, averaging);
+    paramSquares = allReduce({paramSquares})[0];
+    result.state = {variance};
+  }
+
+  // alpha = max(eps2, RMS(param)) * rho_t, before the weight decay.
+  Value paramRms = SqrtOp::create(
+      builder, loc,
+      DivOp::create(builder, loc, paramSquares, constant(elements)));
+  Value alpha = MulOp::create(
+      builder, loc,
+      MaxOp::create(builder, loc, paramRms, constant(options.eps2)),
+      step.relativeStep);
+  Value decayed = param;
+  if (options.weightDecay != 0) {
+    Value keep = SubOp::create(
+        builder, loc, constant(1.0),
+        MulOp::create(builder, loc, step.lr, constant(options.weightDecay)));
+    decayed = MulOp::create(builder, loc, param, keep);
+  }
+  Value update =
+      MulOp::create(builder, loc,
+                    RsqrtOp::create(builder, loc,
+                                    MaxOp::create(builder, loc, variance,
+                                                  constant(eps1 * eps1))),
+                    reshape(grad, viewShape));
+  update = reshape(update, {layout.shard});
+  // Update clipping: divide by max(1, RMS(update) / d), RMS over the whole.
+  Value updateSquares = allReduce(
+      {sumOfAll(builder, loc, MulOp::create(builder, loc, update, update))})[0];
+  Value updateRms = SqrtOp::create(
+      builder, loc,
+      DivOp::create(builder, loc, updateSquares, constant(elements)));
+  if (options.clipThreshold != 1.0)
+    updateRms =
+        DivOp::create(builder, loc, updateRms, constant(options.clipThreshold));
+  Value denominator = MaxOp::create(builder, loc, updateRms, constant(1.0));
+  Value scale = DivOp::create(builder, loc, alpha, denominator);
+  result.param = SubOp::create(builder, loc, decayed,
+                               MulOp::create(builder, loc, update, scale));
+  return result;
+}
+
 LogicalResult EffOptimizerPass::checkOptions(Location loc) {
   if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw" &&
       optimizer != "adafactor" && !isEightBit())
@@ -355,19 +509,10 @@ void EffOptimizerPass::runOnOperation() {
   // Stage 3: the parameter arguments are this rank's shards already
   // (eff-zero), updated in place; nothing is gathered here.
   bool shardedParameters = sharded && zeroStage >= 3;
-  if (sharded && optimizer == "adafactor") {
-    module.emitError("eff-optimizer: adafactor's factored state is not "
-                     "elementwise and cannot be sharded by ZeRO stage ")
-        << zeroStage << " yet; use sgd, adam or adamw, or stage 0";
-    return signalPassFailure();
-  }
-  if (sharded && isEightBit()) {
-    module.emitError("eff-optimizer: ")
-        << optimizer.getValue()
-        << "'s block-wise 8-bit state cannot be sharded by ZeRO stage "
-        << zeroStage << " yet; use sgd, adam or adamw, or stage 0";
-    return signalPassFailure();
-  }
+  // What a rank's shard holds whole: eff-zero (stages 2-3) must have cut
+  // the gradients and parameters the same way (its shard-unit).
+  ZeroShardPolicy shardPolicy =
+      ZeroShardPolicy::forOptimizer(optimizer, quantBlockSize, min8bitSize);
 
   Block &body = step.getBody().front();
   auto returnOp = cast<func::ReturnOp>(body.getTerminator());
@@ -514,41 +659,14 @@ void EffOptimizerPass::runOnOperation() {
     StringRef name = entry.param.getSymName();
     auto type = entry.param.getTensorType();
     double decay = noDecay && noDecay->match(name) ? 0.0 : weightDecay;
-    if (adafactorStep) {
-      // torch's state shapes: the row factor keeps the last dimension as 1,
-      // the column factor the one before.
-      SmallVector<std::pair<std::string, RankedTensorType>, 2> slots;
-      if (type.getRank() >= 2) {
-        SmallVector<int64_t> rowShape(type.getShape());
-        SmallVector<int64_t> colShape(type.getShape());
-        rowShape.back() = 1;
-        colShape[colShape.size() - 2] = 1;
-        slots.push_back({stateName(name, "row_var"), type.clone(rowShape)});
-        slots.push_back({stateName(name, "col_var"), type.clone(colShape)});
-      } else {
-        slots.push_back({stateName(name, "variance"), type});
-      }
-      SmallVector<Value, 2> state;
-      for (auto &[slot, slotType] : slots) {
-        state.push_back(addState(slot, slotType));
-        if (!state.back())
-          return signalPassFailure();
-      }
-      builder.setInsertionPoint(returnOp);
-      AdafactorUpdate update = buildAdafactorUpdate(
-          builder, entry.param.getLoc(), entry.value, entry.grad, state,
-          *adafactorStep,
-          AdafactorOptions{decay, eps1, eps2, clipThreshold});
-      updates.push_back({update.param,
-                         FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
-      for (auto [slot, value] : llvm::zip_equal(slots, update.state))
-        updates.push_back({value, FlatSymbolRefAttr::get(context, slot.first)});
-      continue;
-    }
     // ZeRO: the update runs on this rank's shards, in their 1-D type.
     Value paramIn = entry.value, gradIn = entry.grad;
+    // Stages 1-2: how the whole parameter is cut (its shards are gathered
+    // after the update).
     std::optional<ShardLayout> layout;
     auto fullType = type;
+    // The whole parameter's shape (under ZeRO also the one of its shards).
+    SmallVector<int64_t> paramShape(type.getShape());
     if (shardedParameters) {
       auto whole =
           entry.param->getAttrOfType<DenseI64ArrayAttr>(kShardOfAttrName);
@@ -558,11 +676,19 @@ void EffOptimizerPass::runOnOperation() {
             << "stage=3), got " << type << " and " << gradIn.getType();
         return signalPassFailure();
       }
-      wholeShape = SmallVector<int64_t>(whole.asArrayRef());
+      paramShape.assign(whole.asArrayRef().begin(), whole.asArrayRef().end());
+      int64_t expected = shardPolicy.shardElements(paramShape, worldSize);
+      if (type.getDimSize(0) != expected) {
+        step.emitError("eff-optimizer: ")
+            << optimizer.getValue() << " needs shards of " << expected
+            << " elements of " << name << " (eff-zero shard-unit="
+            << ZeroShardPolicy::unitName(shardPolicy.unit) << "), got "
+            << type.getDimSize(0);
+        return signalPassFailure();
+      }
     } else if (sharded) {
       layout = ShardLayout{worldSize, type.getNumElements(),
-                           (type.getNumElements() + worldSize - 1) / worldSize};
-      wholeShape = SmallVector<int64_t>(type.getShape());
+                           shardPolicy.shardElements(paramShape, worldSize)};
       type = RankedTensorType::get({layout->shard}, type.getElementType());
       builder.setInsertionPoint(returnOp);
       Location paramLoc = entry.param.getLoc();
@@ -577,10 +703,20 @@ void EffOptimizerPass::runOnOperation() {
       else if (gradIn.getType() != type) {
         step.emitError("eff-optimizer: the gradient of ")
             << name << " is " << gradIn.getType() << ", not its ZeRO shard "
-            << type;
+            << type << " (eff-zero shard-unit="
+            << ZeroShardPolicy::unitName(shardPolicy.unit) << ")";
         return signalPassFailure();
       }
     }
+    int64_t wholeElements = ShapedType::getNumElements(paramShape);
+    // The shape each state shard of this parameter belongs to (set around
+    // addState; none when nothing is sharded).
+    auto shardedState = [&](ArrayRef<int64_t> shape) {
+      if (sharded)
+        wholeShape = SmallVector<int64_t>(shape);
+      else
+        wholeShape.reset();
+    };
     // The whole new parameter from the updated one (ZeRO: its shard).
     auto wholeParam = [&](Value updated) -> Value {
       if (!layout)
@@ -588,9 +724,68 @@ void EffOptimizerPass::runOnOperation() {
       return gatherWhole(builder, entry.param.getLoc(), updated, fullType,
                          *layout);
     };
+    if (adafactorStep) {
+      // torch's state shapes: the row factor keeps the last dimension as 1,
+      // the column factor the one before. Under ZeRO each is a 1-D shard,
+      // but for the column factor of a matrix cut by rows, which every
+      // rank keeps whole.
+      struct Slot {
+        std::string name;
+        SmallVector<int64_t> shape;
+        /// Under ZeRO, the elements of its 1-D shard; 0: kept whole.
+        int64_t shard;
+      };
+      SmallVector<Slot, 2> slots;
+      int64_t rank = static_cast<int64_t>(paramShape.size());
+      // Under ZeRO, this rank's S elements are k whole rows of the matrix
+      // (k x C; the row factor's shard is its k rows, the column factor is
+      // whole) or k whole matrices (k x R x C: k x R rows, k x C columns).
+      int64_t shard = sharded ? type.getDimSize(0) : 0;
+      if (rank >= 2) {
+        SmallVector<int64_t> rowShape(paramShape), colShape(paramShape);
+        rowShape.back() = 1;
+        colShape[rank - 2] = 1;
+        FactoredShape matrix = FactoredShape::of(paramShape);
+        slots.push_back(
+            {stateName(name, "row_var"), rowShape, shard / matrix.cols});
+        slots.push_back({stateName(name, "col_var"), colShape,
+                         matrix.byRows() ? 0 : shard / matrix.rows});
+      } else {
+        slots.push_back({stateName(name, "variance"), paramShape, shard});
+      }
+      SmallVector<Value, 2> state;
+      for (Slot &slot : slots) {
+        RankedTensorType slotType = type.clone(slot.shape);
+        if (sharded && slot.shard) {
+          slotType = RankedTensorType::get({slot.shard}, type.getElementType());
+          shardedState(slot.shape);
+        }
+        state.push_back(addState(slot.name, slotType));
+        wholeShape.reset();
+        if (!state.back())
+          return signalPassFailure();
+      }
+      builder.setInsertionPoint(returnOp);
+      AdafactorOptions adafactorOptions{decay, eps1, eps2, clipThreshold};
+      AdafactorUpdate update =
+          sharded
+              ? buildShardedAdafactorUpdate(
+                    builder, entry.param.getLoc(), paramIn, gradIn, state,
+                    *adafactorStep, adafactorOptions,
+                    AdafactorShard{paramShape, wholeElements, worldSize, shard})
+              : buildAdafactorUpdate(builder, entry.param.getLoc(), paramIn,
+                                     gradIn, state, *adafactorStep,
+                                     adafactorOptions);
+      updates.push_back({wholeParam(update.param),
+                         FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
+      for (auto [slot, value] : llvm::zip_equal(slots, update.state))
+        updates.push_back({value, FlatSymbolRefAttr::get(context, slot.name)});
+      continue;
+    }
     if (optimizer == "sgd") {
       Value buffer;
       if (momentum != 0.0) {
+        shardedState(paramShape);
         buffer = addState(stateName(name, "momentum_buffer"), type);
         builder.setInsertionPoint(returnOp);
       }
@@ -610,35 +805,49 @@ void EffOptimizerPass::runOnOperation() {
       continue;
     }
     bool decoupled = optimizer == "adamw" || optimizer == "adamw8bit";
-    if (isEightBit() && type.getNumElements() >= min8bitSize) {
+    if (isEightBit() && wholeElements >= min8bitSize) {
       // Block-wise 8-bit moments: codes with the parameter's shape, one f32
-      // absmax per block.
+      // absmax per block. Under ZeRO a shard is whole blocks (eff-zero and
+      // the layout above cut on block boundaries): its codes and the absmax
+      // of its blocks, which update as in one process.
       auto codesType = type.clone(builder.getI8Type());
       auto absmaxType = RankedTensorType::get(
           {Adam8bitUpdateOp::getNumBlocks(type.getNumElements(),
                                           quantBlockSize)},
           builder.getF32Type());
-      Value expAvgCodes = addState(stateName(name, "exp_avg_codes"), codesType);
-      Value expAvgAbsmax =
-          addState(stateName(name, "exp_avg_absmax"), absmaxType);
-      Value expAvgSqCodes =
-          addState(stateName(name, "exp_avg_sq_codes"), codesType);
-      Value expAvgSqAbsmax =
-          addState(stateName(name, "exp_avg_sq_absmax"), absmaxType);
+      SmallVector<int64_t> wholeBlocks = {
+          Adam8bitUpdateOp::getNumBlocks(wholeElements, quantBlockSize)};
+      auto addCodes = [&](StringRef slot) {
+        shardedState(paramShape);
+        Value value = addState(stateName(name, slot), codesType);
+        wholeShape.reset();
+        return value;
+      };
+      auto addAbsmax = [&](StringRef slot) {
+        shardedState(wholeBlocks);
+        Value value = addState(stateName(name, slot), absmaxType);
+        wholeShape.reset();
+        return value;
+      };
+      Value expAvgCodes = addCodes("exp_avg_codes");
+      Value expAvgAbsmax = addAbsmax("exp_avg_absmax");
+      Value expAvgSqCodes = addCodes("exp_avg_sq_codes");
+      Value expAvgSqAbsmax = addAbsmax("exp_avg_sq_absmax");
+      if (!expAvgCodes || !expAvgAbsmax || !expAvgSqCodes || !expAvgSqAbsmax)
+        return signalPassFailure();
       builder.setInsertionPoint(returnOp);
       auto update = Adam8bitUpdateOp::create(
-          builder, entry.param.getLoc(), type, codesType, absmaxType,
-          codesType, absmaxType, entry.value, entry.grad, expAvgCodes,
-          expAvgAbsmax, expAvgSqCodes, expAvgSqAbsmax, learningRate,
-          stepCounter, builder.getF64FloatAttr(beta1),
-          builder.getF64FloatAttr(beta2), builder.getF64FloatAttr(eps),
-          builder.getF64FloatAttr(decay),
+          builder, entry.param.getLoc(), type, codesType, absmaxType, codesType,
+          absmaxType, paramIn, gradIn, expAvgCodes, expAvgAbsmax, expAvgSqCodes,
+          expAvgSqAbsmax, learningRate, stepCounter,
+          builder.getF64FloatAttr(beta1), builder.getF64FloatAttr(beta2),
+          builder.getF64FloatAttr(eps), builder.getF64FloatAttr(decay),
           decoupled ? builder.getUnitAttr() : UnitAttr(),
           builder.getI64IntegerAttr(quantBlockSize));
       auto symbol = [&](StringRef slot) {
         return FlatSymbolRefAttr::get(context, stateName(name, slot));
       };
-      updates.push_back({update.getNewParam(),
+      updates.push_back({wholeParam(update.getNewParam()),
                          FlatSymbolRefAttr::get(entry.param.getSymNameAttr())});
       updates.push_back({update.getNewExpAvgCodes(), symbol("exp_avg_codes")});
       updates.push_back({update.getNewExpAvgAbsmax(), symbol("exp_avg_absmax")});
@@ -648,6 +857,7 @@ void EffOptimizerPass::runOnOperation() {
           {update.getNewExpAvgSqAbsmax(), symbol("exp_avg_sq_absmax")});
       continue;
     }
+    shardedState(paramShape);
     Value expAvg = addState(stateName(name, "exp_avg"), type);
     Value expAvgSq = addState(stateName(name, "exp_avg_sq"), type);
     Value maxExpAvgSq =

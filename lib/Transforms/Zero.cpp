@@ -24,11 +24,17 @@
 // once per block instead and keeps the copy from the forward to the
 // backward. Gradients are reduce-scattered as in stage 2.
 //
+// Shards are cut as eff-optimizer cuts the optimizer state (ZeroSharding.h,
+// `shard-unit`): by element, or on whole quantization blocks (8-bit
+// optimizers) or whole rows (Adafactor), so a rank's gradient and parameter
+// shards line up with its state.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Transforms/Passes.h"
 
 #include "effopt/Transforms/LossWeighting.h"
+#include "effopt/Transforms/ZeroSharding.h"
 
 #include "effopt/Dialect/Eff/IR/EffInterfaces.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
@@ -56,6 +62,8 @@ struct EffZeroPass : effopt::impl::EffZeroPassBase<EffZeroPass> {
   /// Stage 3: trainable parameter arguments become this rank's shards,
   /// gathered before their readers.
   LogicalResult shardParameters(ModuleOp module, func::FuncOp func);
+  /// What a rank's shard holds whole, from the shard-unit options.
+  ZeroShardPolicy shardPolicy;
 };
 
 /// Finds the loss op of the step (a classification loss anywhere in it,
@@ -111,6 +119,25 @@ void EffZeroPass::runOnOperation() {
         << static_cast<int64_t>(stage);
     return signalPassFailure();
   }
+  std::optional<ZeroShardPolicy::Unit> unit =
+      ZeroShardPolicy::parseUnit(shardUnit);
+  if (!unit) {
+    module.emitError("eff-zero: shard-unit must be element, quant-block or "
+                     "row, got '")
+        << shardUnit << "'";
+    return signalPassFailure();
+  }
+  if (*unit == ZeroShardPolicy::Unit::QuantBlock &&
+      (quantBlockSize <= 0 || min8bitSize < 0)) {
+    module.emitError("eff-zero: quant-block-size must be > 0 and "
+                     "min-8bit-size >= 0, got ")
+        << static_cast<int64_t>(quantBlockSize) << " and "
+        << static_cast<int64_t>(min8bitSize);
+    return signalPassFailure();
+  }
+  shardPolicy.unit = *unit;
+  shardPolicy.quantBlockSize = quantBlockSize;
+  shardPolicy.min8bitSize = min8bitSize;
   auto func = module.lookupSymbol<func::FuncOp>(kForwardBackwardFuncName);
   if (!func || func.isExternal()) {
     module.emitError("eff-zero expects func.func @forward_backward; run "
@@ -255,10 +282,13 @@ void EffZeroPass::runOnOperation() {
     returnOp->setOperand(i, global(sum));
 
   // Stage 2: each gradient flattened, padded with zeros to N*S elements and
-  // reduce-scattered; the result is this rank's S elements.
+  // reduce-scattered; the result is this rank's S elements (S from the
+  // shard policy: whole quantization blocks or rows where the optimizer
+  // needs them).
   for (auto [i, value] : llvm::zip_equal(scatteredIndices, scattered)) {
-    int64_t elements = cast<RankedTensorType>(value.getType()).getNumElements();
-    int64_t shard = (elements + worldSize - 1) / worldSize;
+    auto valueType = cast<RankedTensorType>(value.getType());
+    int64_t elements = valueType.getNumElements();
+    int64_t shard = shardPolicy.shardElements(valueType.getShape(), worldSize);
     Type f32 = builder.getF32Type();
     Value flat = ReshapeOp::create(
         builder, loc, RankedTensorType::get({elements}, f32), value);
@@ -353,7 +383,7 @@ LogicalResult EffZeroPass::shardParameters(ModuleOp module,
                              "master weights); ")
              << symbol << " is " << type;
     int64_t elements = type.getNumElements();
-    int64_t shard = (elements + worldSize - 1) / worldSize;
+    int64_t shard = shardPolicy.shardElements(type.getShape(), worldSize);
     auto shardType = RankedTensorType::get({shard}, f32);
     auto paddedType = RankedTensorType::get({shard * worldSize}, f32);
 

@@ -537,13 +537,14 @@ TEST(effxManifestChecks) {
                                                  {"scaling", "2"}}})}};
        },
        "lora: 'scaling' of 'w' is not a number"},
-      // ZeRO shards: 1-D f32 entries of ceil(elements / world_size).
+      // ZeRO shards: 1-D f32 (or i8) entries of at least
+      // ceil(elements / world_size).
       {[](json &m) { m["state"][2]["shard_of"] = {6}; },
        "state entry 'optimizer.w.momentum_buffer': 'shard_of' needs a 1-D "
-       "f32 entry"},
+       "f32 or i8 entry"},
       {[](json &m) { m["state"][3]["shard_of"] = {5}; },
        "state entry 'optimizer.b.momentum_buffer': a shard of [5] across 1 "
-       "ranks has 5 elements, not 2"},
+       "ranks has at least 5 elements, not 2"},
   };
   for (const Case &c : cases)
     CHECK_ERROR(openParts(editedManifest(c.edit)), c.message);
@@ -560,6 +561,18 @@ TEST(effxManifestChecks) {
     CHECK(e->wholeShape() == Shape{3});
     CHECK_EQ(e->wholeByteSize(), 12u);
     CHECK(!file.manifest().findState("w")->sharded);
+  }
+  {
+    // Cut on whole blocks or rows: a shard of 2 elements of a whole of 1
+    // over 2 ranks (more than ceil(1 / 2)).
+    EffxFile file = openParts(editedManifest([](json &m) {
+      m["world_size"] = 2;
+      m["state"][3]["shard_of"] = {1};
+    }));
+    const EffxStateEntry *e = file.manifest().findState(
+        "optimizer.b.momentum_buffer");
+    CHECK(e && e->sharded);
+    CHECK_EQ(e->wholeByteSize(), 4u);
   }
 
   // Minor version 1: the kind, and a forward function's outputs.

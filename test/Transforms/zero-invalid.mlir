@@ -1,11 +1,11 @@
 // RUN: effopt-opt %s --split-input-file --eff-zero="world-size=0" -verify-diagnostics
-// RUN: not effopt-opt %s --split-input-file --eff-zero="world-size=2 stage=1" --eff-optimizer="optimizer=adafactor" 2>&1 | FileCheck %s --check-prefix=ADAFACTOR
-// RUN: not effopt-opt %s --split-input-file --eff-zero="world-size=2 stage=2" --eff-optimizer="optimizer=adamw8bit" 2>&1 | FileCheck %s --check-prefix=EIGHTBIT
+// RUN: not effopt-opt %s --eff-zero="world-size=2 stage=2 shard-unit=block" 2>&1 | FileCheck %s --check-prefix=UNIT
+// RUN: not effopt-opt %s --eff-zero="world-size=2 stage=2 shard-unit=quant-block quant-block-size=0" 2>&1 | FileCheck %s --check-prefix=QBLOCK
 // RUN: not effopt-opt %s --eff-zero="world-size=2 stage=4" 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: not effopt-opt %s --eff-zero="world-size=2 bucket-bytes=-1" 2>&1 | FileCheck %s --check-prefix=BUCKET
 
-// ADAFACTOR: error: eff-optimizer: adafactor's factored state is not elementwise and cannot be sharded by ZeRO stage 1 yet; use sgd, adam or adamw, or stage 0
-// EIGHTBIT: error: eff-optimizer: adamw8bit's block-wise 8-bit state cannot be sharded by ZeRO stage 2 yet; use sgd, adam or adamw, or stage 0
+// UNIT: error: eff-zero: shard-unit must be element, quant-block or row, got 'block'
+// QBLOCK: error: eff-zero: quant-block-size must be > 0 and min-8bit-size >= 0, got 0 and 4096
 // RANGE: error: eff-zero: stage must be 0, 1, 2 or 3, got 4
 // BUCKET: error: eff-zero: bucket-bytes must be at least 0, got -1
 

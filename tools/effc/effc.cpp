@@ -242,7 +242,9 @@ static cl::opt<std::string> memoryBudget(
              "keeping the global batch, choose the fewest micro-batches "
              "(--accum; needs a batch dimension --shape can bind) and then "
              "the remat policy with the least recomputation whose planned "
-             "memory fits, or fail saying by how much it cannot"),
+             "memory fits, or fail saying by how much it cannot; with "
+             "--world-size N, per rank, and without --zero also the lowest "
+             "ZeRO stage that fits"),
     cl::value_desc("bytes"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> configFile(
     "config",
@@ -562,8 +564,11 @@ void fillCompileOptions(effopt::CompileOptions &options,
   if (StringRef(remat).starts_with("budget:"))
     options.rematBudget =
         *effopt::parseBytes(StringRef(remat).drop_front(strlen("budget:")));
-  if (!memoryBudget.empty())
+  if (!memoryBudget.empty()) {
     options.memoryBudget = *effopt::parseBytes(memoryBudget);
+    // --world-size N without --zero (flag or config): the budget chooses it.
+    options.chooseZeroStage = !zero.getNumOccurrences();
+  }
   options.codegen.arch = cpuName;
   options.codegen.optLevel = optLevel;
   options.codegen.allowTf32 = allowTf32;

@@ -2,9 +2,11 @@
 //
 // Liveness over the step's schedule (the operations of the function body in
 // order, with the body of a loop -- eff-grad-accum's micro-batch loop --
-// right after the loop) and a greedy placement of every buffer allocated there at a fixed
-// offset of one arena. Used by eff-memory-plan to rewrite the allocations and
-// by the memory report to explain them.
+// right after the loop) and a greedy placement of every buffer allocated
+// there at a fixed offset of one arena. A buffer whose first writer reads
+// another buffer element for element for the last time takes that buffer's
+// bytes (the elementwise op runs in place). Used by eff-memory-plan to
+// rewrite the allocations and by the memory report to explain them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,16 @@ struct PlannedBuffer {
   /// Schedule positions (indices into MemoryPlan::schedule()) of the
   /// allocation and of the last operation that uses it or a view of it.
   int64_t first = 0, last = 0;
+  /// Written in place over a buffer that dies at `first`: its first writer
+  /// is an elementwise linalg.generic that reads that buffer, element for
+  /// element, for the last time. The two share their bytes (one offset) and
+  /// count once at `first`.
+  bool inPlace = false;
+
+  /// Whether the buffer's bytes are taken at schedule position `pos`.
+  bool liveAt(int64_t pos) const {
+    return (inPlace ? first + 1 : first) <= pos && pos <= last;
+  }
 };
 
 class MemoryPlan {

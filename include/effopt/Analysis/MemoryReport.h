@@ -58,7 +58,12 @@ struct ReportBuffer {
   std::string type;
   int64_t bytes = 0, offset = 0;
   int64_t first = 0, last = 0; // schedule positions
+  bool inPlace = false;        // takes its input's bytes at `first`
   std::string lastUser;        // "node (provenance)" of the last reader
+
+  bool liveAt(int64_t pos) const {
+    return (inPlace ? first + 1 : first) <= pos && pos <= last;
+  }
 };
 
 /// One tensor of the state or io region.

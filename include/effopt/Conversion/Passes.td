@@ -318,12 +318,50 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
     Unlike upstream `linalg-fuse-elementwise-ops` it never propagates reshapes
     through contractions: a `linalg.matmul` behind a collapse stays a named
     product that `eff-linalg-to-blas` can hand to the GEMM, and a producer with
-    several uses is not recomputed. A rank-0 producer (an optimizer's
+    several uses is not recomputed -- except one that only widens
+    (`arith.extf`, bf16 -> f32): it fuses into every reader, each widening
+    the narrow values it reads, so the wide copy is never stored; a
+    `tensor.extract` of its result reads the narrow tensor and widens the
+    element. A rank-0 producer (an optimizer's
     per-step scalars, bias corrections with `pow`) is not fused into a loop
     nest either: it would be recomputed for every element.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def EffGpuNarrowProductsPass
+    : Pass<"eff-gpu-narrow-products", "::mlir::ModuleOp"> {
+  let summary = "Lets f16/bf16 GEMMs write their own type when every reader "
+                "rounds the f32 result to it";
+  let description = [{
+    Runs on tensors after `eff-fuse-elementwise`, for the cuda target. A
+    `linalg.matmul` or `linalg.batch_matmul` of two bf16 (or two f16)
+    operands into a zero-filled f32 tensor, written through an identity
+    map, whose every reader is an input of a `linalg.generic` that only
+    ever rounds it to the operands' type (`arith.truncf`: autocast's cast
+    of a product's result), becomes a product into a zero-filled tensor of
+    the operands' type, and the readers take its value as it is.
+
+    The product is the same computation: `eff-linalg-to-blas` hands it to
+    cuBLASLt with an f32 accumulator and a bf16 C, which rounds the
+    accumulator once, as the truncf did. What changes is memory: the f32
+    result is never stored. Autocast computes a loss in f32 from a bf16
+    product (GPT-2's logits: the reader widens the rounded value again),
+    so the widening reads the bf16 product, and `eff-fuse-elementwise`,
+    run again after this pass, moves that widening into each of its
+    readers: 32768 x 50304 logits are stored once in bf16 (3.3 GB)
+    instead of twice in f32 (12.6 GB).
+
+    A narrowed product must become a library call; `eff-linalg-to-blas`
+    refuses one it cannot hand to cuBLASLt rather than accumulate in bf16.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numNarrowed", "narrowed", "Products narrowed to f16/bf16">
+  ];
 }
 
 def EffGpuSplitReductionsPass

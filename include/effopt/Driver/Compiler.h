@@ -44,6 +44,9 @@ struct CompileOptions {
   /// Fit the whole step into this many bytes: choose the micro-batch count
   /// (keeping the global batch) and the remat policy (effc --memory-budget).
   std::optional<int64_t> memoryBudget;
+  /// With memoryBudget and step.worldSize > 1: choose step.zero too, the
+  /// lowest ZeRO stage whose per-rank plan fits (effc: --zero not given).
+  bool chooseZeroStage = false;
   /// Choose remat-free-bytes so the step fits this many bytes with
   /// remat=budget (effc --remat budget:BYTES).
   std::optional<int64_t> rematBudget;

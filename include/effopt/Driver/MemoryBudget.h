@@ -4,8 +4,9 @@
 // global batch fixed) every remat policy is planned (the step, its lowering
 // and the memory plan -- no code generation), and the fewest micro-batches,
 // then the least recomputed FLOPs (from the cost interface), whose planned
-// bytes fit are chosen. The planned bytes are exactly what the runtime
-// allocates, so the choice is a guarantee, not an estimate.
+// bytes fit are chosen; for a data-parallel step without a given ZeRO stage,
+// the lowest stage for which anything fits. The planned bytes are exactly what
+// the runtime allocates, so the choice is a guarantee, not an estimate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,8 @@ struct BudgetChoice {
   /// micro-batch size (global batch / microBatches rows).
   int64_t microBatches = 1;
   mlir::OwningOpRef<mlir::ModuleOp> module;
+  /// The ZeRO stage (chosen when asked to, else the step's).
+  int64_t zeroStage = 0;
 };
 
 /// The model imported with every batch input's leading dimension bound to
@@ -45,10 +48,16 @@ using MicroBatchImporter = std::function<mlir::OwningOpRef<mlir::ModuleOp>(
 /// `step` and one line per plan printed to `log`; the first K for which a
 /// policy fits wins, with the policy of least recomputation. On failure
 /// prints one line saying the smallest achievable and returns nullopt.
-std::optional<BudgetChoice>
-fitMemoryBudget(int64_t budget, int64_t globalRows,
-                const MicroBatchImporter &importAt,
-                const TrainStepOptions &step, llvm::raw_ostream &log);
+/// The plans are one rank's under --world-size N. With `chooseZeroStage`
+/// (--world-size N > 1 without --zero) the search runs for ZeRO stage 0,
+/// 1, 2, 3 in turn and the lowest stage for which anything fits wins:
+/// ZeRO shrinks only the model states, which micro-batches and remat
+/// cannot, and every stage above 0 adds communication to every step.
+std::optional<BudgetChoice> fitMemoryBudget(int64_t budget, int64_t globalRows,
+                                            const MicroBatchImporter &importAt,
+                                            const TrainStepOptions &step,
+                                            llvm::raw_ostream &log,
+                                            bool chooseZeroStage = false);
 
 /// --remat budget:BYTES: eff-remat{policy=budget free-bytes=N} with N from
 /// the memory plan: start with what `none` exceeds the budget by, plan, add

@@ -228,8 +228,19 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     in stage 2, and eff-optimizer updates the shard in place. Frozen
     parameters and buffers stay whole on every rank.
 
-    Errors: `stage` outside 0-3, `world-size < 1`, a stage-3 parameter that
-    is not f32.
+    What one rank's shard holds whole is `shard-unit`, which must be the
+    one eff-optimizer's optimizer needs (the driver sets it from
+    `--optimizer`): `element` (S = ceil(numel / N); sgd, adam, adamw),
+    `quant-block` (S a multiple of `quant-block-size` for tensors of at
+    least `min-8bit-size` elements, so each rank owns whole quantization
+    blocks of adam8bit / adamw8bit), `row` (adafactor: a matrix, the last
+    two dimensions R x C, whose leading dimensions are all 1 is cut by
+    whole rows, S a multiple of C; a stack of B > 1 matrices by whole
+    matrices, S a multiple of R x C; vectors by element). S is the
+    smallest such multiple that covers the tensor over N ranks.
+
+    Errors: `stage` outside 0-3, `world-size < 1`, an unknown
+    `shard-unit`, a stage-3 parameter that is not f32.
   }];
   let options = [
     Option<"stage", "stage", "int64_t", /*default=*/"0",
@@ -243,7 +254,15 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
            "Ranks of the run (N)">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest bucket of tensors summed by one all-reduce (25 MiB, as "
-           "DDP; a larger tensor is a bucket of its own)">
+           "DDP; a larger tensor is a bucket of its own)">,
+    Option<"shardUnit", "shard-unit", "std::string", /*default=*/"\"element\"",
+           "What a rank's shard holds whole (stages 2-3): element, "
+           "quant-block (adam8bit/adamw8bit) or row (adafactor)">,
+    Option<"quantBlockSize", "quant-block-size", "int64_t", /*default=*/"256",
+           "shard-unit=quant-block: elements per absmax block">,
+    Option<"min8bitSize", "min-8bit-size", "int64_t", /*default=*/"4096",
+           "shard-unit=quant-block: tensors with fewer elements shard by "
+           "element (they keep fp32 moments)">
   ];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];
@@ -306,15 +325,28 @@ def EffOptimizerPass : Pass<"eff-optimizer", "::mlir::ModuleOp"> {
 
     ZeRO: on a module `eff-zero` marked `eff.zero_stage` >= 1 with
     `eff.world_size` N > 1, every optimizer state tensor of a parameter is
-    one rank's shard: 1-D f32 of S = ceil(elements / N), tagged
-    `eff.shard_of` with the whole shape. The update runs on this rank's
-    block of the flattened, zero-padded parameter (`eff.shard`) and of the
-    gradient (`eff.shard` of the summed gradient; at stage 2 the gradient
-    result already is the block), and `eff.all_gather` rebuilds the whole
-    parameter from every rank's updated block. At stage 2 the global norm
-    of `clip-grad-norm` sums every rank's squares (`eff.all_reduce`).
-    `adafactor` cannot be sharded and is an error there, as is a non-f32
-    parameter.
+    one rank's shard: 1-D, tagged `eff.shard_of` with the whole shape, of
+    the parameter flattened, zero-padded to N x S and cut into N blocks of
+    S elements. S is the smallest multiple of a granule that covers the
+    parameter: one element (sgd, adam, adamw: S = ceil(elements / N)), a
+    quantization block for `adam8bit` / `adamw8bit` tensors of at least
+    `min-8bit-size` elements (each rank owns whole blocks: their i8 codes
+    and their absmax, so its blocks update bit for bit as in one process),
+    and for `adafactor` a row of a matrix whose leading dimensions are all
+    1 (its row factor sharded by rows; its column factor kept whole on
+    every rank, from an all-reduce of every rank's partial column sums, and
+    the row factor's mean likewise) or a whole matrix of a stack (both
+    factors local). Adafactor's RMS(param) and RMS(update) sum every rank's
+    squares (`eff.all_reduce`); vectors shard by element. The update runs
+    on this rank's block of the parameter (`eff.shard`) and of the gradient
+    (`eff.shard` of the summed gradient; at stage 2 the gradient result
+    already is the block), and `eff.all_gather` rebuilds the whole
+    parameter from every rank's updated block (stage 3: the parameter
+    argument is the block, updated in place). eff-zero must have cut
+    gradients and parameters the same way (its `shard-unit`); a gradient or
+    parameter shard of another size is an error naming the shard-unit. At
+    stage 2 the global norm of `clip-grad-norm` sums every rank's squares.
+    A non-f32 parameter is an error.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect",
                            "::mlir::func::FuncDialect"];

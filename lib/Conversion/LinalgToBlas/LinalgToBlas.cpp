@@ -197,9 +197,24 @@ struct EffLinalgToBlasPass
           op.hasPureBufferSemantics())
         products.push_back(op);
     });
-    for (linalg::LinalgOp op : products)
-      if (succeeded(rewrite(module, op)))
+    for (linalg::LinalgOp op : products) {
+      if (succeeded(rewrite(module, op))) {
         ++numGemmCalls;
+        continue;
+      }
+      // A product of f16/bf16 that writes its own type
+      // (eff-gpu-narrow-products) means "accumulate in f32, round once":
+      // only the library call does that; as loops it would accumulate in
+      // the narrow type.
+      Type c = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+      Type a = getElementTypeOrSelf(op.getDpsInputs()[0].getType());
+      Type b = getElementTypeOrSelf(op.getDpsInputs()[1].getType());
+      if (abi == "cuda" && (c.isF16() || c.isBF16()) && a == c && b == c) {
+        op.emitError("eff-linalg-to-blas: a product that writes ")
+            << c << " must become a GEMM call (strided or transposed C?)";
+        return signalPassFailure();
+      }
+    }
   }
 
   LogicalResult rewrite(ModuleOp module, linalg::LinalgOp op) {

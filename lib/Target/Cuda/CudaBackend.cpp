@@ -89,6 +89,13 @@ public:
   bool hasOptInAttentionKernels() const override { return true; }
 
   void buildTensorPipeline(OpPassManager &pm) const override {
+    // A bf16 product whose f32 result is only rounded back to bf16 writes
+    // bf16 (cuBLASLt rounds once, as the cast did); the widening a loss
+    // reads it through then fuses into each reader, so GPT-2's logits are
+    // stored once in bf16, not twice in f32.
+    pm.addPass(createEffGpuNarrowProductsPass());
+    pm.addPass(createEffFuseElementwisePass());
+    pm.addPass(createCanonicalizerPass());
     // Bias and LayerNorm weight gradients (768 sums of 32768 rows) would
     // run as 768 serial threads: partial sums first, planned like any
     // temporary.

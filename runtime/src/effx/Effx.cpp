@@ -707,9 +707,12 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
       e.shardOf = shape(wrapped, what + ": 'shard_of': ");
       e.sharded = true;
       std::optional<uint64_t> whole = checkedByteSize(e.dtype, e.shardOf);
-      if (e.dtype != DType::F32 || e.shape.size() != 1 || !whole)
-        error(what, ": 'shard_of' needs a 1-D f32 entry of a whole shape "
-                    "that fits, not ", dtypeName(e.dtype), " ",
+      // f32 (parameters, optimizer state) or i8 (the codes of block-wise
+      // 8-bit optimizer state).
+      if ((e.dtype != DType::F32 && e.dtype != DType::I8) ||
+          e.shape.size() != 1 || !whole)
+        error(what, ": 'shard_of' needs a 1-D f32 or i8 entry of a whole "
+                    "shape that fits, not ", dtypeName(e.dtype), " ",
               formatShape(e.shape), " of ", formatShape(e.shardOf));
     }
     m.state.push_back(std::move(e));
@@ -835,15 +838,17 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
       error("'world_size' must be a positive integer");
     m.worldSize = static_cast<int64_t>(world->get<uint64_t>());
   }
-  // A shard holds ceil(elements / world_size) elements of the whole.
+  // A shard holds at least ceil(elements / world_size) elements of the
+  // whole (more where the compiler cut it on whole blocks or rows), so the
+  // world_size shards cover it.
   for (const EffxStateEntry &e : m.state) {
     if (!e.sharded)
       continue;
     uint64_t whole = e.wholeByteSize() / dtypeSize(e.dtype);
     uint64_t n = static_cast<uint64_t>(m.worldSize);
-    if (static_cast<uint64_t>(e.shape[0]) != (whole + n - 1) / n)
+    if (static_cast<uint64_t>(e.shape[0]) < (whole + n - 1) / n)
       error("state entry ", quoteName(e.name), ": a shard of ",
-            formatShape(e.shardOf), " across ", n, " ranks has ",
+            formatShape(e.shardOf), " across ", n, " ranks has at least ",
             (whole + n - 1) / n, " elements, not ", e.shape[0]);
   }
   return m;
