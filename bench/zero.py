@@ -116,6 +116,14 @@ def main():
     ap.add_argument("--width", type=int, default=128)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--stages", default="0,1,2,3",
+                    help="ZeRO stages at N > 1")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of each effrun configuration; the step time "
+                         "is the least of their medians (a loaded machine)")
+    ap.add_argument("--compare-blocking", action="store_true",
+                    help="at N > 1 also each stage with blocking collectives "
+                         "(effc --zero-overlap=false), each right after the overlapped one")
     args = ap.parse_args()
 
     import numpy as np
@@ -148,15 +156,21 @@ def main():
         onnx_path = os.path.join(work, "gpt_b%d.onnx" % B)
         t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names),
                  names, onnx_path)
-        for stage in ([0] if n == 1 else [0, 1, 2, 3]):
-            label = "n%d_z%d" % (n, stage)
+        stages = [0] if n == 1 else [int(z) for z in args.stages.split(",")]
+        variants = [(z, True) for z in stages]
+        if args.compare_blocking and n > 1:
+            variants = [(z, o) for z in stages for o in (True, False)]
+        for stage, overlap in variants:
+            label = "n%d_z%d%s" % (n, stage, "" if overlap else "_blocking")
             effx = os.path.join(work, label + ".effx")
             report = os.path.join(work, label + ".json")
             subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
                             effx, "--optimizer", "adamw", "--lr", "1e-3",
                             "--precision", args.precision, "--world-size",
                             str(n), "--zero", str(stage), "--report-json",
-                            report], check=True, stdout=subprocess.DEVNULL)
+                            report]
+                           + ([] if overlap else ["--zero-overlap=false"]),
+                           check=True, stdout=subprocess.DEVNULL)
             plan = json.load(open(report))
             persistent = {}
             for x in plan["tensors"]:
@@ -175,16 +189,20 @@ def main():
                    "--threads", "1"]
             if n > 1:
                 cmd = ["mpirun", "-np", str(n), "--oversubscribe"] + cmd
-            subprocess.run(cmd, check=True, env=mpi_env())
-            steps = [json.loads(l) for l in open(log)]
-            ms = statistics.median(s["time_ms"] for s in steps[2:])
+            ms = None
+            for _ in range(args.repeats):
+                subprocess.run(cmd, check=True, env=mpi_env())
+                steps = [json.loads(l) for l in open(log)]
+                run_ms = statistics.median(s["time_ms"] for s in steps[2:])
+                ms = run_ms if ms is None else min(ms, run_ms)
             if base_ms is None:
                 base_ms = ms
             measured = max(int(open(p).read().split()[-1]) * 1024 for p in rss)
             states = (persistent.get("parameters", 0) +
                       persistent.get("optimizer state", 0) +
                       live_peak(plan, "gradients"))
-            rows.append(("effopt", n, "zero %d" % stage,
+            rows.append(("effopt", n, "zero %d%s" % (stage, "" if overlap
+                                                     else " blocking"),
                          persistent.get("parameters", 0),
                          persistent.get("optimizer state", 0),
                          live_peak(plan, "gradients"), states,

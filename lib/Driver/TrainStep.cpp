@@ -102,6 +102,12 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zeroKeepGathered && options.zero != 3)
     return fail("--zero-keep-gathered applies to --zero 3 (sharded "
                 "parameters) only");
+  if (options.zeroBucketBytes < 0)
+    return fail("--zero-bucket-bytes must be at least 0, got " +
+                llvm::Twine(static_cast<int64_t>(options.zeroBucketBytes)));
+  if (options.zeroPrefetch < 0)
+    return fail("--zero-prefetch must be at least 0, got " +
+                llvm::Twine(static_cast<int64_t>(options.zeroPrefetch)));
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };
@@ -227,6 +233,7 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     zero.stage = options.zero;
     zero.worldSize = options.worldSize;
     zero.keepGathered = options.zeroKeepGathered;
+    zero.bucketBytes = options.zeroBucketBytes;
     // Shards of what the optimizer keeps whole (8-bit blocks, Adafactor's
     // rows), with eff-optimizer's defaults for the 8-bit blocks.
     ZeroShardPolicy policy =
@@ -284,6 +291,13 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createEffStepAbiPass(abi));
   if (options.scheduleMemory)
     pm.addPass(createEffScheduleMemoryPass());
+  // Last at the eff level, on the final order: each collective's start and
+  // wait placed around the ops it can overlap.
+  if (options.zeroOverlap && options.worldSize != 1) {
+    EffOverlapCollectivesPassOptions overlap;
+    overlap.prefetch = options.zeroPrefetch;
+    pm.addPass(createEffOverlapCollectivesPass(overlap));
+  }
 }
 
 void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,

@@ -50,7 +50,7 @@ int run(const std::string &backend) {
   options.collectives = c;
   std::unique_ptr<Device> device = createHostMemoryDevice(options);
   const uint64_t count = 1000; // elements per rank's block
-  device->allocate({/*state=*/0, /*arena=*/count * n * 8 * 2, /*io=*/0});
+  device->allocate({/*state=*/0, /*arena=*/count * (n + 1) * 8 * 4, /*io=*/0});
   auto span = [&](uint64_t offset, uint64_t bytes) {
     return DeviceSpan{RegionKind::Arena, offset, bytes};
   };
@@ -120,6 +120,40 @@ int run(const std::string &backend) {
   put(*device, span(0, recvBytes), rank == n - 1 ? fromLast : mine);
   c->broadcast(*device, span(0, recvBytes), n - 1);
   expect("broadcast", get<float>(*device, span(0, recvBytes)), fromLast);
+
+  // Started collectives (eff-overlap-collectives): an all-reduce, a
+  // reduce-scatter and an all-gather started one after the other, a host
+  // all-gather called behind them (it runs after them), then each waited
+  // for: the same results as the blocking calls.
+  {
+    std::vector<float> sums(count), wantSums(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      sums[i] = float(rank + i);
+      wantSums[i] = float(double(n) * double(i) + n * (n - 1) / 2.0);
+    }
+    uint64_t a = 0, rsSend = a + recvBytes, rsRecv = rsSend + sendBytes,
+             agSend = rsRecv + recvBytes, agRecv = agSend + recvBytes;
+    put(*device, span(a, recvBytes), sums);
+    put(*device, span(rsSend, sendBytes), send);
+    put(*device, span(agSend, recvBytes), mine);
+    uint64_t r1 = c->startAllReduceSum(*device, span(a, recvBytes), DType::F32);
+    uint64_t r2 = c->startReduceScatterSum(*device, span(rsSend, sendBytes),
+                                           span(rsRecv, recvBytes), DType::F32);
+    uint64_t r3 = c->startAllGather(*device, span(agSend, recvBytes),
+                                    span(agRecv, sendBytes));
+    std::vector<float> behind(count * n);
+    c->allGatherHost(mine.data(), behind.data(), count * 4);
+    expect("host all-gather behind started ones", behind, gathered);
+    c->wait(r1);
+    c->wait(r3);
+    c->wait(r2); // already finished: returns at once
+    expect("started all-reduce", get<float>(*device, span(a, recvBytes)),
+           wantSums);
+    expect("started reduce-scatter",
+           get<float>(*device, span(rsRecv, recvBytes)), wantBlock);
+    expect("started all-gather", get<float>(*device, span(agRecv, sendBytes)),
+           gathered);
+  }
 
   c->barrier();
   std::printf("rank %d of %d (%s): ok\n", rank, n, c->name().c_str());

@@ -269,6 +269,22 @@ static cl::opt<bool> zeroKeepGathered(
              "forward to the backward (default: gathered again for the "
              "backward, freed after each use)"),
     cl::init(false), cl::cat(category));
+static cl::opt<int64_t> zeroBucketBytes(
+    "zero-bucket-bytes",
+    cl::desc("Largest bucket of gradients one all-reduce sums (default 25 "
+             "MiB, as DDP); smaller buckets start earlier in the backward"),
+    cl::value_desc("BYTES"), cl::init(26214400), cl::cat(category));
+static cl::opt<bool> zeroOverlap(
+    "zero-overlap",
+    cl::desc("Run each collective of a data-parallel step while the step "
+             "computes (a start and a wait; eff-overlap-collectives). On by "
+             "default; =false blocks at each collective (same values)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<int64_t> zeroPrefetch(
+    "zero-prefetch",
+    cl::desc("ZeRO-3: gather parameters this many gathers ahead of their "
+             "use (default 1; 0: each where it is used)"),
+    cl::value_desc("K"), cl::init(1), cl::cat(category));
 static cl::opt<int64_t> worldSize(
     "world-size",
     cl::desc("Ranks of a data-parallel run (mpirun -np N effrun, or effrun "
@@ -356,7 +372,8 @@ void checkFlags() {
              &clipThreshold, &schedule, &warmupSteps,
              &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
              &quantizeFrozen, &quantizeFrozenNames, &qlora,
-             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered, &worldSize,
+             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered,
+             &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
       if (option->getNumOccurrences())
@@ -456,6 +473,9 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.accum = accum.getValue();
   step.zero = zero.getValue();
   step.zeroKeepGathered = zeroKeepGathered.getValue();
+  step.zeroBucketBytes = zeroBucketBytes.getValue();
+  step.zeroOverlap = zeroOverlap.getValue();
+  step.zeroPrefetch = zeroPrefetch.getValue();
   step.worldSize = worldSize.getValue();
   step.scheduleMemory = scheduleMemory.getValue();
   step.precision = parseChoice<Precision>(precision,

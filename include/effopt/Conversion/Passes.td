@@ -51,6 +51,12 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     input into a buffer of their own the same way and call
     `effrt_reduce_scatter_sum_f32`, `effrt_all_gather_f32` or
     `effrt_shard_f32(send, recv, count)` once, into a fresh result buffer.
+    A started collective (`eff.all_reduce_start`, ...; eff-overlap-
+    collectives) lowers the same way at the start, calling the `_start`
+    variant (`effrt_allreduce_sum_f32_start`, ...), which returns a request
+    (i64); its `eff.wait` becomes `effrt_collective_wait(request, send,
+    recv)`, after which the results are read. The wait names the buffers,
+    so the memory plan holds them while the collective runs.
 
     An op without a lowering is an error naming the op at its location.
   }];

@@ -233,6 +233,21 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       llvm::cl::desc("ZeRO-3: keep each gathered parameter from the forward "
                      "to the backward instead of gathering it again"),
       llvm::cl::init(false)};
+  Option<int64_t> zeroBucketBytes{
+      *this, "zero-bucket-bytes",
+      llvm::cl::desc("Largest bucket of gradients summed by one all-reduce "
+                     "(eff-zero bucket-bytes)"),
+      llvm::cl::init(26214400)};
+  Option<bool> zeroOverlap{
+      *this, "zero-overlap",
+      llvm::cl::desc("Split each collective into a start and a wait so that "
+                     "it moves while the step computes "
+                     "(eff-overlap-collectives); false: blocking collectives"),
+      llvm::cl::init(true)};
+  Option<int64_t> zeroPrefetch{
+      *this, "zero-prefetch",
+      llvm::cl::desc("ZeRO-3: parameters gathered ahead of their use"),
+      llvm::cl::init(1)};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),

@@ -732,6 +732,66 @@ def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
   ];
 }
 
+def EffOverlapCollectivesPass
+    : Pass<"eff-overlap-collectives", "::mlir::ModuleOp"> {
+  let summary = "Splits each collective into a start and a wait, so that it "
+                "runs while the step computes";
+  let description = [{
+    Runs on every function body at the eff level, last before lowering
+    (after `eff-schedule-memory`, whose order it keeps except where it says
+    below). Every `eff.all_reduce`, `eff.reduce_scatter` and
+    `eff.all_gather` becomes `eff.all_reduce_start` /
+    `eff.reduce_scatter_start` / `eff.all_gather_start` and an `eff.wait`
+    on its results; the runtime runs the collective on its communication
+    thread between the two, so the ops in between compute while it moves.
+    Values are unchanged: the same collective on the same buffer, and the
+    collectives still run in one order that every rank shares (the order
+    of the starts), so training is bit-identical to the blocking ops.
+
+    Placement, block by block (a micro-batch loop's body is its own block):
+    - a sum's start (all-reduce, reduce-scatter) goes right after the last
+      producer of its tensors: a bucket starts as soon as its gradients are
+      final;
+    - a gather's start goes right after the wait of the gather `prefetch`
+      gathers before it in the block (or after its input's producer, if
+      later), and after the gather before it (gathers keep their order):
+      ZeRO-3 gathers the next parameter while the layer before computes.
+      The first gather of a block stays where it was, the next
+      `prefetch - 1` start right after it;
+    - a wait, and every op after it that depends on its results, moves
+      down: a sum's to just after the next sum's start, a gather's to just
+      before the next gather's start, or else to just before the next op
+      with regions or the end of the block -- and never past an in-place
+      write (`bufferization.materialize_in_destination`) into a tensor
+      that one of the moved ops reads. The wait is right before the first
+      reader of its results, and a sum moves while the next stretch of the
+      backward computes (the optimizer updates that read it follow the
+      wait): at most two sums are in flight, and at most `prefetch`
+      gathered copies are held ahead of their readers.
+    The memory plan sees a buffer in flight as live from its start to its
+    last reader after the wait (the wait names the buffers), so it stays
+    exact; the extra bytes of overlap (a bucket's or a gradient's buffer
+    held through the next stretch of backward, a prefetched parameter) are
+    in the plan.
+
+    `eff.shard` is local and stays as it is. A module without collectives
+    is left unchanged.
+  }];
+  let options = [
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"1",
+           "Gathers started ahead of the one being waited for (ZeRO-3: "
+           "parameters gathered one ahead); 0 starts each gather where it "
+           "was">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numSplit", "split-collectives",
+              "Collectives split into a start and a wait">,
+    Statistic<"numOverlappedOps", "overlapped-ops",
+              "Ops between a start and its wait (they run while it moves)">
+  ];
+}
+
 def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
   let summary = "Places every temporary buffer at a static offset in one arena";
   let description = [{

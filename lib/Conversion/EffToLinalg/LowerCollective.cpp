@@ -13,6 +13,12 @@
 // `effrt_reduce_scatter_sum_f32` / `effrt_all_gather_f32` /
 // `effrt_shard_f32(send, recv, count)` once.
 //
+// The split collectives (eff.*_start and their eff.wait) lower the same way
+// at the start, with the `_start` variant of the call, which returns a
+// request; at the wait, `effrt_collective_wait(request, send, recv)` and the
+// results as tensors from there. The buffers' last use is then the wait (or
+// a reader after it), so the memory plan holds them while in flight.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringUtils.h"
@@ -32,6 +38,7 @@ namespace effopt::lowering {
 namespace {
 
 constexpr StringLiteral kAllReduceF32 = "effrt_allreduce_sum_f32";
+constexpr StringLiteral kCollectiveWait = "effrt_collective_wait";
 
 /// Declares `name` (private, no results) in the module unless it is there.
 static void declareCallee(PatternRewriter &rewriter, Operation *op,
@@ -53,6 +60,34 @@ static Value pointerTo(PatternRewriter &rewriter, Location loc, Value buffer) {
   Value address =
       arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), base);
   return LLVM::IntToPtrOp::create(rewriter, loc, ptrType, address);
+}
+
+/// The view of `input` in a bucket's buffer at `offset` (advanced past
+/// it), with `input` copied into it.
+static Value bucketView(PatternRewriter &rewriter, Location loc, Value buffer,
+                        Value input, int64_t &offset, bool several) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t n = type.getNumElements();
+  Value view = buffer;
+  if (several || type.getRank() != 1) {
+    view = memref::SubViewOp::create(
+        rewriter, loc, buffer, ArrayRef<int64_t>{offset}, ArrayRef<int64_t>{n},
+        ArrayRef<int64_t>{1});
+    if (type.getRank() == 0) {
+      view = memref::CollapseShapeOp::create(rewriter, loc, view,
+                                             ArrayRef<ReassociationIndices>{});
+    } else if (type.getRank() != 1) {
+      ReassociationIndices all =
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      view = memref::ExpandShapeOp::create(rewriter, loc, type.getShape(), view,
+                                           ArrayRef<ReassociationIndices>{all});
+    }
+  }
+  auto copy = bufferization::MaterializeInDestinationOp::create(rewriter, loc,
+                                                                input, view);
+  copy.setWritableAttr(rewriter.getUnitAttr());
+  offset += n;
+  return view;
 }
 
 /// A 1-D f32 collective with one input and one result (reduce_scatter,
@@ -125,31 +160,9 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
         rewriter, loc, MemRefType::get({total}, rewriter.getF32Type()));
     SmallVector<Value> views;
     int64_t offset = 0;
-    for (Value input : op.getInputs()) {
-      auto type = cast<RankedTensorType>(input.getType());
-      int64_t n = type.getNumElements();
-      Value view = buffer;
-      if (op.getInputs().size() > 1 || type.getRank() != 1) {
-        view = memref::SubViewOp::create(
-            rewriter, loc, buffer, ArrayRef<int64_t>{offset},
-            ArrayRef<int64_t>{n}, ArrayRef<int64_t>{1});
-        if (type.getRank() == 0) {
-          view = memref::CollapseShapeOp::create(
-              rewriter, loc, view, ArrayRef<ReassociationIndices>{});
-        } else if (type.getRank() != 1) {
-          ReassociationIndices all =
-              llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
-          view = memref::ExpandShapeOp::create(
-              rewriter, loc, type.getShape(), view,
-              ArrayRef<ReassociationIndices>{all});
-        }
-      }
-      auto copy = bufferization::MaterializeInDestinationOp::create(
-          rewriter, loc, input, view);
-      copy.setWritableAttr(rewriter.getUnitAttr());
-      views.push_back(view);
-      offset += n;
-    }
+    for (Value input : op.getInputs())
+      views.push_back(bucketView(rewriter, loc, buffer, input, offset,
+                                 op.getInputs().size() > 1));
 
     Value base =
         memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
@@ -169,6 +182,102 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
   }
 };
 
+/// Copies `input` into a fresh buffer of its own (the send buffer of a
+/// gather or scatter).
+static Value copyToBuffer(PatternRewriter &rewriter, Location loc,
+                          Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Value buffer = memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()));
+  auto copy = bufferization::MaterializeInDestinationOp::create(rewriter, loc,
+                                                                input, buffer);
+  copy.setWritableAttr(rewriter.getUnitAttr());
+  return buffer;
+}
+
+/// A split collective and its eff.wait -> at the start, what the blocking
+/// lowering does, with the call `<callee>_start` returning a request (i64);
+/// at the wait, `effrt_collective_wait(request, send, recv)`, then the
+/// results as tensors. The wait names both buffers, so the memory plan keeps
+/// them live while the collective moves them.
+template <typename OpTy> struct StartLowering : OpRewritePattern<OpTy> {
+  StartLowering(MLIRContext *context, StringRef callee)
+      : OpRewritePattern<OpTy>(context), callee(callee) {}
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    WaitOp wait;
+    for (Operation *user : op->getUsers())
+      wait = dyn_cast<WaitOp>(user);
+    if (!wait)
+      return rewriter.notifyMatchFailure(op, "is not waited for");
+    Location loc = op.getLoc();
+    MLIRContext *context = rewriter.getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(context);
+    Type i64 = rewriter.getI64Type();
+
+    Value send, recv;
+    SmallVector<Value> views;
+    int64_t count = 0;
+    if constexpr (std::is_same_v<OpTy, AllReduceStartOp>) {
+      for (Value input : op.getInputs()) {
+        auto type = cast<RankedTensorType>(input.getType());
+        if (!type.hasStaticShape())
+          return rewriter.notifyMatchFailure(op, "needs static tensors");
+        count += type.getNumElements();
+      }
+      send = recv = memref::AllocOp::create(
+          rewriter, loc, MemRefType::get({count}, rewriter.getF32Type()));
+      int64_t offset = 0;
+      for (Value input : op.getInputs())
+        views.push_back(bucketView(rewriter, loc, recv, input, offset,
+                                   op.getInputs().size() > 1));
+    } else {
+      auto inType = cast<RankedTensorType>(op.getInput().getType());
+      auto outType = cast<RankedTensorType>(op.getResult().getType());
+      send = copyToBuffer(rewriter, loc, op.getInput());
+      recv = memref::AllocOp::create(
+          rewriter, loc,
+          MemRefType::get(outType.getShape(), outType.getElementType()));
+      views.push_back(recv);
+      count = std::min(inType.getNumElements(), outType.getNumElements());
+    }
+    SmallVector<Value> args;
+    SmallVector<Type> argTypes;
+    if constexpr (std::is_same_v<OpTy, AllReduceStartOp>) {
+      args.push_back(pointerTo(rewriter, loc, recv));
+      argTypes.push_back(ptrType);
+    } else {
+      args = {pointerTo(rewriter, loc, send), pointerTo(rewriter, loc, recv)};
+      argTypes = {ptrType, ptrType};
+    }
+    args.push_back(arith::ConstantIntOp::create(rewriter, loc, count, 64));
+    argTypes.push_back(i64);
+    std::string startName = (callee + "_start").str();
+    declareCallee(rewriter, op, startName,
+                  rewriter.getFunctionType(argTypes, {i64}));
+    Value request =
+        func::CallOp::create(rewriter, loc, startName, TypeRange{i64}, args)
+            .getResult(0);
+
+    rewriter.setInsertionPoint(wait);
+    Location waitLoc = wait.getLoc();
+    declareCallee(rewriter, op, kCollectiveWait,
+                  rewriter.getFunctionType({i64, ptrType, ptrType}, {}));
+    func::CallOp::create(rewriter, waitLoc, kCollectiveWait, TypeRange{},
+                         ValueRange{request, pointerTo(rewriter, waitLoc, send),
+                                    pointerTo(rewriter, waitLoc, recv)});
+    SmallVector<Value> results;
+    for (auto [result, view] : llvm::zip_equal(wait.getResults(), views))
+      results.push_back(bufferization::ToTensorOp::create(
+          rewriter, waitLoc, result.getType(), view, /*restrict=*/true,
+          /*writable=*/true));
+    rewriter.replaceOp(wait, results);
+    rewriter.eraseOp(op);
+    return success();
+  }
+  StringRef callee;
+};
+
 } // namespace
 
 void populateCollectiveLowering(RewritePatternSet &patterns) {
@@ -179,6 +288,11 @@ void populateCollectiveLowering(RewritePatternSet &patterns) {
   patterns.add<BlockCollectiveLowering<AllGatherOp>>(context,
                                                      "effrt_all_gather_f32");
   patterns.add<BlockCollectiveLowering<ShardOp>>(context, "effrt_shard_f32");
+  patterns.add<StartLowering<AllReduceStartOp>>(context, kAllReduceF32);
+  patterns.add<StartLowering<ReduceScatterStartOp>>(
+      context, "effrt_reduce_scatter_sum_f32");
+  patterns.add<StartLowering<AllGatherStartOp>>(context,
+                                                "effrt_all_gather_f32");
 }
 
 } // namespace effopt::lowering

@@ -85,6 +85,30 @@ public:
   /// `data` becomes rank `root`'s `data` on every rank.
   virtual void broadcast(Device &device, DeviceSpan data, int root) = 0;
   virtual void barrier() = 0;
+
+  /// Started collectives: allReduceSum, reduceScatterSum and allGather that
+  /// return a request at once and run while the caller goes on; wait(r)
+  /// returns when request r (and every one started before it) has
+  /// finished. Until then the spans are the collective's. Collectives run
+  /// in the order they are started or called, so every rank runs the same
+  /// ones in the same order. By default a start runs the collective itself
+  /// (request 0, finished); MPI runs them on a communication thread.
+  virtual uint64_t startAllReduceSum(Device &device, DeviceSpan data,
+                                     DType dtype) {
+    allReduceSum(device, data, dtype);
+    return 0;
+  }
+  virtual uint64_t startReduceScatterSum(Device &device, DeviceSpan send,
+                                         DeviceSpan recv, DType dtype) {
+    reduceScatterSum(device, send, recv, dtype);
+    return 0;
+  }
+  virtual uint64_t startAllGather(Device &device, DeviceSpan send,
+                                  DeviceSpan recv) {
+    allGather(device, send, recv);
+    return 0;
+  }
+  virtual void wait(uint64_t request) { (void)request; }
 };
 
 /// The collectives of a run with one rank: sums and broadcasts leave the

@@ -34,6 +34,25 @@
  *                         All three work as effrt_allreduce_sum_f32: every
  *                         pointer inside the step's memory, every rank in
  *                         the same order, one rank: a copy.
+ *   effrt_allreduce_sum_f32_start / effrt_reduce_scatter_sum_f32_start /
+ *   effrt_all_gather_f32_start: the same collectives, started: each
+ *                         returns a request at once, and the collective
+ *                         runs on the rank's communication thread while
+ *                         the step computes (eff.*_start, from
+ *                         eff-overlap-collectives). The buffers are the
+ *                         collective's until it is waited for: nothing
+ *                         reads the result or writes the input before.
+ *                         Collectives run in the order they start (started
+ *                         and blocking ones alike), on every rank the same,
+ *                         with the same MPI calls as the blocking entry
+ *                         points: results are bit-identical.
+ *   effrt_collective_wait: returns once `request` has finished (and every
+ *                         one started before it); `send` and `recv` are
+ *                         its buffers (for an all-reduce the same one),
+ *                         checked against the request. With one rank, or
+ *                         where MPI cannot run a communication thread, the
+ *                         start runs the collective itself and the wait
+ *                         returns at once.
  *
  *   effrt_attention_fwd_strided_f32 / effrt_attention_bwd_strided_f32:
  *                         eff.attention and eff.attention_grad
@@ -107,6 +126,13 @@ void effrt_reduce_scatter_sum_f32(const float *send, float *recv,
                                   int64_t recvCount);
 void effrt_all_gather_f32(const float *send, float *recv, int64_t sendCount);
 void effrt_shard_f32(const float *whole, float *shard, int64_t shardCount);
+int64_t effrt_allreduce_sum_f32_start(float *data, int64_t count);
+int64_t effrt_reduce_scatter_sum_f32_start(const float *send, float *recv,
+                                           int64_t recvCount);
+int64_t effrt_all_gather_f32_start(const float *send, float *recv,
+                                   int64_t sendCount);
+void effrt_collective_wait(int64_t request, const float *send,
+                           const float *recv);
 
 /* Tiles of the attention kernels: query rows and key columns per tile. */
 #define EFFRT_ATTENTION_TILE_Q 64

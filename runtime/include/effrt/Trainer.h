@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace effrt {
 
@@ -87,6 +88,17 @@ struct LossScaleReading {
   int64_t skippedSteps = 0;
 };
 
+/// One rank's memory in a data-parallel run, gathered through the run's
+/// Collectives so that rank 0 can log every rank's.
+struct RankMemory {
+  /// The plan's bytes on that rank (its allocatedBytes).
+  uint64_t allocatedBytes = 0;
+  /// What its device reports those took (a GPU; 0: not measured).
+  uint64_t deviceBytes = 0;
+  /// Its process's resident memory after the step.
+  uint64_t rssBytes = 0;
+};
+
 /// What one step did: the fields of a log line.
 struct StepRecord {
   /// The global step, counting from 0 (and on across a resume).
@@ -105,6 +117,9 @@ struct StepRecord {
   /// What the device reports those took (a GPU; 0: not measured).
   uint64_t deviceBytes = 0;
   std::optional<LossScaleReading> lossScale;
+  /// Every rank's memory after this step, in rank order (a run of more
+  /// than one rank; empty otherwise).
+  std::vector<RankMemory> ranks;
 };
 
 struct RunResult {
@@ -155,6 +170,10 @@ public:
   StepRecord step();
   /// The record of the last step, if any step ran.
   const std::optional<StepRecord> &lastRecord() const;
+  /// Every rank's memory, in rank order, as the ranks last exchanged it
+  /// (at each stop agreement of run(): before the first step and after
+  /// each; after step()). Empty in a run of one rank.
+  const std::vector<RankMemory> &rankMemory() const;
 
   /// Asks the current or next run() to end after its step. Thread-safe.
   void requestStop();

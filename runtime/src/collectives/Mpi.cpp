@@ -11,6 +11,17 @@
 // &ompi_mpi_float, MPI_SUM &ompi_mpi_op_sum): they are found with dlsym
 // like the functions. MPI_IN_PLACE is (void *)1 in Open MPI's mpi.h.
 //
+// Overlap: one communication thread per rank makes every MPI call after
+// MPI_Init_thread, in the order the rank asks for them (blocking ones and
+// the started ones of eff-overlap-collectives alike), so the started
+// collectives move while the compute threads run the step, and the ranks
+// still run the same MPI calls in the same order as without overlap:
+// results are bit-identical. (Open MPI's nonblocking collectives only
+// progress inside MPI calls, which the step makes none of.) MPI is asked
+// for MPI_THREAD_SERIALIZED, which this needs: one thread at a time, the
+// queue's lock ordering them. Where MPI gives less, every call runs on the
+// caller's thread and a start finishes before it returns.
+//
 // Errors: MPI's default handler (MPI_ERRORS_ARE_FATAL) aborts every rank
 // with Open MPI's own message, so a failed collective never hangs the
 // others; finishMpi(true) does the same for an error of effrun's own.
@@ -22,9 +33,14 @@
 #include "effrt/DynamicLibrary.h"
 #include "effrt/Error.h"
 
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <functional>
 #include <mutex>
+#include <thread>
 
 #include <dlfcn.h>
 
@@ -36,12 +52,14 @@ namespace {
 using MpiComm = void *;
 using MpiDatatype = void *;
 using MpiOp = void *;
+using MpiRequest = void *;
 void *const kMpiInPlace = reinterpret_cast<void *>(1);
 constexpr int kMpiThreadSerialized = 2; // MPI_THREAD_SERIALIZED in Open MPI
 
 #define EFFRT_MPI_SYMBOLS(X)                                                   \
   X(MPI_Initialized, int, int *)                                               \
   X(MPI_Finalized, int, int *)                                                 \
+  X(MPI_Query_thread, int, int *)                                              \
   X(MPI_Init_thread, int, int *, char ***, int, int *)                         \
   X(MPI_Finalize, int)                                                         \
   X(MPI_Abort, int, MpiComm, int)                                              \
@@ -54,6 +72,13 @@ constexpr int kMpiThreadSerialized = 2; // MPI_THREAD_SERIALIZED in Open MPI
   X(MPI_Allgather, int, const void *, int, MpiDatatype, void *, int,           \
     MpiDatatype, MpiComm)                                                      \
   X(MPI_Bcast, int, void *, int, MpiDatatype, int, MpiComm)                    \
+  X(MPI_Iallreduce, int, const void *, void *, int, MpiDatatype, MpiOp,        \
+    MpiComm, MpiRequest *)                                                     \
+  X(MPI_Ireduce_scatter_block, int, const void *, void *, int, MpiDatatype,    \
+    MpiOp, MpiComm, MpiRequest *)                                              \
+  X(MPI_Iallgather, int, const void *, int, MpiDatatype, void *, int,          \
+    MpiDatatype, MpiComm, MpiRequest *)                                        \
+  X(MPI_Test, int, MpiRequest *, int *, void *)                                \
   X(MPI_Barrier, int, MpiComm)
 EFFRT_SYMBOL_TABLE(MpiSymbols, EFFRT_MPI_SYMBOLS);
 
@@ -75,28 +100,58 @@ public:
         fail("MPI_Init_thread failed");
       ownsInit_ = true;
     }
+    int level = 0;
+    mpi_.MPI_Query_thread(&level);
     mpi_.MPI_Comm_rank(world_, &rank_);
     mpi_.MPI_Comm_size(world_, &size_);
+    if (level >= kMpiThreadSerialized && size_ > 1)
+      thread_ = std::thread([this] { communicate(); });
+    const char *progress = std::getenv("EFFRT_MPI_PROGRESS");
+    poll_ =
+        thread_.joinable() && !(progress && std::string(progress) == "block");
   }
+
+  ~Mpi() override { stopThread(); }
 
   std::string name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int worldSize() const override { return size_; }
 
   void allReduceSum(Device &device, DeviceSpan data, DType dtype) override {
-    auto [sumDtype, bytes] = sumType(device, dtype, "all-reduce");
-    MpiDatatype type = sumDtype;
-    uint64_t element = bytes;
+    wait(startAllReduceSum(device, data, dtype));
+  }
+  void reduceScatterSum(Device &device, DeviceSpan send, DeviceSpan recv,
+                        DType dtype) override {
+    wait(startReduceScatterSum(device, send, recv, dtype));
+  }
+  void allGather(Device &device, DeviceSpan send, DeviceSpan recv) override {
+    wait(startAllGather(device, send, recv));
+  }
+
+  uint64_t startAllReduceSum(Device &device, DeviceSpan data,
+                             DType dtype) override {
+    auto [type, element] = sumType(device, dtype, "all-reduce");
     std::byte *p = host(device, data, "all-reduce");
-    forChunks(data.bytes / element, [&](uint64_t first, int count) {
-      check(mpi_.MPI_Allreduce(kMpiInPlace, p + first * element, count, type,
-                               sum_, world_),
-            "MPI_Allreduce");
+    uint64_t total = data.bytes / element;
+    return enqueue([this, type = type, element = element, p, total] {
+      forChunks(total, [&](uint64_t first, int count) {
+        if (poll_) {
+          MpiRequest request = nullptr;
+          check(mpi_.MPI_Iallreduce(kMpiInPlace, p + first * element, count,
+                                    type, sum_, world_, &request),
+                "MPI_Iallreduce");
+          finish(request, "MPI_Iallreduce");
+        } else {
+          check(mpi_.MPI_Allreduce(kMpiInPlace, p + first * element, count,
+                                   type, sum_, world_),
+                "MPI_Allreduce");
+        }
+      });
     });
   }
 
-  void reduceScatterSum(Device &device, DeviceSpan send, DeviceSpan recv,
-                        DType dtype) override {
+  uint64_t startReduceScatterSum(Device &device, DeviceSpan send,
+                                 DeviceSpan recv, DType dtype) override {
     auto [type, element] = sumType(device, dtype, "reduce-scatter");
     if (send.bytes != recv.bytes * static_cast<uint64_t>(size_))
       fail(device.label(), ": reduce-scatter of ", send.bytes, " bytes into ",
@@ -105,49 +160,92 @@ public:
     if (count > INT_MAX)
       fail(device.label(), ": reduce-scatter blocks of ", count,
            " elements are more than MPI counts (", INT_MAX, ")");
-    check(mpi_.MPI_Reduce_scatter_block(host(device, send, "reduce-scatter"),
-                                        host(device, recv, "reduce-scatter"),
-                                        static_cast<int>(count), type, sum_,
-                                        world_),
-          "MPI_Reduce_scatter_block");
+    const std::byte *in = host(device, send, "reduce-scatter");
+    std::byte *out = host(device, recv, "reduce-scatter");
+    return enqueue([this, type = type, in, out, count] {
+      if (poll_) {
+        MpiRequest request = nullptr;
+        check(mpi_.MPI_Ireduce_scatter_block(in, out, static_cast<int>(count),
+                                             type, sum_, world_, &request),
+              "MPI_Ireduce_scatter_block");
+        finish(request, "MPI_Ireduce_scatter_block");
+      } else {
+        check(mpi_.MPI_Reduce_scatter_block(in, out, static_cast<int>(count),
+                                            type, sum_, world_),
+              "MPI_Reduce_scatter_block");
+      }
+    });
   }
 
-  void allGather(Device &device, DeviceSpan send, DeviceSpan recv) override {
+  uint64_t startAllGather(Device &device, DeviceSpan send,
+                          DeviceSpan recv) override {
     if (recv.bytes != send.bytes * static_cast<uint64_t>(size_))
       fail(device.label(), ": all-gather of ", send.bytes, " bytes into ",
            recv.bytes, " bytes across ", size_, " ranks");
     if (send.bytes > INT_MAX)
       fail(device.label(), ": all-gather blocks of ", send.bytes,
            " bytes are more than MPI counts (", INT_MAX, ")");
-    check(mpi_.MPI_Allgather(host(device, send, "all-gather"),
-                             static_cast<int>(send.bytes), byte_,
-                             host(device, recv, "all-gather"),
-                             static_cast<int>(send.bytes), byte_, world_),
-          "MPI_Allgather");
+    const std::byte *in = host(device, send, "all-gather");
+    std::byte *out = host(device, recv, "all-gather");
+    int bytes = static_cast<int>(send.bytes);
+    return enqueue([this, in, out, bytes] {
+      if (poll_) {
+        MpiRequest request = nullptr;
+        check(mpi_.MPI_Iallgather(in, bytes, byte_, out, bytes, byte_, world_,
+                                  &request),
+              "MPI_Iallgather");
+        finish(request, "MPI_Iallgather");
+      } else {
+        check(mpi_.MPI_Allgather(in, bytes, byte_, out, bytes, byte_, world_),
+              "MPI_Allgather");
+      }
+    });
   }
 
   void allGatherHost(const void *send, void *recv, uint64_t bytes) override {
     if (bytes > INT_MAX)
       fail("all-gather blocks of ", bytes, " bytes are more than MPI counts (",
            INT_MAX, ")");
-    check(mpi_.MPI_Allgather(send, static_cast<int>(bytes), byte_, recv,
-                             static_cast<int>(bytes), byte_, world_),
-          "MPI_Allgather");
+    run([&] {
+      check(mpi_.MPI_Allgather(send, static_cast<int>(bytes), byte_, recv,
+                               static_cast<int>(bytes), byte_, world_),
+            "MPI_Allgather");
+    });
   }
 
   void broadcast(Device &device, DeviceSpan data, int root) override {
     if (root < 0 || root >= size_)
       fail(device.label(), ": broadcast from rank ", root, " of ", size_);
     std::byte *p = host(device, data, "broadcast");
-    forChunks(data.bytes, [&](uint64_t first, int count) {
-      check(mpi_.MPI_Bcast(p + first, count, byte_, root, world_), "MPI_Bcast");
+    run([&] {
+      forChunks(data.bytes, [&](uint64_t first, int count) {
+        check(mpi_.MPI_Bcast(p + first, count, byte_, root, world_),
+              "MPI_Bcast");
+      });
     });
   }
 
-  void barrier() override { check(mpi_.MPI_Barrier(world_), "MPI_Barrier"); }
+  void barrier() override {
+    run([&] { check(mpi_.MPI_Barrier(world_), "MPI_Barrier"); });
+  }
+
+  void wait(uint64_t request) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finishedChanged_.wait(lock, [&] { return finished_ >= request; });
+    if (!error_.empty())
+      fail(error_);
+  }
 
   /// MPI_Finalize, or MPI_Abort on every rank after a failure.
   void finish(bool failed) {
+    if (failed) {
+      // The communication thread may be inside a collective that waits for
+      // a rank that is gone: abort without waiting for it.
+      if (thread_.joinable())
+        thread_.detach();
+    } else {
+      stopThread();
+    }
     int finalized = 0;
     mpi_.MPI_Finalized(&finalized);
     if (finalized)
@@ -159,6 +257,84 @@ public:
   }
 
 private:
+  /// Queues `task` (MPI calls) for the communication thread; returns its
+  /// request. Without the thread, runs it now.
+  uint64_t enqueue(std::function<void()> task) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!error_.empty())
+      fail(error_);
+    uint64_t request = ++issued_;
+    if (!thread_.joinable()) {
+      lock.unlock();
+      task();
+      lock.lock();
+      finished_ = request;
+      return request;
+    }
+    queue_.emplace_back(std::move(task));
+    queued_.notify_one();
+    return request;
+  }
+
+  /// Runs `task` (MPI calls) after everything queued before it.
+  template <typename Fn> void run(Fn task) { wait(enqueue(task)); }
+
+  /// Drives `request` to completion with MPI_Test, sleeping between tests
+  /// once it has waited a while, so that a rank waiting for a slower one
+  /// leaves the cores to the step's threads.
+  void finish(MpiRequest request, const char *what) {
+    int done = 0;
+    for (int tries = 0;; ++tries) {
+      check(mpi_.MPI_Test(&request, &done, nullptr), what);
+      if (done)
+        return;
+      if (tries < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(tries < 256 ? 10 : 50));
+    }
+  }
+
+  /// The communication thread: runs the queue in order. After a failure it
+  /// runs nothing more (the ranks' calls would no longer match) and every
+  /// wait reports the failure.
+  void communicate() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      queued_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty())
+        return;
+      std::function<void()> task = std::move(queue_.front());
+      queue_.pop_front();
+      bool skip = !error_.empty();
+      lock.unlock();
+      std::string error;
+      if (!skip) {
+        try {
+          task();
+        } catch (const std::exception &e) {
+          error = e.what();
+        }
+      }
+      lock.lock();
+      if (!error.empty() && error_.empty())
+        error_ = error;
+      ++finished_;
+      finishedChanged_.notify_all();
+    }
+  }
+
+  void stopThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    queued_.notify_one();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
   static DynamicLibrary open() {
     // Open MPI loads its components (dlopen'ed plugins) that resolve
     // libmpi's symbols from the global scope: make them global first.
@@ -216,6 +392,18 @@ private:
   MpiOp sum_ = nullptr;
   int rank_ = 0, size_ = 1;
   bool ownsInit_ = false;
+  /// The step's collectives as MPI_I* requests tested (and slept on) by
+  /// the communication thread, instead of blocking MPI calls that spin.
+  bool poll_ = false;
+
+  // The communication thread and its queue (guarded by mutex_).
+  std::mutex mutex_;
+  std::condition_variable queued_, finishedChanged_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t issued_ = 0, finished_ = 0;
+  std::string error_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 std::mutex mpiMutex;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -34,6 +35,10 @@ void *const effrt_kernel_symbols[] = {
     reinterpret_cast<void *>(&effrt_reduce_scatter_sum_f32),
     reinterpret_cast<void *>(&effrt_all_gather_f32),
     reinterpret_cast<void *>(&effrt_shard_f32),
+    reinterpret_cast<void *>(&effrt_allreduce_sum_f32_start),
+    reinterpret_cast<void *>(&effrt_reduce_scatter_sum_f32_start),
+    reinterpret_cast<void *>(&effrt_all_gather_f32_start),
+    reinterpret_cast<void *>(&effrt_collective_wait),
 #ifdef EFFRT_HAVE_ONEDNN
     reinterpret_cast<void *>(&effrt_conv2d_fwd_f32),
     reinterpret_cast<void *>(&effrt_conv2d_bwd_data_f32),
@@ -142,6 +147,40 @@ public:
     CpuDevice *outer = std::exchange(running, this);
     entry_(&state, &arena, &io);
     running = outer;
+    if (!pending_.empty()) {
+      // Compiled code waits for every collective it starts; one left over
+      // would let the step's buffers change under it.
+      for (auto &[handle, p] : pending_)
+        collectives().wait(p.request);
+      pending_.clear();
+      fail(label(), ": the step started a collective it never waited for");
+    }
+  }
+
+  /// A collective the step started and has not waited for yet.
+  struct Pending {
+    uint64_t request;
+    const void *send, *recv;
+  };
+  /// Registers a started collective; returns its handle for compiled code.
+  int64_t addPending(Pending p) {
+    int64_t handle = ++lastHandle_;
+    pending_.emplace(handle, p);
+    return handle;
+  }
+  /// Waits for the collective behind `handle`, which must use `send` and
+  /// `recv`.
+  void waitPending(int64_t handle, const void *send, const void *recv) {
+    auto it = pending_.find(handle);
+    if (it == pending_.end())
+      fail(label(), ": wait for collective request ", handle,
+           ", which is not in flight");
+    Pending p = it->second;
+    pending_.erase(it);
+    if (p.send != send || p.recv != recv)
+      fail(label(), ": wait for collective request ", handle,
+           " names other buffers than its start");
+    collectives().wait(p.request);
   }
 
   /// The device whose step is running, for the kernels it calls.
@@ -174,6 +213,8 @@ private:
   }
 
   Region state_, arena_, io_;
+  std::map<int64_t, Pending> pending_;
+  int64_t lastHandle_ = 0;
   std::unique_ptr<SharedObject> code_;
   EffxStepFn entry_ = nullptr;
 };
@@ -241,6 +282,57 @@ extern "C" void effrt_all_gather_f32(const float *send, float *recv,
     DeviceSpan in = floatSpan(device, "all-gather", send, sendCount);
     DeviceSpan out = floatSpan(device, "all-gather", recv, sendCount * n);
     device.collectives().allGather(device, in, out);
+  });
+}
+
+extern "C" int64_t effrt_allreduce_sum_f32_start(float *data, int64_t count) {
+  int64_t handle = 0;
+  collectiveCall("effrt_allreduce_sum_f32_start", [&](CpuDevice &device) {
+    DeviceSpan span = floatSpan(device, "all-reduce", data, count);
+    uint64_t request =
+        device.collectives().startAllReduceSum(device, span, DType::F32);
+    handle = device.addPending({request, data, data});
+  });
+  return handle;
+}
+
+extern "C" int64_t effrt_reduce_scatter_sum_f32_start(const float *send,
+                                                      float *recv,
+                                                      int64_t recvCount) {
+  int64_t handle = 0;
+  collectiveCall("effrt_reduce_scatter_sum_f32_start", [&](CpuDevice &device) {
+    int64_t n = device.collectives().worldSize();
+    if (recvCount < 0 || recvCount > INT64_MAX / n)
+      fail(device.label(), ": reduce-scatter of ", recvCount,
+           " elements a rank");
+    DeviceSpan in = floatSpan(device, "reduce-scatter", send, recvCount * n);
+    DeviceSpan out = floatSpan(device, "reduce-scatter", recv, recvCount);
+    uint64_t request =
+        device.collectives().startReduceScatterSum(device, in, out, DType::F32);
+    handle = device.addPending({request, send, recv});
+  });
+  return handle;
+}
+
+extern "C" int64_t effrt_all_gather_f32_start(const float *send, float *recv,
+                                              int64_t sendCount) {
+  int64_t handle = 0;
+  collectiveCall("effrt_all_gather_f32_start", [&](CpuDevice &device) {
+    int64_t n = device.collectives().worldSize();
+    if (sendCount < 0 || sendCount > INT64_MAX / n)
+      fail(device.label(), ": all-gather of ", sendCount, " elements a rank");
+    DeviceSpan in = floatSpan(device, "all-gather", send, sendCount);
+    DeviceSpan out = floatSpan(device, "all-gather", recv, sendCount * n);
+    uint64_t request = device.collectives().startAllGather(device, in, out);
+    handle = device.addPending({request, send, recv});
+  });
+  return handle;
+}
+
+extern "C" void effrt_collective_wait(int64_t request, const float *send,
+                                      const float *recv) {
+  collectiveCall("effrt_collective_wait", [&](CpuDevice &device) {
+    device.waitPending(request, send, recv);
   });
 }
 

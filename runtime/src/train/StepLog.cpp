@@ -43,6 +43,18 @@ void StepLog::write(const StepRecord &r) {
                      static_cast<double>(r.lossScale->scale),
                      r.lossScale->skipped ? "true" : "false",
                      r.lossScale->skippedSteps);
+  for (size_t i = 0; n >= 0 && i < r.ranks.size(); ++i) {
+    const RankMemory &m = r.ranks[i];
+    n = std::fprintf(file_,
+                     "%s{\"rank\": %zu, \"allocated_bytes\": %" PRIu64
+                     ", \"rss_bytes\": %" PRIu64,
+                     i == 0 ? ", \"ranks\": [" : ", ", i, m.allocatedBytes,
+                     m.rssBytes);
+    if (n >= 0 && m.deviceBytes)
+      n = std::fprintf(file_, ", \"device_bytes\": %" PRIu64, m.deviceBytes);
+    if (n >= 0)
+      n = std::fprintf(file_, i + 1 == r.ranks.size() ? "}]" : "}");
+  }
   if (n >= 0)
     n = std::fprintf(file_, "}\n");
   if (n < 0 || std::fflush(file_) != 0)

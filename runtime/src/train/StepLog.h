@@ -11,6 +11,14 @@
 // allocation took (a GPU: the drop of its free memory). "allocated_bytes"
 // counts the regions and the libraries' workspace: the plan's total. A loss that is not finite is written as null.
 //
+// A run of N > 1 ranks (rank 0 writes) adds every rank's memory after the
+// step, gathered through the run's Collectives:
+//
+//   "ranks": [{"rank": 0, "allocated_bytes": 231872, "rss_bytes": 9252864},
+//             {"rank": 1, ...}]
+//
+// ("device_bytes" too where measured).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef EFFRT_SRC_TRAIN_STEPLOG_H

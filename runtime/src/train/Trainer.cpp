@@ -83,6 +83,13 @@ struct Trainer::Impl {
   std::optional<LossScaleWatch> scaling;
   std::unique_ptr<StepLog> log;
   std::optional<StepRecord> last;
+  /// Ranks of the run.
+  int ranks = 1;
+  /// A multi-rank run's last step, logged once every rank's memory after
+  /// it is gathered (at the next stop agreement, or at once by step()).
+  bool unlogged = false;
+  /// Every rank's memory as last gathered (a run of more than one rank).
+  std::vector<RankMemory> rankMemory;
   std::atomic<bool> stopRequested{false};
   std::optional<StopSignals> signals;
   /// The global step whose batch is already in the inputs (fed while the
@@ -106,6 +113,7 @@ struct Trainer::Impl {
                      "--nproc " + std::to_string(m.worldSize) + ")"
                : std::string());
     rank = o.collectives ? o.collectives->rank() : 0;
+    this->ranks = ranks;
     if (rank != 0) {
       // Rank 0 writes for all (the others still gather sharded state with
       // it: they keep the path but never write it).
@@ -166,19 +174,40 @@ struct Trainer::Impl {
   std::pair<bool, int> takeStop() {
     int signo = signals ? StopSignals::take() : 0;
     bool requested = stopRequested.exchange(false);
-    const std::shared_ptr<Collectives> &c = options.collectives;
-    if (c && c->worldSize() > 1) {
-      int32_t mine[2] = {signo != 0 || requested, signo};
-      std::vector<int32_t> all(2 * static_cast<size_t>(c->worldSize()));
-      c->allGatherHost(mine, all.data(), sizeof(mine));
+    if (ranks > 1) {
+      std::vector<uint64_t> all = exchange(signo != 0 || requested, signo);
       requested = false;
-      for (size_t r = 0; r < all.size(); r += 2) {
+      for (size_t r = 0; r < all.size(); r += kExchanged) {
         requested = requested || all[r];
         if (!signo)
-          signo = all[r + 1];
+          signo = static_cast<int>(all[r + 1]);
       }
     }
     return {signo != 0 || requested, signo};
+  }
+
+  /// What each rank sends at a stop agreement: stop?, signal, and its
+  /// memory (RankMemory's three fields).
+  static constexpr size_t kExchanged = 5;
+
+  /// Gathers every rank's stop request and memory (the resident memory
+  /// after its last step, or now before the first) in one all-gather;
+  /// completes the last step's log line with the memory.
+  std::vector<uint64_t> exchange(bool stop, int signo) {
+    uint64_t mine[kExchanged] = {stop, static_cast<uint64_t>(signo), allocated,
+                                 deviceBytes,
+                                 last ? last->rssBytes : rss.read()};
+    std::vector<uint64_t> all(kExchanged * static_cast<size_t>(ranks));
+    options.collectives->allGatherHost(mine, all.data(), sizeof(mine));
+    rankMemory.clear();
+    for (size_t r = 0; r < all.size(); r += kExchanged)
+      rankMemory.push_back({all[r + 2], all[r + 3], all[r + 4]});
+    if (unlogged) {
+      last->ranks = rankMemory;
+      log->write(*last);
+      unlogged = false;
+    }
+    return all;
   }
 
   /// `measureRss`: read the resident memory (a system call) even without a
@@ -212,13 +241,16 @@ struct Trainer::Impl {
     r.loss = loss;
     r.timeMs = std::chrono::duration<double, std::milli>(t1 - t0).count();
     r.samplesPerS = r.timeMs > 0 ? samplesPerStep * 1000.0 / r.timeMs : 0.0;
-    r.rssBytes = log || measureRss ? rss.read() : 0;
+    // Every rank of a multi-rank run reads it: rank 0 logs them all.
+    r.rssBytes = log || measureRss || ranks > 1 ? rss.read() : 0;
     r.allocatedBytes = allocated;
     r.deviceBytes = deviceBytes;
     if (scaling->enabled())
       r.lossScale = LossScaleWatch::read(s);
     last = r;
-    if (log)
+    if (log && ranks > 1)
+      unlogged = true; // written with every rank's memory (exchange())
+    else if (log)
       log->write(r);
     if (r.lossScale)
       if (std::optional<std::string> stuck =
@@ -246,6 +278,9 @@ int64_t Trainer::samplesPerStep() const { return impl_->samplesPerStep; }
 const std::optional<StepRecord> &Trainer::lastRecord() const {
   return impl_->last;
 }
+const std::vector<RankMemory> &Trainer::rankMemory() const {
+  return impl_->rankMemory;
+}
 void Trainer::requestStop() { impl_->stopRequested = true; }
 
 StepRecord Trainer::step() {
@@ -255,7 +290,12 @@ StepRecord Trainer::step() {
     fail(t.options.effx, ": the step counter is at its maximum");
   t.data->checkSteps(first, 1);
   t.openLog();
-  return t.runStep(/*measureRss=*/true);
+  StepRecord r = t.runStep(/*measureRss=*/true);
+  if (t.ranks > 1) {
+    t.exchange(false, 0);
+    r.ranks = t.rankMemory;
+  }
+  return r;
 }
 
 RunResult Trainer::run(int64_t count, const StepCallback &onStep) {

@@ -143,6 +143,13 @@ int run(const Options &o) {
       std::fprintf(stderr, "; saved %s", o.save.c_str());
     if (!o.mergeLora.empty())
       std::fprintf(stderr, "; merged LoRA weights in %s", o.mergeLora.c_str());
+    // Each rank's planned bytes and resident memory at the end.
+    const std::vector<RankMemory> &ranks = trainer.rankMemory();
+    for (size_t r = 0; r < ranks.size(); ++r)
+      std::fprintf(stderr,
+                   "%s rank %zu planned %" PRIu64 " B, resident %" PRIu64 " B",
+                   r == 0 ? "; memory:" : ",", r, ranks[r].allocatedBytes,
+                   ranks[r].rssBytes);
     std::fprintf(stderr, "\n");
   }
   return 0;

@@ -341,3 +341,23 @@ func.func @reduce_scatter_gather_shard(%a: tensor<256xf32>, %b: tensor<64xf32>) 
   %2 = eff.shard %a {world_size = 4 : i64} : tensor<256xf32> -> tensor<64xf32>
   return %0, %1, %2 : tensor<64xf32>, tensor<256xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A started collective costs what the blocking one does; its wait moves
+// nothing more.
+func.func @started(%a: tensor<256xf32>, %b: tensor<64xf32>) -> (tensor<256xf32>, tensor<64xf32>, tensor<256xf32>) {
+  // expected-remark @+1 {{flops = 192, read = 1024, written = 1024}}
+  %0 = eff.all_reduce_start %a {world_size = 4 : i64} : tensor<256xf32>
+  // expected-remark @+1 {{flops = 192, read = 1024, written = 256}}
+  %1 = eff.reduce_scatter_start %a {world_size = 4 : i64} : tensor<256xf32> -> tensor<64xf32>
+  // expected-remark @+1 {{flops = 0, read = 256, written = 1024}}
+  %2 = eff.all_gather_start %b {world_size = 4 : i64} : tensor<64xf32> -> tensor<256xf32>
+  // expected-remark @+1 {{flops = 0, read = 0, written = 0}}
+  %3 = eff.wait %0 : tensor<256xf32>
+  // expected-remark @+1 {{flops = 0, read = 0, written = 0}}
+  %4 = eff.wait %1 : tensor<64xf32>
+  // expected-remark @+1 {{flops = 0, read = 0, written = 0}}
+  %5 = eff.wait %2 : tensor<256xf32>
+  return %3, %4, %5 : tensor<256xf32>, tensor<64xf32>, tensor<256xf32>
+}

@@ -613,3 +613,25 @@ func.func @nll_loss(%x: tensor<32x10xf32>, %l: tensor<32xi64>, %w: tensor<10xf32
   %1 = eff.nll_loss none, %x, %l weight %w {ignore_index = 0 : i64} : (tensor<32x10xf32>, tensor<32xi64>, tensor<10xf32>) -> tensor<32xf32>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @started_collectives
+// CHECK: %[[F:.*]]:2 = eff.all_reduce_start %{{.*}}, %{{.*}} {world_size = 2 : i64} : tensor<4xf32>, tensor<f32>
+// CHECK: eff.wait %[[F]]#0, %[[F]]#1 : tensor<4xf32>, tensor<f32>
+// CHECK: %[[R:.*]] = eff.reduce_scatter_start %{{.*}} {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+// CHECK: eff.wait %[[R]] : tensor<2xf32>
+// CHECK: %[[G:.*]] = eff.all_gather_start %{{.*}} {eff.recomputed, world_size = 2 : i64} : tensor<2xf32> -> tensor<4xf32>
+// CHECK: eff.wait %[[G]] : tensor<4xf32>
+// GENERIC-LABEL: sym_name = "started_collectives"
+// GENERIC: "eff.all_reduce_start"
+// GENERIC: "eff.wait"
+func.func @started_collectives(%x: tensor<4xf32>, %s: tensor<f32>, %h: tensor<2xf32>) {
+  %f:2 = eff.all_reduce_start %x, %s {world_size = 2 : i64} : tensor<4xf32>, tensor<f32>
+  %0:2 = eff.wait %f#0, %f#1 : tensor<4xf32>, tensor<f32>
+  %r = eff.reduce_scatter_start %x {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+  %1 = eff.wait %r : tensor<2xf32>
+  %g = eff.all_gather_start %h {eff.recomputed, world_size = 2 : i64} : tensor<2xf32> -> tensor<4xf32>
+  %2 = eff.wait %g : tensor<4xf32>
+  return
+}

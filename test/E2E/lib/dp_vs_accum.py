@@ -75,6 +75,39 @@ def compare(label, losses, state, ref_losses, ref_state, args):
     return failures
 
 
+def check_rank_memory(log, ranks, effc_cmd, work):
+    """Every line of rank 0's log lists every rank's memory after the step:
+    the planned bytes (the plan of one rank, from effc --report-json) and
+    the resident memory, which holds at least the planned regions."""
+    report = os.path.join(work, "plan.json")
+    run(effc_cmd + ["-o", os.path.join(work, "plan.effx"), "--report-json",
+                    report])
+    planned = json.load(open(report))["total_bytes"]
+    failures = 0
+    lines = [json.loads(line) for line in open(log)]
+    for rec in lines:
+        got = rec.get("ranks", [])
+        if [r["rank"] for r in got] != list(range(ranks)):
+            print("step %d: ranks %s in the log, expected 0..%d MISMATCH" %
+                  (rec["step"], [r["rank"] for r in got], ranks - 1))
+            failures += 1
+            continue
+        for r in got:
+            if r["allocated_bytes"] != planned:
+                print("step %d: rank %d planned %d bytes, the plan says %d "
+                      "MISMATCH" % (rec["step"], r["rank"],
+                                    r["allocated_bytes"], planned))
+                failures += 1
+            if r["rss_bytes"] < planned:
+                print("step %d: rank %d resident %d bytes, below its plan's "
+                      "%d MISMATCH" % (rec["step"], r["rank"], r["rss_bytes"],
+                                       planned))
+                failures += 1
+    print("rank memory: %d steps, %d ranks, each planned %d bytes" %
+          (len(lines), ranks, planned))
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
@@ -98,6 +131,15 @@ def main():
                          "of all steps (a ZeRO checkpoint is consolidated: "
                          "whole optimizer state under single-process names); "
                          "and the other way round")
+    ap.add_argument("--vs-blocking", action="store_true",
+                    help="also: the same build with blocking collectives "
+                         "(effc --zero-overlap=false) on mpirun; the "
+                         "overlapped run must be bit-identical to it")
+    ap.add_argument("--rank-memory", action="store_true",
+                    help="also: rank 0's log carries every rank's memory "
+                         "after each step: planned bytes equal to effc "
+                         "--report-json's total, resident memory at least "
+                         "that")
     ap.add_argument("--accum", type=int, default=1,
                     help="micro-batches of every rank (K): N ranks then "
                          "train like --accum N*K")
@@ -154,6 +196,23 @@ def main():
                  + (["--zero-keep-gathered"] if args.keep_gathered else []))
     mpi = train("mpirun", dp,
                 lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
+    failures = 0
+    if args.vs_blocking:
+        blocking = train("blocking", compile(
+            "blocking", ["--world-size", str(N), "--accum", str(K),
+                         "--zero", str(args.zero), "--zero-overlap=false"]
+            + (["--zero-keep-gathered"] if args.keep_gathered else [])),
+            lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
+        exact = argparse.Namespace(**vars(args))
+        exact.rtol = exact.atol = 0.0
+        failures += compare("overlapped vs blocking (bit-identical)", *mpi,
+                            *blocking, exact)
+    if args.rank_memory:
+        failures += check_rank_memory(
+            os.path.join(args.work, "mpirun.jsonl"), N,
+            [effc, onnx_path] + t.effc_flags(args) + args.effc
+            + ["--world-size", str(N), "--accum", str(K), "--zero",
+               str(args.zero)], args.work)
     nproc = None if args.no_nproc else train(
         "nproc", dp, lambda e: [effrun, e, "--nproc", str(N)])
     # Only rank 0 writes: one log line per step, not N.
@@ -164,8 +223,8 @@ def main():
         vs_torch.rtol = args.torch_rtol
     if args.torch_atol is not None:
         vs_torch.atol = args.torch_atol
-    failures = compare("accum vs torch", *accum, ref_losses, ref_state,
-                       vs_torch)
+    failures += compare("accum vs torch", *accum, ref_losses, ref_state,
+                        vs_torch)
     failures += compare("mpirun vs accum", *mpi, *accum, args)
     if nproc:
         failures += compare("nproc vs accum", *nproc, *accum, args)

@@ -54,3 +54,90 @@ LogicalResult ShardOp::verify() {
   return verifyBlocks(*this, getWorldSize(), getInput().getType(),
                       getResult().getType(), /*gathers=*/false);
 }
+
+//===----------------------------------------------------------------------===//
+// Split collectives
+//===----------------------------------------------------------------------===//
+
+/// A start's results are in flight: their one reader is the eff.wait that
+/// takes all of them, in order, later in the same block.
+static LogicalResult verifyInFlight(Operation *start) {
+  if (start->getNumResults() == 0)
+    return success();
+  Operation *wait = nullptr;
+  for (Value result : start->getResults())
+    for (Operation *user : result.getUsers()) {
+      if (!isa<WaitOp>(user))
+        return start->emitOpError("result is in flight: only eff.wait may "
+                                  "read it, not ")
+               << user->getName();
+      if (wait && wait != user)
+        return start->emitOpError(
+            "results are waited for by more than one eff.wait");
+      wait = user;
+    }
+  if (!wait)
+    return success(); // not waited for yet (a pass is building the pair)
+  if (wait->getOperands() != ValueRange(start->getResults()))
+    return start->emitOpError(
+        "eff.wait must take every result of the start, in order");
+  if (wait->getBlock() != start->getBlock() || wait->isBeforeInBlock(start))
+    return start->emitOpError(
+        "eff.wait must follow the start in the same block");
+  return success();
+}
+
+LogicalResult AllReduceStartOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location>,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  for (Value input : adaptor.getInputs())
+    types.push_back(input.getType());
+  return success();
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor to sum");
+  if (getWorldSize() < 1)
+    return emitOpError("world_size must be at least 1, got ") << getWorldSize();
+  return verifyInFlight(*this);
+}
+
+LogicalResult ReduceScatterStartOp::verify() {
+  if (failed(verifyBlocks(*this, getWorldSize(), getInput().getType(),
+                          getResult().getType(), /*gathers=*/false)))
+    return failure();
+  return verifyInFlight(*this);
+}
+
+LogicalResult AllGatherStartOp::verify() {
+  if (failed(verifyBlocks(*this, getWorldSize(), getInput().getType(),
+                          getResult().getType(), /*gathers=*/true)))
+    return failure();
+  return verifyInFlight(*this);
+}
+
+LogicalResult WaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  for (Value input : adaptor.getInputs())
+    types.push_back(input.getType());
+  return success();
+}
+
+Operation *WaitOp::getStart() {
+  if (getInputs().empty())
+    return nullptr;
+  return getInputs().front().getDefiningOp();
+}
+
+LogicalResult WaitOp::verify() {
+  Operation *start = getStart();
+  if (!start ||
+      !isa<AllReduceStartOp, ReduceScatterStartOp, AllGatherStartOp>(start))
+    return emitOpError("waits for the results of one eff.all_reduce_start, "
+                       "eff.reduce_scatter_start or eff.all_gather_start");
+  // The start's verifier checks the rest of the pairing.
+  return success();
+}

@@ -16,6 +16,15 @@
 
 #include "effopt/Dialect/Eff/IR/EffEnums.h.inc"
 
+namespace effopt::eff {
+/// The side-effect resource of the split collectives (eff.*_start,
+/// eff.wait): the run's one ordered stream of collectives.
+struct CollectiveResource
+    : public mlir::SideEffects::Resource::Base<CollectiveResource> {
+  llvm::StringRef getName() override { return "eff.collective"; }
+};
+} // namespace effopt::eff
+
 #define GET_ATTRDEF_CLASSES
 #include "effopt/Dialect/Eff/IR/EffAttrs.h.inc"
 

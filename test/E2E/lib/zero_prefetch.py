@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""What ZeRO-3's prefetch costs, from effc's own plans.
+
+    zero_prefetch.py --model gpt --ranks 2 --bin BUILD/bin --work DIR
+
+Compiles the model for N ranks at --zero 3 blocking (--zero-overlap=false),
+overlapped without prefetch (--zero-prefetch 0) and with the next gather
+started one ahead (--zero-prefetch 1), with --report-json, and checks from
+the plans alone (no figure is hard-coded): splitting the collectives
+without prefetch keeps the peak; prefetching one gather ahead raises the
+peak by exactly one gather in flight, and only in temporaries: the
+gathered copy of one of the sharded parameters (N times its shard) and the
+copy of its shard that the gather sends, (N + 1) shards in all.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train_vs_torch as t  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.work, exist_ok=True)
+    N = args.ranks
+    model, B, data = t.make(args.model, 1, 0)
+    names = list(data)
+    onnx_path = os.path.join(args.work, "model.onnx")
+    t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names), names,
+             onnx_path)
+    plans = {}
+    for label, flags in (("blocking", ["--zero-overlap=false"]),
+                         ("prefetch 0", ["--zero-prefetch", "0"]),
+                         ("prefetch 1", ["--zero-prefetch", "1"])):
+        report = os.path.join(args.work, label.replace(" ", "") + ".json")
+        subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
+                        os.path.join(args.work, "z3.effx"), "--world-size",
+                        str(N), "--zero", "3", "--report-json", report]
+                       + flags, check=True, stdout=subprocess.DEVNULL)
+        plans[label] = json.load(open(report))["peak"]
+        print("%s: peak %d bytes, temporaries %d" %
+              (label, plans[label]["bytes"],
+               plans[label]["by_category"]["temporaries"]))
+    # One gather in flight: the whole (padded) copy of a sharded parameter
+    # and the send buffer holding its shard.
+    plan = json.load(open(report))
+    gathered = sorted({(N + 1) * x["bytes"] for x in plan["tensors"]
+                       if x["category"] == "parameters"})
+    failures = 0
+    b, p0, p1 = plans["blocking"], plans["prefetch 0"], plans["prefetch 1"]
+    if p0["bytes"] != b["bytes"]:
+        print("prefetch 0 peak %d, blocking %d MISMATCH" % (p0["bytes"],
+                                                          b["bytes"]))
+        failures += 1
+    extra = p1["bytes"] - p0["bytes"]
+    extra_temp = (p1["by_category"]["temporaries"]
+                  - p0["by_category"]["temporaries"])
+    if extra not in gathered or extra_temp != extra:
+        print("prefetch 1 adds %d bytes (%d temporaries), not one gather in "
+              "flight %s MISMATCH" % (extra, extra_temp, gathered))
+        failures += 1
+    else:
+        print("prefetch 1 adds one gather in flight: %d bytes = (N + 1) "
+              "shards of %d" % (extra, extra // (N + 1)))
+    print("%s: %s" % (args.model, "PASS" if failures == 0 else
+                      "FAIL (%d mismatches)" % failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
