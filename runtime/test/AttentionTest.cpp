@@ -116,8 +116,8 @@ void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false) {
   int64_t key = 12345, threshold = int64_t(c.dropout * (1 << 24));
   float dscale = c.dropout > 0 ? float(1.0 / (1.0 - c.dropout)) : 0.0f;
   std::vector<float> ws(
-      slots * std::max(effrt_attention_fwd_workspace(c.D, c.Dv),
-                       effrt_attention_bwd_workspace(c.Tq, c.Tk, c.D, c.Dv)));
+      slots * std::max(effrt_attention_fwd_workspace(c.Tq),
+                       effrt_attention_bwd_workspace(c.Tq)));
   // Strides of B1, B2, T of a [B1, B2, T, X] operand as laid out.
   struct S {
     int64_t b1, b2, t;
@@ -312,7 +312,7 @@ TEST(attentionContiguousEntryPoints) {
   runKernels(c, r, 4);
   std::vector<float> o(r.o.size()), lse(r.lse.size()), dq(r.dq.size()),
       dk(r.dk.size()), dv(r.dv.size());
-  std::vector<float> ws(4 * effrt_attention_bwd_workspace(c.Tq, c.Tk, c.D, c.Dv));
+  std::vector<float> ws(4 * effrt_attention_bwd_workspace(c.Tq));
   effrt_attention_fwd_f32(r.q.data(), r.k.data(), r.v.data(), o.data(),
                           lse.data(), nullptr, 0, 0, 0, 0, 0, c.B1, c.B2,
                           c.Tq, c.Tk, c.D, c.Dv, 0.3f, 1, 0, 0, 0.0f,

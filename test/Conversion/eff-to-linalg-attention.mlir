@@ -6,15 +6,14 @@
 // element strides of B1, B2 and T read from the buffer's metadata), with
 // fresh buffers for the output, the log-sum-exp and the per-slot tile
 // workspace: nothing Tq x Tk. B*H = 6 heads, Tq = 77: 2 query tiles each,
-// 12 items, 12 slots of 64*64 + 128 floats of tiles and statistics plus
-// (64 + 64)(D + Dv) = 4096 for transposed and packed tiles.
+// 12 items, 12 slots of 64*64 + 128 floats.
 // CHECK-LABEL: func.func @forward
 // CHECK-DAG: bufferization.to_buffer %arg0 read_only : tensor<2x3x77x16xf32> to memref<2x3x77x16xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-DAG: bufferization.to_buffer %arg1 read_only
 // CHECK-DAG: bufferization.to_buffer %arg2 read_only
 // CHECK-DAG: %[[O:.*]] = memref.alloc() : memref<2x3x77x16xf32>
 // CHECK-DAG: %[[LSE:.*]] = memref.alloc() : memref<2x3x77xf32>
-// CHECK-DAG: memref.alloc() {eff.workspace} : memref<99840xf32>
+// CHECK-DAG: memref.alloc() {eff.workspace} : memref<50688xf32>
 // CHECK-DAG: %[[C3696:.*]] = arith.constant 3696 : i64
 // CHECK-DAG: %[[C1232:.*]] = arith.constant 1232 : i64
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : i64
@@ -39,10 +38,9 @@ func.func @forward(%q: tensor<2x3x77x16xf32>, %k: tensor<2x3x77x16xf32>, %v: ten
 // The backward: one call with q, k, v, o, lse, dO in place, dq, dk, dv
 // contiguous (rank 3: B1's stride 0, then B2's and T's) and the mask's
 // element strides against [B1, B2, Tq, Tk] = [1, 6, 5, 7] (a [6, 1, 7]
-// mask: 7, 0, 1); 6 heads, 6 slots of 3*64*64 + Tq floats, plus
-// 64(D + Dv) for transposed tiles and 2(Tq + Tk)(D + Dv) to pack a head.
+// mask: 7, 0, 1); 6 heads, 6 slots of 3*64*64 + Tq floats.
 // CHECK-LABEL: func.func @backward
-// CHECK-DAG: memref.alloc() {eff.workspace} : memref<80094xf32>
+// CHECK-DAG: memref.alloc() {eff.workspace} : memref<73758xf32>
 // CHECK: call @effrt_attention_bwd_strided_f32(
 // CHECK-SAME: %c0_i64{{[_0-9]*}}, %c40_i64, %c8_i64, %{{[^,]*}}, %c0_i64{{[_0-9]*}}, %c56_i64, %c8_i64{{[_0-9]*}}, %{{[^,]*}}, %c0_i64{{[_0-9]*}}, %c28_i64, %c4_i64, %{{[^,]*}}, %c2_i32, %c0_i64{{[_0-9]*}}, %c7_i64, %c0_i64{{[_0-9]*}}, %c1_i64,
 func.func @backward(%q: tensor<6x5x8xf32>, %k: tensor<6x7x8xf32>, %v: tensor<6x7x4xf32>, %o: tensor<6x5x4xf32>, %lse: tensor<6x5xf32>, %do: tensor<6x5x4xf32>, %m: tensor<6x1x7xi1>) -> (tensor<6x5x8xf32>, tensor<6x7x8xf32>, tensor<6x7x4xf32>) {

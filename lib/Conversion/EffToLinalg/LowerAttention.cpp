@@ -254,8 +254,7 @@ LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op) {
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
   int64_t tiles = (s.tq + EFFRT_ATTENTION_TILE_Q - 1) / EFFRT_ATTENTION_TILE_Q;
-  addWorkspace(call, s.b1 * s.b2 * tiles,
-               effrt_attention_fwd_workspace(s.d, s.dv));
+  addWorkspace(call, s.b1 * s.b2 * tiles, effrt_attention_fwd_workspace(s.tq));
   call.call(op->getParentOfType<ModuleOp>(), kForwardKernel);
   replaceOutput(rewriter, call, op.getOutput(), output);
   rewriter.replaceAllUsesWith(op.getLse(),
@@ -281,8 +280,7 @@ LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op) {
   }
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
-  addWorkspace(call, s.b1 * s.b2,
-               effrt_attention_bwd_workspace(s.tq, s.tk, s.d, s.dv));
+  addWorkspace(call, s.b1 * s.b2, effrt_attention_bwd_workspace(s.tq));
   call.call(op->getParentOfType<ModuleOp>(), kBackwardKernel);
   for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
     replaceOutput(rewriter, call, result, grad);

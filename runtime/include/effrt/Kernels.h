@@ -144,22 +144,15 @@ void effrt_collective_wait(int64_t request, const float *send,
 #define EFFRT_ATTENTION_MASK_BOOL 2
 
 /* Floats of one slot's workspace: the forward's score tile and row
- * statistics, the key tile transposed and room to copy a query, value and
- * output tile of operands whose rows are not contiguous (the heads of a
- * [B, T, H*D] projection); the backward's probability, gradient and
- * keep-factor tiles, one head's rowsum(dO * O), the key and value tiles
- * transposed and room to copy one head's eight operands and gradients
- * when their rows are not contiguous. Everything the kernels touch is in
- * the workspace the compiler planned. */
-static inline int64_t effrt_attention_fwd_workspace(int64_t D, int64_t Dv) {
+ * statistics; the backward's probability, gradient and keep-factor tiles
+ * and one head's rowsum(dO * O). */
+static inline int64_t effrt_attention_fwd_workspace(int64_t Tq) {
+  (void)Tq;
   return EFFRT_ATTENTION_TILE_Q * EFFRT_ATTENTION_TILE_K +
-         2 * EFFRT_ATTENTION_TILE_Q +
-         (EFFRT_ATTENTION_TILE_Q + EFFRT_ATTENTION_TILE_K) * (D + Dv);
+         2 * EFFRT_ATTENTION_TILE_Q;
 }
-static inline int64_t effrt_attention_bwd_workspace(int64_t Tq, int64_t Tk,
-                                                    int64_t D, int64_t Dv) {
-  return 3 * EFFRT_ATTENTION_TILE_Q * EFFRT_ATTENTION_TILE_K + Tq +
-         EFFRT_ATTENTION_TILE_K * (D + Dv) + 2 * (Tq + Tk) * (D + Dv);
+static inline int64_t effrt_attention_bwd_workspace(int64_t Tq) {
+  return 3 * EFFRT_ATTENTION_TILE_Q * EFFRT_ATTENTION_TILE_K + Tq;
 }
 
 /* o = dropout(softmax(scale * q k^T + mask)) v and lse per query row.

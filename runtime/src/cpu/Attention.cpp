@@ -82,7 +82,7 @@ inline float fastExp(float x) {
 // run time) they run here instead, as register-blocked FMA loops on the
 // operands in place: 4 rows x 16 columns of C in 8 registers, one
 // broadcast of A and two loads of B per k. Products with B transposed (q
-// k^T, dO v^T) first transpose their B tile into the slot's workspace.
+// k^T, dO v^T) first transpose their B tile into a per-thread scratch.
 // Every element of C sums over k in order, in float with FMA, for any
 // thread count and any layout of the operands.
 
@@ -229,6 +229,14 @@ void transposeTile(const float *src, int64_t lds, int64_t rows, int64_t cols,
   }
 }
 
+/// Per-thread room for the transposed B tiles (kTileK x D floats each): a
+/// few KiB per thread, outside the arena.
+float *transposeScratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (static_cast<int64_t>(scratch.size()) < floats)
+    scratch.resize(floats);
+  return scratch.data();
+}
 
 /// splitmix64's finaliser, as eff.dropout's lowering (mix64 in
 /// lib/Conversion/EffToLinalg/LowerElementwise.cpp).
@@ -337,7 +345,8 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
   // tile, so that the products read and write contiguous rows (rows a
   // multiple of 1 KiB apart fall into a few L1 sets).
   bool packQ = q.t != p.D, packV = v.t != p.Dv, packO = o.t != p.Dv;
-  float *kT = ws + kTileQ * kTileK + 2 * kTileQ;
+  float *kT = transposeScratch(kTileK * p.D + kTileQ * p.D +
+                               kTileK * p.Dv + kTileQ * p.Dv);
   float *qTile = kT + kTileK * p.D, *vTile = qTile + kTileQ * p.D,
         *oScratch = vTile + kTileK * p.Dv;
   int64_t ldq = q.t;
@@ -431,12 +440,25 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
 }
 
 /// One head's operands and gradients as contiguous [T, X] matrices: in
-/// place when they already are, else copies in the slot's workspace.
+/// place when they already are, else copies in a per-thread scratch.
 class Packed {
 public:
-  /// `room`: 2 (Tq + Tk) (D + Dv) floats of the slot's workspace, enough
-  /// for all eight.
-  explicit Packed(float *room) : next(room) {}
+  Packed(int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, In q, In k, In v,
+         In o, In dout, Out dq, Out dk, Out dv) {
+    int64_t floats = 0;
+    floats += q.t != D ? Tq * D : 0;
+    floats += k.t != D ? Tk * D : 0;
+    floats += v.t != Dv ? Tk * Dv : 0;
+    floats += o.t != Dv ? Tq * Dv : 0;
+    floats += dout.t != Dv ? Tq * Dv : 0;
+    floats += dq.t != D ? Tq * D : 0;
+    floats += dk.t != D ? Tk * D : 0;
+    floats += dv.t != Dv ? Tk * Dv : 0;
+    thread_local std::vector<float> scratch;
+    if (static_cast<int64_t>(scratch.size()) < floats)
+      scratch.resize(floats);
+    next = scratch.data();
+  }
 
   /// Head n of `x` (T rows of `cols`), contiguous.
   const float *in(In x, int64_t n, int64_t B2, int64_t T, int64_t cols) {
@@ -481,14 +503,11 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
                   float *ws) {
   int64_t Tq = p.Tq, Tk = p.Tk, D = p.D, Dv = p.Dv;
   // A head whose rows are not contiguous (the heads of a [B, T, H*D]
-  // projection, rows H*D apart) is copied into the slot's workspace
-  // first, and its gradients accumulate there: every tile of the
+  // projection, rows H*D apart) is copied into a contiguous per-thread
+  // scratch first, and its gradients accumulate there: every tile of the
   // head is read and written many times, and rows a multiple of 1 KiB
   // apart fall into a few L1 sets (the backward ran 40% slower on them).
-  float *pT = ws, *dpT = ws + kTileQ * kTileK, *zT = dpT + kTileQ * kTileK,
-        *rowDot = zT + kTileQ * kTileK;
-  float *kT = rowDot + Tq, *vT = kT + kTileK * D;
-  Packed pack(vT + kTileK * Dv);
+  Packed pack(Tq, Tk, D, Dv, q, k, v, o, dout, dq, dk, dv);
   const float *qH = pack.in(q, n, p.B2, Tq, D),
               *kH = pack.in(k, n, p.B2, Tk, D),
               *vH = pack.in(v, n, p.B2, Tk, Dv),
@@ -500,6 +519,8 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
   // Leading dimensions (row strides) of the head's matrices.
   int64_t ldq = D, ldk = D, ldv = Dv, ldo = Dv, lddo = Dv, lddq = D,
           lddk = D, lddv = Dv;
+  float *pT = ws, *dpT = ws + kTileQ * kTileK, *zT = dpT + kTileQ * kTileK,
+        *rowDot = zT + kTileQ * kTileK;
   auto fillRows = [](float *m, int64_t ld, int64_t rows, int64_t cols,
                      float value) {
     for (int64_t r = 0; r < rows; ++r)
@@ -516,6 +537,7 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
       sum += dOi[d] * oi[d];
     rowDot[i] = sum;
   }
+  float *kT = transposeScratch(kTileK * (D + Dv)), *vT = kT + kTileK * D;
   for (int64_t j0 = 0; j0 < Tk; j0 += kTileK) {
     int64_t cols = std::min(kTileK, Tk - j0);
     transposeTile(kH + j0 * ldk, ldk, cols, D, kT);
@@ -651,7 +673,7 @@ extern "C" void effrt_attention_fwd_strided_f32(
   Out os{o, oStrideB1, oStrideB2, oStrideT};
   int64_t tiles = (Tq + kTileQ - 1) / kTileQ;
   forEachItem(p.heads() * tiles, slots, workspace,
-              effrt_attention_fwd_workspace(D, Dv), [&](int64_t i, float *ws) {
+              effrt_attention_fwd_workspace(Tq), [&](int64_t i, float *ws) {
                 forwardTile(p, i / tiles, i % tiles * kTileQ, qs, ks, vs, os,
                             lse, ws);
               });
@@ -682,8 +704,7 @@ extern "C" void effrt_attention_bwd_strided_f32(
   Out dqs{dq, dqStrideB1, dqStrideB2, dqStrideT},
       dks{dk, dkStrideB1, dkStrideB2, dkStrideT},
       dvs{dv, dvStrideB1, dvStrideB2, dvStrideT};
-  forEachItem(p.heads(), slots, workspace,
-              effrt_attention_bwd_workspace(Tq, Tk, D, Dv),
+  forEachItem(p.heads(), slots, workspace, effrt_attention_bwd_workspace(Tq),
               [&](int64_t n, float *ws) {
                 backwardHead(p, n, qs, ks, vs, os, lse, dos, dqs, dks, dvs, ws);
               });
@@ -696,17 +717,12 @@ extern "C" void effrt_attention_fwd_f32(
     int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
     float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
     float dropoutScale, float *workspace, int64_t slots) {
-  // .effx files compiled before the strided entry points planned a smaller
-  // workspace (no transposed tiles): these calls bring their own.
-  (void)workspace;
-  slots = std::max<int64_t>(1, slots);
-  std::vector<float> own(slots * effrt_attention_fwd_workspace(D, Dv));
   effrt_attention_fwd_strided_f32(
       q, B2 * Tq * D, Tq * D, D, k, B2 * Tk * D, Tk * D, D, v, B2 * Tk * Dv,
       Tk * Dv, Dv, o, B2 * Tq * Dv, Tq * Dv, Dv, lse, mask, maskKind,
       maskStrideB1, maskStrideB2, maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D,
-      Dv, scale, causal, dropoutKey, dropoutThreshold, dropoutScale,
-      own.data(), slots);
+      Dv, scale, causal, dropoutKey, dropoutThreshold, dropoutScale, workspace,
+      slots);
 }
 
 extern "C" void effrt_attention_bwd_f32(
@@ -717,15 +733,12 @@ extern "C" void effrt_attention_bwd_f32(
     int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
     float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
     float dropoutScale, float *workspace, int64_t slots) {
-  (void)workspace; // as in effrt_attention_fwd_f32
-  slots = std::max<int64_t>(1, slots);
-  std::vector<float> own(slots * effrt_attention_bwd_workspace(Tq, Tk, D, Dv));
   int64_t q1 = B2 * Tq * D, q2 = Tq * D, k1 = B2 * Tk * D, k2 = Tk * D,
           v1 = B2 * Tk * Dv, v2 = Tk * Dv, o1 = B2 * Tq * Dv, o2 = Tq * Dv;
   effrt_attention_bwd_strided_f32(
       q, q1, q2, D, k, k1, k2, D, v, v1, v2, Dv, o, o1, o2, Dv, lse, dout, o1,
       o2, Dv, dq, q1, q2, D, dk, k1, k2, D, dv, v1, v2, Dv, mask, maskKind,
       maskStrideB1, maskStrideB2, maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D,
-      Dv, scale, causal, dropoutKey, dropoutThreshold, dropoutScale,
-      own.data(), slots);
+      Dv, scale, causal, dropoutKey, dropoutThreshold, dropoutScale, workspace,
+      slots);
 }
