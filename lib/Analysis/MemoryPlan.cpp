@@ -140,7 +140,7 @@ static Value inPlaceInput(Operation *writer, Value output,
   return {};
 }
 
-MemoryPlan MemoryPlan::compute(Block &body, int64_t alignment) {
+MemoryPlan MemoryPlan::compute(Block &body, int64_t alignment, bool inPlace) {
   MemoryPlan plan;
   Schedule schedule;
   schedule.add(body);
@@ -179,6 +179,8 @@ MemoryPlan MemoryPlan::compute(Block &body, int64_t alignment) {
     slotOf[i] = i;
   DenseSet<size_t> taken;
   for (auto [i, buffer] : llvm::enumerate(plan.planned)) {
+    if (!inPlace)
+      break;
     auto [writer, direct] = firstUse(buffer.alloc, schedule);
     if (!writer || !direct)
       continue;

@@ -343,6 +343,7 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createCanonicalizerPass());
   EffMemoryPlanPassOptions plan;
   plan.attachReport = options.attachMemoryReport;
+  plan.inPlace = backend.planElementwiseInPlace();
   pm.addPass(createEffMemoryPlanPass(plan));
 }
 

@@ -52,7 +52,7 @@ struct EffMemoryPlanPass : impl::EffMemoryPlanPassBase<EffMemoryPlanPass> {
              << arena.getType();
 
     Block &body = func.getBody().front();
-    MemoryPlan memoryPlan = MemoryPlan::compute(body, alignment());
+    MemoryPlan memoryPlan = MemoryPlan::compute(body, alignment(), inPlace);
     for (memref::AllocOp alloc : memoryPlan.escapingBuffers())
       return alloc.emitError("this buffer is yielded to the next iteration "
                              "of its loop: it has no single place in the "

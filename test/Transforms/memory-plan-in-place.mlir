@@ -1,4 +1,6 @@
-// RUN: effopt-opt %s --split-input-file --eff-memory-plan=print=true 2>&1 | FileCheck %s
+// RUN: effopt-opt %s --split-input-file --eff-memory-plan="print=true in-place=true" 2>&1 | FileCheck %s
+// RUN: effopt-opt %s --split-input-file --eff-memory-plan=print=true 2>&1 | FileCheck %s --check-prefix=OFF
+// OFF-NOT: in place
 
 // An elementwise op that reads %a for the last time, element for element
 // (the same map as its output), writes %b over %a's bytes; %c, computed

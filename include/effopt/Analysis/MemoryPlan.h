@@ -45,7 +45,10 @@ public:
   /// Plans every statically shaped `memref.alloc` in `body` and in the
   /// bodies of its scf.for loops (a buffer allocated in a loop body lives
   /// within one iteration).
-  static MemoryPlan compute(mlir::Block &body, int64_t alignment);
+  /// With `inPlace`, a buffer first written by an elementwise op that reads
+  /// an equal buffer for the last time takes that buffer's bytes.
+  static MemoryPlan compute(mlir::Block &body, int64_t alignment,
+                            bool inPlace = false);
 
   llvm::ArrayRef<PlannedBuffer> buffers() const { return planned; }
   /// The operation at each schedule position.

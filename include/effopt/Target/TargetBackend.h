@@ -79,6 +79,12 @@ public:
   /// the device allocates.
   virtual int64_t getLibraryWorkspaceBytes() const { return 0; }
 
+  /// Whether the memory plan lets an elementwise op write over a buffer it
+  /// reads element for element for the last time (eff-memory-plan
+  /// in-place): right where the target's loops read before they write and
+  /// nothing assumes the two do not overlap.
+  virtual bool planElementwiseInPlace() const { return false; }
+
   /// Whether the target runs collectives (--world-size > 1, --zero).
   virtual bool supportsCollectives() const { return true; }
 

@@ -815,6 +815,11 @@ def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
     each, its provenance (see docs/MemoryReport.md) and its last reader.
   }];
   let options = [
+    Option<"inPlace", "in-place", "bool", /*default=*/"false",
+           "Let an elementwise op that reads a buffer element for element "
+           "for the last time write over it (the cuda target: its kernels "
+           "read before they write; on CPU, LLVM's runtime alias checks "
+           "send such loops down their scalar path)">,
     Option<"print", "print", "bool", /*default=*/"false",
            "Print the plan as a table">,
     Option<"report", "report", "bool", /*default=*/"false",

@@ -88,6 +88,9 @@ public:
   bool supportsFusedAttention() const override { return false; }
   bool hasOptInAttentionKernels() const override { return true; }
 
+  // Each kernel thread reads its elements before it writes them.
+  bool planElementwiseInPlace() const override { return true; }
+
   void buildTensorPipeline(OpPassManager &pm) const override {
     // A bf16 product whose f32 result is only rounded back to bf16 writes
     // bf16 (cuBLASLt rounds once, as the cast did); the widening a loss
