@@ -51,11 +51,11 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
     return fail("--world-size " +
                 llvm::Twine(static_cast<int64_t>(options.worldSize)) +
                 ": target " + options.target +
-                " has no collectives yet (NCCL); compile for one rank");
+                " has no collectives; compile for one rank");
   if (!backend.supportsCollectives() && options.zero != 0)
     return fail("--zero " + llvm::Twine(static_cast<int64_t>(options.zero)) +
                 ": target " + options.target +
-                " has no collectives yet (NCCL); use --zero 0");
+                " has no collectives; use --zero 0");
   if (!(options.lossScaleInit > 0))
     return fail("--loss-scale-init must be > 0");
   if (options.lossScaleGrowthInterval < 1)
@@ -102,6 +102,9 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zeroKeepGathered && options.zero != 3)
     return fail("--zero-keep-gathered applies to --zero 3 (sharded "
                 "parameters) only");
+  if (options.zeroOneRankCollectives && options.worldSize != 1)
+    return fail("--zero-one-rank-collectives applies to --world-size 1 "
+                "only (more ranks communicate anyway)");
   if (options.zeroBucketBytes < 0)
     return fail("--zero-bucket-bytes must be at least 0, got " +
                 llvm::Twine(static_cast<int64_t>(options.zeroBucketBytes)));
@@ -222,16 +225,19 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     // ZeRO-3: a cast of a weight hoisted out of the micro-batch loop would
     // keep a whole copy of the sharded weight live across the loop; in the
     // loop it is made from the gathered copy and freed with it.
-    if (options.zero == 3 && options.worldSize > 1)
+    if (options.zero == 3 &&
+        (options.worldSize > 1 || options.zeroOneRankCollectives))
       accum.hoist = false;
     pm.addPass(createEffGradAccumPass(accum));
   }
   // After accumulation (the sum of the ranks' accumulated gradients), before
   // loss scaling (an overflow on any rank then skips the step on all).
-  if (options.worldSize != 1 || options.zero != 0) {
+  if (options.worldSize != 1 || options.zero != 0 ||
+      options.zeroOneRankCollectives) {
     EffZeroPassOptions zero;
     zero.stage = options.zero;
     zero.worldSize = options.worldSize;
+    zero.oneRankCollectives = options.zeroOneRankCollectives;
     zero.keepGathered = options.zeroKeepGathered;
     zero.bucketBytes = options.zeroBucketBytes;
     // Shards of what the optimizer keeps whole (8-bit blocks, Adafactor's
@@ -293,7 +299,8 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     pm.addPass(createEffScheduleMemoryPass());
   // Last at the eff level, on the final order: each collective's start and
   // wait placed around the ops it can overlap.
-  if (options.zeroOverlap && options.worldSize != 1) {
+  if (options.zeroOverlap &&
+      (options.worldSize != 1 || options.zeroOneRankCollectives)) {
     EffOverlapCollectivesPassOptions overlap;
     overlap.prefetch = options.zeroPrefetch;
     pm.addPass(createEffOverlapCollectivesPass(overlap));

@@ -135,7 +135,7 @@ void EffLossScalingPass::runOnOperation() {
   auto zeroStage = module->getAttrOfType<IntegerAttr>(kZeroStageAttrName);
   auto worldSize = module->getAttrOfType<IntegerAttr>(kWorldSizeAttrName);
   if (zeroStage && zeroStage.getInt() >= 2 && worldSize &&
-      worldSize.getInt() > 1) {
+      stepCommunicates(module)) {
     Value count = CastOp::create(builder, loc, f32Scalar, foundInf);
     Value total = AllReduceOp::create(builder, loc, ValueRange{count},
                                       builder.getI64IntegerAttr(worldSize.getInt()))

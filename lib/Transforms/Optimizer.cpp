@@ -503,7 +503,7 @@ void EffOptimizerPass::runOnOperation() {
     zeroStage = stage.getInt();
   if (auto world = module->getAttrOfType<IntegerAttr>(kWorldSizeAttrName))
     worldSize = world.getInt();
-  bool sharded = zeroStage >= 1 && worldSize > 1;
+  bool sharded = zeroStage >= 1 && stepCommunicates(module);
   // Stage 2: the gradients arrive as this rank's shards (eff-zero).
   bool shardedGradients = sharded && zeroStage >= 2;
   // Stage 3: the parameter arguments are this rank's shards already

@@ -154,8 +154,10 @@ void EffZeroPass::runOnOperation() {
   module->setAttr(kWorldSizeAttrName, builder.getI64IntegerAttr(worldSize));
   if (stage != 0)
     module->setAttr(kZeroStageAttrName, builder.getI64IntegerAttr(stage));
-  if (worldSize == 1)
+  if (worldSize == 1 && !oneRankCollectives)
     return; // a sum over one rank is the value itself
+  if (worldSize == 1)
+    module->setAttr(kOneRankCollectivesAttrName, builder.getUnitAttr());
   FailureOr<LossWeighting> weighting = classifyLoss(func);
   if (failed(weighting))
     return signalPassFailure();

@@ -22,6 +22,7 @@
 #include "effrt/Session.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <sys/stat.h>
 
@@ -265,6 +266,26 @@ TEST(cudaCublasLtHasEverySymbol) {
   }
   // Binds every cuBLASLt function effrt_cuda_gemm calls; no GPU needed.
   CHECK(cublasLtVersion() >= 130000u);
+}
+
+TEST(ncclHasEverySymbol) {
+  if (!DynamicLibrary::available({"libnccl.so.2",
+                                  "/usr/local/cuda/lib/libnccl.so.2",
+                                  "/usr/local/cuda/lib64/libnccl.so.2"})) {
+    std::printf("  (no libnccl.so.2 here: not checked)\n");
+    return;
+  }
+  // Binds every NCCL function the collectives call; no GPU needed.
+  CHECK(ncclVersion() >= 20900); // graph capture: NCCL 2.9 and later
+}
+
+TEST(ncclMissingIsOneLine) {
+  ::setenv("EFFRT_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+  CHECK_ERROR(ncclCollectives(nullptr),
+              "collectives on the GPU need NCCL (libnccl.so.2, in the CUDA "
+              "toolkit's lib/ or the libnccl2 package): cannot load NCCL "
+              "(tried /nonexistent/libnccl.so.2): ");
+  ::unsetenv("EFFRT_NCCL_LIBRARY");
 }
 
 TEST(cudaSessionNeedsTheDriver) {

@@ -21,6 +21,13 @@ has no GPU:
                     and every checkpoint tensor)
         resume:*    6 steps == 3 steps, --save, --resume, 3 more (bits)
         graphs:*    CUDA graph replay == EFFRT_CUDA_GRAPHS=0 (bits)
+        nccl:*      the GPT compiled with --zero 1 / --zero 3 at world size
+                    1 with its collectives kept (effc
+                    --zero-one-rank-collectives), run with effrun --nccl:
+                    NCCL's collectives inside the captured step; the same
+                    bits as the single-rank copies (effrun without --nccl),
+                    the --zero 0 run (no collectives) and PyTorch within
+                    fp32 tolerance, planned == allocated bytes
         xdev:*      a GPU checkpoint resumed by the CPU twin of the model
                     (compiled here with --target cpu) and back, against
                     the uninterrupted GPU run (fp32 tolerance)
@@ -236,6 +243,13 @@ def prepare(args):
                             flags + ["--cuda-fused-attention"])
             compile_variant(case, "bf16-fattn", onnx_path, flags + [
                 "--precision", "bf16", "--cuda-fused-attention"])
+            # ZeRO stages 1 and 3 with their collectives kept at one rank:
+            # NCCL's all-reduce, reduce-scatter and all-gather run in the
+            # step on one GPU (effrun --nccl; nccl:* checks).
+            for stage in (1, 3):
+                compile_variant(case, "zero%d" % stage, onnx_path, flags + [
+                    "--zero", str(stage), "--world-size", "1",
+                    "--zero-one-rank-collectives"])
 
     if want("llama"):
         import zoo_llama
@@ -589,7 +603,7 @@ class Runner:
         return os.path.join(self.work, name)
 
     def train_effrun(self, case, tag, steps=None, stem=None, resume=None,
-                     env=None):
+                     env=None, extra=()):
         """effrun STEPS steps of a variant; {losses, state, log} or raises."""
         v = case["variants"][tag]
         if "error" in v:
@@ -600,7 +614,8 @@ class Runner:
                              and v["target"] == "cuda") as watch:
             self.effrun(self.p(v["effx"]), self.p(case["data"]),
                         steps if steps is not None else case["steps"],
-                        log=log, save=ckpt, resume=resume, env=env)
+                        log=log, save=ckpt, resume=resume, env=env,
+                        extra=extra)
         self.footprint[(case["name"], tag)] = watch.taken()
         rows = read_log(log) if os.path.exists(log) else []
         out = dict(log=rows, losses=[r["loss"] for r in rows], ckpt=ckpt,
@@ -880,6 +895,60 @@ class Runner:
         return self.res.failed(name, "losses %s; %d tensors differ" % (
             "equal" if same_l else "differ", len(diff)))
 
+    def check_nccl(self, case):
+        """ZeRO 1 and 3 on NCCL at world size 1 (docs/Distributed.md, "On
+        GPUs: NCCL"): the NCCL run against the same .effx with the
+        single-rank copies (bit for bit: a sum or gather over one rank is
+        the data), against the --zero 0 run without collectives and against
+        PyTorch (fp32 tolerances)."""
+        for stage in (1, 3):
+            name = "nccl:gpt-zero%d" % stage
+            tag = "zero%d" % stage
+            if not self.selected(name):
+                continue
+            if self.args.device_kind != "cuda":
+                self.res.unsupported(name, "needs --device-kind cuda")
+                continue
+            if tag not in case["variants"]:
+                self.res.failed(name, "not prepared (scripts/gpu/prepare.sh "
+                                "--target cuda compiles it)")
+                continue
+            data = load_npz(self.p(case["data"]))
+            try:
+                base = self.train_effrun(case, "fp32", stem="gpt.nccl-base")
+                nccl = self.train_effrun(case, tag, stem="gpt.%s-nccl" % tag,
+                                         extra=["--nccl"])
+                copies = self.train_effrun(case, tag,
+                                           stem="gpt.%s-copies" % tag)
+            except EffrunError as e:
+                self.res.failed(name, str(e))
+                continue
+            model = fresh_model(case, self.dir)
+            ref, _ = torch_train(model, case, data, self.device, "fp32")
+            want = unique_state(model)
+            same = [f32_bits(x) for x in nccl["losses"]] == \
+                [f32_bits(x) for x in copies["losses"]] and not [
+                    k for k in copies["state"] if not np.array_equal(
+                        copies["state"][k], nccl["state"].get(k))]
+            ok_b, worst_b, bad_b = compare_losses(nccl["losses"],
+                                                  base["losses"], 1e-4, 1e-6)
+            ok_bs, worst_bs, msg_bs = compare_state(nccl["state"],
+                                                    base["state"], 1e-4, 1e-6)
+            ok_t, worst_t, bad_t = compare_losses(nccl["losses"], ref, 1e-3,
+                                                  1e-5)
+            ok_ts, worst_ts, msg_ts = compare_state(
+                nccl["state"], want, 1e-3, case.get("param_atol", 1e-5))
+            detail = ("%d steps; vs --zero 0: losses %.1e, state %.1e; vs "
+                      "torch: losses %.1e, state %.1e; %s single-rank copies"
+                      % (case["steps"], worst_b, worst_bs, worst_t, worst_ts,
+                         "bit-identical to" if same else "DIFFERS from"))
+            if same and ok_b and ok_bs and ok_t and ok_ts:
+                self.res.passed(name, detail)
+            else:
+                self.res.failed(name, "; ".join(x for x in (
+                    bad_b, msg_bs if not ok_bs else "", bad_t,
+                    msg_ts if not ok_ts else "", detail) if x))
+
     def check_xdev(self, case):
         """GPU checkpoint -> CPU twin and back, against 6 GPU steps."""
         if "cpu" not in case["variants"]:
@@ -978,8 +1047,31 @@ CHECKS = ["train:mlp-fp32", "train:cnn-fp32", "train:gpt-fp32",
           "train:gpt-bf16-fattn", "train:llama-fp32",
           "train:lora-gpt-fp32", "remat:gpt-selective", "remat:gpt-full",
           "remat:cnn-selective", "resume:gpt-fp32", "graphs:gpt-fp32",
+          "nccl:gpt-zero1", "nccl:gpt-zero3",
           "xdev:gpu-to-cpu",
           "xdev:cpu-to-gpu", "refuse:no-gpu-visible"]
+
+
+def find_nccl():
+    """Where effrun finds NCCL (runtime/src/collectives/Nccl.cpp): the
+    loader's path or the CUDA toolkit's lib/; else the copy PyTorch's wheels
+    ship (nvidia/nccl/lib), passed on through $EFFRT_NCCL_LIBRARY."""
+    if os.environ.get("EFFRT_NCCL_LIBRARY"):
+        return os.environ["EFFRT_NCCL_LIBRARY"]
+    import ctypes
+    for name in ("libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2",
+                 "/usr/local/cuda/lib64/libnccl.so.2"):
+        try:
+            ctypes.CDLL(name)
+            return name
+        except OSError:
+            pass
+    for root in sys.path:
+        path = os.path.join(root, "nvidia", "nccl", "lib", "libnccl.so.2")
+        if os.path.exists(path):
+            os.environ["EFFRT_NCCL_LIBRARY"] = path
+            return path
+    return None
 
 
 def run(args):
@@ -992,8 +1084,9 @@ def run(args):
     want_target = "cuda" if args.device_kind == "cuda" else "cpu"
     torch.manual_seed(0)
     device, desc, why = device_info(args.device_kind)
-    print("GPU suite: device %s; .effx compiled for --target %s on %s"
-          % (desc, manifest["target"], manifest["created"]), flush=True)
+    print("GPU suite: device %s; .effx compiled for --target %s on %s; "
+          "NCCL %s" % (desc, manifest["target"], manifest["created"],
+                       find_nccl() or "not found"), flush=True)
     status = 0
     if device is None:
         for c in CHECKS:
@@ -1032,6 +1125,7 @@ def run(args):
         if "gpt" in cases:
             r.check_resume(cases["gpt"])
             r.check_graphs(cases["gpt"])
+            r.check_nccl(cases["gpt"])
             r.check_xdev(cases["gpt"])
             r.check_refuse(cases["gpt"])
         status = 1 if any(c["status"] == "FAIL" for c in res.checks) else 0

@@ -269,6 +269,13 @@ static cl::opt<bool> zeroKeepGathered(
              "forward to the backward (default: gathered again for the "
              "backward, freed after each use)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> zeroOneRankCollectives(
+    "zero-one-rank-collectives",
+    cl::desc("At --world-size 1, keep the step's collectives (sums and "
+             "gathers over one rank) instead of dropping them: the same "
+             "step as N ranks run, to check the collective engine (NCCL on "
+             "--target cuda) on one GPU"),
+    cl::init(false), cl::cat(category));
 static cl::opt<int64_t> zeroBucketBytes(
     "zero-bucket-bytes",
     cl::desc("Largest bucket of gradients one all-reduce sums (default 25 "
@@ -366,16 +373,50 @@ void checkFlags() {
     // Options that shape a training step mean nothing for a forward
     // function; silently ignoring them would hide a mistake.
     for (cl::Option *option :
-         std::initializer_list<cl::Option *>{
-             &optimizer, &lr, &weightDecay, &momentum, &dampening, &nesterov,
-             &beta1, &beta2, &eps, &amsgrad, &beta2Decay, &eps1, &eps2,
-             &clipThreshold, &schedule, &warmupSteps,
-             &totalSteps, &minLr, &clipGradNorm, &noWeightDecay, &freeze, &maskLike,
-             &quantizeFrozen, &quantizeFrozenNames, &qlora,
-             &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered,
-             &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
-             &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
-             &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
+         std::initializer_list<cl::Option *>{&optimizer,
+                                             &lr,
+                                             &weightDecay,
+                                             &momentum,
+                                             &dampening,
+                                             &nesterov,
+                                             &beta1,
+                                             &beta2,
+                                             &eps,
+                                             &amsgrad,
+                                             &beta2Decay,
+                                             &eps1,
+                                             &eps2,
+                                             &clipThreshold,
+                                             &schedule,
+                                             &warmupSteps,
+                                             &totalSteps,
+                                             &minLr,
+                                             &clipGradNorm,
+                                             &noWeightDecay,
+                                             &freeze,
+                                             &maskLike,
+                                             &quantizeFrozen,
+                                             &quantizeFrozenNames,
+                                             &qlora,
+                                             &remat,
+                                             &rematBoundary,
+                                             &memoryBudget,
+                                             &accum,
+                                             &zero,
+                                             &zeroKeepGathered,
+                                             &zeroOneRankCollectives,
+                                             &zeroBucketBytes,
+                                             &zeroOverlap,
+                                             &zeroPrefetch,
+                                             &worldSize,
+                                             &precision,
+                                             &lossScale,
+                                             &lossScaleInit,
+                                             &lossScaleGrowthInterval,
+                                             &lossScaleHysteresis,
+                                             &lossScaleMin,
+                                             &scheduleMemory,
+                                             &lora})
       if (option->getNumOccurrences())
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");
@@ -473,6 +514,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.accum = accum.getValue();
   step.zero = zero.getValue();
   step.zeroKeepGathered = zeroKeepGathered.getValue();
+  step.zeroOneRankCollectives = zeroOneRankCollectives.getValue();
   step.zeroBucketBytes = zeroBucketBytes.getValue();
   step.zeroOverlap = zeroOverlap.getValue();
   step.zeroPrefetch = zeroPrefetch.getValue();

@@ -58,6 +58,13 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     recv)`, after which the results are read. The wait names the buffers,
     so the memory plan holds them while the collective runs.
 
+    `collectives=cuda` names the CUDA runtime's entry points instead
+    (`effrt_cuda_allreduce_sum_f32`, `effrt_cuda_reduce_scatter_sum_f32`,
+    `effrt_cuda_all_gather_f32`, `effrt_cuda_shard_f32`, their `_start`
+    variants and `effrt_cuda_collective_wait`), with the same arguments on
+    device pointers: the runtime queues them on the GPU (NCCL) in stream
+    order with the step's kernels.
+
     An op without a lowering is an error naming the op at its location.
   }];
   let options = [
@@ -75,7 +82,11 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     Option<"attention", "attention", "std::string", /*default=*/"\"cpu\"",
            "The runtime kernels eff.attention lowers to: cpu "
            "(effrt_attention_*_f32) or cuda (effrt_cuda_attention_*: "
-           "f32/f16/bf16, no mask, no dropout)">
+           "f32/f16/bf16, no mask, no dropout)">,
+    Option<"collectives", "collectives", "std::string", /*default=*/"\"cpu\"",
+           "The runtime entry points collectives lower to: cpu "
+           "(effrt_allreduce_sum_f32, ...: host memory, MPI) or cuda "
+           "(effrt_cuda_allreduce_sum_f32, ...: device memory, NCCL)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

@@ -233,6 +233,13 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       llvm::cl::desc("ZeRO-3: keep each gathered parameter from the forward "
                      "to the backward instead of gathering it again"),
       llvm::cl::init(false)};
+  Option<bool> zeroOneRankCollectives{
+      *this, "zero-one-rank-collectives",
+      llvm::cl::desc("At world-size 1, keep the step's collectives (sums "
+                     "and gathers over one rank; eff-zero "
+                     "one-rank-collectives): to check a collective engine "
+                     "on one GPU"),
+      llvm::cl::init(false)};
   Option<int64_t> zeroBucketBytes{
       *this, "zero-bucket-bytes",
       llvm::cl::desc("Largest bucket of gradients summed by one all-reduce "

@@ -252,6 +252,13 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
            "backward)">,
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
            "Ranks of the run (N)">,
+    Option<"oneRankCollectives", "one-rank-collectives", "bool",
+           /*default=*/"false",
+           "At world-size 1, place the collectives anyway (sums and gathers "
+           "over one rank, shards of the whole tensor) instead of none, and "
+           "mark the module so that eff-optimizer and eff-loss-scaling do "
+           "too: the step of N ranks run on one, to check a collective "
+           "engine (NCCL) on one GPU">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest bucket of tensors summed by one all-reduce (25 MiB, as "
            "DDP; a larger tensor is a bucket of its own)">,

@@ -64,6 +64,9 @@ struct ConvertEffToLinalgPass
     if (attention != "cpu" && attention != "cuda")
       return bad("attention", attention, "cpu or cuda");
     policy.cudaAttention = attention == "cuda";
+    if (collectives != "cpu" && collectives != "cuda")
+      return bad("collectives", collectives, "cpu or cuda");
+    policy.cudaCollectives = collectives == "cuda";
     return policy;
   }
 
@@ -104,7 +107,7 @@ struct ConvertEffToLinalgPass
     lowering::populateOptimizer8bitLowering(patterns);
     lowering::populateConvolutionLowering(patterns, *policy);
     lowering::populateLossScaleLowering(patterns);
-    lowering::populateCollectiveLowering(patterns);
+    lowering::populateCollectiveLowering(patterns, *policy);
     lowering::populateAttentionLowering(patterns, *policy);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

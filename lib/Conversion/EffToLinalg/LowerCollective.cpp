@@ -19,6 +19,10 @@
 // results as tensors from there. The buffers' last use is then the wait (or
 // a reader after it), so the memory plan holds them while in flight.
 //
+// On the CUDA target (collectives=cuda) the calls are the CUDA runtime's
+// `effrt_cuda_*` twins with the same arguments, on device pointers; the
+// copies into the buffers are ordinary linalg code, so they become kernels.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringUtils.h"
@@ -37,8 +41,15 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-constexpr StringLiteral kAllReduceF32 = "effrt_allreduce_sum_f32";
-constexpr StringLiteral kCollectiveWait = "effrt_collective_wait";
+/// The runtime's entry points: `effrt_<name>` on host memory (the CPU's,
+/// over MPI), `effrt_cuda_<name>` on device memory (the CUDA runtime's, over
+/// NCCL), with the same arguments.
+struct CollectiveCallees {
+  explicit CollectiveCallees(bool cuda)
+      : prefix(cuda ? "effrt_cuda_" : "effrt_") {}
+  std::string operator()(StringRef name) const { return (prefix + name).str(); }
+  StringRef prefix;
+};
 
 /// Declares `name` (private, no results) in the module unless it is there.
 static void declareCallee(PatternRewriter &rewriter, Operation *op,
@@ -96,8 +107,8 @@ static Value bucketView(PatternRewriter &rewriter, Location loc, Value buffer,
 /// `count` the elements of the smaller of the two.
 template <typename OpTy>
 struct BlockCollectiveLowering : OpRewritePattern<OpTy> {
-  BlockCollectiveLowering(MLIRContext *context, StringRef callee)
-      : OpRewritePattern<OpTy>(context), callee(callee) {}
+  BlockCollectiveLowering(MLIRContext *context, std::string callee)
+      : OpRewritePattern<OpTy>(context), callee(std::move(callee)) {}
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -126,13 +137,14 @@ struct BlockCollectiveLowering : OpRewritePattern<OpTy> {
                                /*writable=*/true));
     return success();
   }
-  StringRef callee;
+  std::string callee;
 };
 
 /// eff.all_reduce (f32) -> copy the bucket into one buffer, call the
 /// runtime on it once.
 struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AllReduceLowering(MLIRContext *context, std::string callee)
+      : OpRewritePattern<AllReduceOp>(context), callee(std::move(callee)) {}
   LogicalResult matchAndRewrite(AllReduceOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -147,12 +159,12 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
     auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext());
     auto calleeType =
         rewriter.getFunctionType({ptrType, rewriter.getI64Type()}, {});
-    if (!module.lookupSymbol<func::FuncOp>(kAllReduceF32)) {
+    if (!module.lookupSymbol<func::FuncOp>(callee)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
-      auto callee = func::FuncOp::create(rewriter, module.getLoc(),
-                                         kAllReduceF32, calleeType);
-      callee.setPrivate();
+      auto declaration =
+          func::FuncOp::create(rewriter, module.getLoc(), callee, calleeType);
+      declaration.setPrivate();
     }
 
     // One buffer; each input a contiguous view of it, in order.
@@ -170,7 +182,7 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
         arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), base);
     Value pointer = LLVM::IntToPtrOp::create(rewriter, loc, ptrType, address);
     Value count = arith::ConstantIntOp::create(rewriter, loc, total, 64);
-    func::CallOp::create(rewriter, loc, kAllReduceF32, TypeRange{},
+    func::CallOp::create(rewriter, loc, callee, TypeRange{},
                          ValueRange{pointer, count});
     SmallVector<Value> results;
     for (auto [input, view] : llvm::zip_equal(op.getInputs(), views))
@@ -180,6 +192,7 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
     rewriter.replaceOp(op, results);
     return success();
   }
+  std::string callee;
 };
 
 /// Copies `input` into a fresh buffer of its own (the send buffer of a
@@ -201,8 +214,9 @@ static Value copyToBuffer(PatternRewriter &rewriter, Location loc,
 /// results as tensors. The wait names both buffers, so the memory plan keeps
 /// them live while the collective moves them.
 template <typename OpTy> struct StartLowering : OpRewritePattern<OpTy> {
-  StartLowering(MLIRContext *context, StringRef callee)
-      : OpRewritePattern<OpTy>(context), callee(callee) {}
+  StartLowering(MLIRContext *context, std::string callee, std::string waiter)
+      : OpRewritePattern<OpTy>(context), callee(std::move(callee)),
+        waiter(std::move(waiter)) {}
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     WaitOp wait;
@@ -252,7 +266,7 @@ template <typename OpTy> struct StartLowering : OpRewritePattern<OpTy> {
     }
     args.push_back(arith::ConstantIntOp::create(rewriter, loc, count, 64));
     argTypes.push_back(i64);
-    std::string startName = (callee + "_start").str();
+    std::string startName = callee + "_start";
     declareCallee(rewriter, op, startName,
                   rewriter.getFunctionType(argTypes, {i64}));
     Value request =
@@ -261,9 +275,9 @@ template <typename OpTy> struct StartLowering : OpRewritePattern<OpTy> {
 
     rewriter.setInsertionPoint(wait);
     Location waitLoc = wait.getLoc();
-    declareCallee(rewriter, op, kCollectiveWait,
+    declareCallee(rewriter, op, waiter,
                   rewriter.getFunctionType({i64, ptrType, ptrType}, {}));
-    func::CallOp::create(rewriter, waitLoc, kCollectiveWait, TypeRange{},
+    func::CallOp::create(rewriter, waitLoc, waiter, TypeRange{},
                          ValueRange{request, pointerTo(rewriter, waitLoc, send),
                                     pointerTo(rewriter, waitLoc, recv)});
     SmallVector<Value> results;
@@ -275,24 +289,28 @@ template <typename OpTy> struct StartLowering : OpRewritePattern<OpTy> {
     rewriter.eraseOp(op);
     return success();
   }
-  StringRef callee;
+  std::string callee, waiter;
 };
 
 } // namespace
 
-void populateCollectiveLowering(RewritePatternSet &patterns) {
+void populateCollectiveLowering(RewritePatternSet &patterns,
+                                const LoweringPolicy &policy) {
   MLIRContext *context = patterns.getContext();
-  patterns.add<AllReduceLowering>(context);
+  CollectiveCallees name(policy.cudaCollectives);
+  patterns.add<AllReduceLowering>(context, name("allreduce_sum_f32"));
   patterns.add<BlockCollectiveLowering<ReduceScatterOp>>(
-      context, "effrt_reduce_scatter_sum_f32");
+      context, name("reduce_scatter_sum_f32"));
   patterns.add<BlockCollectiveLowering<AllGatherOp>>(context,
-                                                     "effrt_all_gather_f32");
-  patterns.add<BlockCollectiveLowering<ShardOp>>(context, "effrt_shard_f32");
-  patterns.add<StartLowering<AllReduceStartOp>>(context, kAllReduceF32);
+                                                     name("all_gather_f32"));
+  patterns.add<BlockCollectiveLowering<ShardOp>>(context, name("shard_f32"));
+  std::string wait = name("collective_wait");
+  patterns.add<StartLowering<AllReduceStartOp>>(
+      context, name("allreduce_sum_f32"), wait);
   patterns.add<StartLowering<ReduceScatterStartOp>>(
-      context, "effrt_reduce_scatter_sum_f32");
-  patterns.add<StartLowering<AllGatherStartOp>>(context,
-                                                "effrt_all_gather_f32");
+      context, name("reduce_scatter_sum_f32"), wait);
+  patterns.add<StartLowering<AllGatherStartOp>>(context, name("all_gather_f32"),
+                                                wait);
 }
 
 } // namespace effopt::lowering

@@ -41,6 +41,9 @@ struct LoweringPolicy {
   /// (effrt_cuda_attention_*, device pointers, f32/f16/bf16) instead of the
   /// CPU's (effrt_attention_*_f32).
   bool cudaAttention = false;
+  /// Collectives as calls of the CUDA runtime (effrt_cuda_*_f32, device
+  /// pointers, queued on the GPU) instead of the CPU's (effrt_*_f32).
+  bool cudaCollectives = false;
 };
 
 /// A call of a runtime kernel (effrt/Kernels.h) from the lowered step:
@@ -292,7 +295,8 @@ void populateOptimizer8bitLowering(mlir::RewritePatternSet &patterns);
 void populateConvolutionLowering(mlir::RewritePatternSet &patterns,
                                  const LoweringPolicy &policy);
 void populateLossScaleLowering(mlir::RewritePatternSet &patterns);
-void populateCollectiveLowering(mlir::RewritePatternSet &patterns);
+void populateCollectiveLowering(mlir::RewritePatternSet &patterns,
+                                const LoweringPolicy &policy);
 void populateAttentionLowering(mlir::RewritePatternSet &patterns,
                                const LoweringPolicy &policy);
 /// Lowers every eff.attention / eff.attention_grad under `root` to the CPU

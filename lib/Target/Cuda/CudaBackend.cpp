@@ -7,8 +7,9 @@
 // access of the step in kernels (eff-gpu-form-kernels), outlined, lowered to
 // NVVM and compiled to one fatbin (sm_80 + sm_90 SASS, compute_90 PTX) by
 // LLVM's NVPTX back end and the toolkit's ptxas/fatbinary; GEMMs as calls to
-// the runtime's cuBLASLt; the host code that launches them an x86-64 shared
-// object like the CPU target's. docs/CudaBackend.md has the whole contract.
+// the runtime's cuBLASLt, collectives as calls to its NCCL engine; the host
+// code that launches them an x86-64 shared object like the CPU target's.
+// docs/CudaBackend.md has the whole contract.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,6 +68,9 @@ public:
     policy.lowPrecisionProducts = "native";
     // Implicit GEMM or cuDNN is to be decided by measurement on a GPU.
     policy.convolution = "im2col";
+    // Collectives on device buffers, queued on the GPU by the runtime
+    // (NCCL; docs/Distributed.md).
+    policy.collectives = "cuda";
     return policy;
   }
 
@@ -80,11 +84,10 @@ public:
     return kCudaWorkspaceBytes;
   }
 
-  // NCCL collectives come with issue 14. Attention runs as batched GEMMs
-  // and softmax kernels unless asked (--cuda-fused-attention): the
-  // runtime's FlashAttention-2 kernels (runtime/src/cuda/Attention.cu) are
-  // not yet verified on a GPU.
-  bool supportsCollectives() const override { return false; }
+  // Collectives run through NCCL (the runtime's effrt_cuda_* entry
+  // points). Attention runs as batched GEMMs and softmax kernels unless
+  // asked (--cuda-fused-attention): the runtime's FlashAttention-2 kernels
+  // (runtime/src/cuda/Attention.cu) are not yet verified on a GPU.
   bool supportsFusedAttention() const override { return false; }
   bool hasOptInAttentionKernels() const override { return true; }
 

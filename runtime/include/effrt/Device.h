@@ -126,6 +126,18 @@ std::shared_ptr<Collectives> mpiCollectives();
 /// MPI_Abort, so that no rank waits forever on one that failed.
 void finishMpi(bool failed);
 
+/// The collectives of a run on GPUs (runtime/src/collectives/Nccl.cpp):
+/// device memory summed and gathered by NCCL on the calling device's
+/// collective stream, over the ranks of `host` (mpiCollectives() across
+/// processes; null: one rank), whose allGatherHost also carries rank 0's
+/// ncclUniqueId to the others and serves the host-memory collectives.
+/// NCCL (libnccl.so.2) is opened at run time. Throws Error when it cannot
+/// be loaded.
+std::shared_ptr<Collectives> ncclCollectives(std::shared_ptr<Collectives> host);
+/// ncclGetVersion of the NCCL ncclCollectives() opens (22809 for 2.28.9);
+/// needs no GPU. Throws Error when NCCL cannot be loaded.
+int ncclVersion();
+
 struct DeviceOptions {
   DeviceOptions(std::string label = {},
                 std::shared_ptr<Collectives> collectives = nullptr)
@@ -205,6 +217,16 @@ public:
 
   Collectives &collectives() const { return *collectives_; }
   void setCollectives(std::shared_ptr<Collectives> collectives);
+
+  /// For collectives that run on the device itself (NCCL): the device
+  /// address of `span`, and the stream (a CUstream) to queue them on, which
+  /// the device orders with its own work. A device whose memory the host
+  /// addresses has neither (the CPU: 0 and null).
+  virtual uint64_t deviceAddress(DeviceSpan span) const {
+    (void)span;
+    return 0;
+  }
+  virtual void *collectiveStream() const { return nullptr; }
   const std::string &label() const { return options_.label; }
 
 protected:

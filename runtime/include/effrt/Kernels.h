@@ -75,6 +75,18 @@
  *                         `cType` (0 f32, 1 f16, 2 bf16), accumulated in
  *                         f32; f32 products use TF32 only when the model
  *                         was compiled with effc --allow-tf32.
+ *   effrt_cuda_allreduce_sum_f32, effrt_cuda_reduce_scatter_sum_f32,
+ *   effrt_cuda_all_gather_f32, effrt_cuda_shard_f32, their _start variants
+ *   and effrt_cuda_collective_wait: the collectives above with the same
+ *                         arguments, on device pointers (inside the
+ *                         step's regions). They are queued, not run: a
+ *                         start queues the collective (NCCL, or copies on
+ *                         one rank) on the device's communication stream
+ *                         after what the step stream holds, the wait
+ *                         queues the step stream's wait for it; the
+ *                         blocking ones do both. Nothing waits on the
+ *                         host, so the step can be captured as a CUDA
+ *                         graph (runtime/src/cuda/CudaRuntime.cpp).
  *
  * Compiled CPU code lowered with convolution=library imports:
  *
@@ -253,6 +265,20 @@ void effrt_cuda_gemm_batched(int32_t transA, int32_t transB, int64_t batch,
                              const void *B, int64_t ldb, int64_t strideB,
                              float beta, void *C, int64_t ldc,
                              int64_t strideC, int32_t abType, int32_t cType);
+
+void effrt_cuda_allreduce_sum_f32(float *data, int64_t count);
+void effrt_cuda_reduce_scatter_sum_f32(const float *send, float *recv,
+                                       int64_t recvCount);
+void effrt_cuda_all_gather_f32(const float *send, float *recv,
+                               int64_t sendCount);
+void effrt_cuda_shard_f32(const float *whole, float *shard, int64_t shardCount);
+int64_t effrt_cuda_allreduce_sum_f32_start(float *data, int64_t count);
+int64_t effrt_cuda_reduce_scatter_sum_f32_start(const float *send, float *recv,
+                                                int64_t recvCount);
+int64_t effrt_cuda_all_gather_f32_start(const float *send, float *recv,
+                                        int64_t sendCount);
+void effrt_cuda_collective_wait(int64_t request, const float *send,
+                                const float *recv);
 
 /* Convolutions (oneDNN). Every call takes the same shape arguments:
  * x [N, C, H, W], w [F, C/groups, KH, KW], y [N, F, OH, OW], strides,

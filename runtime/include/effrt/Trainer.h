@@ -76,6 +76,13 @@ struct TrainerOptions {
   /// i*N + r (rows [(i*N + r)*B, (i*N + r + 1)*B) of an .npz); only rank 0
   /// writes the log, the checkpoints and the progress.
   std::shared_ptr<Collectives> collectives;
+  /// A cuda model's collectives run on its GPU through NCCL
+  /// (ncclCollectives over `collectives`) when it has more than one rank,
+  /// and with `nccl` on one rank too (effrun --nccl: the step of a model
+  /// compiled with effc --zero-one-rank-collectives then runs NCCL's
+  /// collectives on one GPU); without, one rank's collectives are copies.
+  /// Other targets refuse `nccl`.
+  bool nccl = false;
 };
 
 /// In-graph loss scaling after a step (models compiled with it only).

@@ -11,7 +11,11 @@
 
 #include "CudaApi.h"
 
+#include "effrt/Device.h"
+
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace effrt::cuda {
@@ -41,6 +45,24 @@ public:
   /// code).
   virtual void noteError(std::string message) = 0;
   virtual void makeCurrent() = 0;
+
+  /// The device itself (its regions, copies and Collectives).
+  virtual Device &device() = 0;
+  /// The span of `bytes` bytes at device address `p`, if it lies in one of
+  /// the regions.
+  virtual std::optional<DeviceSpan> spanOf(const void *p,
+                                           uint64_t bytes) const = 0;
+  /// The step's collectives (effrt_cuda_*_f32): `queue` runs with the
+  /// device's Collectives, whose work goes to the communication stream
+  /// (Device::collectiveStream) after everything the step stream holds.
+  /// Returns the handle waitCollective takes.
+  using CollectiveQueue = std::function<void(Device &, Collectives &)>;
+  virtual int64_t startCollective(const CollectiveQueue &queue,
+                                  const void *send, const void *recv) = 0;
+  /// Orders the step stream after collective `handle`, which must name the
+  /// buffers its start named.
+  virtual void waitCollective(int64_t handle, const void *send,
+                              const void *recv) = 0;
 
   /// The device whose code is loading, running or unloading on this
   /// thread, or null.

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -50,7 +51,15 @@ void *const effrt_cuda_symbols[] = {
     reinterpret_cast<void *>(&effrt_cuda_gemm),
     reinterpret_cast<void *>(&effrt_cuda_gemm_batched),
     reinterpret_cast<void *>(&effrt_cuda_attention_fwd),
-    reinterpret_cast<void *>(&effrt_cuda_attention_bwd)};
+    reinterpret_cast<void *>(&effrt_cuda_attention_bwd),
+    reinterpret_cast<void *>(&effrt_cuda_allreduce_sum_f32),
+    reinterpret_cast<void *>(&effrt_cuda_reduce_scatter_sum_f32),
+    reinterpret_cast<void *>(&effrt_cuda_all_gather_f32),
+    reinterpret_cast<void *>(&effrt_cuda_shard_f32),
+    reinterpret_cast<void *>(&effrt_cuda_allreduce_sum_f32_start),
+    reinterpret_cast<void *>(&effrt_cuda_reduce_scatter_sum_f32_start),
+    reinterpret_cast<void *>(&effrt_cuda_all_gather_f32_start),
+    reinterpret_cast<void *>(&effrt_cuda_collective_wait)};
 }
 
 ActiveDevice::~ActiveDevice() = default;
@@ -113,6 +122,23 @@ public:
   void makeCurrent() override {
     check(cu_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
   }
+  Device &device() override { return *this; }
+  std::optional<DeviceSpan> spanOf(const void *p,
+                                   uint64_t bytes) const override;
+  int64_t startCollective(const CollectiveQueue &queue, const void *send,
+                          const void *recv) override;
+  void waitCollective(int64_t handle, const void *send,
+                      const void *recv) override;
+
+  // Collectives that run on the GPU (NCCL) queue on the communication
+  // stream while the step starts one, else on the step stream.
+  uint64_t deviceAddress(DeviceSpan span) const override {
+    checkSpan(span, "collective");
+    return regionPointer(span.region) + span.offset;
+  }
+  void *collectiveStream() const override {
+    return inCollective_ ? commStream_ : stream_;
+  }
 
 private:
   /// Throws "LABEL: GPU N: WHAT: <driver's error>" unless `result` is success.
@@ -141,6 +167,12 @@ private:
   void *pinned(uint64_t bytes, const char *what);
   void freeMemory();
   void dropGraph();
+  /// An event of the step's collectives: the pool's next (created on first
+  /// need, in the first run, which is not captured; reused by every run).
+  CUevent nextEvent();
+  /// Joins every collective the step left unwaited into the step stream
+  /// (a capture must end joined) and notes the error.
+  void joinCollectives();
 
   const Driver &driver_;
   const DriverSymbols &cu_;
@@ -181,6 +213,20 @@ private:
   bool useGraphs_ = true;
   CUgraphExec graph_ = nullptr;
   int64_t runs_ = 0;
+
+  /// The step's collectives: queued on their own stream, so that they move
+  /// while the step stream computes, forked from and joined back into the
+  /// step stream with events (which a CUDA graph capture follows).
+  CUstream commStream_ = nullptr;
+  bool inCollective_ = false;
+  std::vector<CUevent> events_;
+  size_t nextEvent_ = 0;
+  struct PendingCollective {
+    CUevent done;
+    const void *send, *recv;
+  };
+  std::map<int64_t, PendingCollective> pending_;
+  int64_t lastHandle_ = 0;
 };
 
 CudaDevice::CudaDevice(const DeviceOptions &options, const Driver &driver,
@@ -245,6 +291,12 @@ CudaDevice::~CudaDevice() {
   for (CUevent e : mirrorFree_)
     if (e)
       cu_.cuEventDestroy_v2(e);
+  for (CUevent e : events_)
+    cu_.cuEventDestroy_v2(e);
+  if (commStream_) {
+    cu_.cuStreamSynchronize(commStream_);
+    cu_.cuStreamDestroy_v2(commStream_);
+  }
   if (stream_)
     cu_.cuStreamDestroy_v2(stream_);
   cu_.cuDevicePrimaryCtxRelease_v2(device_);
@@ -420,6 +472,75 @@ void CudaDevice::copyWithinDevice(DeviceSpan src, DeviceSpan dst) {
         "cuMemcpyDtoDAsync");
 }
 
+std::optional<DeviceSpan> CudaDevice::spanOf(const void *p,
+                                             uint64_t bytes) const {
+  auto at = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+  for (RegionKind kind : kRegionKinds) {
+    CUdeviceptr begin = regionPointer(kind);
+    uint64_t size = sizes_.of(kind);
+    if (begin && at >= begin && bytes <= size && at - begin <= size - bytes)
+      return DeviceSpan{kind, at - begin, bytes};
+  }
+  return std::nullopt;
+}
+
+CUevent CudaDevice::nextEvent() {
+  if (nextEvent_ == events_.size()) {
+    CUevent e = nullptr;
+    check(cu_.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    events_.push_back(e);
+  }
+  return events_[nextEvent_++];
+}
+
+int64_t CudaDevice::startCollective(const CollectiveQueue &queue,
+                                    const void *send, const void *recv) {
+  makeCurrent();
+  if (!commStream_)
+    check(cu_.cuStreamCreate(&commStream_, CU_STREAM_NON_BLOCKING),
+          "cuStreamCreate");
+  // After everything the step has queued (its inputs are written)...
+  CUevent ready = nextEvent();
+  check(cu_.cuEventRecord(ready, stream_), "cuEventRecord");
+  check(cu_.cuStreamWaitEvent(commStream_, ready, 0), "cuStreamWaitEvent");
+  inCollective_ = true;
+  try {
+    queue(*this, collectives());
+  } catch (...) {
+    inCollective_ = false;
+    throw;
+  }
+  inCollective_ = false;
+  // ... and before whatever waits for it.
+  CUevent done = nextEvent();
+  check(cu_.cuEventRecord(done, commStream_), "cuEventRecord");
+  int64_t handle = ++lastHandle_;
+  pending_.emplace(handle, PendingCollective{done, send, recv});
+  return handle;
+}
+
+void CudaDevice::waitCollective(int64_t handle, const void *send,
+                                const void *recv) {
+  auto it = pending_.find(handle);
+  if (it == pending_.end())
+    fail("wait for collective request ", handle, ", which is not in flight");
+  PendingCollective p = it->second;
+  pending_.erase(it);
+  if (p.send != send || p.recv != recv)
+    fail("wait for collective request ", handle,
+         " names other buffers than its start");
+  check(cu_.cuStreamWaitEvent(stream_, p.done, 0), "cuStreamWaitEvent");
+}
+
+void CudaDevice::joinCollectives() {
+  if (pending_.empty())
+    return;
+  for (auto &[handle, p] : pending_)
+    cu_.cuStreamWaitEvent(stream_, p.done, 0);
+  pending_.clear();
+  noteError("the step started a collective it never waited for");
+}
+
 void CudaDevice::synchronize() {
   makeCurrent();
   CUresult done = cu_.cuStreamSynchronize(stream_);
@@ -514,8 +635,10 @@ void CudaDevice::launch() {
     error_.clear();
     // The first run is not captured: it creates what the code creates once
     // (cuBLASLt's handle, kernel lookups), which a capture must not do.
+    nextEvent_ = 0;
     if (!useGraphs_ || runs_ == 0) {
       entry_(&state, &arena, &io);
+      joinCollectives();
       throwNotedError();
     } else {
       if (!graph_) {
@@ -523,6 +646,7 @@ void CudaDevice::launch() {
                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
               "cuStreamBeginCapture");
         entry_(&state, &arena, &io);
+        joinCollectives();
         CUgraph graph = nullptr;
         CUresult ended = cu_.cuStreamEndCapture(stream_, &graph);
         if (!error_.empty() || ended != CUDA_SUCCESS) {

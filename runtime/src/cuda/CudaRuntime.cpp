@@ -32,9 +32,11 @@
 #include "effrt/Kernels.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 using namespace effrt;
@@ -506,5 +508,140 @@ extern "C" void effrt_cuda_attention_bwd(
         attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
     d.attentionKernels().backward(d.stream(), p, q, k, v, o, lse, dout, dq, dk,
                                   dv, workspace);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives (effrt_cuda_*_f32: the CPU's effrt_*_f32 on device pointers)
+//===----------------------------------------------------------------------===//
+//
+// Each is queued, never waited for on the host: a start forks the device's
+// communication stream from the step stream (an event), queues the
+// collective there through the device's Collectives (NCCL; one rank
+// without NCCL: copies), and records its end; the wait makes the step
+// stream wait for that end. So a collective moves while the kernels queued
+// after its start run, the step stays one stream's work as far as the host
+// is concerned, and a CUDA graph capture follows the fork and the join.
+
+namespace {
+/// The span of `count` floats at device address `data`, which must lie in
+/// the step's regions.
+DeviceSpan floatSpan(ActiveDevice &d, const char *what, const float *data,
+                     int64_t count) {
+  if (count < 0)
+    fail(what, " of ", count, " elements");
+  uint64_t bytes = static_cast<uint64_t>(count) * sizeof(float);
+  std::optional<DeviceSpan> span = d.spanOf(data, bytes);
+  if (!span)
+    fail(what, " of ", bytes, " bytes outside the step's memory");
+  return *span;
+}
+
+/// `count` times the world size, which must not overflow.
+int64_t timesRanks(ActiveDevice &d, const char *what, int64_t count) {
+  int64_t n = d.device().collectives().worldSize();
+  if (count < 0 || count > INT64_MAX / n)
+    fail(what, " of ", count, " elements a rank");
+  return count * n;
+}
+
+int64_t startAllReduce(ActiveDevice &d, float *data, int64_t count) {
+  DeviceSpan span = floatSpan(d, "all-reduce", data, count);
+  return d.startCollective(
+      [&](Device &device, Collectives &c) {
+        c.allReduceSum(device, span, DType::F32);
+      },
+      data, data);
+}
+
+int64_t startReduceScatter(ActiveDevice &d, const float *send, float *recv,
+                           int64_t recvCount) {
+  DeviceSpan in = floatSpan(d, "reduce-scatter", send,
+                            timesRanks(d, "reduce-scatter", recvCount));
+  DeviceSpan out = floatSpan(d, "reduce-scatter", recv, recvCount);
+  return d.startCollective(
+      [&](Device &device, Collectives &c) {
+        c.reduceScatterSum(device, in, out, DType::F32);
+      },
+      send, recv);
+}
+
+int64_t startAllGather(ActiveDevice &d, const float *send, float *recv,
+                       int64_t sendCount) {
+  DeviceSpan in = floatSpan(d, "all-gather", send, sendCount);
+  DeviceSpan out =
+      floatSpan(d, "all-gather", recv, timesRanks(d, "all-gather", sendCount));
+  return d.startCollective(
+      [&](Device &device, Collectives &c) { c.allGather(device, in, out); },
+      send, recv);
+}
+} // namespace
+
+extern "C" void effrt_cuda_allreduce_sum_f32(float *data, int64_t count) {
+  onDevice("effrt_cuda_allreduce_sum_f32", [&](ActiveDevice &d) {
+    d.waitCollective(startAllReduce(d, data, count), data, data);
+  });
+}
+
+extern "C" void effrt_cuda_reduce_scatter_sum_f32(const float *send,
+                                                  float *recv,
+                                                  int64_t recvCount) {
+  onDevice("effrt_cuda_reduce_scatter_sum_f32", [&](ActiveDevice &d) {
+    d.waitCollective(startReduceScatter(d, send, recv, recvCount), send, recv);
+  });
+}
+
+extern "C" void effrt_cuda_all_gather_f32(const float *send, float *recv,
+                                          int64_t sendCount) {
+  onDevice("effrt_cuda_all_gather_f32", [&](ActiveDevice &d) {
+    d.waitCollective(startAllGather(d, send, recv, sendCount), send, recv);
+  });
+}
+
+extern "C" int64_t effrt_cuda_allreduce_sum_f32_start(float *data,
+                                                      int64_t count) {
+  int64_t handle = 0;
+  onDevice("effrt_cuda_allreduce_sum_f32_start",
+           [&](ActiveDevice &d) { handle = startAllReduce(d, data, count); });
+  return handle;
+}
+
+extern "C" int64_t effrt_cuda_reduce_scatter_sum_f32_start(const float *send,
+                                                           float *recv,
+                                                           int64_t recvCount) {
+  int64_t handle = 0;
+  onDevice("effrt_cuda_reduce_scatter_sum_f32_start", [&](ActiveDevice &d) {
+    handle = startReduceScatter(d, send, recv, recvCount);
+  });
+  return handle;
+}
+
+extern "C" int64_t effrt_cuda_all_gather_f32_start(const float *send,
+                                                   float *recv,
+                                                   int64_t sendCount) {
+  int64_t handle = 0;
+  onDevice("effrt_cuda_all_gather_f32_start", [&](ActiveDevice &d) {
+    handle = startAllGather(d, send, recv, sendCount);
+  });
+  return handle;
+}
+
+extern "C" void effrt_cuda_collective_wait(int64_t request, const float *send,
+                                           const float *recv) {
+  onDevice("effrt_cuda_collective_wait",
+           [&](ActiveDevice &d) { d.waitCollective(request, send, recv); });
+}
+
+extern "C" void effrt_cuda_shard_f32(const float *whole, float *shard,
+                                     int64_t shardCount) {
+  // This rank's block of its own tensor: a copy on the step stream.
+  onDevice("effrt_cuda_shard_f32", [&](ActiveDevice &d) {
+    int64_t rank = d.device().collectives().rank();
+    DeviceSpan in =
+        floatSpan(d, "shard", whole, timesRanks(d, "shard", shardCount));
+    DeviceSpan out = floatSpan(d, "shard", shard, shardCount);
+    in.offset += static_cast<uint64_t>(rank * shardCount) * sizeof(float);
+    in.bytes = out.bytes;
+    d.device().copyWithinDevice(in, out);
   });
 }

@@ -2,6 +2,7 @@
 
 #include "effrt/Trainer.h"
 
+#include "../cuda/CudaDevice.h"
 #include "LossScaleWatch.h"
 #include "Progress.h"
 #include "ResidentMemory.h"
@@ -114,6 +115,18 @@ struct Trainer::Impl {
                : std::string());
     rank = o.collectives ? o.collectives->rank() : 0;
     this->ranks = ranks;
+    // A GPU's collectives run on the GPU: NCCL, bootstrapped through the
+    // host collectives (MPI) it keeps for what runs between steps.
+    if (m.target == cuda::kCudaTarget && (ranks > 1 || o.nccl)) {
+      try {
+        options.collectives = ncclCollectives(o.collectives);
+      } catch (const Error &e) {
+        fail(o.effx, ": ", e.what());
+      }
+    } else if (o.nccl)
+      fail(o.effx, ": --nccl: the model is compiled for ", m.target,
+           "; NCCL runs the collectives of models compiled with effc "
+           "--target cuda");
     if (rank != 0) {
       // Rank 0 writes for all (the others still gather sharded state with
       // it: they keep the path but never write it).
@@ -145,7 +158,12 @@ struct Trainer::Impl {
     }
     SessionOptions sessionOptions;
     sessionOptions.device = o.device;
-    sessionOptions.collectives = o.collectives;
+    // NCCL needs a GPU of its own per rank: by default the rank's place
+    // among the ranks of its machine (Open MPI's local rank).
+    if (!sessionOptions.device && m.target == cuda::kCudaTarget && ranks > 1)
+      if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+        sessionOptions.device = std::atoi(local);
+    sessionOptions.collectives = options.collectives;
     session.emplace(effx, sessionOptions);
     if (!o.resume.empty())
       session->load(o.resume);

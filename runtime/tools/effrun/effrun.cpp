@@ -4,12 +4,13 @@
 //          [--save CKPT.safetensors] [--log LOSS.jsonl] [--resume CKPT]
 //          [--merge-lora MERGED.safetensors]
 //          [--seed S] [--threads T] [--quiet] [--nproc N] [--mpi]
-//          [--device N]
+//          [--device N] [--nccl]
 //
 // Under mpirun (or with --mpi) every process is one rank of a data-parallel
 // run, its collectives Open MPI's (effrt::mpiCollectives); `--nproc N`
 // starts N local ranks itself by running `mpirun -np N` on this command
-// line (docs/Distributed.md).
+// line (docs/Distributed.md). A cuda model's collectives run on its GPU
+// through NCCL (effrt::ncclCollectives), bootstrapped through MPI.
 //
 // Runs N training steps of a compiled model (see docs/UserGuide.md, "Running
 // training with effrun"). Every input is checked before the first step; a
@@ -52,7 +53,7 @@ struct Options {
   int threads = 0;
   int nproc = 0;
   int device = -1;
-  bool quiet = false, mpi = false;
+  bool quiet = false, mpi = false, nccl = false;
 };
 
 /// Replaces this process with `mpirun -np N --oversubscribe` running the
@@ -104,6 +105,7 @@ int run(const Options &o) {
   options.handleSignals = true;
   if (o.mpi || launchedByMpirun())
     options.collectives = mpiCollectives();
+  options.nccl = o.nccl;
   Trainer trainer(options);
 
   const int64_t first = trainer.globalStep();
@@ -208,6 +210,10 @@ int main(int argc, char **argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--mpi", o.mpi,
                "one rank of an MPI run (implied when started by mpirun)");
+  app.add_flag("--nccl", o.nccl,
+               "run a cuda model's collectives through NCCL on one rank too "
+               "(across ranks they always are; a model compiled with effc "
+               "--zero-one-rank-collectives)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {

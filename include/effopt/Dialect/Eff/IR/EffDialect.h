@@ -87,6 +87,18 @@ inline constexpr llvm::StringLiteral kArenaBytesAttrName =
 inline constexpr llvm::StringLiteral kZeroStageAttrName = "eff.zero_stage";
 /// Module: the ranks of the run (eff-zero).
 inline constexpr llvm::StringLiteral kWorldSizeAttrName = "eff.world_size";
+/// Module: eff-zero kept the collectives of a run of one rank
+/// (one-rank-collectives), so the passes after it communicate (and shard,
+/// into one shard) as at N > 1.
+inline constexpr llvm::StringLiteral kOneRankCollectivesAttrName =
+    "eff.one_rank_collectives";
+/// Whether the step of `module` (after eff-zero) communicates: more than one
+/// rank, or one rank with its collectives kept.
+inline bool stepCommunicates(mlir::Operation *module) {
+  auto world = module->getAttrOfType<mlir::IntegerAttr>(kWorldSizeAttrName);
+  return (world && world.getInt() > 1) ||
+         module->hasAttr(kOneRankCollectivesAttrName);
+}
 /// Optimizer state parameter: the shape of the whole tensor this rank holds
 /// one 1/N shard of (flattened, zero-padded to a multiple of N), as a
 /// DenseI64ArrayAttr.
