@@ -504,15 +504,19 @@ int64_t CudaDevice::startCollective(const CollectiveQueue &queue,
   check(cu_.cuEventRecord(ready, stream_), "cuEventRecord");
   check(cu_.cuStreamWaitEvent(commStream_, ready, 0), "cuStreamWaitEvent");
   inCollective_ = true;
+  CUevent done = nextEvent();
   try {
     queue(*this, collectives());
   } catch (...) {
+    // Joined back all the same, so that a capture still ends joined and
+    // reports the failure rather than an unjoined stream.
     inCollective_ = false;
+    cu_.cuEventRecord(done, commStream_);
+    cu_.cuStreamWaitEvent(stream_, done, 0);
     throw;
   }
   inCollective_ = false;
   // ... and before whatever waits for it.
-  CUevent done = nextEvent();
   check(cu_.cuEventRecord(done, commStream_), "cuEventRecord");
   int64_t handle = ++lastHandle_;
   pending_.emplace(handle, PendingCollective{done, send, recv});
