@@ -35,6 +35,11 @@
 #include <mutex>
 #include <vector>
 
+#if defined(EFFRT_HAVE_CUDA_HEADERS) && __has_include(<nccl.h>)
+#include <nccl.h>
+#define EFFRT_HAVE_NCCL_HEADER 1
+#endif
+
 using namespace effrt;
 
 namespace {
@@ -68,6 +73,22 @@ constexpr int kNcclInt8 = 0, kNcclFloat16 = 6, kNcclFloat32 = 7,
   X(ncclBroadcast, NcclResult, const void *, void *, size_t, int, int,         \
     NcclComm, void *)
 EFFRT_SYMBOL_TABLE(NcclSymbols, EFFRT_NCCL_SYMBOLS);
+
+// Where the toolkit's nccl.h is at hand (it ships with CUDA 13), the values
+// above are checked against it.
+#ifdef EFFRT_HAVE_NCCL_HEADER
+static_assert(sizeof(NcclUniqueId) == sizeof(ncclUniqueId));
+static_assert(kNcclUniqueIdBytes == NCCL_UNIQUE_ID_BYTES);
+static_assert(kNcclSuccess == ncclSuccess);
+static_assert(kNcclSum == ncclSum);
+static_assert(kNcclInt8 == ncclInt8 && kNcclFloat16 == ncclFloat16 &&
+              kNcclFloat32 == ncclFloat32 && kNcclFloat64 == ncclFloat64 &&
+              kNcclBfloat16 == ncclBfloat16);
+static_assert(sizeof(ncclDataType_t) == sizeof(int) &&
+              sizeof(ncclRedOp_t) == sizeof(int) &&
+              sizeof(ncclResult_t) == sizeof(NcclResult));
+static_assert(sizeof(cudaStream_t) == sizeof(void *));
+#endif
 
 class Nccl final : public Collectives {
 public:
