@@ -1,9 +1,12 @@
 // RUN: effopt-opt %s --eff-zero="world-size=2 stage=1" | FileCheck %s --check-prefix=MARK
 // RUN: effopt-opt %s --eff-zero="world-size=2 stage=1" --eff-optimizer="optimizer=adamw" | FileCheck %s --check-prefix=STAGE1
+// RUN: effopt-opt %s --eff-zero="world-size=1 stage=1 one-rank-collectives=true" --eff-optimizer="optimizer=adamw" | FileCheck %s --check-prefix=KEPT
+// RUN: effopt-opt %s --eff-zero="world-size=1 stage=1" --eff-optimizer="optimizer=adamw" | FileCheck %s --check-prefix=NOSHARD
 // RUN: effopt-opt %s --eff-zero="world-size=2 stage=2" | FileCheck %s --check-prefix=SCATTER
 // RUN: effopt-opt %s --eff-zero="world-size=2 stage=2" --eff-optimizer="optimizer=sgd momentum=0.9 clip-grad-norm=1.0" | FileCheck %s --check-prefix=STAGE2
 // RUN: effopt-opt %s --eff-zero="world-size=2 stage=2" --eff-loss-scaling --eff-optimizer="optimizer=sgd" | FileCheck %s --check-prefix=SCALED
 // RUN: effopt-opt %s --eff-zero="world-size=1 stage=2" --eff-optimizer="optimizer=adamw" | FileCheck %s --check-prefix=ONE
+// RUN: effopt-opt %s --eff-zero="world-size=1 stage=2 one-rank-collectives=true" --eff-loss-scaling --eff-optimizer="optimizer=sgd" | FileCheck %s --check-prefix=KEPTSCALED
 
 // The joint step as eff-autodiff leaves it: loss = sum(w * x), with a
 // parameter of 3 elements (not a multiple of 2 ranks).
@@ -83,8 +86,27 @@ module {
 // SCALED: %[[ANY:.*]] = eff.all_reduce %[[F]] {world_size = 2 : i64} : tensor<f32>
 // SCALED: %[[SKIP:.*]] = eff.cmp gt, %[[ANY]]
 // SCALED: eff.update_loss_scale {{.*}}%[[SKIP]]
+// The same at one rank with the collectives kept.
+// KEPTSCALED: %[[FOUND:.*]], %{{.*}} = eff.unscale_gradients
+// KEPTSCALED: %[[F:.*]] = eff.cast %[[FOUND]] : tensor<i1> to tensor<f32>
+// KEPTSCALED: eff.all_reduce %[[F]] {world_size = 1 : i64} : tensor<f32>
 
 // One rank: nothing is sharded.
 // ONE: eff.parameter optimizer_state @optimizer.w.exp_avg : tensor<3xf32>
 // ONE-NOT: eff.shard
 // ONE-NOT: eff.all_gather
+
+// One rank with its collectives kept: eff-optimizer shards into one shard
+// (the whole flattened tensor) and gathers it back, as at N ranks.
+// KEPT-DAG: eff.parameter optimizer_state @optimizer.w.exp_avg : tensor<3xf32> = dense<0.000000e+00> : tensor<3xf32> {eff.shard_of = array<i64: 3>}
+// KEPT-LABEL: func.func @train_step(
+// KEPT: eff.all_reduce
+// KEPT: %[[WSHARD:.*]] = eff.shard %{{.*}} {world_size = 1 : i64} : tensor<3xf32> -> tensor<3xf32>
+// KEPT: %[[NEW:.*]], %{{.*}}, %{{.*}} = eff.adam_update %[[WSHARD]]
+// KEPT: eff.all_gather %[[NEW]] {world_size = 1 : i64} : tensor<3xf32> -> tensor<3xf32>
+
+// Without it one rank has neither sums nor shards.
+// NOSHARD-LABEL: func.func @train_step(
+// NOSHARD-NOT: eff.all_reduce
+// NOSHARD-NOT: eff.shard
+// NOSHARD-NOT: eff.all_gather

@@ -1,5 +1,6 @@
 // RUN: effopt-opt %s --eff-zero="world-size=2" | FileCheck %s
 // RUN: effopt-opt %s --eff-zero="world-size=1" | FileCheck %s --check-prefix=ONE
+// RUN: effopt-opt %s --eff-zero="world-size=1 one-rank-collectives=true" | FileCheck %s --check-prefix=KEPT
 // RUN: effopt-opt %s --eff-zero="world-size=4" --eff-loss-scaling | FileCheck %s --check-prefix=SCALED
 // RUN: effopt-opt %s --eff-zero="world-size=2 bucket-bytes=4" | FileCheck %s --check-prefix=BUCKETS
 // RUN: effopt-opt %s --eff-zero="world-size=2" --convert-eff-to-linalg | FileCheck %s --check-prefix=LOWER
@@ -49,6 +50,13 @@ module {
 // One rank: nothing to sum; the world size is still recorded.
 // ONE: module attributes {eff.world_size = 1 : i64}
 // ONE-NOT: eff.all_reduce
+
+// One rank with its collectives kept (one-rank-collectives): the sums of N
+// ranks, over one, divided by 1; the module says so for the passes after.
+// KEPT: module attributes {eff.one_rank_collectives, eff.world_size = 1 : i64}
+// KEPT: %[[DIVISOR:.*]] = eff.constant dense<1.000000e+00> : tensor<f32>
+// KEPT: %[[SUM:.*]]:2 = eff.all_reduce %{{.*}}, %{{.*}} {world_size = 1 : i64} : tensor<f32>, tensor<4xf32>
+// KEPT-NEXT: eff.div %[[SUM]]#0, %[[DIVISOR]]
 
 // Loss scaling unscales the summed (scaled) gradients: an overflow on any
 // rank reaches every rank.
