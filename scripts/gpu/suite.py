@@ -1058,14 +1058,16 @@ def find_nccl():
     ship (nvidia/nccl/lib), passed on through $EFFRT_NCCL_LIBRARY."""
     if os.environ.get("EFFRT_NCCL_LIBRARY"):
         return os.environ["EFFRT_NCCL_LIBRARY"]
-    import ctypes
-    for name in ("libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2",
-                 "/usr/local/cuda/lib64/libnccl.so.2"):
-        try:
-            ctypes.CDLL(name)
-            return name
-        except OSError:
-            pass
+    # What effrun's own search finds (not this process's: PyTorch may have
+    # loaded its copy already, which effrun would not see).
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    for d in dirs + ["/usr/local/cuda/lib", "/usr/local/cuda/lib64"]:
+        path = os.path.join(d, "libnccl.so.2")
+        if os.path.exists(path):
+            return path
+    import ctypes.util
+    if ctypes.util.find_library("nccl"):
+        return "libnccl.so.2 (the loader's cache)"
     for root in sys.path:
         path = os.path.join(root, "nvidia", "nccl", "lib", "libnccl.so.2")
         if os.path.exists(path):
