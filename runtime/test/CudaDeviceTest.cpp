@@ -279,6 +279,33 @@ TEST(ncclHasEverySymbol) {
   CHECK(ncclVersion() >= 20900); // graph capture: NCCL 2.9 and later
 }
 
+TEST(ncclRefusesHostMemory) {
+  if (!DynamicLibrary::available({"libnccl.so.2",
+                                  "/usr/local/cuda/lib/libnccl.so.2",
+                                  "/usr/local/cuda/lib64/libnccl.so.2"})) {
+    std::printf("  (no libnccl.so.2 here: not checked)\n");
+    return;
+  }
+  // NCCL runs on a GPU's stream: a device without one is refused before
+  // any communicator is made. Host collectives go to the host's (one rank).
+  std::shared_ptr<Collectives> nccl = ncclCollectives(nullptr);
+  CHECK_EQ(nccl->name(), std::string("nccl"));
+  CHECK_EQ(nccl->worldSize(), 1);
+  DeviceOptions options("host.effx");
+  std::unique_ptr<Device> device = createHostMemoryDevice(options);
+  device->allocate({0, 64, 0});
+  CHECK_ERROR(nccl->allReduceSum(*device, {RegionKind::Arena, 0, 64},
+                                 DType::F32),
+              "host.effx: NCCL all-reduce on device ");
+  CHECK_ERROR(nccl->allGather(*device, {RegionKind::Arena, 0, 32},
+                              {RegionKind::Arena, 32, 32}),
+              "which has no GPU stream (NCCL runs the collectives of models "
+              "compiled with effc --target cuda)");
+  float send[2] = {1, 2}, recv[2] = {0, 0};
+  nccl->allGatherHost(send, recv, sizeof send);
+  CHECK(recv[0] == 1 && recv[1] == 2);
+}
+
 TEST(ncclMissingIsOneLine) {
   ::setenv("EFFRT_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
   CHECK_ERROR(ncclCollectives(nullptr),
