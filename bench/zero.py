@@ -37,7 +37,9 @@ usage: /usr/bin/python3 bench/zero.py [--bin build/bin] [--steps 12]
        [--optimizer adamw|adamw8bit|adafactor]
 Runs more ranks than cores with mpirun --oversubscribe: on a small machine
 the step times measure contention as much as the method. PyTorch runs
-with AdamW only (1.13 has neither an 8-bit AdamW nor Adafactor).
+with AdamW only (1.13 has neither an 8-bit AdamW nor Adafactor), DDP with
+gradient_as_bucket_view=True (its gradients are its buckets, held once;
+the figure is its .grad tensors).
 """
 import argparse
 import json
@@ -68,7 +70,9 @@ model = torch.load(spec["model"])
 DDP = torch.nn.parallel.DistributedDataParallel
 DDP._set_params_and_buffers_to_ignore_for_model(
     model, [n for n, b in model.named_buffers() if not b.is_floating_point()])
-ddp = DDP(model, broadcast_buffers=False)
+# gradient_as_bucket_view: the gradients are views of DDP's buckets, so
+# they are held once (1.13's default copies them into the buckets).
+ddp = DDP(model, broadcast_buffers=False, gradient_as_bucket_view=True)
 if spec["zero"]:
     from torch.distributed.optim import ZeroRedundancyOptimizer
     opt = ZeroRedundancyOptimizer(ddp.parameters(),

@@ -16,7 +16,9 @@
 
 #include "effopt/Transforms/Passes.h"
 
+#include "effopt/Analysis/MemoryPlan.h"
 #include "effopt/Analysis/MemoryReport.h"
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -138,6 +140,9 @@ struct EffFoldCollectiveCopiesPass
     : effopt::impl::EffFoldCollectiveCopiesPassBase<
           EffFoldCollectiveCopiesPass> {
   void runOnOperation() override;
+  /// Folds every copy into a collective buffer under `root` that can be;
+  /// returns (copies, bytes) folded.
+  std::pair<int64_t, int64_t> fold(Operation *root);
   /// `buffer` as bytes (memref<Kxi8>), viewed as its old type where it was
   /// used; the byte allocation is returned (`buffer` itself if it is bytes).
   memref::AllocOp asBytes(memref::AllocOp buffer);
@@ -165,10 +170,50 @@ memref::AllocOp EffFoldCollectiveCopiesPass::asBytes(memref::AllocOp buffer) {
 }
 
 void EffFoldCollectiveCopiesPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  int64_t alignment = EffStepAbiPassOptions().alignment;
+  if (auto recorded = module->getAttrOfType<IntegerAttr>(
+          eff::kAlignmentAttrName))
+    alignment = recorded.getInt();
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  for (func::FuncOp func : funcs) {
+    if (func.isExternal())
+      continue;
+    auto [copies, bytes] = std::pair<int64_t, int64_t>{0, 0};
+    if (!func->hasAttr(eff::kArenaArgAttrName)) {
+      std::tie(copies, bytes) = fold(func);
+    } else {
+      // A folded buffer lives from its first writer on, which may be where
+      // the arena peaks (a bucket's first gradient, early in the backward):
+      // keep the folds only where the planned arena does not grow.
+      func::FuncOp folded = func.clone();
+      std::tie(copies, bytes) = fold(folded);
+      int64_t before =
+          MemoryPlan::compute(func.getBody().front(), alignment).arenaBytes();
+      int64_t after =
+          MemoryPlan::compute(folded.getBody().front(), alignment)
+              .arenaBytes();
+      if (copies && after <= before) {
+        func.getBody().takeBody(folded.getBody());
+      } else {
+        if (copies)
+          ++numKeptCopies;
+        copies = bytes = 0;
+      }
+      folded.erase();
+    }
+    numFoldedCopies += copies;
+    numFoldedBytes += bytes;
+  }
+}
+
+std::pair<int64_t, int64_t>
+EffFoldCollectiveCopiesPass::fold(Operation *root) {
+  int64_t folded = 0, foldedBytes = 0;
   // The copies as (copy, source, target): memref.copy, and linalg.copy on
   // buffers (eff-step-entry's form of a copy into a strided view).
   SmallVector<std::tuple<Operation *, Value, Value>> copies;
-  getOperation().walk([&](Operation *op) {
+  root->walk([&](Operation *op) {
     if (auto copy = dyn_cast<memref::CopyOp>(op))
       copies.emplace_back(op, copy.getSource(), copy.getTarget());
     else if (auto copy = dyn_cast<linalg::CopyOp>(op);
@@ -202,11 +247,12 @@ void EffFoldCollectiveCopiesPass::runOnOperation() {
     Value view = memref::ViewOp::create(builder, loc, source.getType(), raw,
                                         at, ValueRange{});
     MemRefType sourceType = source.getType();
-    numFoldedBytes += sourceType.getNumElements() *
-                      sourceType.getElementTypeBitWidth() / 8;
-    ++numFoldedCopies;
+    foldedBytes += sourceType.getNumElements() *
+                   sourceType.getElementTypeBitWidth() / 8;
+    ++folded;
     source.getResult().replaceAllUsesWith(view);
     source.erase();
     copy->erase();
   }
+  return {folded, foldedBytes};
 }

@@ -810,14 +810,19 @@ def EffFoldCollectiveCopiesPass
     erased. The values are the same bits; the duplicate bytes are gone: a
     bucket's gradients count once, not twice (their own buffers and the
     bucket), as in DDP's `gradient_as_bucket_view`. The price is that a
-    bucket lives from its first tensor's producer on, not from the copy.
+    bucket lives from its first tensor's producer on, not from the copy:
+    in a function with an arena (`eff.arena_arg`) the folds are kept only
+    if the planned arena (the `eff-memory-plan` placement, without
+    `in-place`) does not grow, all or none per function.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numFoldedCopies", "folded-copies",
               "Copies into collective buffers folded into their producers">,
-    Statistic<"numFoldedBytes", "folded-bytes", "Bytes those copies moved">
+    Statistic<"numFoldedBytes", "folded-bytes", "Bytes those copies moved">,
+    Statistic<"numKeptCopies", "functions-kept",
+              "Functions whose folds were dropped: the arena would grow">
   ];
 }
 
