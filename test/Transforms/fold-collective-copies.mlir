@@ -92,3 +92,49 @@ func.func @not_allocated(%g: memref<6xf32>, %x: f32) {
   call @scatter(%other) : (memref<6xf32>) -> ()
   return
 }
+
+// -----
+
+// With an arena (eff.arena_arg), the folds are kept where the planned
+// arena does not grow: here the send buffer takes the gradient's place.
+// CHECK-LABEL: func.func @arena_kept(
+// CHECK: memref.alloc() {eff.collective_buffer} : memref<4096xi8>
+// CHECK-NOT: memref.copy
+func.func private @scatter(memref<1024xf32>)
+func.func @arena_kept(%arena: memref<?xi8>, %x: f32) attributes {eff.arena_arg = 0 : i64} {
+  %g = memref.alloc() : memref<1024xf32>
+  linalg.fill ins(%x : f32) outs(%g : memref<1024xf32>)
+  %send = memref.alloc() {eff.collective_buffer} : memref<1024xf32>
+  memref.copy %g, %send : memref<1024xf32> to memref<1024xf32>
+  call @scatter(%send) : (memref<1024xf32>) -> ()
+  return
+}
+
+// -----
+
+// A bucket whose first tensor is written before a large temporary: folded,
+// the whole bucket would live beside the temporary (4 + 4096 + 8192
+// bytes), more than the copy costs at the end (2 x 4100): the copies stay.
+// CHECK-LABEL: func.func @arena_would_grow(
+// CHECK: memref.alloc() {eff.collective_buffer} : memref<1025xf32>
+// CHECK: memref.copy
+// CHECK: linalg.copy
+func.func private @sum(memref<1025xf32>)
+func.func private @use(memref<2048xf32>)
+func.func @arena_would_grow(%arena: memref<?xi8>, %x: f32) attributes {eff.arena_arg = 0 : i64} {
+  %a = memref.alloc() : memref<f32>
+  linalg.fill ins(%x : f32) outs(%a : memref<f32>)
+  %t = memref.alloc() : memref<2048xf32>
+  linalg.fill ins(%x : f32) outs(%t : memref<2048xf32>)
+  call @use(%t) : (memref<2048xf32>) -> ()
+  %b = memref.alloc() : memref<1024xf32>
+  linalg.fill ins(%x : f32) outs(%b : memref<1024xf32>)
+  %bucket = memref.alloc() {eff.collective_buffer} : memref<1025xf32>
+  %s0 = memref.subview %bucket[0] [1] [1] : memref<1025xf32> to memref<1xf32, strided<[1]>>
+  %v0 = memref.collapse_shape %s0 [] : memref<1xf32, strided<[1]>> into memref<f32>
+  memref.copy %a, %v0 : memref<f32> to memref<f32>
+  %s1 = memref.subview %bucket[1] [1024] [1] : memref<1025xf32> to memref<1024xf32, strided<[1], offset: 1>>
+  linalg.copy ins(%b : memref<1024xf32>) outs(%s1 : memref<1024xf32, strided<[1], offset: 1>>)
+  call @sum(%bucket) : (memref<1025xf32>) -> ()
+  return
+}
