@@ -16,17 +16,30 @@ optimizer bytes per parameter), mixed precision: stage 0 (2 + 2 + K) Psi,
 stage 1 (2 + 2) Psi + K Psi / N, stage 2 2 Psi + (2 + K) Psi / N, stage 3
 (2 + 2 + K) Psi / N, with K = 12 for Adam (fp32 master weights, m and v).
 effopt keeps the fp32 master weights as the parameters themselves (bf16
-copies are temporaries of the step, not state), f32 gradients and AdamW's
-m and v, so in fp32 and bf16 alike the split is 4 + 4 + 8 (16 bytes per
-parameter, as the paper's 2 + 2 + 12): stage 0 16 Psi, stage 1 8 Psi +
-8 Psi / N, stage 2 4 Psi + 12 Psi / N, stage 3 16 Psi / N. effopt's
-gradients are not state: the figure used is the most gradient bytes live at
-once in the plan (stage 0-1 include the all-reduce bucket's copy).
+copies are temporaries of the step, not state) and f32 gradients, so in
+fp32 and bf16 alike the split is 4 + 4 + K: stage 0 (8 + K) Psi, stage 1
+8 Psi + K Psi / N, stage 2 4 Psi + (4 + K) Psi / N, stage 3 (8 + K) Psi / N.
+K by --optimizer (the whole figure, K Psi, is summed over the parameter
+tensors from their shapes; the step counter's 8 bytes left out):
+  adamw      K = 8: m and v in f32.
+  adamw8bit  K = 2 + 8/256 for a tensor of >= 4096 elements: m and v as
+             i8 codes, one f32 absmax each per block of 256; K = 8 (f32
+             moments) for a smaller one.
+  adafactor  K = 4 (R + C) / (R C) for a matrix of R x C (a row and a
+             column factor in f32; B (R + C) for a stack of B matrices),
+             K = 4 for a vector (its full second moment); no first moment.
+effopt's gradients are not state: the figure used is the most gradient
+bytes live at once in the plan (a bucket's gradients are written into the
+bucket, eff-fold-collective-copies, so they count once).
 
 usage: /usr/bin/python3 bench/zero.py [--bin build/bin] [--steps 12]
        [--global-batch 16] [--ranks 1,2,4] [--precision fp32]
+       [--optimizer adamw|adamw8bit|adafactor]
 Runs more ranks than cores with mpirun --oversubscribe: on a small machine
-the step times measure contention as much as the method.
+the step times measure contention as much as the method. PyTorch runs
+with AdamW only (1.13 has neither an 8-bit AdamW nor Adafactor), DDP with
+gradient_as_bucket_view=True (its gradients are its buckets, held once;
+the figure is its .grad tensors).
 """
 import argparse
 import json
@@ -40,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "test", "E2E", "lib"))
 from zero_memory import live_peak  # noqa: E402
+from zero_run import mpi_env  # noqa: E402
 
 TORCH_CHILD = r'''
 import json, os, resource, statistics, sys, time
@@ -56,7 +70,9 @@ model = torch.load(spec["model"])
 DDP = torch.nn.parallel.DistributedDataParallel
 DDP._set_params_and_buffers_to_ignore_for_model(
     model, [n for n, b in model.named_buffers() if not b.is_floating_point()])
-ddp = DDP(model, broadcast_buffers=False)
+# gradient_as_bucket_view: the gradients are views of DDP's buckets, so
+# they are held once (1.13's default copies them into the buckets).
+ddp = DDP(model, broadcast_buffers=False, gradient_as_bucket_view=True)
 if spec["zero"]:
     from torch.distributed.optim import ZeroRedundancyOptimizer
     opt = ZeroRedundancyOptimizer(ddp.parameters(),
@@ -92,16 +108,30 @@ dist.destroy_process_group()
 '''
 
 
-def mpi_env():
-    env = dict(os.environ)
-    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return env
+def optimizer_bytes(shapes, optimizer):
+    """K Psi: the optimizer state of parameters of `shapes` (docstring)."""
+    total = 0
+    for shape in shapes:
+        numel = 1
+        for d in shape:
+            numel *= d
+        if optimizer == "adamw":
+            total += 8 * numel
+        elif optimizer == "adamw8bit":
+            total += (2 * numel + 8 * -(-numel // 256) if numel >= 4096
+                      else 8 * numel)
+        elif optimizer == "adafactor":
+            if len(shape) >= 2:
+                stack = numel // (shape[-2] * shape[-1])
+                total += 4 * stack * (shape[-2] + shape[-1])
+            else:
+                total += 4 * numel
+    return total
 
 
-def paper_bytes(stage, psi, n):
-    """Model-state bytes per rank, the paper's split adapted (4 + 4 + 8)."""
-    p, g, k = 4 * psi, 4 * psi, 8 * psi
+def paper_bytes(stage, psi, n, k):
+    """Model-state bytes per rank, the paper's split adapted (4 + 4 + K)."""
+    p, g = 4 * psi, 4 * psi
     return {0: p + g + k, 1: p + g + k / n, 2: p + (g + k) / n,
             3: (p + g + k) / n}[stage]
 
@@ -113,6 +143,8 @@ def main():
     ap.add_argument("--global-batch", type=int, default=16)
     ap.add_argument("--ranks", default="1,2,4")
     ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--optimizer", default="adamw",
+                    choices=["adamw", "adamw8bit", "adafactor"])
     ap.add_argument("--width", type=int, default=128)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--no-torch", action="store_true")
@@ -143,11 +175,14 @@ def main():
     model_path = os.path.join(work, "gpt.pt")
     torch.save(model, model_path)
     psi = sum(p.numel() for p in model.parameters())
+    kpsi = optimizer_bytes([tuple(p.shape) for p in model.parameters()],
+                           args.optimizer)
     ranks = [int(r) for r in args.ranks.split(",")]
     print("GPT 6 layers d%d T%d, %.3fM parameters (Psi), global batch %d, "
-          "AdamW, %s; %d steps (median of the last %d); %d cores" %
-          (args.width, T, psi / 1e6, G, args.precision, args.steps,
-           args.steps - 2, os.cpu_count()))
+          "%s (K = %.4f bytes per parameter), %s; %d steps (median of the "
+          "last %d); %d cores" %
+          (args.width, T, psi / 1e6, G, args.optimizer, kpsi / psi,
+           args.precision, args.steps, args.steps - 2, os.cpu_count()))
 
     rows = []
     base_ms = None
@@ -165,7 +200,7 @@ def main():
             effx = os.path.join(work, label + ".effx")
             report = os.path.join(work, label + ".json")
             subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
-                            effx, "--optimizer", "adamw", "--lr", "1e-3",
+                            effx, "--optimizer", args.optimizer, "--lr", "1e-3",
                             "--precision", args.precision, "--world-size",
                             str(n), "--zero", str(stage), "--report-json",
                             report]
@@ -206,9 +241,9 @@ def main():
                          persistent.get("parameters", 0),
                          persistent.get("optimizer state", 0),
                          live_peak(plan, "gradients"), states,
-                         paper_bytes(stage, psi, n), plan["total_bytes"],
+                         paper_bytes(stage, psi, n, kpsi), plan["total_bytes"],
                          measured, ms, ms / base_ms))
-        if args.no_torch:
+        if args.no_torch or args.optimizer != "adamw":
             continue
         for zero in ([False] if n == 1 else [False, True]):
             spec = {"model": model_path, "data": npz, "inputs": names,
@@ -227,7 +262,7 @@ def main():
             rows.append(("torch", n, "ZeRO-1" if zero else "DDP",
                          r0["parameters"], r0["optimizer_state"],
                          r0["gradients"], states,
-                         paper_bytes(1 if zero else 0, psi, n), None,
+                         paper_bytes(1 if zero else 0, psi, n, kpsi), None,
                          max(r["rss"] for r in result), ms, ms / base_ms))
 
     mib = lambda b: "-" if b is None else "%.2f" % (b / 2**20)

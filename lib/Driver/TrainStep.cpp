@@ -348,6 +348,9 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   pm.addPass(createInlinerPass());
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
+  // The producers of a collective's inputs write into its buffer: a
+  // bucket's gradients are not copied into it (and counted twice).
+  pm.addPass(createEffFoldCollectiveCopiesPass());
   EffMemoryPlanPassOptions plan;
   plan.attachReport = options.attachMemoryReport;
   plan.inPlace = backend.planElementwiseInPlace();

@@ -1,6 +1,6 @@
 //===- CollectivesTest.cpp - effrt::Collectives on every rank -------------===//
 //
-//   effrt-collectives-test single|mpi
+//   effrt-collectives-test single|mpi|abort
 //
 // Runs every collective of the chosen backend on a host-memory device with
 // values that depend on the rank, and checks the results against their
@@ -8,14 +8,21 @@
 // processes (test/Runtime/collectives.test). Prints "rank R of N: ok" or one
 // line naming the first wrong value, exit status 1.
 //
+// `abort` (under mpirun -np 2): rank 1 starts an all-reduce that rank 0
+// never joins, so its communication thread is inside MPI waiting, and then
+// fails (finishMpi(true)) while rank 0 sleeps: every rank must end, through
+// MPI_Abort made by that thread, not hang or race it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "effrt/Device.h"
 #include "effrt/Error.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace effrt;
@@ -160,14 +167,42 @@ int run(const std::string &backend) {
   return 0;
 }
 
+/// Rank 1 fails with an all-reduce in flight that rank 0 never joins.
+int failInFlight() {
+  std::shared_ptr<Collectives> c = mpiCollectives();
+  if (c->worldSize() != 2)
+    fail("abort needs mpirun -np 2");
+  DeviceOptions options;
+  options.label = "collectives-test";
+  options.collectives = c;
+  std::unique_ptr<Device> device = createHostMemoryDevice(options);
+  device->allocate({/*state=*/0, /*arena=*/4096, /*io=*/0});
+  if (c->rank() == 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    std::printf("rank 0: still running after 60 s\n");
+    return 1;
+  }
+  c->startAllReduceSum(*device, DeviceSpan{RegionKind::Arena, 0, 4096},
+                       DType::F32);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::fprintf(stderr, "rank 1: failing with an all-reduce in flight\n");
+  std::fflush(stderr);
+  finishMpi(/*failed=*/true);
+  std::printf("rank 1: finishMpi(true) returned\n");
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2 ||
-      (std::strcmp(argv[1], "mpi") && std::strcmp(argv[1], "single"))) {
-    std::fprintf(stderr, "usage: effrt-collectives-test single|mpi\n");
+  if (argc != 2 || (std::strcmp(argv[1], "mpi") &&
+                    std::strcmp(argv[1], "single") &&
+                    std::strcmp(argv[1], "abort"))) {
+    std::fprintf(stderr, "usage: effrt-collectives-test single|mpi|abort\n");
     return 2;
   }
+  if (!std::strcmp(argv[1], "abort"))
+    return failInFlight();
   int status = 1;
   try {
     status = run(argv[1]);

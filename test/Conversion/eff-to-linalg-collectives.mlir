@@ -1,6 +1,7 @@
 // RUN: effopt-opt %s --convert-eff-to-linalg | FileCheck %s
 
-// Each block collective copies its input into a buffer of its own,
+// Each block collective copies its input into a buffer of its own (tagged
+// eff.collective_buffer, for eff-fold-collective-copies),
 // allocates the result's and calls the runtime once with both pointers and
 // the elements of the smaller one.
 // CHECK-DAG: func.func private @effrt_reduce_scatter_sum_f32(!llvm.ptr, !llvm.ptr, i64)
@@ -11,7 +12,7 @@
 // CHECK-DAG: func.func private @effrt_collective_wait(i64, !llvm.ptr, !llvm.ptr)
 
 // CHECK-LABEL: func.func @reduce_scatter(
-// CHECK: %[[SEND:.*]] = memref.alloc() : memref<6xf32>
+// CHECK: %[[SEND:.*]] = memref.alloc() {eff.collective_buffer} : memref<6xf32>
 // CHECK: bufferization.materialize_in_destination %{{.*}} in writable %[[SEND]]
 // CHECK: %[[RECV:.*]] = memref.alloc() : memref<3xf32>
 // CHECK: %[[N:.*]] = arith.constant 3 : i64
@@ -23,7 +24,7 @@ func.func @reduce_scatter(%x: tensor<6xf32>) -> tensor<3xf32> {
 }
 
 // CHECK-LABEL: func.func @all_gather(
-// CHECK: memref.alloc() : memref<3xf32>
+// CHECK: memref.alloc() {eff.collective_buffer} : memref<3xf32>
 // CHECK: %[[RECV:.*]] = memref.alloc() : memref<6xf32>
 // CHECK: %[[N:.*]] = arith.constant 3 : i64
 // CHECK: call @effrt_all_gather_f32(%{{.*}}, %{{.*}}, %[[N]])
@@ -34,7 +35,7 @@ func.func @all_gather(%x: tensor<3xf32>) -> tensor<6xf32> {
 }
 
 // CHECK-LABEL: func.func @shard(
-// CHECK: memref.alloc() : memref<6xf32>
+// CHECK: memref.alloc() {eff.collective_buffer} : memref<6xf32>
 // CHECK: %[[RECV:.*]] = memref.alloc() : memref<3xf32>
 // CHECK: call @effrt_shard_f32(
 // CHECK: bufferization.to_tensor %[[RECV]] restrict writable
@@ -48,7 +49,7 @@ func.func @shard(%x: tensor<6xf32>) -> tensor<3xf32> {
 // request and both buffers (so the plan keeps them live while in flight),
 // and the result is read from there on.
 // CHECK-LABEL: func.func @reduce_scatter_started(
-// CHECK: %[[SEND:.*]] = memref.alloc() : memref<6xf32>
+// CHECK: %[[SEND:.*]] = memref.alloc() {eff.collective_buffer} : memref<6xf32>
 // CHECK: bufferization.materialize_in_destination %{{.*}} in writable %[[SEND]]
 // CHECK: %[[RECV:.*]] = memref.alloc() : memref<3xf32>
 // CHECK: %[[REQ:.*]] = call @effrt_reduce_scatter_sum_f32_start(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> i64
@@ -69,7 +70,7 @@ func.func @reduce_scatter_started(%x: tensor<6xf32>) -> tensor<3xf32> {
 // An all-reduce's bucket is sent and received in one buffer: its wait
 // names it twice.
 // CHECK-LABEL: func.func @all_reduce_started(
-// CHECK: %[[BUF:.*]] = memref.alloc() : memref<6xf32>
+// CHECK: %[[BUF:.*]] = memref.alloc() {eff.collective_buffer} : memref<6xf32>
 // CHECK: %[[REQ:.*]] = call @effrt_allreduce_sum_f32_start(%{{.*}}, %{{.*}}) : (!llvm.ptr, i64) -> i64
 // CHECK: memref.extract_aligned_pointer_as_index %[[BUF]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[BUF]]

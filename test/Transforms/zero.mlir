@@ -67,7 +67,7 @@ module {
 // The CPU lowering: the bucket in one buffer of its own, each tensor a
 // contiguous view of it, summed in place by one call of the runtime.
 // LOWER: func.func private @effrt_allreduce_sum_f32(!llvm.ptr, i64)
-// LOWER: %[[BUF:.*]] = memref.alloc() : memref<5xf32>
+// LOWER: %[[BUF:.*]] = memref.alloc() {eff.collective_buffer} : memref<5xf32>
 // LOWER: %[[V0:.*]] = memref.subview %[[BUF]][0] [1] [1]
 // LOWER: %[[S0:.*]] = memref.collapse_shape %[[V0]] []
 // LOWER: bufferization.materialize_in_destination %{{.*}} in writable %[[S0]]

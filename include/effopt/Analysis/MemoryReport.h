@@ -30,6 +30,12 @@ namespace effopt {
 /// space (the attention kernels' tile buffers): reported as workspace.
 inline constexpr llvm::StringLiteral kWorkspaceAttrName = "eff.workspace";
 
+/// Unit attribute on a memref.alloc that a collective sends from (an
+/// all-reduce's bucket, a scatter's or gather's send buffer): the copies into
+/// it may be folded into its producers (eff-fold-collective-copies).
+inline constexpr llvm::StringLiteral kCollectiveBufferAttrName =
+    "eff.collective_buffer";
+
 /// Module attribute holding the report as JSON (eff-memory-plan{attach-report}).
 inline constexpr llvm::StringLiteral kMemoryReportAttrName = "eff.memory_report";
 

@@ -799,6 +799,40 @@ def EffOverlapCollectivesPass
   ];
 }
 
+def EffFoldCollectiveCopiesPass
+    : Pass<"eff-fold-collective-copies", "::mlir::ModuleOp"> {
+  let summary = "Lets the producers of a collective's inputs write into its "
+                "buffer, so the copy into it goes away";
+  let description = [{
+    Runs after bufferization, before `eff-memory-plan`. The CPU lowering of
+    a collective copies its inputs into a buffer of its own (tagged
+    `eff.collective_buffer`): an all-reduce's bucket, where each input has
+    its contiguous slice, or a scatter's or gather's send buffer. A copy
+    (`memref.copy %src, %dst`, or `linalg.copy` on buffers) into such a buffer is folded when `%src` is (a
+    contiguous reshape of) a `memref.alloc` of the same block whose every
+    use comes before the copy: the allocation becomes a `memref.view` of
+    the collective's buffer at the slice's byte offset (the buffer turns
+    into bytes, `memref<Kxi8>`, viewed as its f32 type where it was used),
+    so whatever wrote the tensor writes its slice directly, and the copy is
+    erased. The values are the same bits; the duplicate bytes are gone: a
+    bucket's gradients count once, not twice (their own buffers and the
+    bucket), as in DDP's `gradient_as_bucket_view`. The price is that a
+    bucket lives from its first tensor's producer on, not from the copy:
+    in a function with an arena (`eff.arena_arg`) the folds are kept only
+    if the planned arena (the `eff-memory-plan` placement, without
+    `in-place`) does not grow, all or none per function.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+  let statistics = [
+    Statistic<"numFoldedCopies", "folded-copies",
+              "Copies into collective buffers folded into their producers">,
+    Statistic<"numFoldedBytes", "folded-bytes", "Bytes those copies moved">,
+    Statistic<"numKeptCopies", "functions-kept",
+              "Functions whose folds were dropped: the arena would grow">
+  ];
+}
+
 def EffMemoryPlanPass : Pass<"eff-memory-plan", "::mlir::ModuleOp"> {
   let summary = "Places every temporary buffer at a static offset in one arena";
   let description = [{

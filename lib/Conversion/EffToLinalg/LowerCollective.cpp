@@ -27,6 +27,8 @@
 
 #include "LoweringUtils.h"
 
+#include "effopt/Analysis/MemoryReport.h"
+
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -50,6 +52,15 @@ struct CollectiveCallees {
   std::string operator()(StringRef name) const { return (prefix + name).str(); }
   StringRef prefix;
 };
+
+/// A buffer a collective sends from: eff-fold-collective-copies may let the
+/// producers of its contents write into it.
+static Value collectiveBuffer(PatternRewriter &rewriter, Location loc,
+                              MemRefType type) {
+  auto alloc = memref::AllocOp::create(rewriter, loc, type);
+  alloc->setAttr(kCollectiveBufferAttrName, rewriter.getUnitAttr());
+  return alloc;
+}
 
 /// Declares `name` (private, no results) in the module unless it is there.
 static void declareCallee(PatternRewriter &rewriter, Operation *op,
@@ -119,7 +130,7 @@ struct BlockCollectiveLowering : OpRewritePattern<OpTy> {
         rewriter, op, callee,
         rewriter.getFunctionType({ptrType, ptrType, rewriter.getI64Type()},
                                  {}));
-    Value send = memref::AllocOp::create(
+    Value send = collectiveBuffer(
         rewriter, loc, MemRefType::get(inType.getShape(), inType.getElementType()));
     auto copy = bufferization::MaterializeInDestinationOp::create(
         rewriter, loc, op.getInput(), send);
@@ -168,7 +179,7 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
     }
 
     // One buffer; each input a contiguous view of it, in order.
-    Value buffer = memref::AllocOp::create(
+    Value buffer = collectiveBuffer(
         rewriter, loc, MemRefType::get({total}, rewriter.getF32Type()));
     SmallVector<Value> views;
     int64_t offset = 0;
@@ -200,7 +211,7 @@ struct AllReduceLowering : OpRewritePattern<AllReduceOp> {
 static Value copyToBuffer(PatternRewriter &rewriter, Location loc,
                           Value input) {
   auto type = cast<RankedTensorType>(input.getType());
-  Value buffer = memref::AllocOp::create(
+  Value buffer = collectiveBuffer(
       rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()));
   auto copy = bufferization::MaterializeInDestinationOp::create(rewriter, loc,
                                                                 input, buffer);
@@ -239,7 +250,7 @@ template <typename OpTy> struct StartLowering : OpRewritePattern<OpTy> {
           return rewriter.notifyMatchFailure(op, "needs static tensors");
         count += type.getNumElements();
       }
-      send = recv = memref::AllocOp::create(
+      send = recv = collectiveBuffer(
           rewriter, loc, MemRefType::get({count}, rewriter.getF32Type()));
       int64_t offset = 0;
       for (Value input : op.getInputs())

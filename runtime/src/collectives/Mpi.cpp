@@ -24,7 +24,15 @@
 //
 // Errors: MPI's default handler (MPI_ERRORS_ARE_FATAL) aborts every rank
 // with Open MPI's own message, so a failed collective never hangs the
-// others; finishMpi(true) does the same for an error of effrun's own.
+// others; finishMpi(true) does the same for an error of effrun's own. With
+// MPI_THREAD_SERIALIZED only one thread may be inside MPI, and the
+// communication thread may be in a collective that waits for a rank that
+// will never join it: so the abort goes through that thread. It is told to
+// abort; it stops polling its request (or, in a blocking call, returns from
+// it once the others have joined), skips whatever is queued, and calls
+// MPI_Abort itself. A thread that cannot get out of MPI within a few seconds
+// (a blocking call a failed rank never joins) leaves the process to end
+// with exit status 1 without MPI_Abort: mpirun then ends the other ranks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +41,10 @@
 #include "effrt/DynamicLibrary.h"
 #include "effrt/Error.h"
 
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -206,10 +216,21 @@ public:
     if (bytes > INT_MAX)
       fail("all-gather blocks of ", bytes, " bytes are more than MPI counts (",
            INT_MAX, ")");
+    // Polled like the step's collectives: the stop agreement before every
+    // step is one, and an abort must not wait for it.
     run([&] {
-      check(mpi_.MPI_Allgather(send, static_cast<int>(bytes), byte_, recv,
-                               static_cast<int>(bytes), byte_, world_),
-            "MPI_Allgather");
+      int count = static_cast<int>(bytes);
+      if (poll_) {
+        MpiRequest request = nullptr;
+        check(mpi_.MPI_Iallgather(send, count, byte_, recv, count, byte_,
+                                  world_, &request),
+              "MPI_Iallgather");
+        finish(request, "MPI_Iallgather");
+      } else {
+        check(mpi_.MPI_Allgather(send, count, byte_, recv, count, byte_,
+                                 world_),
+              "MPI_Allgather");
+      }
     });
   }
 
@@ -236,16 +257,27 @@ public:
       fail(error_);
   }
 
-  /// MPI_Finalize, or MPI_Abort on every rank after a failure.
+  /// MPI_Finalize, or MPI_Abort on every rank after a failure. Does not
+  /// return after a failure with the communication thread running.
   void finish(bool failed) {
-    if (failed) {
-      // The communication thread may be inside a collective that waits for
-      // a rank that is gone: abort without waiting for it.
-      if (thread_.joinable())
-        thread_.detach();
-    } else {
-      stopThread();
+    if (failed && thread_.joinable()) {
+      // Only the communication thread may call MPI now: it aborts.
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        abort_ = true;
+        queue_.clear();
+      }
+      aborting_.store(true);
+      queued_.notify_one();
+      std::this_thread::sleep_for(kAbortGrace);
+      std::fprintf(stderr,
+                   "effrun: rank %d: the communication thread is still in "
+                   "an MPI call after %lld s; ending without MPI_Abort\n",
+                   rank_, static_cast<long long>(kAbortGrace.count()));
+      std::fflush(nullptr);
+      std::_Exit(1);
     }
+    stopThread();
     int finalized = 0;
     mpi_.MPI_Finalized(&finalized);
     if (finalized)
@@ -281,10 +313,13 @@ private:
 
   /// Drives `request` to completion with MPI_Test, sleeping between tests
   /// once it has waited a while, so that a rank waiting for a slower one
-  /// leaves the cores to the step's threads.
+  /// leaves the cores to the step's threads. Aborts (on this thread) when
+  /// the rank has failed: the request may wait for a rank that never comes.
   void finish(MpiRequest request, const char *what) {
     int done = 0;
     for (int tries = 0;; ++tries) {
+      if (aborting_.load())
+        abortHere();
       check(mpi_.MPI_Test(&request, &done, nullptr), what);
       if (done)
         return;
@@ -302,7 +337,11 @@ private:
   void communicate() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      queued_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      queued_.wait(lock, [&] { return stop_ || abort_ || !queue_.empty(); });
+      if (abort_) {
+        lock.unlock();
+        abortHere();
+      }
       if (queue_.empty())
         return;
       std::function<void()> task = std::move(queue_.front());
@@ -323,6 +362,14 @@ private:
       ++finished_;
       finishedChanged_.notify_all();
     }
+  }
+
+  /// MPI_Abort of every rank, from the communication thread (the one thread
+  /// in MPI); the process ends here.
+  [[noreturn]] void abortHere() {
+    std::fflush(nullptr);
+    mpi_.MPI_Abort(world_, 1);
+    std::_Exit(1);
   }
 
   void stopThread() {
@@ -403,7 +450,14 @@ private:
   uint64_t issued_ = 0, finished_ = 0;
   std::string error_;
   bool stop_ = false;
+  /// The rank failed: the communication thread aborts (abort_ under the
+  /// lock for its queue, aborting_ for its polling loop).
+  bool abort_ = false;
+  std::atomic<bool> aborting_{false};
   std::thread thread_;
+  /// How long a failed rank waits for its communication thread to abort
+  /// before it ends the process itself.
+  static constexpr std::chrono::seconds kAbortGrace{5};
 };
 
 std::mutex mpiMutex;

@@ -20,7 +20,6 @@ mean must be the global one (weighted by every rank's count).
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -29,22 +28,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import train_vs_torch as t  # noqa: E402
-
-
-def mpi_env():
-    env = dict(os.environ)
-    # mpirun refuses root unless told (CI containers run as root).
-    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return env
-
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, env=env)
-    if r.returncode != 0:
-        raise SystemExit("FAILED: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
-    return r
+from zero_run import Runs, add_common_args, mpirun, run, setup  # noqa: E402
 
 
 def compare(label, losses, state, ref_losses, ref_state, args):
@@ -111,9 +95,7 @@ def check_rank_memory(log, ranks, effc_cmd, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
+    add_common_args(ap)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--zero", type=int, default=0,
                     help="ZeRO stage of the data-parallel build (effc "
@@ -153,8 +135,7 @@ def main():
     ap.add_argument("--torch-atol", type=float, default=None)
     t.add_training_args(ap)
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    os.makedirs(args.work, exist_ok=True)
+    setup(args)
     N, K = args.ranks, args.accum
 
     model, B, data = t.make(args.model, args.steps * N * K, args.seed)
@@ -171,38 +152,28 @@ def main():
     t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names), names,
              onnx_path)
     np.savez(npz_path, **data)
-    effc, effrun = os.path.join(args.bin, "effc"), os.path.join(args.bin, "effrun")
-
-    def compile(label, flags):
-        effx = os.path.join(args.work, label + ".effx")
-        run([effc, onnx_path, "-o", effx] + t.effc_flags(args) + args.effc
-            + flags)
-        return effx
+    runs = Runs(args.bin, args.work, onnx_path, npz_path,
+                t.effc_flags(args) + args.effc)
+    compile = runs.compile
+    effc, effrun = runs.effc, runs.effrun
+    ranks = mpirun(N, effrun)
 
     def train(label, effx, launcher, steps=args.steps, extra=()):
-        log = os.path.join(args.work, label + ".jsonl")
-        ckpt = os.path.join(args.work, label + ".safetensors")
-        if os.path.exists(log):
-            os.remove(log)  # --resume appends to the log
-        run(launcher(effx) + ["--data", npz_path, "--steps", str(steps),
-                              "--log", log, "--save", ckpt, "--quiet"]
-            + list(extra), env=mpi_env())
-        return [json.loads(line)["loss"] for line in open(log)], t.read_safetensors(ckpt)
+        return runs.train(label, effx, launcher, steps, extra)
 
     accum_effx = compile("accum", ["--accum", str(N * K)])
-    accum = train("accum", accum_effx, lambda e: [effrun, e])
+    accum = train("accum", accum_effx, [effrun])
     dp = compile("dp", ["--world-size", str(N), "--accum", str(K),
                         "--zero", str(args.zero)]
                  + (["--zero-keep-gathered"] if args.keep_gathered else []))
-    mpi = train("mpirun", dp,
-                lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
+    mpi = train("mpirun", dp, ranks)
     failures = 0
     if args.vs_blocking:
         blocking = train("blocking", compile(
             "blocking", ["--world-size", str(N), "--accum", str(K),
                          "--zero", str(args.zero), "--zero-overlap=false"]
             + (["--zero-keep-gathered"] if args.keep_gathered else [])),
-            lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e])
+            ranks)
         exact = argparse.Namespace(**vars(args))
         exact.rtol = exact.atol = 0.0
         failures += compare("overlapped vs blocking (bit-identical)", *mpi,
@@ -214,7 +185,7 @@ def main():
             + ["--world-size", str(N), "--accum", str(K), "--zero",
                str(args.zero)], args.work)
     nproc = None if args.no_nproc else train(
-        "nproc", dp, lambda e: [effrun, e, "--nproc", str(N)])
+        "nproc", dp, [effrun], extra=["--nproc", str(N)])
     # Only rank 0 writes: one log line per step, not N.
     ref_losses, ref_state = t.train_torch(model, data, N * K * B, args)
 
@@ -233,19 +204,18 @@ def main():
     if args.resume:
         # The first steps on N ranks, the last on one process from their
         # checkpoint: the same training as --accum N*K throughout.
-        mpirun = lambda e: ["mpirun", "-np", str(N), "--oversubscribe", effrun, e]
-        first, _ = train("first", dp, mpirun, steps=args.steps - 1)
+        first, _ = train("first", dp, ranks, steps=args.steps - 1)
         last, state = train(
-            "resumed", accum_effx, lambda e: [effrun, e], steps=1,
+            "resumed", accum_effx, [effrun], steps=1,
             extra=["--resume", os.path.join(args.work, "first.safetensors")])
         failures += compare("resumed at 1 rank vs accum", first + last, state,
                             *accum, args)
         # And back: one process first, N ranks resume (each takes its
         # shard of the whole optimizer state).
-        first, _ = train("first1", accum_effx, lambda e: [effrun, e],
+        first, _ = train("first1", accum_effx, [effrun],
                          steps=args.steps - 1)
         last, state = train(
-            "resumedN", dp, mpirun, steps=1,
+            "resumedN", dp, ranks, steps=1,
             extra=["--resume", os.path.join(args.work, "first1.safetensors")])
         failures += compare("resumed at %d ranks vs accum" % N, first + last,
                             state, *accum, args)

@@ -15,7 +15,6 @@ parameters, so a rank waits on the other within each step) trains under
 Each case runs under a timeout: a hang is a failure, never a wait.
 """
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -28,7 +27,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import train_vs_torch as t  # noqa: E402
-from dp_vs_accum import mpi_env  # noqa: E402
+from zero_run import mpi_env, mpirun  # noqa: E402
 
 TIMEOUT = 60
 
@@ -87,8 +86,7 @@ def main():
         log = os.path.join(args.work, label + ".jsonl")
         if os.path.exists(log):
             os.remove(log)
-        cmd = ["mpirun", "-np", "2", "--oversubscribe", effrun, effx,
-               "--data", npz, "--steps", str(steps), "--log", log,
+        cmd = mpirun(2, effrun) + [effx, "--data", npz, "--steps", str(steps), "--log", log,
                "--quiet"] + list(extra)
         return subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True,
@@ -134,7 +132,7 @@ def main():
         if len(at) != 1:
             print("term: ranks stopped at different steps %s MISMATCH" % at)
             failures += 1
-        r = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", effrun,
+        r = subprocess.run(mpirun(2, effrun) + [
                             effx, "--data", npz, "--steps", "1", "--resume",
                             ckpt, "--quiet"], env=mpi_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

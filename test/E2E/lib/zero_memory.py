@@ -14,7 +14,11 @@ and checks, from the plans alone (no figure is hard-coded):
   are summed whole), stage 2 less (each is reduce-scattered when final);
 - the most gradient bytes live at once at stage 3 below stage 0's;
 - the state region shrinks by what the optimizer state (stage 3: and the
-  parameters) lost.
+  parameters) lost;
+- the model states (parameters, optimizer state, most gradient bytes live)
+  are at most 1.05x the ZeRO paper's per-stage formula, from stage 0's
+  parameter and optimizer state bytes (stage 2: plus the largest gradient,
+  whole while it is reduce-scattered).
 Prints the bytes by category of every stage.
 """
 import argparse
@@ -131,6 +135,32 @@ def main():
     expect(f3["gradients (most live)"] < f0["gradients (most live)"],
            "stage 3 gradients %d not below stage 0's %d" %
            (f3["gradients (most live)"], f0["gradients (most live)"]))
+    # The ZeRO paper's per-rank model states (Rajbhandari et al. 2020) with
+    # what effopt stores: P the f32 parameters, G their f32 gradients (as
+    # many bytes), K the optimizer state, all from stage 0's plan. Stage 0
+    # P + G + K, 1 P + G + K/N, 2 P + (G + K)/N, 3 (P + G + K)/N; the plan's
+    # model states (parameters, optimizer state, the most gradient bytes
+    # live at once) within 5% above it at every stage: a bucket's gradients
+    # are written into the bucket, not copied (eff-fold-collective-copies).
+    P = G = f0["parameters"]
+    largest = max(x["bytes"] for x in base["tensors"]
+                  if x["category"] == "parameters")
+    K = f0["optimizer state"]
+    formula = {0: P + G + K, 1: P + G + K / N, 2: P + (G + K) / N,
+               3: (P + G + K) / N}
+    for s in (0, 1, 2, 3):
+        f = plans[s]["figures"]
+        states = (f["parameters"] + f["optimizer state"] +
+                  f["gradients (most live)"])
+        print("stage %d: model states %d, paper %d, ratio %.3f" %
+              (s, states, formula[s], states / formula[s]))
+        # Stage 2 reduce-scatters each whole gradient as it is final: the
+        # one in flight is more than the formula's shards hold.
+        slack = largest if s == 2 else 0
+        expect(states <= 1.05 * formula[s] + slack,
+               "stage %d model states %d over 1.05 x the paper's %d%s" %
+               (s, states, formula[s], " + the largest gradient's %d" % slack
+                if slack else ""))
     print("optimizer state: stage 1/stage 0 = %.3f; gradients: stage 2/stage 0"
           " = %.3f; parameters: stage 3/stage 0 = %.3f" % (
               f1["optimizer state"] / f0["optimizer state"],

@@ -38,9 +38,7 @@ accumulated step i reads). Checks, one line each:
                     script's own arithmetic.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -50,22 +48,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import adafactor_vs_torch as af  # noqa: E402
 import adam8bit_vs_torch as a8  # noqa: E402
-from train_vs_torch import export, read_safetensors  # noqa: E402
-
-
-def mpi_env():
-    env = dict(os.environ)
-    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    return env
-
-
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, env=mpi_env())
-    if r.returncode != 0:
-        raise SystemExit("FAILED: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
-    return r.stdout
+from train_vs_torch import export  # noqa: E402
+from zero_run import Runs, add_common_args, mpirun, setup  # noqa: E402
 
 
 def make(args, rows):
@@ -209,10 +193,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--optimizer", required=True,
                     choices=["adamw8bit", "adam8bit", "adafactor"])
-    ap.add_argument("--ranks", type=int, default=2)
+    add_common_args(ap)
     ap.add_argument("--zero", type=int, required=True)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
@@ -249,8 +231,7 @@ def main():
     args = ap.parse_args()
     if args.lr is None:
         args.lr = 0.03 if args.optimizer == "adafactor" else 3e-3
-    torch.set_num_threads(1)
-    os.makedirs(args.work, exist_ok=True)
+    setup(args)
     N, B, K = args.ranks, args.batch, args.accum
     if args.same_rows and K != 1:
         raise SystemExit("--same-rows needs --accum 1")
@@ -270,39 +251,27 @@ def main():
                    torch.from_numpy(data["y"][:B])), ["x", "y"], onnx_path,
            output_names=["loss"])
     np.savez(npz_path, **data)
-    effc = os.path.join(args.bin, "effc")
-    effrun = os.path.join(args.bin, "effrun")
+    runs = Runs(args.bin, args.work, onnx_path, npz_path,
+                optimizer_flags(args) + args.effc)
+    effrun = runs.effrun
 
     def compile(label, flags):
-        effx = os.path.join(args.work, label + ".effx")
-        report = os.path.join(args.work, label + ".json")
-        run([effc, onnx_path, "-o", effx, "--report-json", report]
-            + optimizer_flags(args) + args.effc + flags)
-        return effx, json.load(open(report))
+        return runs.compile(label, flags, report=True)
 
     def train(label, effx, launcher, steps=args.steps, extra=()):
-        log = os.path.join(args.work, label + ".jsonl")
-        ckpt = os.path.join(args.work, label + ".safetensors")
-        if os.path.exists(log):
-            os.remove(log)  # --resume appends to the log
-        run(launcher + [effx, "--data", npz_path, "--steps", str(steps),
-                        "--log", log, "--save", ckpt, "--quiet"]
-            + list(extra))
-        return ([json.loads(line)["loss"] for line in open(log)],
-                read_safetensors(ckpt))
+        return runs.train(label, effx, launcher, steps, extra)
 
     accum_effx, _ = compile("accum", ["--accum", str(N * K)])
     accum = train("accum", accum_effx, [effrun])
     dp_flags = ["--world-size", str(N), "--accum", str(K)]
     dp_effx, plan = compile("zero", dp_flags + ["--zero", str(args.zero)])
     _, plan0 = compile("zero0", dp_flags + ["--zero", "0"])
-    mpi = train("mpirun", dp_effx, ["mpirun", "-np", str(N),
-                                    "--oversubscribe", effrun])
+    ranks = mpirun(N, effrun)
+    mpi = train("mpirun", dp_effx, ranks)
 
     failures = compare("mpirun vs accum", mpi, accum, args, args.same_rows)
     if args.resume:
-        mpirun = ["mpirun", "-np", str(N), "--oversubscribe", effrun]
-        first, _ = train("first", dp_effx, mpirun, steps=args.steps - 1)
+        first, _ = train("first", dp_effx, ranks, steps=args.steps - 1)
         last, state = train(
             "resumed1", accum_effx, [effrun], steps=1,
             extra=["--resume", os.path.join(args.work, "first.safetensors")])
@@ -310,7 +279,7 @@ def main():
                             (first + last, state), accum, args, False)
         first, _ = train("first1", accum_effx, [effrun], steps=args.steps - 1)
         last, state = train(
-            "resumedN", dp_effx, mpirun, steps=1,
+            "resumedN", dp_effx, ranks, steps=1,
             extra=["--resume", os.path.join(args.work, "first1.safetensors")])
         failures += compare("resumed at %d ranks vs accum" % N,
                             (first + last, state), accum, args, False)

@@ -14,9 +14,7 @@ gathered copy of one of the sharded parameters (N times its shard) and the
 copy of its shard that the gather sends, (N + 1) shards in all.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 import torch
@@ -24,39 +22,34 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import train_vs_torch as t  # noqa: E402
+from zero_run import Runs, add_common_args, setup  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
+    add_common_args(ap)
     args = ap.parse_args()
-    torch.set_num_threads(1)
-    os.makedirs(args.work, exist_ok=True)
+    setup(args)
     N = args.ranks
     model, B, data = t.make(args.model, 1, 0)
     names = list(data)
     onnx_path = os.path.join(args.work, "model.onnx")
     t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names), names,
              onnx_path)
+    runs = Runs(args.bin, args.work, onnx_path, None,
+                ["--world-size", str(N), "--zero", "3"])
     plans = {}
     for label, flags in (("blocking", ["--zero-overlap=false"]),
                          ("prefetch 0", ["--zero-prefetch", "0"]),
                          ("prefetch 1", ["--zero-prefetch", "1"])):
-        report = os.path.join(args.work, label.replace(" ", "") + ".json")
-        subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
-                        os.path.join(args.work, "z3.effx"), "--world-size",
-                        str(N), "--zero", "3", "--report-json", report]
-                       + flags, check=True, stdout=subprocess.DEVNULL)
-        plans[label] = json.load(open(report))["peak"]
+        _, plan = runs.compile(label.replace(" ", ""), flags, report=True)
+        plans[label] = plan["peak"]
         print("%s: peak %d bytes, temporaries %d" %
               (label, plans[label]["bytes"],
                plans[label]["by_category"]["temporaries"]))
     # One gather in flight: the whole (padded) copy of a sharded parameter
     # and the send buffer holding its shard.
-    plan = json.load(open(report))
     gathered = sorted({(N + 1) * x["bytes"] for x in plan["tensors"]
                        if x["category"] == "parameters"})
     failures = 0

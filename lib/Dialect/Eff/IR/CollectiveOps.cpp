@@ -5,21 +5,36 @@
 using namespace mlir;
 using namespace effopt::eff;
 
-LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location>,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &types) {
-  for (Value input : adaptor.getInputs())
+/// The rule shared by all_reduce, all_reduce_start and wait: each result
+/// has its input's type.
+static LogicalResult inferSums(ValueRange inputs,
+                               SmallVectorImpl<Type> &types) {
+  for (Value input : inputs)
     types.push_back(input.getType());
   return success();
 }
 
-LogicalResult AllReduceOp::verify() {
-  if (getInputs().empty())
-    return emitOpError("needs at least one tensor to sum");
-  if (getWorldSize() < 1)
-    return emitOpError("world_size must be at least 1, got ") << getWorldSize();
+/// The rule shared by all_reduce and all_reduce_start: a bucket of at least
+/// one tensor, summed over at least one rank.
+static LogicalResult verifySums(Operation *op, ValueRange inputs,
+                                int64_t worldSize) {
+  if (inputs.empty())
+    return op->emitOpError("needs at least one tensor to sum");
+  if (worldSize < 1)
+    return op->emitOpError("world_size must be at least 1, got ")
+           << worldSize;
   return success();
+}
+
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferSums(adaptor.getInputs(), types);
+}
+
+LogicalResult AllReduceOp::verify() {
+  return verifySums(*this, getInputs(), getWorldSize());
 }
 
 /// The rule shared by the ops that split a tensor of N*S elements into N
@@ -91,16 +106,12 @@ LogicalResult AllReduceStartOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location>,
                                                  Adaptor adaptor,
                                                  SmallVectorImpl<Type> &types) {
-  for (Value input : adaptor.getInputs())
-    types.push_back(input.getType());
-  return success();
+  return inferSums(adaptor.getInputs(), types);
 }
 
 LogicalResult AllReduceStartOp::verify() {
-  if (getInputs().empty())
-    return emitOpError("needs at least one tensor to sum");
-  if (getWorldSize() < 1)
-    return emitOpError("world_size must be at least 1, got ") << getWorldSize();
+  if (failed(verifySums(*this, getInputs(), getWorldSize())))
+    return failure();
   return verifyInFlight(*this);
 }
 
@@ -121,9 +132,7 @@ LogicalResult AllGatherStartOp::verify() {
 LogicalResult WaitOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
-  for (Value input : adaptor.getInputs())
-    types.push_back(input.getType());
-  return success();
+  return inferSums(adaptor.getInputs(), types);
 }
 
 Operation *WaitOp::getStart() {
