@@ -75,7 +75,11 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     Option<"attention", "attention", "std::string", /*default=*/"\"cpu\"",
            "The runtime kernels eff.attention lowers to: cpu "
            "(effrt_attention_*_f32) or cuda (effrt_cuda_attention_*: "
-           "f32/f16/bf16, no mask, no dropout)">
+           "f32/f16/bf16, no mask, no dropout)">,
+    Option<"threads", "threads", "int64_t", /*default=*/"16",
+           "The most threads the step runs on: the CPU attention kernels "
+           "get one planned workspace slot per thread (at most one per "
+           "work item)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

@@ -64,6 +64,9 @@ struct ConvertEffToLinalgPass
     if (attention != "cpu" && attention != "cuda")
       return bad("attention", attention, "cpu or cuda");
     policy.cudaAttention = attention == "cuda";
+    if (threads < 1)
+      return bad("threads", std::to_string(threads), "at least 1");
+    policy.threads = threads;
     return policy;
   }
 
@@ -75,7 +78,7 @@ struct ConvertEffToLinalgPass
     // First, while the transposes around attention are still eff ops that
     // the kernels' strides can replace.
     if (!policy->cudaAttention &&
-        failed(lowering::lowerCpuAttention(getOperation())))
+        failed(lowering::lowerCpuAttention(getOperation(), *policy)))
       return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,

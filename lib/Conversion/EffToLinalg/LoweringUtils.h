@@ -41,6 +41,9 @@ struct LoweringPolicy {
   /// (effrt_cuda_attention_*, device pointers, f32/f16/bf16) instead of the
   /// CPU's (effrt_attention_*_f32).
   bool cudaAttention = false;
+  /// The most threads the step runs on: the CPU attention kernels get one
+  /// workspace slot per thread (up to their number of work items).
+  int64_t threads = 16;
 };
 
 /// A call of a runtime kernel (effrt/Kernels.h) from the lowered step:
@@ -300,7 +303,8 @@ void populateAttentionLowering(mlir::RewritePatternSet &patterns,
 /// around them (their operands', outputs' and gradients') into the
 /// kernels' strides. Fails (with an error on the op) on what the kernels
 /// cannot run.
-mlir::LogicalResult lowerCpuAttention(mlir::Operation *root);
+mlir::LogicalResult lowerCpuAttention(mlir::Operation *root,
+                                      const LoweringPolicy &policy);
 
 } // namespace effopt::lowering
 
