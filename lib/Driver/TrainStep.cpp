@@ -29,8 +29,8 @@ LossScaleMode TrainStepOptions::effectiveLossScale() const {
 }
 
 int64_t TrainStepOptions::effectiveThreads() const {
-  if (threads > 0)
-    return threads;
+  if (maxThreads > 0)
+    return maxThreads;
   return std::max<int64_t>(1, std::thread::hardware_concurrency());
 }
 
@@ -126,9 +126,10 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (!oneOf(options.lowPrecisionProducts, {"widen", "native"}))
     return fail("low-precision-products must be widen or native, got '" +
                 options.lowPrecisionProducts + "'");
-  if (options.threads < 0)
-    return fail("--threads must be at least 0 (0: this machine's), got " +
-                llvm::Twine(static_cast<int64_t>(options.threads)));
+  if (options.maxThreads < 0)
+    return fail("--max-threads must be at least 0 (0: this machine's), "
+                "got " +
+                llvm::Twine(static_cast<int64_t>(options.maxThreads)));
   if (!oneOf(options.convolution, {"im2col", "direct", "library"}))
     return fail("convolution must be im2col, direct or library, got '" +
                 options.convolution + "'");

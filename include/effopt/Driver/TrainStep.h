@@ -317,8 +317,8 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       *this, "convolution",
       llvm::cl::desc("Override the target's convolutions (im2col, direct, library)"),
       llvm::cl::init("")};
-  Option<int64_t> threads{
-      *this, "threads",
+  Option<int64_t> maxThreads{
+      *this, "max-threads",
       llvm::cl::desc("The most threads the step runs on (0: this machine's "
                      "hardware threads): the CPU attention kernels plan one "
                      "workspace slot per thread"),
