@@ -101,7 +101,7 @@ std::vector<float> headsInner(const std::vector<float> &a, const Case &c,
 void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false,
                 int64_t tile = 0) {
   if (tile == 0)
-    tile = effrt_attention_tile(c.Tq, c.Tk);
+    tile = effrt_attention_tile(c.Tq, c.Tk, c.causal);
   int64_t heads = c.B1 * c.B2;
   r.q = values(heads * c.Tq * c.D, 1);
   r.k = values(heads * c.Tk * c.D, 2);
@@ -317,15 +317,19 @@ TEST(attentionWideHeadsCausal) {
   checkCase(c);
 }
 
-// The compiler's tiles for short sequences (16 x 16 at T = 16, 24 at 20,
-// two of 48 at 96), and tiles far smaller than the sequence.
+// The compiler's tiles for short sequences (one tile of the sequence's
+// size rounded to 8, two of 48 at 96; causal: 16 up to T = 128), and tiles
+// far smaller than the sequence.
 TEST(attentionShortSequenceTiles) {
-  CHECK(effrt_attention_tile(16, 16) == 16);
-  CHECK(effrt_attention_tile(20, 20) == 24);
-  CHECK(effrt_attention_tile(64, 64) == 64);
-  CHECK(effrt_attention_tile(96, 96) == 48);
-  CHECK(effrt_attention_tile(128, 5) == 64);
-  CHECK(effrt_attention_tile(2048, 2048) == 64);
+  CHECK(effrt_attention_tile(16, 16, 0) == 16);
+  CHECK(effrt_attention_tile(20, 20, 0) == 24);
+  CHECK(effrt_attention_tile(64, 64, 0) == 64);
+  CHECK(effrt_attention_tile(96, 96, 0) == 48);
+  CHECK(effrt_attention_tile(128, 5, 0) == 64);
+  CHECK(effrt_attention_tile(5, 7, 1) == 8);
+  CHECK(effrt_attention_tile(96, 96, 1) == 16);
+  CHECK(effrt_attention_tile(130, 130, 1) == 48);
+  CHECK(effrt_attention_tile(2048, 2048, 1) == 64);
   Case c;
   c.Tq = c.Tk = 16;
   c.causal = true;

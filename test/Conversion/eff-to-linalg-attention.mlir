@@ -6,19 +6,19 @@
 // buffers (read in place, as they lie: each pointer is followed by the
 // element strides of B1, B2 and T read from the buffer's metadata), with
 // fresh buffers for the output, the log-sum-exp and the per-slot
-// workspace: nothing Tq x Tk. Tq = Tk = 77: two tiles of 40
-// (effrt_attention_tile), passed before the workspace. B*H = 6 heads, 2
-// query tiles each: 12 items; one slot per thread (threads=16, the pass's
-// default), at most one per item: 12 slots of 40*40 + 2*40 floats (scores,
-// row statistics) + 2*40*(16 + 16) (the key tile transposed, room to copy
-// a strided query, value and output tile) = 4240. With threads=2, 2 slots.
+// workspace: nothing Tq x Tk. Causal, Tq = Tk = 77: tiles of 16
+// (effrt_attention_tile), passed before the workspace. B*H = 6 heads, 5
+// query tiles each: 30 items; one slot per thread (threads=16, the pass's
+// default), at most one per item: 16 slots of 16*16 + 2*16 floats (scores,
+// row statistics) + 2*16*(16 + 16) (the key tile transposed, room to copy
+// a strided query, value and output tile) = 1312. With threads=2, 2 slots.
 // CHECK-LABEL: func.func @forward
 // CHECK-DAG: bufferization.to_buffer %arg0 read_only : tensor<2x3x77x16xf32> to memref<2x3x77x16xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK-DAG: bufferization.to_buffer %arg1 read_only
 // CHECK-DAG: bufferization.to_buffer %arg2 read_only
 // CHECK-DAG: %[[O:.*]] = memref.alloc() : memref<2x3x77x16xf32>
 // CHECK-DAG: %[[LSE:.*]] = memref.alloc() : memref<2x3x77xf32>
-// CHECK-DAG: %[[WS:.*]] = memref.alloc() {eff.workspace} : memref<50880xf32>
+// CHECK-DAG: %[[WS:.*]] = memref.alloc() {eff.workspace} : memref<20992xf32>
 // CHECK-DAG: %[[C3696:.*]] = arith.constant 3696 : i64
 // CHECK-DAG: %[[C1232:.*]] = arith.constant 1232 : i64
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : i64
@@ -27,11 +27,11 @@
 // CHECK: %[[QB2:.*]] = arith.index_cast %[[QS]]#1 : index to i64
 // CHECK: %[[QT:.*]] = arith.index_cast %[[QS]]#2 : index to i64
 // CHECK: call @effrt_attention_fwd_tiled_f32(%{{[^,]*}}, %[[QB1]], %[[QB2]], %[[QT]], {{.*}}, %[[C3696]], %[[C1232]], %[[C16]], 
-// CHECK-SAME: %c40_i64{{[_0-9]*}}, %{{[^,]*}}, %c12_i64{{[_0-9]*}}) : (
+// CHECK-SAME: %c16_i64{{[_0-9]*}}, %{{[^,]*}}, %c16_i64{{[_0-9]*}}) : (
 // THREADS-LABEL: func.func @forward
-// THREADS: memref.alloc() {eff.workspace} : memref<8480xf32>
+// THREADS: memref.alloc() {eff.workspace} : memref<2624xf32>
 // THREADS: call @effrt_attention_fwd_tiled_f32(
-// THREADS-SAME: %c40_i64{{[_0-9]*}}, %{{[^,]*}}, %c2_i64{{[_0-9]*}}) : (
+// THREADS-SAME: %c16_i64{{[_0-9]*}}, %{{[^,]*}}, %c2_i64{{[_0-9]*}}) : (
 // CHECK: bufferization.to_tensor %[[O]] restrict writable
 // CHECK-NOT: linalg.
 // CHECK: return

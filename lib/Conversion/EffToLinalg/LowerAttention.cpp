@@ -254,7 +254,7 @@ LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op,
   Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
-  int64_t tile = effrt_attention_tile(s.tq, s.tk);
+  int64_t tile = effrt_attention_tile(s.tq, s.tk, op.getCausal());
   int64_t tiles = (s.tq + tile - 1) / tile;
   addWorkspace(call, tile, s.b1 * s.b2 * tiles, policy.threads,
                effrt_attention_fwd_slot_floats(tile, s.d, s.dv));
@@ -284,7 +284,7 @@ LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op,
   }
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
-  int64_t tile = effrt_attention_tile(s.tq, s.tk);
+  int64_t tile = effrt_attention_tile(s.tq, s.tk, op.getCausal());
   addWorkspace(call, tile, s.b1 * s.b2, policy.threads,
                effrt_attention_bwd_slot_floats(tile, s.tq, s.tk, s.d, s.dv));
   call.call(op->getParentOfType<ModuleOp>(), kBackwardKernel);

@@ -149,17 +149,25 @@ void effrt_collective_wait(int64_t request, const float *send,
 #define EFFRT_ATTENTION_MASK_BOOL 2
 
 /* The tile (query rows = key columns per tile) the compiler passes to
- * effrt_attention_*_tiled_f32: at most 64, the longer sequence cut into
- * as few tiles of equal size (a multiple of 8) as fit, so that a short or
- * odd sequence computes no tile much larger than its rows (T = 16: 16
- * x 16 tiles, not 64 x 64; T = 96: two of 48). */
-static inline int64_t effrt_attention_tile(int64_t Tq, int64_t Tk) {
+ * effrt_attention_*_tiled_f32 (bench/attention_tiles.cpp has the figures,
+ * docs/Attention.md the table). Causal up to T = 128: 16, since the
+ * kernels skip key tiles past a query tile's last row, and smaller tiles
+ * skip more (T = 64: 23% less time than 64-wide tiles, T = 128: 11-17%).
+ * Otherwise at most 64, the longer sequence cut into as few tiles of equal
+ * size (a multiple of 8) as fit: a short sequence gets one tile of its own
+ * size (T = 20: 24, not 64; the workspace shrinks with it), T = 96 two of
+ * 48 (as fast as 64 + 32, a smaller workspace). */
+static inline int64_t effrt_attention_tile(int64_t Tq, int64_t Tk,
+                                           int32_t causal) {
   int64_t T = Tq > Tk ? Tq : Tk;
   if (T < 1)
     T = 1;
   int64_t tiles = (T + 63) / 64;
   int64_t tile = (T + tiles - 1) / tiles;
-  return (tile + 7) / 8 * 8;
+  tile = (tile + 7) / 8 * 8;
+  if (causal && T <= 128 && tile > 16)
+    tile = 16;
+  return tile;
 }
 
 /* Floats of one slot's workspace of effrt_attention_*_tiled_f32, where

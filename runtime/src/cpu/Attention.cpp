@@ -9,7 +9,8 @@
 // probabilities of one tile pair at a time from the log-sum-exp and uses
 // D = rowsum(dO * O) for rowsum(P * dP). Nothing Tq x Tk is ever stored.
 // The tile (query rows = key columns) is the caller's: the compiler picks
-// effrt_attention_tile(Tq, Tk), at most 64, smaller for short sequences.
+// effrt_attention_tile(Tq, Tk, causal): at most 64, smaller for short
+// sequences and causal ones up to 128.
 //
 // Memory: everything the kernels touch besides their operands is in the
 // caller's workspace (the step's arena, planned by the compiler), one slot
