@@ -1,18 +1,21 @@
 //===- LowerAttention.cpp - eff.attention to the runtime's tiled kernels --===//
 //
 // eff.attention and eff.attention_grad (f32) become one call each of
-// `effrt_attention_fwd_strided_f32` / `effrt_attention_bwd_strided_f32`
+// `effrt_attention_fwd_tiled_f32` / `effrt_attention_bwd_tiled_f32`
 // (effrt/Kernels.h, runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles
-// with an online softmax, so the step holds no Tq x Tk buffer. These calls
+// with an online softmax, so the step holds no Tq x Tk buffer. The tile is
+// chosen here (effrt_attention_tile: by sequence length and causality). These calls
 // are made before the rest of the conversion (lowerCpuAttention), so that
 // the head transposes around the ops are still eff.transpose and fold into
 // the kernels' strides: operands are read in place as they lie (the
 // transpose's input, any view with a contiguous last dimension; strides from
 // the buffer's metadata), results are written in the layout of the
 // transpose that reads them, and the transposes disappear. The results and
-// the kernels' per-slot tile workspace are fresh buffers that the memory
-// plan places like any other temporary, so the workspace is counted in the
-// plan. Dropout passes the
+// the kernels' workspace are fresh buffers that the memory plan places like
+// any other temporary: one slot per thread the step runs on (the policy's
+// `threads`, at most one per work item) holding everything the kernels
+// touch (tiles, statistics, copies of strided heads), so the plan counts
+// every byte. Dropout passes the
 // key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
 // kernel draws exactly the masks of the unfused graph.
 //
