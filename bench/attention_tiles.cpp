@@ -54,9 +54,10 @@ int main(int argc, char **argv) {
     constexpr int kTiles = sizeof(tiles) / sizeof(tiles[0]);
     // One workspace for all, touched before the clock runs (as the step's
     // arena is): a fresh allocation per call would time page faults.
-    std::vector<float> ws(std::max(
-        effrt_attention_fwd_slot_floats(64, D, D),
-        effrt_attention_bwd_slot_floats(64, T, T, D, D)), 0.0f);
+    std::vector<float> ws(
+        std::max(effrt_attention_fwd_slot_floats(64, D, D),
+                 effrt_attention_bwd_slot_floats(64, T, T, D, D)),
+        0.0f);
     std::vector<double> best(kTiles, 1e30);
     for (int r = 0; r < reps; ++r)
       for (int t = 0; t < kTiles; ++t) {
@@ -69,13 +70,13 @@ int main(int argc, char **argv) {
         effrt_attention_bwd_tiled_f32(
             q.data(), s1, s2, st, k.data(), s1, s2, st, v.data(), s1, s2, st,
             o.data(), s1, s2, st, lse.data(), dout.data(), s1, s2, st,
-            dq.data(), s1, s2, st, dk.data(), s1, s2, st, dv.data(), s1, s2,
-            st, nullptr, 0, 0, 0, 0, 0, B, H, T, T, D, D, 0.125f, causal, 0, 0,
+            dq.data(), s1, s2, st, dk.data(), s1, s2, st, dv.data(), s1, s2, st,
+            nullptr, 0, 0, 0, 0, 0, B, H, T, T, D, D, 0.125f, causal, 0, 0,
             0.0f, tile, ws.data(), 1);
-        best[t] = std::min(best[t],
-                           std::chrono::duration<double, std::micro>(
-                               std::chrono::steady_clock::now() - start)
-                               .count());
+        best[t] =
+            std::min(best[t], std::chrono::duration<double, std::micro>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count());
       }
     for (double us : best)
       std::printf(" %7.0fus", us);

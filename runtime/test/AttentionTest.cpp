@@ -1,4 +1,5 @@
-//===- AttentionTest.cpp - the tiled attention kernels ---------------------===//
+//===- AttentionTest.cpp - the tiled attention kernels
+//---------------------===//
 //
 // effrt_attention_fwd_tiled_f32 / _bwd_tiled_f32 against attention by
 // definition in double (scores, softmax, products, and the textbook
@@ -146,8 +147,8 @@ void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false,
   effrt_attention_fwd_tiled_f32(
       lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2, k.t, lv.data(), v.b1,
       v.b2, v.t, lo.data(), o.b1, o.b2, o.t, r.lse.data(), mask, c.maskKind,
-      sB1, sB2, sQ, sK, c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv, scale, c.causal,
-      key, threshold, dscale, tile, ws.data(), slots);
+      sB1, sB2, sQ, sK, c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv, scale, c.causal, key,
+      threshold, dscale, tile, ws.data(), slots);
   effrt_attention_bwd_tiled_f32(
       lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2, k.t, lv.data(), v.b1,
       v.b2, v.t, lo.data(), o.b1, o.b2, o.t, r.lse.data(), ldo.data(), o.b1,

@@ -4,8 +4,8 @@
 // `effrt_attention_fwd_tiled_f32` / `effrt_attention_bwd_tiled_f32`
 // (effrt/Kernels.h, runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles
 // with an online softmax, so the step holds no Tq x Tk buffer. The tile is
-// chosen here (effrt_attention_tile: by sequence length and causality). These calls
-// are made before the rest of the conversion (lowerCpuAttention), so that
+// chosen here (effrt_attention_tile: by sequence length and causality). These
+// calls are made before the rest of the conversion (lowerCpuAttention), so that
 // the head transposes around the ops are still eff.transpose and fold into
 // the kernels' strides: operands are read in place as they lie (the
 // transpose's input, any view with a contiguous last dimension; strides from

@@ -183,9 +183,9 @@ static inline int64_t effrt_attention_fwd_slot_floats(int64_t tile, int64_t D,
                                                       int64_t Dv) {
   return tile * tile + 2 * tile + 2 * tile * (D + Dv);
 }
-static inline int64_t effrt_attention_bwd_slot_floats(int64_t tile,
-                                                      int64_t Tq, int64_t Tk,
-                                                      int64_t D, int64_t Dv) {
+static inline int64_t effrt_attention_bwd_slot_floats(int64_t tile, int64_t Tq,
+                                                      int64_t Tk, int64_t D,
+                                                      int64_t Dv) {
   return 3 * tile * tile + Tq + tile * (D + Dv) + 2 * (Tq + Tk) * D +
          2 * Tk * Dv + Tq * Dv;
 }
@@ -244,9 +244,9 @@ void effrt_attention_fwd_tiled_f32(
     const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
     float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
     float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
-    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
-    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
-    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
     float dropoutScale, int64_t tile, float *workspace, int64_t slots);
 void effrt_attention_bwd_tiled_f32(
     const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
@@ -257,12 +257,11 @@ void effrt_attention_bwd_tiled_f32(
     int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
     int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
     int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
-    int64_t dvStrideT, const void *mask, int32_t maskKind,
-    int64_t maskStrideB1, int64_t maskStrideB2, int64_t maskStrideQ,
-    int64_t maskStrideK, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
-    int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
-    int64_t dropoutThreshold, float dropoutScale, int64_t tile,
-    float *workspace, int64_t slots);
+    int64_t dvStrideT, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, int64_t tile, float *workspace, int64_t slots);
 
 /* The same on contiguous operands: what .effx files compiled before the
  * strided kernels call (kept so that they still run). */

@@ -23,10 +23,10 @@
 // runs on min(slots, OpenMP threads) threads, each with its own slot,
 // which take items as they come; an item is computed whole in the slot of
 // the thread that takes it, with the same arithmetic in any slot: results
-// are the same for any number of threads or slots. Operands are read and written through their strides
-// (a [B, T, H, D] projection in place). Tile products are AVX2/FMA loops
-// (OpenBLAS's effrt_sgemm where the CPU lacks them); the exponentials are a
-// branch-free polynomial the compiler vectorises.
+// are the same for any number of threads or slots. Operands are read and
+// written through their strides (a [B, T, H, D] projection in place). Tile
+// products are AVX2/FMA loops (OpenBLAS's effrt_sgemm where the CPU lacks
+// them); the exponentials are a branch-free polynomial the compiler vectorises.
 //
 //===----------------------------------------------------------------------===//
 
@@ -508,8 +508,8 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
         *dkH = pack.out(dk, n, p.B2, Tk, D),
         *dvH = pack.out(dv, n, p.B2, Tk, Dv);
   // Leading dimensions (row strides) of the head's matrices.
-  int64_t ldq = D, ldk = D, ldv = Dv, ldo = o.t, lddo = Dv, lddq = D,
-          lddk = D, lddv = Dv;
+  int64_t ldq = D, ldk = D, ldv = Dv, ldo = o.t, lddo = Dv, lddq = D, lddk = D,
+          lddv = Dv;
   auto fillRows = [](float *m, int64_t ld, int64_t rows, int64_t cols,
                      float value) {
     for (int64_t r = 0; r < rows; ++r)
@@ -551,11 +551,11 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
         pv = dpT;
       }
       // dV_j += P~^T dO_i
-      tileProduct(true, cols, Dv, rows, 1.0f, pv, p.tile, dOH + i0 * lddo,
-                  lddo, true, dvH + j0 * lddv, lddv);
+      tileProduct(true, cols, Dv, rows, 1.0f, pv, p.tile, dOH + i0 * lddo, lddo,
+                  true, dvH + j0 * lddv, lddv);
       // dP = dO_i V_j^T (times the keep factors)
-      tileProduct(false, rows, cols, Dv, 1.0f, dOH + i0 * lddo, lddo, vT,
-                  cols, false, dpT, p.tile);
+      tileProduct(false, rows, cols, Dv, 1.0f, dOH + i0 * lddo, lddo, vT, cols,
+                  false, dpT, p.tile);
       for (int64_t r = 0; r < rows; ++r) {
         float *dpr = dpT + r * p.tile;
         const float *pr = pT + r * p.tile, *zr = zT + r * p.tile;
@@ -573,8 +573,8 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
       // dQ_i += scale dS K_j ; dK_j += scale dS^T Q_i
       tileProduct(false, rows, D, cols, p.scale, dpT, p.tile, kH + j0 * ldk,
                   ldk, true, dqH + i0 * lddq, lddq);
-      tileProduct(true, cols, D, rows, p.scale, dpT, p.tile, qH + i0 * ldq,
-                  ldq, true, dkH + j0 * lddk, lddk);
+      tileProduct(true, cols, D, rows, p.scale, dpT, p.tile, qH + i0 * ldq, ldq,
+                  true, dkH + j0 * lddk, lddk);
     }
   }
   // A row that sees no key has NaN probabilities; in PyTorch they reach
@@ -631,7 +631,7 @@ void forEachItem(int64_t items, int64_t slots, float *workspace,
           ? 1
           : std::min<int64_t>({slots, items, omp_get_max_threads()});
   if (threads > 1) {
-#pragma omp parallel num_threads(static_cast<int>(threads))
+#pragma omp parallel num_threads(static_cast <int>(threads))
     {
       float *ws = workspace + omp_get_thread_num() * slotFloats;
 #pragma omp for schedule(dynamic, 1)
@@ -655,14 +655,14 @@ extern "C" void effrt_attention_fwd_tiled_f32(
     const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
     float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
     float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
-    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
-    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
-    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
     float dropoutScale, int64_t tile, float *workspace, int64_t slots) {
-  Problem p = makeProblem(mask, maskKind, maskStrideB1, maskStrideB2,
-                          maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
-                          tile, scale, causal, dropoutKey, dropoutThreshold,
-                          dropoutScale);
+  Problem p =
+      makeProblem(mask, maskKind, maskStrideB1, maskStrideB2, maskStrideQ,
+                  maskStrideK, B1, B2, Tq, Tk, D, Dv, tile, scale, causal,
+                  dropoutKey, dropoutThreshold, dropoutScale);
   In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
       vs{v, vStrideB1, vStrideB2, vStrideT};
   Out os{o, oStrideB1, oStrideB2, oStrideT};
@@ -684,16 +684,15 @@ extern "C" void effrt_attention_bwd_tiled_f32(
     int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
     int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
     int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
-    int64_t dvStrideT, const void *mask, int32_t maskKind,
-    int64_t maskStrideB1, int64_t maskStrideB2, int64_t maskStrideQ,
-    int64_t maskStrideK, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
-    int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
-    int64_t dropoutThreshold, float dropoutScale, int64_t tile,
-    float *workspace, int64_t slots) {
-  Problem p = makeProblem(mask, maskKind, maskStrideB1, maskStrideB2,
-                          maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
-                          tile, scale, causal, dropoutKey, dropoutThreshold,
-                          dropoutScale);
+    int64_t dvStrideT, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, int64_t tile, float *workspace, int64_t slots) {
+  Problem p =
+      makeProblem(mask, maskKind, maskStrideB1, maskStrideB2, maskStrideQ,
+                  maskStrideK, B1, B2, Tq, Tk, D, Dv, tile, scale, causal,
+                  dropoutKey, dropoutThreshold, dropoutScale);
   In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
       vs{v, vStrideB1, vStrideB2, vStrideT}, os{o, oStrideB1, oStrideB2, oStrideT},
       dos{dout, dStrideB1, dStrideB2, dStrideT};
@@ -727,9 +726,9 @@ extern "C" void effrt_attention_fwd_strided_f32(
     const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
     float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
     float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
-    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
-    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
-    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
     float dropoutScale, float *workspace, int64_t slots) {
   (void)workspace;
   (void)slots;
@@ -753,12 +752,11 @@ extern "C" void effrt_attention_bwd_strided_f32(
     int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
     int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
     int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
-    int64_t dvStrideT, const void *mask, int32_t maskKind,
-    int64_t maskStrideB1, int64_t maskStrideB2, int64_t maskStrideQ,
-    int64_t maskStrideK, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
-    int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
-    int64_t dropoutThreshold, float dropoutScale, float *workspace,
-    int64_t slots) {
+    int64_t dvStrideT, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, float *workspace, int64_t slots) {
   (void)workspace;
   (void)slots;
   int64_t own = legacySlots();
