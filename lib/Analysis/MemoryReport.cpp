@@ -440,6 +440,35 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
                         llvm::formatv("{0}..{1}", b->first, b->last).str(),
                         b->node.empty() ? "?" : b->node, b->lastUser);
   }
+
+  // The runtime kernels' scratch (attention's tiles and head copies, one
+  // slot per thread; oneDNN's blocked copies; NF4 tiles), live at the peak
+  // or not: every byte they touch is a buffer of the plan.
+  std::vector<const ReportBuffer *> scratch;
+  int64_t scratchBytes = 0;
+  for (const ReportBuffer &b : buffers)
+    if (b.category == MemoryCategory::Workspace) {
+      scratch.push_back(&b);
+      scratchBytes += b.bytes;
+    }
+  if (scratch.empty())
+    return;
+  llvm::stable_sort(scratch, [](const ReportBuffer *a, const ReportBuffer *b) {
+    return a->bytes > b->bytes;
+  });
+  os << llvm::formatv("  kernel workspaces ({0} buffers, {1} bytes, largest "
+                      "first):\n",
+                      scratch.size(), withCommas(scratchBytes));
+  for (auto [i, b] : llvm::enumerate(scratch)) {
+    if (i == maxRows) {
+      os << "    ... " << scratch.size() - maxRows << " more\n";
+      break;
+    }
+    os << llvm::formatv("    {0,12}  {1,-13} {2} -> {3}\n",
+                        withCommas(b->bytes),
+                        llvm::formatv("{0}..{1}", b->first, b->last).str(),
+                        b->node.empty() ? "?" : b->node, b->lastUser);
+  }
 }
 
 //===----------------------------------------------------------------------===//

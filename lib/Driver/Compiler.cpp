@@ -192,7 +192,10 @@ static llvm::json::Object describe(StringRef modelName,
   llvm::json::Object description{
       {"model", modelName.str()},
       {"compiler", "effc 0.1 (LLVM/MLIR 22)"},
-      {"pipeline", printTrainStepPipeline(step)}};
+      {"pipeline", printTrainStepPipeline(step)},
+      // The threads the plan has room for: the CPU attention kernels use
+      // at most this many, whatever effrun --threads says.
+      {"threads", step.effectiveThreads()}};
   if (step.mode == StepMode::Forward)
     return description;
   LossScaleMode lossScale = step.effectiveLossScale();

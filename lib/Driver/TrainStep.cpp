@@ -13,6 +13,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
+#include <algorithm>
+#include <thread>
+
 using namespace mlir;
 
 namespace effopt {
@@ -23,6 +26,12 @@ LossScaleMode TrainStepOptions::effectiveLossScale() const {
   // fp16's range underflows small gradients; bf16 has fp32's.
   return precision == Precision::FP16 ? LossScaleMode::Dynamic
                                       : LossScaleMode::None;
+}
+
+int64_t TrainStepOptions::effectiveThreads() const {
+  if (maxThreads > 0)
+    return maxThreads;
+  return std::max<int64_t>(1, std::thread::hardware_concurrency());
 }
 
 double TrainStepOptions::effectiveWeightDecay() const {
@@ -120,6 +129,10 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (!oneOf(options.lowPrecisionProducts, {"widen", "native"}))
     return fail("low-precision-products must be widen or native, got '" +
                 options.lowPrecisionProducts + "'");
+  if (options.maxThreads < 0)
+    return fail("--max-threads must be at least 0 (0: this machine's), "
+                "got " +
+                llvm::Twine(static_cast<int64_t>(options.maxThreads)));
   if (!oneOf(options.convolution, {"im2col", "direct", "library"}))
     return fail("convolution must be im2col, direct or library, got '" +
                 options.convolution + "'");
@@ -326,6 +339,7 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
     policy.convolution = options.convolution;
   if (optInAttention(options, backend))
     policy.attention = backend.getName().str();
+  policy.threads = options.effectiveThreads();
   pm.addPass(createConvertEffToLinalgPass(policy));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createEffFuseElementwisePass());

@@ -1,12 +1,16 @@
-//===- AttentionTest.cpp - the tiled attention kernels ---------------------===//
+//===- AttentionTest.cpp - the tiled attention kernels
+//---------------------===//
 //
-// effrt_attention_fwd_strided_f32 / _bwd_strided_f32 against attention by
+// effrt_attention_fwd_tiled_f32 / _bwd_tiled_f32 against attention by
 // definition in double (scores, softmax, products, and the textbook
 // backward through the probabilities), on shapes that are not multiples of
-// the 64-wide tiles, with causal masking, boolean and additive masks,
-// fully masked rows and dropout; operands contiguous and heads-inner
-// ([B1, T, B2, D], through strides); the contiguous entry points of earlier
-// .effx files (effrt_attention_fwd_f32 / _bwd_f32) give the same bits. End-to-end agreement with PyTorch is
+// the tiles, with the compiler's tiles (effrt_attention_tile) and others,
+// causal masking, boolean and additive masks, fully masked rows and
+// dropout; operands contiguous and heads-inner ([B1, T, B2, D], through
+// strides); one slot or several give the same bits, and the kernels write
+// nothing past the slots they were given; the entry points of earlier .effx
+// files (effrt_attention_*_strided_f32, effrt_attention_*_f32) give the
+// bits of 64-wide tiles. End-to-end agreement with PyTorch is
 // test/E2E/attention.test.
 //
 //===----------------------------------------------------------------------===//
@@ -94,7 +98,11 @@ std::vector<float> headsInner(const std::vector<float> &a, const Case &c,
 /// Runs both kernels on contiguous operands, or (`strided`) on every
 /// operand laid out [B1, T, B2, X] and read through its strides; the
 /// results come back contiguous either way.
-void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false) {
+/// `tile`: 0 for the compiler's (effrt_attention_tile).
+void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false,
+                int64_t tile = 0) {
+  if (tile == 0)
+    tile = effrt_attention_tile(c.Tq, c.Tk, c.causal);
   int64_t heads = c.B1 * c.B2;
   r.q = values(heads * c.Tq * c.D, 1);
   r.k = values(heads * c.Tk * c.D, 2);
@@ -115,9 +123,12 @@ void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false) {
   float scale = 0.3f;
   int64_t key = 12345, threshold = int64_t(c.dropout * (1 << 24));
   float dscale = c.dropout > 0 ? float(1.0 / (1.0 - c.dropout)) : 0.0f;
-  std::vector<float> ws(
-      slots * std::max(effrt_attention_fwd_workspace(c.Tq),
-                       effrt_attention_bwd_workspace(c.Tq)));
+  // The slots, then a guard the kernels must leave alone.
+  int64_t slotFloats =
+      std::max(effrt_attention_fwd_slot_floats(tile, c.D, c.Dv),
+               effrt_attention_bwd_slot_floats(tile, c.Tq, c.Tk, c.D, c.Dv));
+  constexpr int64_t kGuard = 4096;
+  std::vector<float> ws(slots * slotFloats + kGuard, 12345.0f);
   // Strides of B1, B2, T of a [B1, B2, T, X] operand as laid out.
   struct S {
     int64_t b1, b2, t;
@@ -133,18 +144,20 @@ void runKernels(const Case &c, Run &r, int64_t slots, bool strided = false) {
   std::vector<float> lq = lay(r.q, c.Tq, c.D), lk = lay(r.k, c.Tk, c.D),
                      lv = lay(r.v, c.Tk, c.Dv), ldo = lay(r.dout, c.Tq, c.Dv),
                      lo = r.o, ldq = r.dq, ldk = r.dk, ldv = r.dv;
-  effrt_attention_fwd_strided_f32(lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2,
-                          k.t, lv.data(), v.b1, v.b2, v.t, lo.data(), o.b1,
-                          o.b2, o.t, r.lse.data(), mask, c.maskKind, sB1, sB2,
-                          sQ, sK, c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv, scale,
-                          c.causal, key, threshold, dscale, ws.data(), slots);
-  effrt_attention_bwd_strided_f32(
+  effrt_attention_fwd_tiled_f32(
+      lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2, k.t, lv.data(), v.b1,
+      v.b2, v.t, lo.data(), o.b1, o.b2, o.t, r.lse.data(), mask, c.maskKind,
+      sB1, sB2, sQ, sK, c.B1, c.B2, c.Tq, c.Tk, c.D, c.Dv, scale, c.causal, key,
+      threshold, dscale, tile, ws.data(), slots);
+  effrt_attention_bwd_tiled_f32(
       lq.data(), q.b1, q.b2, q.t, lk.data(), k.b1, k.b2, k.t, lv.data(), v.b1,
       v.b2, v.t, lo.data(), o.b1, o.b2, o.t, r.lse.data(), ldo.data(), o.b1,
       o.b2, o.t, ldq.data(), q.b1, q.b2, q.t, ldk.data(), k.b1, k.b2, k.t,
       ldv.data(), v.b1, v.b2, v.t, mask, c.maskKind, sB1, sB2, sQ, sK, c.B1,
       c.B2, c.Tq, c.Tk, c.D, c.Dv, scale, c.causal, key, threshold, dscale,
-      ws.data(), slots);
+      tile, ws.data(), slots);
+  for (int64_t i = slots * slotFloats; i < slots * slotFloats + kGuard; ++i)
+    CHECK(ws[i] == 12345.0f);
   auto unlay = [&](const std::vector<float> &a, int64_t T, int64_t X) {
     return strided ? headsInner(a, c, T, X, /*back=*/true) : a;
   };
@@ -242,21 +255,21 @@ void checkHead(const Case &c, const Run &r, int64_t n) {
     }
 }
 
-void checkCase(const Case &c) {
+void checkCase(const Case &c, int64_t tile = 0) {
   Run r;
-  runKernels(c, r, 4);
+  runKernels(c, r, 4, /*strided=*/false, tile);
   for (int64_t n = 0; n < c.B1 * c.B2; ++n)
     checkHead(c, r, n);
   // One slot or many: the same bits.
   Run one;
-  runKernels(c, one, 1);
+  runKernels(c, one, 1, /*strided=*/false, tile);
   CHECK(std::memcmp(one.o.data(), r.o.data(), r.o.size() * 4) == 0);
   CHECK(std::memcmp(one.dq.data(), r.dq.data(), r.dq.size() * 4) == 0);
   CHECK(std::memcmp(one.dk.data(), r.dk.data(), r.dk.size() * 4) == 0);
   // Heads inner ([B1, T, B2, X], read and written through strides): the
   // same bits as contiguous operands.
   Run inner;
-  runKernels(c, inner, 4, /*strided=*/true);
+  runKernels(c, inner, 3, /*strided=*/true, tile);
   for (auto [a, b] : {std::pair(&inner.o, &r.o), std::pair(&inner.lse, &r.lse),
                       std::pair(&inner.dq, &r.dq), std::pair(&inner.dk, &r.dk),
                       std::pair(&inner.dv, &r.dv)})
@@ -305,14 +318,43 @@ TEST(attentionWideHeadsCausal) {
   checkCase(c);
 }
 
+// The compiler's tiles for short sequences (one tile of the sequence's
+// size rounded to 8, two of 48 at 96; causal: 16 up to T = 128), and tiles
+// far smaller than the sequence.
+TEST(attentionShortSequenceTiles) {
+  CHECK(effrt_attention_tile(16, 16, 0) == 16);
+  CHECK(effrt_attention_tile(20, 20, 0) == 24);
+  CHECK(effrt_attention_tile(64, 64, 0) == 64);
+  CHECK(effrt_attention_tile(96, 96, 0) == 48);
+  CHECK(effrt_attention_tile(128, 5, 0) == 64);
+  CHECK(effrt_attention_tile(5, 7, 1) == 8);
+  CHECK(effrt_attention_tile(96, 96, 1) == 16);
+  CHECK(effrt_attention_tile(130, 130, 1) == 48);
+  CHECK(effrt_attention_tile(2048, 2048, 1) == 64);
+  Case c;
+  c.Tq = c.Tk = 16;
+  c.causal = true;
+  checkCase(c);
+  c.Tq = c.Tk = 20;
+  c.maskKind = EFFRT_ATTENTION_MASK_BOOL;
+  checkCase(c);
+  c.Tq = c.Tk = 96;
+  c.maskKind = EFFRT_ATTENTION_MASK_NONE;
+  checkCase(c);
+  c.Tq = 37;
+  c.Tk = 29;
+  c.dropout = 0.25;
+  checkCase(c, /*tile=*/8);
+}
+
 TEST(attentionContiguousEntryPoints) {
   Case c;
   c.causal = true;
   Run r;
-  runKernels(c, r, 4);
+  runKernels(c, r, 4, /*strided=*/false, EFFRT_ATTENTION_TILE_Q);
   std::vector<float> o(r.o.size()), lse(r.lse.size()), dq(r.dq.size()),
       dk(r.dk.size()), dv(r.dv.size());
-  std::vector<float> ws(4 * effrt_attention_bwd_workspace(c.Tq));
+  std::vector<float> ws(1); // ignored: they bring their own
   effrt_attention_fwd_f32(r.q.data(), r.k.data(), r.v.data(), o.data(),
                           lse.data(), nullptr, 0, 0, 0, 0, 0, c.B1, c.B2,
                           c.Tq, c.Tk, c.D, c.Dv, 0.3f, 1, 0, 0, 0.0f,

@@ -340,6 +340,12 @@ static cl::opt<bool> cudaFusedAttention(
              "autocast precision (experimental: not yet verified on a GPU; "
              "off by default)"),
     cl::init(false), cl::cat(category));
+static cl::opt<int64_t> maxThreads(
+    "max-threads",
+    cl::desc("The most threads the step runs on (effrun --threads; default "
+             "0: this machine's hardware threads): the CPU attention "
+             "kernels plan one workspace slot per thread, and use no more"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
 static cl::opt<std::string> convolution(
     "convolution",
     cl::desc("Override the target's convolutions (im2col, direct, library)"),
@@ -507,6 +513,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.f32Accumulator = f32Accumulator.getValue();
   step.lowPrecisionProducts = lowPrecisionProducts.getValue();
   step.convolution = convolution.getValue();
+  step.maxThreads = maxThreads.getValue();
   step.fuseAttention = fuseAttention.getValue();
   step.cudaFusedAttention = cudaFusedAttention.getValue();
   // A target without an attention kernel computes attention unfused (the

@@ -86,7 +86,11 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     Option<"collectives", "collectives", "std::string", /*default=*/"\"cpu\"",
            "The runtime entry points collectives lower to: cpu "
            "(effrt_allreduce_sum_f32, ...: host memory, MPI) or cuda "
-           "(effrt_cuda_allreduce_sum_f32, ...: device memory, NCCL)">
+           "(effrt_cuda_allreduce_sum_f32, ...: device memory, NCCL)">,
+    Option<"threads", "threads", "int64_t", /*default=*/"16",
+           "The most threads the step runs on: the CPU attention kernels "
+           "get one planned workspace slot per thread (at most one per "
+           "work item)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

@@ -324,9 +324,17 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       *this, "convolution",
       llvm::cl::desc("Override the target's convolutions (im2col, direct, library)"),
       llvm::cl::init("")};
+  Option<int64_t> maxThreads{
+      *this, "max-threads",
+      llvm::cl::desc("The most threads the step runs on (0: this machine's "
+                     "hardware threads): the CPU attention kernels plan one "
+                     "workspace slot per thread"),
+      llvm::cl::init(0)};
 
   /// The loss scaling the step does (Auto resolved by the precision).
   LossScaleMode effectiveLossScale() const;
+  /// The threads the plan has room for (0 resolved to this machine's).
+  int64_t effectiveThreads() const;
   /// The weight decay the optimizer uses (negative resolved).
   double effectiveWeightDecay() const;
 };

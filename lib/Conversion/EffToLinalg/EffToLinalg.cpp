@@ -67,6 +67,9 @@ struct ConvertEffToLinalgPass
     if (collectives != "cpu" && collectives != "cuda")
       return bad("collectives", collectives, "cpu or cuda");
     policy.cudaCollectives = collectives == "cuda";
+    if (threads < 1)
+      return bad("threads", std::to_string(threads), "at least 1");
+    policy.threads = threads;
     return policy;
   }
 
@@ -78,7 +81,7 @@ struct ConvertEffToLinalgPass
     // First, while the transposes around attention are still eff ops that
     // the kernels' strides can replace.
     if (!policy->cudaAttention &&
-        failed(lowering::lowerCpuAttention(getOperation())))
+        failed(lowering::lowerCpuAttention(getOperation(), *policy)))
       return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,

@@ -1,18 +1,21 @@
 //===- LowerAttention.cpp - eff.attention to the runtime's tiled kernels --===//
 //
 // eff.attention and eff.attention_grad (f32) become one call each of
-// `effrt_attention_fwd_strided_f32` / `effrt_attention_bwd_strided_f32`
+// `effrt_attention_fwd_tiled_f32` / `effrt_attention_bwd_tiled_f32`
 // (effrt/Kernels.h, runtime/src/cpu/Attention.cpp): FlashAttention-2 tiles
-// with an online softmax, so the step holds no Tq x Tk buffer. These calls
-// are made before the rest of the conversion (lowerCpuAttention), so that
+// with an online softmax, so the step holds no Tq x Tk buffer. The tile is
+// chosen here (effrt_attention_tile: by sequence length and causality). These
+// calls are made before the rest of the conversion (lowerCpuAttention), so that
 // the head transposes around the ops are still eff.transpose and fold into
 // the kernels' strides: operands are read in place as they lie (the
 // transpose's input, any view with a contiguous last dimension; strides from
 // the buffer's metadata), results are written in the layout of the
 // transpose that reads them, and the transposes disappear. The results and
-// the kernels' per-slot tile workspace are fresh buffers that the memory
-// plan places like any other temporary, so the workspace is counted in the
-// plan. Dropout passes the
+// the kernels' workspace are fresh buffers that the memory plan places like
+// any other temporary: one slot per thread the step runs on (the policy's
+// `threads`, at most one per work item) holding everything the kernels
+// touch (tiles, statistics, copies of strided heads), so the plan counts
+// every byte. Dropout passes the
 // key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
 // kernel draws exactly the masks of the unfused graph.
 //
@@ -41,15 +44,10 @@ using namespace effopt::eff;
 namespace effopt::lowering {
 namespace {
 
-constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_strided_f32";
-constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_strided_f32";
+constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_tiled_f32";
+constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_tiled_f32";
 constexpr StringLiteral kCudaForwardKernel = "effrt_cuda_attention_fwd";
 constexpr StringLiteral kCudaBackwardKernel = "effrt_cuda_attention_bwd";
-
-/// Parts of the work the kernels share out: a fixed count, so that results
-/// do not depend on the number of threads; each part has its own tile
-/// workspace in the arena.
-constexpr int64_t kMaxSlots = 16;
 
 /// The shape of the problem: leading dimensions as [B1, B2] (rank 3: B1 =
 /// 1), and the mask's element strides against [B1, B2, Tq, Tk].
@@ -121,9 +119,14 @@ LogicalResult addOptions(RuntimeCall &call, OpTy op,
   return success();
 }
 
-/// The workspace: `slots` parts of `floatsPerSlot` floats.
-void addWorkspace(RuntimeCall &call, int64_t items, int64_t floatsPerSlot) {
-  int64_t slots = std::max<int64_t>(1, std::min(kMaxSlots, items));
+/// The tile, then the workspace: one slot of `floatsPerSlot` floats per
+/// thread the step runs on, no more than there are work items (a thread
+/// computes each item it takes whole in its slot, so results do not depend
+/// on the number of slots).
+void addWorkspace(RuntimeCall &call, int64_t tile, int64_t items,
+                  int64_t threads, int64_t floatsPerSlot) {
+  call.addI64(tile);
+  int64_t slots = std::max<int64_t>(1, std::min(threads, items));
   call.addWorkspace(
       RankedTensorType::get({slots * floatsPerSlot}, call.b.getF32Type()));
   call.addI64(slots);
@@ -241,7 +244,8 @@ void addStrided(RuntimeCall &call, Value v) {
 }
 
 /// eff.attention -> effrt_attention_fwd_strided_f32.
-LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op) {
+LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op,
+                           const LoweringPolicy &policy) {
   AttentionShape s =
       shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
   rewriter.setInsertionPoint(op);
@@ -253,8 +257,10 @@ LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op) {
   Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
-  int64_t tiles = (s.tq + EFFRT_ATTENTION_TILE_Q - 1) / EFFRT_ATTENTION_TILE_Q;
-  addWorkspace(call, s.b1 * s.b2 * tiles, effrt_attention_fwd_workspace(s.tq));
+  int64_t tile = effrt_attention_tile(s.tq, s.tk, op.getCausal());
+  int64_t tiles = (s.tq + tile - 1) / tile;
+  addWorkspace(call, tile, s.b1 * s.b2 * tiles, policy.threads,
+               effrt_attention_fwd_slot_floats(tile, s.d, s.dv));
   call.call(op->getParentOfType<ModuleOp>(), kForwardKernel);
   replaceOutput(rewriter, call, op.getOutput(), output);
   rewriter.replaceAllUsesWith(op.getLse(),
@@ -264,7 +270,8 @@ LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op) {
 }
 
 /// eff.attention_grad -> effrt_attention_bwd_strided_f32.
-LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op) {
+LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op,
+                            const LoweringPolicy &policy) {
   AttentionShape s =
       shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
   rewriter.setInsertionPoint(op);
@@ -280,7 +287,9 @@ LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op) {
   }
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
-  addWorkspace(call, s.b1 * s.b2, effrt_attention_bwd_workspace(s.tq));
+  int64_t tile = effrt_attention_tile(s.tq, s.tk, op.getCausal());
+  addWorkspace(call, tile, s.b1 * s.b2, policy.threads,
+               effrt_attention_bwd_slot_floats(tile, s.tq, s.tk, s.d, s.dv));
   call.call(op->getParentOfType<ModuleOp>(), kBackwardKernel);
   for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
     replaceOutput(rewriter, call, result, grad);
@@ -451,7 +460,7 @@ void populateAttentionLowering(RewritePatternSet &patterns,
         patterns.getContext());
 }
 
-LogicalResult lowerCpuAttention(Operation *root) {
+LogicalResult lowerCpuAttention(Operation *root, const LoweringPolicy &policy) {
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
     if (isa<AttentionOp, AttentionGradOp>(op))
@@ -464,8 +473,9 @@ LogicalResult lowerCpuAttention(Operation *root) {
     if (failed(checkF32(op, op->getOperands())))
       return failure();
     LogicalResult lowered =
-        isa<AttentionOp>(op) ? lowerForward(rewriter, cast<AttentionOp>(op))
-                             : lowerBackward(rewriter, cast<AttentionGradOp>(op));
+        isa<AttentionOp>(op)
+            ? lowerForward(rewriter, cast<AttentionOp>(op), policy)
+            : lowerBackward(rewriter, cast<AttentionGradOp>(op), policy);
     if (failed(lowered))
       return failure();
   }

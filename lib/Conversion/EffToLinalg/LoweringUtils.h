@@ -44,6 +44,9 @@ struct LoweringPolicy {
   /// Collectives as calls of the CUDA runtime (effrt_cuda_*_f32, device
   /// pointers, queued on the GPU) instead of the CPU's (effrt_*_f32).
   bool cudaCollectives = false;
+  /// The most threads the step runs on: the CPU attention kernels get one
+  /// workspace slot per thread (up to their number of work items).
+  int64_t threads = 16;
 };
 
 /// A call of a runtime kernel (effrt/Kernels.h) from the lowered step:
@@ -304,7 +307,8 @@ void populateAttentionLowering(mlir::RewritePatternSet &patterns,
 /// around them (their operands', outputs' and gradients') into the
 /// kernels' strides. Fails (with an error on the op) on what the kernels
 /// cannot run.
-mlir::LogicalResult lowerCpuAttention(mlir::Operation *root);
+mlir::LogicalResult lowerCpuAttention(mlir::Operation *root,
+                                      const LoweringPolicy &policy);
 
 } // namespace effopt::lowering
 

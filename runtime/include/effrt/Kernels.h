@@ -54,17 +54,20 @@
  *                         start runs the collective itself and the wait
  *                         returns at once.
  *
- *   effrt_attention_fwd_strided_f32 / effrt_attention_bwd_strided_f32:
+ *   effrt_attention_fwd_tiled_f32 / effrt_attention_bwd_tiled_f32:
  *                         eff.attention and eff.attention_grad
  *                         (runtime/src/cpu/Attention.cpp,
  *                         docs/Attention.md) on [B1, B2, T, D] tensors
  *                         with any element strides of B1, B2 and T (D
- *                         contiguous), tiled (FlashAttention-2):
- *                         nothing Tq x Tk is stored. `workspace` holds
- *                         `slots` per-thread tile buffers of
- *                         effrt_attention_*_workspace() floats each; work
- *                         is cut into `slots` fixed parts, so results do
- *                         not depend on the number of threads.
+ *                         contiguous), tiled (FlashAttention-2, the
+ *                         caller's tile): nothing Tq x Tk is stored.
+ *                         `workspace` holds `slots` per-thread slots of
+ *                         effrt_attention_*_slot_floats() floats each, all
+ *                         the memory the kernels use; each work item is
+ *                         computed whole in one slot, so results do not
+ *                         depend on the number of threads or slots. (The
+ *                         _strided_ and contiguous entry points of earlier
+ *                         .effx files allocate their own.)
  *
  * Compiled CUDA code (target cuda) imports, besides the MLIR GPU runtime
  * ABI (mgpu*, runtime/src/cuda/CudaRuntime.cpp):
@@ -146,7 +149,9 @@ int64_t effrt_all_gather_f32_start(const float *send, float *recv,
 void effrt_collective_wait(int64_t request, const float *send,
                            const float *recv);
 
-/* Tiles of the attention kernels: query rows and key columns per tile. */
+/* The tile of the attention kernels that predate the caller's choice
+ * (effrt_attention_*_strided_f32, effrt_attention_*_f32): query rows and
+ * key columns per tile. */
 #define EFFRT_ATTENTION_TILE_Q 64
 #define EFFRT_ATTENTION_TILE_K 64
 /* Mask kinds: none, a float added to the scores, a byte (i1) that is
@@ -155,16 +160,46 @@ void effrt_collective_wait(int64_t request, const float *send,
 #define EFFRT_ATTENTION_MASK_ADD 1
 #define EFFRT_ATTENTION_MASK_BOOL 2
 
-/* Floats of one slot's workspace: the forward's score tile and row
- * statistics; the backward's probability, gradient and keep-factor tiles
- * and one head's rowsum(dO * O). */
-static inline int64_t effrt_attention_fwd_workspace(int64_t Tq) {
-  (void)Tq;
-  return EFFRT_ATTENTION_TILE_Q * EFFRT_ATTENTION_TILE_K +
-         2 * EFFRT_ATTENTION_TILE_Q;
+/* The tile (query rows = key columns per tile) the compiler passes to
+ * effrt_attention_*_tiled_f32 (bench/attention_tiles.cpp has the figures,
+ * docs/Attention.md the table). Causal up to T = 128: 16, since the
+ * kernels skip key tiles past a query tile's last row, and smaller tiles
+ * skip more (T = 64: 23% less time than 64-wide tiles, T = 128: 11-17%).
+ * Otherwise at most 64, the longer sequence cut into as few tiles of equal
+ * size (a multiple of 8) as fit: a short sequence gets one tile of its own
+ * size (T = 20: 24, not 64; the workspace shrinks with it), T = 96 two of
+ * 48 (as fast as 64 + 32, a smaller workspace). */
+static inline int64_t effrt_attention_tile(int64_t Tq, int64_t Tk,
+                                           int32_t causal) {
+  int64_t T = Tq > Tk ? Tq : Tk;
+  if (T < 1)
+    T = 1;
+  int64_t tiles = (T + 63) / 64;
+  int64_t tile = (T + tiles - 1) / tiles;
+  tile = (tile + 7) / 8 * 8;
+  if (causal && T <= 128 && tile > 16)
+    tile = 16;
+  return tile;
 }
-static inline int64_t effrt_attention_bwd_workspace(int64_t Tq) {
-  return 3 * EFFRT_ATTENTION_TILE_Q * EFFRT_ATTENTION_TILE_K + Tq;
+
+/* Floats of one slot's workspace of effrt_attention_*_tiled_f32, where
+ * `tile` is the call's tile. Forward: the score tile and row statistics,
+ * the key tile transposed, and room for a query, value and output tile of
+ * operands whose rows are not contiguous (the heads of a [B, T, H*D]
+ * projection). Backward: the probability, gradient and keep-factor tiles,
+ * one head's rowsum(dO * O), the key and value tiles transposed, and room
+ * for one head's q, k, v, dO, dq, dk and dv when their rows are not
+ * contiguous (o is read in place, once). Everything the kernels touch is
+ * in the workspace the compiler planned. */
+static inline int64_t effrt_attention_fwd_slot_floats(int64_t tile, int64_t D,
+                                                      int64_t Dv) {
+  return tile * tile + 2 * tile + 2 * tile * (D + Dv);
+}
+static inline int64_t effrt_attention_bwd_slot_floats(int64_t tile, int64_t Tq,
+                                                      int64_t Tk, int64_t D,
+                                                      int64_t Dv) {
+  return 3 * tile * tile + Tq + tile * (D + Dv) + 2 * (Tq + Tk) * D +
+         2 * Tk * Dv + Tq * Dv;
 }
 
 /* o = dropout(softmax(scale * q k^T + mask)) v and lse per query row.
@@ -207,6 +242,38 @@ void effrt_attention_bwd_strided_f32(
     int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
     int64_t dropoutThreshold, float dropoutScale, float *workspace,
     int64_t slots);
+
+/* The kernels compiled code calls: the strided kernels above with the
+ * tile (effrt_attention_tile) chosen by the caller. `workspace` holds
+ * `slots` slots of effrt_attention_{fwd,bwd}_slot_floats() floats, all the
+ * memory the kernels use; a call runs on min(slots, OpenMP threads) threads,
+ * each with a slot of its own, and computes each work item (forward: a
+ * query tile of a head; backward: a head) whole in one slot, so results do
+ * not depend on the number of slots or threads. */
+void effrt_attention_fwd_tiled_f32(
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, int64_t tile, float *workspace, int64_t slots);
+void effrt_attention_bwd_tiled_f32(
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    const float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    const float *lse, const float *dout, int64_t dStrideB1, int64_t dStrideB2,
+    int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
+    int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
+    int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
+    int64_t dvStrideT, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, int64_t tile, float *workspace, int64_t slots);
 
 /* The same on contiguous operands: what .effx files compiled before the
  * strided kernels call (kept so that they still run). */

@@ -2,23 +2,31 @@
 //
 // effrt_attention_fwd_strided_f32 and effrt_attention_bwd_strided_f32,
 // which compiled CPU code calls for eff.attention and eff.attention_grad:
-// FlashAttention-2 on the CPU (effrt_attention_fwd_f32 / _bwd_f32 are the
-// contiguous-operand entry points of earlier .effx files). The forward streams key tiles past each query tile with an online
-// softmax and keeps only the output and each row's log-sum-exp; the
-// backward recomputes the probabilities of one tile pair at a time from the
-// log-sum-exp and uses D = rowsum(dO * O) for rowsum(P * dP). Nothing
-// Tq x Tk is ever stored: the tile buffers live in the caller's workspace
-// (the step's arena), one per slot.
+// FlashAttention-2 on the CPU (effrt_attention_*_tiled_f32; the _strided_
+// and contiguous entry points serve earlier .effx files). The forward
+// streams key tiles past each query tile with an online softmax and keeps
+// only the output and each row's log-sum-exp; the backward recomputes the
+// probabilities of one tile pair at a time from the log-sum-exp and uses
+// D = rowsum(dO * O) for rowsum(P * dP). Nothing Tq x Tk is ever stored.
+// The tile (query rows = key columns) is the caller's: the compiler picks
+// effrt_attention_tile(Tq, Tk, causal): at most 64, smaller for short
+// sequences and causal ones up to 128.
+//
+// Memory: everything the kernels touch besides their operands is in the
+// caller's workspace (the step's arena, planned by the compiler), one slot
+// per thread: tiles, statistics, transposed key/value tiles and the
+// contiguous copies of strided heads. No allocation of their own.
 //
 // Threads: the forward's work items are (batch, head, query tile), the
 // backward's (batch, head) (a head's dK/dV/dQ accumulate over all its tiles
-// in one fixed order, so no atomics and no per-thread partial sums). Items
-// are cut into `slots` fixed contiguous parts, one workspace each, which the
-// OpenMP threads share: the arithmetic of every element is the same for any
-// number of threads. Operands are read and written through their strides
-// (a [B, T, H, D] projection in place). Tile products are AVX2/FMA loops
-// (OpenBLAS's effrt_sgemm where the CPU lacks them); the exponentials are a
-// branch-free polynomial the compiler vectorises.
+// in one fixed order, so no atomics and no per-thread partial sums). A call
+// runs on min(slots, OpenMP threads) threads, each with its own slot,
+// which take items as they come; an item is computed whole in the slot of
+// the thread that takes it, with the same arithmetic in any slot: results
+// are the same for any number of threads or slots. Operands are read and
+// written through their strides (a [B, T, H, D] projection in place). Tile
+// products are AVX2/FMA loops (OpenBLAS's effrt_sgemm where the CPU lacks
+// them); the exponentials are a branch-free polynomial the compiler vectorises.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,8 +51,6 @@
 
 namespace {
 
-constexpr int64_t kTileQ = EFFRT_ATTENTION_TILE_Q;
-constexpr int64_t kTileK = EFFRT_ATTENTION_TILE_K;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// exp(x) for float, within 2 ulp on [-87, 88], exactly 0 below, inf above
@@ -82,7 +88,7 @@ inline float fastExp(float x) {
 // run time) they run here instead, as register-blocked FMA loops on the
 // operands in place: 4 rows x 16 columns of C in 8 registers, one
 // broadcast of A and two loads of B per k. Products with B transposed (q
-// k^T, dO v^T) first transpose their B tile into a per-thread scratch.
+// k^T, dO v^T) first transpose their B tile into the slot's workspace.
 // Every element of C sums over k in order, in float with FMA, for any
 // thread count and any layout of the operands.
 
@@ -229,15 +235,6 @@ void transposeTile(const float *src, int64_t lds, int64_t rows, int64_t cols,
   }
 }
 
-/// Per-thread room for the transposed B tiles (kTileK x D floats each): a
-/// few KiB per thread, outside the arena.
-float *transposeScratch(int64_t floats) {
-  thread_local std::vector<float> scratch;
-  if (static_cast<int64_t>(scratch.size()) < floats)
-    scratch.resize(floats);
-  return scratch.data();
-}
-
 /// splitmix64's finaliser, as eff.dropout's lowering (mix64 in
 /// lib/Conversion/EffToLinalg/LowerElementwise.cpp).
 inline uint64_t mix64(uint64_t z) {
@@ -268,6 +265,8 @@ struct Problem {
   int32_t maskKind;
   int64_t maskStrideB1, maskStrideB2, maskStrideQ, maskStrideK;
   int64_t B1, B2, Tq, Tk, D, Dv;
+  /// Query rows and key columns per tile (the score tile's ld).
+  int64_t tile;
   float scale;
   bool causal;
   uint64_t dropoutKey, dropoutThreshold;
@@ -277,21 +276,21 @@ struct Problem {
   int64_t heads() const { return B1 * B2; }
 
   /// S = scale * q_i k_j^T for `rows` query rows from i0 and `cols` key
-  /// columns from j0 of head `n`, masked (-inf), into `s` (ld kTileK).
+  /// columns from j0 of head `n`, masked (-inf), into `s` (ld tile).
   /// `qTile`: the query tile's rows (from row i0), `ldq` apart; `kT`: the
   /// key tile transposed (D x cols, ld cols).
   void scores(int64_t n, const float *qTile, int64_t ldq, const float *kT,
               int64_t i0, int64_t rows, int64_t j0, int64_t cols,
               float *s) const {
     tileProduct(false, rows, cols, D, scale, qTile, ldq, kT, cols, false, s,
-                kTileK);
+                tile);
     int64_t b1 = n / B2, b2 = n % B2;
     if (maskKind == EFFRT_ATTENTION_MASK_ADD) {
       const float *m = static_cast<const float *>(mask) + b1 * maskStrideB1 +
                        b2 * maskStrideB2;
       for (int64_t r = 0; r < rows; ++r) {
         const float *mr = m + (i0 + r) * maskStrideQ + j0 * maskStrideK;
-        float *sr = s + r * kTileK;
+        float *sr = s + r * tile;
         for (int64_t c = 0; c < cols; ++c)
           sr[c] += mr[c * maskStrideK];
       }
@@ -300,14 +299,14 @@ struct Problem {
                          b1 * maskStrideB1 + b2 * maskStrideB2;
       for (int64_t r = 0; r < rows; ++r) {
         const uint8_t *mr = m + (i0 + r) * maskStrideQ + j0 * maskStrideK;
-        float *sr = s + r * kTileK;
+        float *sr = s + r * tile;
         for (int64_t c = 0; c < cols; ++c)
           sr[c] = mr[c * maskStrideK] ? kNegInf : sr[c];
       }
     }
     if (causal && j0 + cols - 1 > i0) {
       for (int64_t r = 0; r < rows; ++r) {
-        float *sr = s + r * kTileK;
+        float *sr = s + r * tile;
         for (int64_t c = std::max<int64_t>(0, i0 + r + 1 - j0); c < cols; ++c)
           sr[c] = kNegInf;
       }
@@ -319,7 +318,7 @@ struct Problem {
                    int64_t cols, float *z) const {
     for (int64_t r = 0; r < rows; ++r) {
       uint64_t base = static_cast<uint64_t>((n * Tq + i0 + r) * Tk + j0);
-      float *zr = z + r * kTileK;
+      float *zr = z + r * tile;
       for (int64_t c = 0; c < cols; ++c) {
         uint64_t h = mix64(dropoutKey ^ (base + static_cast<uint64_t>(c)));
         zr[c] = (h >> 40) >= dropoutThreshold ? dropoutScale : 0.0f;
@@ -337,18 +336,19 @@ struct Problem {
 /// One query tile of one head: the online softmax over its key tiles.
 void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
                  Out o, float *lse, float *ws) {
-  int64_t rows = std::min(kTileQ, p.Tq - i0);
+  int64_t rows = std::min(p.tile, p.Tq - i0);
   const float *qHead = q.head(n, p.B2), *kHead = k.head(n, p.B2),
               *vHead = v.head(n, p.B2);
-  // Scratch: k's tile transposed; for operands whose rows are not
+  // The slot (effrt_attention_fwd_slot_floats): the score tile, the row
+  // statistics, k's tile transposed; for operands whose rows are not
   // contiguous (heads inner) also the q tile, the v tile and the output
   // tile, so that the products read and write contiguous rows (rows a
   // multiple of 1 KiB apart fall into a few L1 sets).
   bool packQ = q.t != p.D, packV = v.t != p.Dv, packO = o.t != p.Dv;
-  float *kT = transposeScratch(kTileK * p.D + kTileQ * p.D +
-                               kTileK * p.Dv + kTileQ * p.Dv);
-  float *qTile = kT + kTileK * p.D, *vTile = qTile + kTileQ * p.D,
-        *oScratch = vTile + kTileK * p.Dv;
+  float *s = ws, *rowMax = ws + p.tile * p.tile, *rowSum = rowMax + p.tile;
+  float *kT = rowSum + p.tile;
+  float *qTile = kT + p.tile * p.D, *vTile = qTile + p.tile * p.D,
+        *oScratch = vTile + p.tile * p.Dv;
   int64_t ldq = q.t;
   const float *qRows = qHead + i0 * q.t;
   if (packQ) {
@@ -360,18 +360,17 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
   int64_t ldo = packO ? p.Dv : o.t;
   float *oOut = o.head(n, p.B2) + i0 * o.t;
   float *oTile = packO ? oScratch : oOut;
-  float *s = ws, *rowMax = ws + kTileQ * kTileK, *rowSum = rowMax + kTileQ;
   for (int64_t r = 0; r < rows; ++r)
     std::fill(oTile + r * ldo, oTile + r * ldo + p.Dv, 0.0f);
   std::fill(rowMax, rowMax + rows, kNegInf);
   std::fill(rowSum, rowSum + rows, 0.0f);
   int64_t end = p.keyEnd(i0, rows);
-  for (int64_t j0 = 0; j0 < end; j0 += kTileK) {
-    int64_t cols = std::min(kTileK, p.Tk - j0);
+  for (int64_t j0 = 0; j0 < end; j0 += p.tile) {
+    int64_t cols = std::min(p.tile, p.Tk - j0);
     transposeTile(kHead + j0 * k.t, k.t, cols, p.D, kT);
     p.scores(n, qRows, ldq, kT, i0, rows, j0, cols, s);
     for (int64_t r = 0; r < rows; ++r) {
-      float *sr = s + r * kTileK;
+      float *sr = s + r * p.tile;
       float tileMax = kNegInf;
       for (int64_t c = 0; c < cols; ++c)
         tileMax = std::max(tileMax, sr[c]);
@@ -400,7 +399,7 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
       for (int64_t r = 0; r < rows; ++r) {
         uint64_t base =
             static_cast<uint64_t>((n * p.Tq + i0 + r) * p.Tk + j0);
-        float *zr = z + r * kTileK;
+        float *zr = z + r * p.tile;
         for (int64_t c = 0; c < cols; ++c) {
           uint64_t h =
               mix64(p.dropoutKey ^ (base + static_cast<uint64_t>(c)));
@@ -417,7 +416,7 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
       vRows = vTile;
       ldv = p.Dv;
     }
-    tileProduct(false, rows, p.Dv, cols, 1.0f, s, kTileK, vRows, ldv, true,
+    tileProduct(false, rows, p.Dv, cols, 1.0f, s, p.tile, vRows, ldv, true,
                 oTile, ldo);
   }
   for (int64_t r = 0; r < rows; ++r) {
@@ -440,25 +439,12 @@ void forwardTile(const Problem &p, int64_t n, int64_t i0, In q, In k, In v,
 }
 
 /// One head's operands and gradients as contiguous [T, X] matrices: in
-/// place when they already are, else copies in a per-thread scratch.
+/// place when they already are, else copies in the slot's workspace.
 class Packed {
 public:
-  Packed(int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, In q, In k, In v,
-         In o, In dout, Out dq, Out dk, Out dv) {
-    int64_t floats = 0;
-    floats += q.t != D ? Tq * D : 0;
-    floats += k.t != D ? Tk * D : 0;
-    floats += v.t != Dv ? Tk * Dv : 0;
-    floats += o.t != Dv ? Tq * Dv : 0;
-    floats += dout.t != Dv ? Tq * Dv : 0;
-    floats += dq.t != D ? Tq * D : 0;
-    floats += dk.t != D ? Tk * D : 0;
-    floats += dv.t != Dv ? Tk * Dv : 0;
-    thread_local std::vector<float> scratch;
-    if (static_cast<int64_t>(scratch.size()) < floats)
-      scratch.resize(floats);
-    next = scratch.data();
-  }
+  /// `room`: the slot's 2 (Tq + Tk) D + 2 Tk Dv + Tq Dv floats for q, k, v,
+  /// dO, dq, dk and dv (effrt_attention_bwd_slot_floats).
+  explicit Packed(float *room) : next(room) {}
 
   /// Head n of `x` (T rows of `cols`), contiguous.
   const float *in(In x, int64_t n, int64_t B2, int64_t T, int64_t cols) {
@@ -502,25 +488,28 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
                   const float *lse, In dout, Out dq, Out dk, Out dv,
                   float *ws) {
   int64_t Tq = p.Tq, Tk = p.Tk, D = p.D, Dv = p.Dv;
-  // A head whose rows are not contiguous (the heads of a [B, T, H*D]
-  // projection, rows H*D apart) is copied into a contiguous per-thread
-  // scratch first, and its gradients accumulate there: every tile of the
+  // The slot (effrt_attention_bwd_slot_floats): the probability, gradient
+  // and keep-factor tiles, rowsum(dO * O), k's and v's tiles transposed,
+  // then room for the head's copies. A head whose rows are not contiguous
+  // (the heads of a [B, T, H*D] projection, rows H*D apart) is copied
+  // there first, and its gradients accumulate there: every tile of the
   // head is read and written many times, and rows a multiple of 1 KiB
   // apart fall into a few L1 sets (the backward ran 40% slower on them).
-  Packed pack(Tq, Tk, D, Dv, q, k, v, o, dout, dq, dk, dv);
+  // o is read once (rowsum(dO * O)), in place.
+  float *pT = ws, *dpT = ws + p.tile * p.tile, *zT = dpT + p.tile * p.tile,
+        *rowDot = zT + p.tile * p.tile;
+  float *kT = rowDot + Tq, *vT = kT + p.tile * D;
+  Packed pack(vT + p.tile * Dv);
   const float *qH = pack.in(q, n, p.B2, Tq, D),
               *kH = pack.in(k, n, p.B2, Tk, D),
-              *vH = pack.in(v, n, p.B2, Tk, Dv),
-              *oH = pack.in(o, n, p.B2, Tq, Dv),
+              *vH = pack.in(v, n, p.B2, Tk, Dv), *oH = o.head(n, p.B2),
               *dOH = pack.in(dout, n, p.B2, Tq, Dv), *lseH = lse + n * Tq;
   float *dqH = pack.out(dq, n, p.B2, Tq, D),
         *dkH = pack.out(dk, n, p.B2, Tk, D),
         *dvH = pack.out(dv, n, p.B2, Tk, Dv);
   // Leading dimensions (row strides) of the head's matrices.
-  int64_t ldq = D, ldk = D, ldv = Dv, ldo = Dv, lddo = Dv, lddq = D,
-          lddk = D, lddv = Dv;
-  float *pT = ws, *dpT = ws + kTileQ * kTileK, *zT = dpT + kTileQ * kTileK,
-        *rowDot = zT + kTileQ * kTileK;
+  int64_t ldq = D, ldk = D, ldv = Dv, ldo = o.t, lddo = Dv, lddq = D, lddk = D,
+          lddv = Dv;
   auto fillRows = [](float *m, int64_t ld, int64_t rows, int64_t cols,
                      float value) {
     for (int64_t r = 0; r < rows; ++r)
@@ -537,18 +526,17 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
       sum += dOi[d] * oi[d];
     rowDot[i] = sum;
   }
-  float *kT = transposeScratch(kTileK * (D + Dv)), *vT = kT + kTileK * D;
-  for (int64_t j0 = 0; j0 < Tk; j0 += kTileK) {
-    int64_t cols = std::min(kTileK, Tk - j0);
+  for (int64_t j0 = 0; j0 < Tk; j0 += p.tile) {
+    int64_t cols = std::min(p.tile, Tk - j0);
     transposeTile(kH + j0 * ldk, ldk, cols, D, kT);
     transposeTile(vH + j0 * ldv, ldv, cols, Dv, vT);
     // Under causal masking, query tiles ending before j0 see none of it.
-    int64_t iStart = p.causal ? j0 / kTileQ * kTileQ : 0;
-    for (int64_t i0 = iStart; i0 < Tq; i0 += kTileQ) {
-      int64_t rows = std::min(kTileQ, Tq - i0);
+    int64_t iStart = p.causal ? j0 / p.tile * p.tile : 0;
+    for (int64_t i0 = iStart; i0 < Tq; i0 += p.tile) {
+      int64_t rows = std::min(p.tile, Tq - i0);
       p.scores(n, qH + i0 * ldq, ldq, kT, i0, rows, j0, cols, pT);
       for (int64_t r = 0; r < rows; ++r) {
-        float *pr = pT + r * kTileK;
+        float *pr = pT + r * p.tile;
         float l = lseH[i0 + r];
 #pragma omp simd
         for (int64_t c = 0; c < cols; ++c)
@@ -559,18 +547,18 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
         p.keepFactors(n, i0, rows, j0, cols, zT);
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < cols; ++c)
-            dpT[r * kTileK + c] = pT[r * kTileK + c] * zT[r * kTileK + c];
+            dpT[r * p.tile + c] = pT[r * p.tile + c] * zT[r * p.tile + c];
         pv = dpT;
       }
       // dV_j += P~^T dO_i
-      tileProduct(true, cols, Dv, rows, 1.0f, pv, kTileK, dOH + i0 * lddo,
-                  lddo, true, dvH + j0 * lddv, lddv);
+      tileProduct(true, cols, Dv, rows, 1.0f, pv, p.tile, dOH + i0 * lddo, lddo,
+                  true, dvH + j0 * lddv, lddv);
       // dP = dO_i V_j^T (times the keep factors)
-      tileProduct(false, rows, cols, Dv, 1.0f, dOH + i0 * lddo, lddo, vT,
-                  cols, false, dpT, kTileK);
+      tileProduct(false, rows, cols, Dv, 1.0f, dOH + i0 * lddo, lddo, vT, cols,
+                  false, dpT, p.tile);
       for (int64_t r = 0; r < rows; ++r) {
-        float *dpr = dpT + r * kTileK;
-        const float *pr = pT + r * kTileK, *zr = zT + r * kTileK;
+        float *dpr = dpT + r * p.tile;
+        const float *pr = pT + r * p.tile, *zr = zT + r * p.tile;
         float rd = rowDot[i0 + r];
         if (p.dropout()) {
 #pragma omp simd
@@ -583,10 +571,10 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
         }
       }
       // dQ_i += scale dS K_j ; dK_j += scale dS^T Q_i
-      tileProduct(false, rows, D, cols, p.scale, dpT, kTileK, kH + j0 * ldk,
+      tileProduct(false, rows, D, cols, p.scale, dpT, p.tile, kH + j0 * ldk,
                   ldk, true, dqH + i0 * lddq, lddq);
-      tileProduct(true, cols, D, rows, p.scale, dpT, kTileK, qH + i0 * ldq,
-                  ldq, true, dkH + j0 * lddk, lddk);
+      tileProduct(true, cols, D, rows, p.scale, dpT, p.tile, qH + i0 * ldq, ldq,
+                  true, dkH + j0 * lddk, lddk);
     }
   }
   // A row that sees no key has NaN probabilities; in PyTorch they reach
@@ -607,8 +595,9 @@ void backwardHead(const Problem &p, int64_t n, In q, In k, In v, In o,
 Problem makeProblem(const void *mask, int32_t maskKind, int64_t msB1,
                     int64_t msB2, int64_t msQ, int64_t msK, int64_t B1,
                     int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
-                    float scale, int32_t causal, int64_t dropoutKey,
-                    int64_t dropoutThreshold, float dropoutScale) {
+                    int64_t tile, float scale, int32_t causal,
+                    int64_t dropoutKey, int64_t dropoutThreshold,
+                    float dropoutScale) {
   return Problem{mask,
                  mask ? maskKind : EFFRT_ATTENTION_MASK_NONE,
                  msB1,
@@ -621,6 +610,7 @@ Problem makeProblem(const void *mask, int32_t maskKind, int64_t msB1,
                  Tk,
                  D,
                  Dv,
+                 std::max<int64_t>(1, tile),
                  scale,
                  causal != 0,
                  static_cast<uint64_t>(dropoutKey),
@@ -628,30 +618,106 @@ Problem makeProblem(const void *mask, int32_t maskKind, int64_t msB1,
                  dropoutScale};
 }
 
-/// Runs `item(i, slotWorkspace)` for i in [0, items): slot s takes the
-/// fixed range [s*items/slots, (s+1)*items/slots).
+/// Runs `item(i, slotWorkspace)` for i in [0, items) on min(slots, items,
+/// OpenMP threads) threads, thread t with slot t of `slotFloats` floats;
+/// items go to whichever thread is free (an item's result does not depend
+/// on its slot).
 template <typename Fn>
 void forEachItem(int64_t items, int64_t slots, float *workspace,
                  int64_t slotFloats, Fn item) {
-  slots = std::max<int64_t>(1, std::min(slots, items));
-  auto runSlot = [&](int64_t s) {
-    float *ws = workspace + s * slotFloats;
-    for (int64_t i = s * items / slots, e = (s + 1) * items / slots; i < e;
-         ++i)
-      item(i, ws);
-  };
 #ifdef EFFRT_HAVE_OPENMP
-  if (slots > 1 && !omp_in_parallel()) {
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t s = 0; s < slots; ++s)
-      runSlot(s);
+  int64_t threads =
+      omp_in_parallel()
+          ? 1
+          : std::min<int64_t>({slots, items, omp_get_max_threads()});
+  if (threads > 1) {
+#pragma omp parallel num_threads(static_cast <int>(threads))
+    {
+      float *ws = workspace + omp_get_thread_num() * slotFloats;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < items; ++i)
+        item(i, ws);
+    }
     return;
   }
 #endif
-  for (int64_t s = 0; s < slots; ++s)
-    runSlot(s);
+  (void)slots;
+  (void)slotFloats;
+  for (int64_t i = 0; i < items; ++i)
+    item(i, workspace);
 }
 
+} // namespace
+
+extern "C" void effrt_attention_fwd_tiled_f32(
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, int64_t tile, float *workspace, int64_t slots) {
+  Problem p =
+      makeProblem(mask, maskKind, maskStrideB1, maskStrideB2, maskStrideQ,
+                  maskStrideK, B1, B2, Tq, Tk, D, Dv, tile, scale, causal,
+                  dropoutKey, dropoutThreshold, dropoutScale);
+  In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
+      vs{v, vStrideB1, vStrideB2, vStrideT};
+  Out os{o, oStrideB1, oStrideB2, oStrideT};
+  int64_t tiles = (Tq + p.tile - 1) / p.tile;
+  forEachItem(p.heads() * tiles, slots, workspace,
+              effrt_attention_fwd_slot_floats(p.tile, D, Dv),
+              [&](int64_t i, float *ws) {
+                forwardTile(p, i / tiles, i % tiles * p.tile, qs, ks, vs, os,
+                            lse, ws);
+              });
+}
+
+extern "C" void effrt_attention_bwd_tiled_f32(
+    const float *q, int64_t qStrideB1, int64_t qStrideB2, int64_t qStrideT,
+    const float *k, int64_t kStrideB1, int64_t kStrideB2, int64_t kStrideT,
+    const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
+    const float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
+    const float *lse, const float *dout, int64_t dStrideB1, int64_t dStrideB2,
+    int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
+    int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
+    int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
+    int64_t dvStrideT, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, int64_t tile, float *workspace, int64_t slots) {
+  Problem p =
+      makeProblem(mask, maskKind, maskStrideB1, maskStrideB2, maskStrideQ,
+                  maskStrideK, B1, B2, Tq, Tk, D, Dv, tile, scale, causal,
+                  dropoutKey, dropoutThreshold, dropoutScale);
+  In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
+      vs{v, vStrideB1, vStrideB2, vStrideT}, os{o, oStrideB1, oStrideB2, oStrideT},
+      dos{dout, dStrideB1, dStrideB2, dStrideT};
+  Out dqs{dq, dqStrideB1, dqStrideB2, dqStrideT},
+      dks{dk, dkStrideB1, dkStrideB2, dkStrideT},
+      dvs{dv, dvStrideB1, dvStrideB2, dvStrideT};
+  forEachItem(p.heads(), slots, workspace,
+              effrt_attention_bwd_slot_floats(p.tile, Tq, Tk, D, Dv),
+              [&](int64_t n, float *ws) {
+                backwardHead(p, n, qs, ks, vs, os, lse, dos, dqs, dks, dvs, ws);
+              });
+}
+
+// The entry points of earlier .effx files, whose plans held only the score
+// tiles: they run the kernels above on 64 x 64 tiles (as those files did)
+// in a workspace of their own, one slot per thread, for the call.
+
+namespace {
+int64_t legacySlots() {
+#ifdef EFFRT_HAVE_OPENMP
+  return omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
+#else
+  return 1;
+#endif
+}
 } // namespace
 
 extern "C" void effrt_attention_fwd_strided_f32(
@@ -660,23 +726,21 @@ extern "C" void effrt_attention_fwd_strided_f32(
     const float *v, int64_t vStrideB1, int64_t vStrideB2, int64_t vStrideT,
     float *o, int64_t oStrideB1, int64_t oStrideB2, int64_t oStrideT,
     float *lse, const void *mask, int32_t maskKind, int64_t maskStrideB1,
-    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK,
-    int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
-    float scale, int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
     float dropoutScale, float *workspace, int64_t slots) {
-  Problem p = makeProblem(mask, maskKind, maskStrideB1, maskStrideB2,
-                          maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
-                          scale, causal, dropoutKey, dropoutThreshold,
-                          dropoutScale);
-  In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
-      vs{v, vStrideB1, vStrideB2, vStrideT};
-  Out os{o, oStrideB1, oStrideB2, oStrideT};
-  int64_t tiles = (Tq + kTileQ - 1) / kTileQ;
-  forEachItem(p.heads() * tiles, slots, workspace,
-              effrt_attention_fwd_workspace(Tq), [&](int64_t i, float *ws) {
-                forwardTile(p, i / tiles, i % tiles * kTileQ, qs, ks, vs, os,
-                            lse, ws);
-              });
+  (void)workspace;
+  (void)slots;
+  int64_t own = legacySlots();
+  std::vector<float> room(
+      own * effrt_attention_fwd_slot_floats(EFFRT_ATTENTION_TILE_Q, D, Dv));
+  effrt_attention_fwd_tiled_f32(
+      q, qStrideB1, qStrideB2, qStrideT, k, kStrideB1, kStrideB2, kStrideT, v,
+      vStrideB1, vStrideB2, vStrideT, o, oStrideB1, oStrideB2, oStrideT, lse,
+      mask, maskKind, maskStrideB1, maskStrideB2, maskStrideQ, maskStrideK, B1,
+      B2, Tq, Tk, D, Dv, scale, causal, dropoutKey, dropoutThreshold,
+      dropoutScale, EFFRT_ATTENTION_TILE_Q, room.data(), own);
 }
 
 extern "C" void effrt_attention_bwd_strided_f32(
@@ -688,26 +752,25 @@ extern "C" void effrt_attention_bwd_strided_f32(
     int64_t dStrideT, float *dq, int64_t dqStrideB1, int64_t dqStrideB2,
     int64_t dqStrideT, float *dk, int64_t dkStrideB1, int64_t dkStrideB2,
     int64_t dkStrideT, float *dv, int64_t dvStrideB1, int64_t dvStrideB2,
-    int64_t dvStrideT, const void *mask, int32_t maskKind,
-    int64_t maskStrideB1, int64_t maskStrideB2, int64_t maskStrideQ,
-    int64_t maskStrideK, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
-    int64_t D, int64_t Dv, float scale, int32_t causal, int64_t dropoutKey,
-    int64_t dropoutThreshold, float dropoutScale, float *workspace,
-    int64_t slots) {
-  Problem p = makeProblem(mask, maskKind, maskStrideB1, maskStrideB2,
-                          maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv,
-                          scale, causal, dropoutKey, dropoutThreshold,
-                          dropoutScale);
-  In qs{q, qStrideB1, qStrideB2, qStrideT}, ks{k, kStrideB1, kStrideB2, kStrideT},
-      vs{v, vStrideB1, vStrideB2, vStrideT}, os{o, oStrideB1, oStrideB2, oStrideT},
-      dos{dout, dStrideB1, dStrideB2, dStrideT};
-  Out dqs{dq, dqStrideB1, dqStrideB2, dqStrideT},
-      dks{dk, dkStrideB1, dkStrideB2, dkStrideT},
-      dvs{dv, dvStrideB1, dvStrideB2, dvStrideT};
-  forEachItem(p.heads(), slots, workspace, effrt_attention_bwd_workspace(Tq),
-              [&](int64_t n, float *ws) {
-                backwardHead(p, n, qs, ks, vs, os, lse, dos, dqs, dks, dvs, ws);
-              });
+    int64_t dvStrideT, const void *mask, int32_t maskKind, int64_t maskStrideB1,
+    int64_t maskStrideB2, int64_t maskStrideQ, int64_t maskStrideK, int64_t B1,
+    int64_t B2, int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale,
+    int32_t causal, int64_t dropoutKey, int64_t dropoutThreshold,
+    float dropoutScale, float *workspace, int64_t slots) {
+  (void)workspace;
+  (void)slots;
+  int64_t own = legacySlots();
+  std::vector<float> room(own * effrt_attention_bwd_slot_floats(
+                                    EFFRT_ATTENTION_TILE_Q, Tq, Tk, D, Dv));
+  effrt_attention_bwd_tiled_f32(
+      q, qStrideB1, qStrideB2, qStrideT, k, kStrideB1, kStrideB2, kStrideT, v,
+      vStrideB1, vStrideB2, vStrideT, o, oStrideB1, oStrideB2, oStrideT, lse,
+      dout, dStrideB1, dStrideB2, dStrideT, dq, dqStrideB1, dqStrideB2,
+      dqStrideT, dk, dkStrideB1, dkStrideB2, dkStrideT, dv, dvStrideB1,
+      dvStrideB2, dvStrideT, mask, maskKind, maskStrideB1, maskStrideB2,
+      maskStrideQ, maskStrideK, B1, B2, Tq, Tk, D, Dv, scale, causal,
+      dropoutKey, dropoutThreshold, dropoutScale, EFFRT_ATTENTION_TILE_Q,
+      room.data(), own);
 }
 
 extern "C" void effrt_attention_fwd_f32(

@@ -32,6 +32,8 @@ void *const effrt_kernel_symbols[] = {
     reinterpret_cast<void *>(&effrt_attention_bwd_f32),
     reinterpret_cast<void *>(&effrt_attention_fwd_strided_f32),
     reinterpret_cast<void *>(&effrt_attention_bwd_strided_f32),
+    reinterpret_cast<void *>(&effrt_attention_fwd_tiled_f32),
+    reinterpret_cast<void *>(&effrt_attention_bwd_tiled_f32),
     reinterpret_cast<void *>(&effrt_reduce_scatter_sum_f32),
     reinterpret_cast<void *>(&effrt_all_gather_f32),
     reinterpret_cast<void *>(&effrt_shard_f32),

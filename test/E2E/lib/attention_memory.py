@@ -28,6 +28,9 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--max-threads", type=int, default=2,
+                    help="effc --max-threads: the attention kernels' "
+                    "workspace has one slot per thread")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     import attention as bench  # bench/attention.py's model
@@ -48,7 +51,8 @@ def main():
         report_path = os.path.join(args.work, label + ".json")
         subprocess.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
                         os.path.join(args.work, label + ".effx"),
-                        "--optimizer", "sgd", "--report-json", report_path] +
+                        "--optimizer", "sgd", "--report-json", report_path,
+                        "--max-threads", str(args.max_threads)] +
                        flags, check=True)
         report = json.load(open(report_path))
         largest = max(report["buffers"], key=lambda b: b["bytes"])
