@@ -16,7 +16,7 @@
 // CHECK-DAG: func.func private @effrt_cuda_collective_wait(i64, !llvm.ptr, !llvm.ptr)
 
 // CHECK-LABEL: func.func @all_reduce(
-// CHECK: %[[BUF:.*]] = memref.alloc() : memref<6xf32>
+// CHECK: %[[BUF:.*]] = memref.alloc() {eff.collective_buffer} : memref<6xf32>
 // CHECK: %[[N:.*]] = arith.constant 6 : i64
 // CHECK: call @effrt_cuda_allreduce_sum_f32(%{{.*}}, %[[N]])
 func.func @all_reduce(%a: tensor<2xf32>, %b: tensor<4xf32>) -> (tensor<2xf32>, tensor<4xf32>) {
@@ -25,7 +25,7 @@ func.func @all_reduce(%a: tensor<2xf32>, %b: tensor<4xf32>) -> (tensor<2xf32>, t
 }
 
 // CHECK-LABEL: func.func @reduce_scatter(
-// CHECK: %[[SEND:.*]] = memref.alloc() : memref<6xf32>
+// CHECK: %[[SEND:.*]] = memref.alloc() {eff.collective_buffer} : memref<6xf32>
 // CHECK: bufferization.materialize_in_destination %{{.*}} in writable %[[SEND]]
 // CHECK: %[[RECV:.*]] = memref.alloc() : memref<3xf32>
 // CHECK: %[[N:.*]] = arith.constant 3 : i64
@@ -55,7 +55,7 @@ func.func @shard(%x: tensor<6xf32>) -> tensor<3xf32> {
 // Started: the request of the `_start` call goes to
 // effrt_cuda_collective_wait with both buffers, after the work between.
 // CHECK-LABEL: func.func @all_gather_started(
-// CHECK: %[[SEND:.*]] = memref.alloc() : memref<3xf32>
+// CHECK: %[[SEND:.*]] = memref.alloc() {eff.collective_buffer} : memref<3xf32>
 // CHECK: %[[RECV:.*]] = memref.alloc() : memref<6xf32>
 // CHECK: %[[REQ:.*]] = call @effrt_cuda_all_gather_f32_start(%{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> i64
 // CHECK: math.exp
