@@ -15,8 +15,11 @@
 // allocates no tensor memory of its own. (oneDNN's JIT code and primitive
 // objects are library state, created once per shape, like OpenBLAS's.)
 //
-// Primitives are created on the first call of each shape and kept. A
-// small convolution gets one thread per 4M multiply-adds (kMacsPerThread).
+// Primitives are created on the first call of each shape and thread count
+// and kept. A small convolution gets one thread per 4M multiply-adds
+// (kMacsPerThread); while the machine is busy (libomp's dynamic
+// adjustment hands parallel regions fewer threads), every convolution gets
+// the threads a parallel region would (threadsNow).
 // The scratchpad can depend on the thread count the primitive is created
 // for; when this run's threads would need more workspace than the plan
 // gave, the primitive is created, and run, on the most threads that fit.
@@ -33,6 +36,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -233,13 +238,51 @@ std::map<Key, std::unique_ptr<Conv>> &cache() {
 /// convolutions are 0.3M multiply-adds).
 constexpr int64_t kMacsPerThread = int64_t(1) << 22;
 
+/// How long a thread count from threadsNow() stands: libomp itself
+/// re-reads the machine's load at most once a second.
+constexpr auto kLoadInterval = std::chrono::milliseconds(20);
+
+/// The threads a parallel region of the caller would get now: all of this
+/// run's, or fewer while effrun's dynamic adjustment (omp_set_dynamic)
+/// sees the machine busy, as the compiled loops get. A oneDNN kernel
+/// waits at its barriers for every thread it was created for, so on a
+/// busy machine one descheduled thread costs a time slice per call; asked
+/// at most once per kLoadInterval (a parallel region each time).
+int threadsNow() {
+  int max = omp_get_max_threads();
+  if (max == 1 || !omp_get_dynamic() || omp_in_parallel())
+    return max;
+  using Clock = std::chrono::steady_clock;
+  static std::atomic<int> last{0};
+  static std::atomic<Clock::rep> lastAt{0};
+  Clock::rep now = Clock::now().time_since_epoch().count();
+  int known = last.load(std::memory_order_relaxed);
+  if (known > 0 && known <= max &&
+      now - lastAt.load(std::memory_order_relaxed) <
+          std::chrono::duration_cast<Clock::duration>(kLoadInterval).count())
+    return known;
+  int got = max;
+#pragma omp parallel
+  if (omp_get_thread_num() == 0)
+    got = omp_get_num_threads();
+  last.store(got, std::memory_order_relaxed);
+  lastAt.store(now, std::memory_order_relaxed);
+  return got;
+}
+
 /// The primitives for this call, created on first use with the most
-/// threads (up to this run's, one per kMacsPerThread) whose workspace fits
-/// `available` bytes.
+/// threads (up to this run's, or threadsNow() for a forward or input
+/// gradient; one per kMacsPerThread) whose workspace fits `available`
+/// bytes.
 Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
              int64_t available) {
+  // The forward and input-gradient kernels give each output's sum to one
+  // thread, so their results do not depend on the thread count; the
+  // filter gradient's may split the batch's sum over threads, so it keeps
+  // this run's count, and a run's results do not depend on the load.
+  int threads = kind == EFFRT_CONV2D_BWD_WEIGHTS ? omp_get_max_threads()
+                                                 : threadsNow();
   std::lock_guard<std::mutex> lock(cacheMutex);
-  int threads = omp_get_max_threads();
   auto found = cache().find(keyOf(kind, bias, s, threads));
   if (found != cache().end())
     return *found->second;
