@@ -43,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <omp.h>
 
 namespace {
@@ -100,6 +101,7 @@ struct Conv {
   size_t scratchpadBytes = 0;
   size_t workspaceBytes = 0;
   int threads = 0;
+  std::string impl; // oneDNN's name of the kernel, e.g. "jit:avx512_core"
 };
 
 dnnl::primitive_attr userScratchpad() {
@@ -155,6 +157,7 @@ std::unique_ptr<Conv> create(int kind, bool bias, const Shape &s) {
       addOperand(*conv, DNNL_ARG_BIAS, b, forward.bias_desc(), false);
     addOperand(*conv, DNNL_ARG_DST, y, forward.dst_desc(), true);
     conv->primitive = dnnl::convolution_forward(forward);
+    conv->impl = forward.impl_info_str();
     scratchpad = forward.scratchpad_desc();
   } else if (kind == EFFRT_CONV2D_BWD_DATA) {
     dnnl::convolution_backward_data::primitive_desc pd(
@@ -166,6 +169,7 @@ std::unique_ptr<Conv> create(int kind, bool bias, const Shape &s) {
     addOperand(*conv, DNNL_ARG_WEIGHTS, w, pd.weights_desc(), false);
     addOperand(*conv, DNNL_ARG_DIFF_SRC, x, pd.diff_src_desc(), true);
     conv->primitive = dnnl::convolution_backward_data(pd);
+    conv->impl = pd.impl_info_str();
     scratchpad = pd.scratchpad_desc();
   } else {
     dnnl::convolution_backward_weights::primitive_desc pd(
@@ -177,6 +181,7 @@ std::unique_ptr<Conv> create(int kind, bool bias, const Shape &s) {
     addOperand(*conv, DNNL_ARG_DIFF_DST, y, pd.diff_dst_desc(), false);
     addOperand(*conv, DNNL_ARG_DIFF_WEIGHTS, w, pd.diff_weights_desc(), true);
     conv->primitive = dnnl::convolution_backward_weights(pd);
+    conv->impl = pd.impl_info_str();
     scratchpad = pd.scratchpad_desc();
   }
   conv->scratchpadBytes =
@@ -270,18 +275,11 @@ int threadsNow() {
   return got;
 }
 
-/// The primitives for this call, created on first use with the most
-/// threads (up to this run's, or threadsNow() for a forward or input
-/// gradient; one per kMacsPerThread) whose workspace fits `available`
-/// bytes.
-Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
-             int64_t available) {
-  // The forward and input-gradient kernels give each output's sum to one
-  // thread, so their results do not depend on the thread count; the
-  // filter gradient's may split the batch's sum over threads, so it keeps
-  // this run's count, and a run's results do not depend on the load.
-  int threads = kind == EFFRT_CONV2D_BWD_WEIGHTS ? omp_get_max_threads()
-                                                 : threadsNow();
+/// The primitives for this call on at most `threads` threads, created on
+/// first use with the most threads (up to `threads`, one per
+/// kMacsPerThread) whose workspace fits `available` bytes.
+Conv &lookupFor(const char *what, int kind, bool bias, const Shape &s,
+                int64_t available, int threads) {
   std::lock_guard<std::mutex> lock(cacheMutex);
   auto found = cache().find(keyOf(kind, bias, s, threads));
   if (found != cache().end())
@@ -312,6 +310,34 @@ Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
   Conv &result = *conv;
   cache().emplace(keyOf(kind, bias, s, threads), std::move(conv));
   return result;
+}
+
+/// Whether a kernel gives each output's sum to one thread, so that its
+/// results do not depend on how many threads run it: oneDNN's direct JIT
+/// kernels forward and backward-data (`jit:...`, `jit_1x1:...`,
+/// `jit_dw:...`, `jit_uni_dw:...`) split their outputs between threads
+/// and sum over the input channels (backward: the output channels) within
+/// one; a GEMM-based one may split its GEMM's sum.
+bool sumsPerThread(int kind, const std::string &impl) {
+  return kind != EFFRT_CONV2D_BWD_WEIGHTS && impl.rfind("jit", 0) == 0;
+}
+
+/// The primitives for this call: those for this run's threads, or, while
+/// the machine is busy (threadsNow()), those for fewer where the kernel's
+/// results do not depend on the thread count. The filter gradient's
+/// kernels may split the batch's sum between threads (oneDNN balances
+/// that against memory), so it keeps this run's count: a run's results
+/// never depend on the load.
+Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
+             int64_t available) {
+  Conv &all = lookupFor(what, kind, bias, s, available, omp_get_max_threads());
+  if (all.threads == 1 || !sumsPerThread(kind, all.impl))
+    return all;
+  int now = threadsNow();
+  if (now >= all.threads)
+    return all;
+  Conv &fewer = lookupFor(what, kind, bias, s, available, now);
+  return fewer.impl == all.impl ? fewer : all;
 }
 
 /// Runs the call: inputs reordered into their blocked copies, the
