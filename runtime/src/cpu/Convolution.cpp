@@ -18,8 +18,9 @@
 // Primitives are created on the first call of each shape and thread count
 // and kept. A small convolution gets one thread per 4M multiply-adds
 // (kMacsPerThread); while the machine is busy (libomp's dynamic
-// adjustment hands parallel regions fewer threads), every convolution gets
-// the threads a parallel region would (threadsNow).
+// adjustment hands parallel regions fewer threads), a convolution runs on
+// the threads a parallel region would get (threadsNow), once its output on
+// those was found bit-identical to its output on all of them (run).
 // The scratchpad can depend on the thread count the primitive is created
 // for; when this run's threads would need more workspace than the plan
 // gave, the primitive is created, and run, on the most threads that fit.
@@ -40,10 +41,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <string>
+#include <vector>
 #include <omp.h>
 
 namespace {
@@ -101,7 +103,9 @@ struct Conv {
   size_t scratchpadBytes = 0;
   size_t workspaceBytes = 0;
   int threads = 0;
-  std::string impl; // oneDNN's name of the kernel, e.g. "jit:avx512_core"
+  /// For a primitive on fewer threads than the run's: whether its output
+  /// was found bit-identical to the run's own (-1: not compared yet).
+  std::atomic<int> sameAsAll{-1};
 };
 
 dnnl::primitive_attr userScratchpad() {
@@ -157,7 +161,6 @@ std::unique_ptr<Conv> create(int kind, bool bias, const Shape &s) {
       addOperand(*conv, DNNL_ARG_BIAS, b, forward.bias_desc(), false);
     addOperand(*conv, DNNL_ARG_DST, y, forward.dst_desc(), true);
     conv->primitive = dnnl::convolution_forward(forward);
-    conv->impl = forward.impl_info_str();
     scratchpad = forward.scratchpad_desc();
   } else if (kind == EFFRT_CONV2D_BWD_DATA) {
     dnnl::convolution_backward_data::primitive_desc pd(
@@ -169,7 +172,6 @@ std::unique_ptr<Conv> create(int kind, bool bias, const Shape &s) {
     addOperand(*conv, DNNL_ARG_WEIGHTS, w, pd.weights_desc(), false);
     addOperand(*conv, DNNL_ARG_DIFF_SRC, x, pd.diff_src_desc(), true);
     conv->primitive = dnnl::convolution_backward_data(pd);
-    conv->impl = pd.impl_info_str();
     scratchpad = pd.scratchpad_desc();
   } else {
     dnnl::convolution_backward_weights::primitive_desc pd(
@@ -181,7 +183,6 @@ std::unique_ptr<Conv> create(int kind, bool bias, const Shape &s) {
     addOperand(*conv, DNNL_ARG_DIFF_DST, y, pd.diff_dst_desc(), false);
     addOperand(*conv, DNNL_ARG_DIFF_WEIGHTS, w, pd.diff_weights_desc(), true);
     conv->primitive = dnnl::convolution_backward_weights(pd);
-    conv->impl = pd.impl_info_str();
     scratchpad = pd.scratchpad_desc();
   }
   conv->scratchpadBytes =
@@ -257,6 +258,14 @@ int threadsNow() {
   int max = omp_get_max_threads();
   if (max == 1 || !omp_get_dynamic() || omp_in_parallel())
     return max;
+  // Tests: EFFRT_CONV_ASSUME_BUSY=1 as if the machine were always busy,
+  // =0 as if never.
+  static const int assumed = [] {
+    const char *v = std::getenv("EFFRT_CONV_ASSUME_BUSY");
+    return v ? (std::strcmp(v, "1") == 0 ? 1 : 0) : -1;
+  }();
+  if (assumed >= 0)
+    return assumed ? 1 : max;
   using Clock = std::chrono::steady_clock;
   static std::atomic<int> last{0};
   static std::atomic<Clock::rep> lastAt{0};
@@ -312,40 +321,34 @@ Conv &lookupFor(const char *what, int kind, bool bias, const Shape &s,
   return result;
 }
 
-/// Whether a kernel gives each output's sum to one thread, so that its
-/// results do not depend on how many threads run it: oneDNN's direct JIT
-/// kernels forward and backward-data (`jit:...`, `jit_1x1:...`,
-/// `jit_dw:...`, `jit_uni_dw:...`) split their outputs between threads
-/// and sum over the input channels (backward: the output channels) within
-/// one; a GEMM-based one may split its GEMM's sum.
-bool sumsPerThread(int kind, const std::string &impl) {
-  return kind != EFFRT_CONV2D_BWD_WEIGHTS && impl.rfind("jit", 0) == 0;
-}
-
 /// The primitives for this call: those for this run's threads, or, while
-/// the machine is busy (threadsNow()), those for fewer where the kernel's
-/// results do not depend on the thread count. The filter gradient's
-/// kernels may split the batch's sum between threads (oneDNN balances
-/// that against memory), so it keeps this run's count: a run's results
-/// never depend on the load.
+/// the machine is busy (threadsNow()), those for fewer, once their output
+/// was found bit-identical to the run's own; `verify` is set when this
+/// call is to compare the two (its first call while the machine is busy).
 Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
-             int64_t available) {
+             int64_t available, Conv *&verify) {
+  verify = nullptr;
   Conv &all = lookupFor(what, kind, bias, s, available, omp_get_max_threads());
-  if (all.threads == 1 || !sumsPerThread(kind, all.impl))
+  if (all.threads == 1)
     return all;
   int now = threadsNow();
   if (now >= all.threads)
     return all;
   Conv &fewer = lookupFor(what, kind, bias, s, available, now);
-  return fewer.impl == all.impl ? fewer : all;
+  if (fewer.threads >= all.threads)
+    return all;
+  int same = fewer.sameAsAll.load(std::memory_order_relaxed);
+  if (same < 0)
+    verify = &fewer;
+  return same > 0 ? fewer : all;
 }
 
-/// Runs the call: inputs reordered into their blocked copies, the
+using Pointers = std::vector<std::pair<int, void *>>;
+
+/// Runs `conv`: inputs reordered into their blocked copies, the
 /// convolution, the output reordered back.
-void run(const char *what, int kind, bool bias, const Shape &s,
-         std::initializer_list<std::pair<int, void *>> pointers,
-         void *workspace, int64_t workspaceBytes) {
-  Conv &conv = lookup(what, kind, bias, s, workspaceBytes);
+void execute(const char *what, Conv &conv, const Pointers &pointers,
+             void *workspace) {
   auto *base = static_cast<unsigned char *>(workspace);
   try {
     withThreads(conv.threads, [&] {
@@ -395,6 +398,36 @@ void run(const char *what, int kind, bool bias, const Shape &s,
   } catch (const dnnl::error &e) {
     die(what, e.what());
   }
+}
+
+/// Runs the call. On its first call while the machine is busy, a shape's
+/// primitive for fewer threads runs too, into a copy of the output: only
+/// if the two outputs are bit-identical does it run that shape from then
+/// on. (oneDNN's direct forward and input-gradient kernels sum each
+/// output in one thread; a filter gradient may split the batch's sum
+/// between threads, and its outputs, sums over thousands of products,
+/// then differ in their last bits.) So a run's results never depend on
+/// the machine's load.
+void run(const char *what, int kind, bool bias, const Shape &s,
+         Pointers pointers, void *workspace, int64_t workspaceBytes) {
+  Conv *verify = nullptr;
+  Conv &conv = lookup(what, kind, bias, s, workspaceBytes, verify);
+  execute(what, conv, pointers, workspace);
+  if (!verify)
+    return;
+  // The output is the last operand (DST, DIFF_SRC or DIFF_WEIGHTS).
+  const auto &[outArg, out] = conv.operands.back();
+  size_t bytes = out.plain.get_size();
+  std::vector<unsigned char> copy(bytes);
+  void *original = nullptr;
+  for (auto &[arg, pointer] : pointers)
+    if (arg == outArg) {
+      original = pointer;
+      pointer = copy.data();
+    }
+  execute(what, *verify, pointers, workspace);
+  verify->sameAsAll.store(std::memcmp(copy.data(), original, bytes) == 0,
+                          std::memory_order_relaxed);
 }
 
 #define EFFRT_CONV2D_SHAPE                                                     \
