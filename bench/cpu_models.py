@@ -1,5 +1,6 @@
 """The models of bench/cpu_vs_torch.py beyond test/E2E's (train_vs_torch.make):
-a BERT-style encoder and torchvision's ResNet-18 and ViT at CIFAR sizes.
+a BERT-style encoder, torchvision's ResNet-18 and ViT at CIFAR sizes, and
+the torchvision CNNs of issue 18 (TORCHVISION) at 32x32, batch 16.
 
 make(name, steps, seed) -> (model, batch size, {input name: steps*B rows}),
 as train_vs_torch.make; the model's forward returns (loss, logits). The
@@ -49,6 +50,27 @@ def _images(rng, rows, size, classes):
             "y": rng.randint(0, classes, size=rows).astype(np.int64)}
 
 
+# torchvision classification CNNs at full width on 32x32 images, batch 16
+# (every one accepts 32x32: their last stages run on 1x1 maps), as
+# torchvision builds them, dropout included, except EfficientNet's
+# stochastic depth: PyTorch 1.13 cannot export it (its in-place
+# bernoulli_, "ONNX export of operator Bernoulli, out parameter is not
+# supported"), so it is off.
+TORCHVISION = {
+    "squeezenet": lambda: torchvision.models.squeezenet1_1(num_classes=10),
+    "mobilenet_v2": lambda: torchvision.models.mobilenet_v2(num_classes=10),
+    "regnet_y_400mf": lambda: torchvision.models.regnet_y_400mf(num_classes=10),
+    "shufflenet_v2": lambda: torchvision.models.shufflenet_v2_x1_0(
+        num_classes=10),
+    "efficientnet_b0": lambda: torchvision.models.efficientnet_b0(
+        num_classes=10, stochastic_depth_prob=0.0),
+    "densenet121": lambda: torchvision.models.densenet121(num_classes=10),
+    "mnasnet": lambda: torchvision.models.mnasnet1_0(num_classes=10),
+    "googlenet": lambda: torchvision.models.googlenet(
+        num_classes=10, aux_logits=False, init_weights=True),
+}
+
+
 def make(name, steps, seed):
     torch.manual_seed(seed)
     rng = np.random.RandomState(seed)
@@ -68,5 +90,9 @@ def make(name, steps, seed):
             image_size=32, patch_size=4, num_layers=4, num_heads=4,
             hidden_dim=128, mlp_dim=512, dropout=0.0, attention_dropout=0.0,
             num_classes=10))
+        return model, B, _images(rng, steps * B, 32, 10)
+    if name in TORCHVISION:
+        B = 16
+        model = WithLoss(TORCHVISION[name]())
         return model, B, _images(rng, steps * B, 32, 10)
     return None

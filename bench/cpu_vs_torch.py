@@ -22,6 +22,11 @@ ru_maxrss (PyTorch's includes the interpreter and torch itself, so the
 usage: /usr/bin/python3 bench/cpu_vs_torch.py [--bin build/bin] [--threads 2]
        [--steps 30] [--repeat 3] [--splits 1x1,1x2,2x1,2x2]
        [--models mlp,cnn,gpt,gpt6,bert,resnet18,vit] [--baseline-bin DIR]
+
+--models takes model names and groups: default (the seven above),
+torchvision (resnet18 and issue 18's torchvision CNNs: squeezenet,
+mobilenet_v2, regnet_y_400mf, shufflenet_v2, efficientnet_b0, densenet121,
+mnasnet, googlenet; 32x32, batch 16, SGD momentum) and all.
 """
 import argparse
 import json
@@ -59,6 +64,26 @@ MODELS = {
             "torchvision ViT patch 4 on 32x32 (65 tokens), 4 layers d128, "
             "batch 32, AdamW"),
 }
+SGD = ["--optimizer", "sgd", "--lr", "0.1", "--momentum", "0.9"]
+# Issue 18's torchvision CNNs (bench/cpu_models.TORCHVISION), trained like
+# resnet18; opt-in (--models torchvision, or by name): a default run stays
+# a few minutes.
+TORCHVISION = {
+    "squeezenet": "torchvision SqueezeNet 1.1",
+    "mobilenet_v2": "torchvision MobileNet v2",
+    "regnet_y_400mf": "torchvision RegNet-Y-400MF",
+    "shufflenet_v2": "torchvision ShuffleNet v2 x1.0",
+    "efficientnet_b0": "torchvision EfficientNet-B0",
+    "densenet121": "torchvision DenseNet-121",
+    "mnasnet": "torchvision MNASNet 1.0",
+    "googlenet": "torchvision GoogLeNet (no aux heads)",
+}
+DEFAULT = list(MODELS)
+for _name, _desc in TORCHVISION.items():
+    MODELS[_name] = (_name, SGD, _desc + ", 32x32 images, batch 16, "
+                     "SGD momentum")
+GROUPS = {"default": DEFAULT, "torchvision": ["resnet18"] + list(TORCHVISION),
+          "all": list(MODELS)}
 
 TORCH_CHILD = r'''
 import json, resource, sys, time, statistics
@@ -133,12 +158,22 @@ def main():
     ap.add_argument("--splits", default=None,
                     help="PyTorch thread splits INTRAxBLAS,... (default: "
                          "{1,threads}x{1,threads})")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default="default",
+                    help="names and groups (%s), comma-separated" %
+                         ", ".join(GROUPS))
     ap.add_argument("--baseline-bin", default=None,
                     help="also time another build's effc/effrun (a 'before' "
                          "column), interleaved with the others")
     args = ap.parse_args()
     n = args.threads
+    models = []
+    for name in args.models.split(","):
+        if name not in MODELS and name not in GROUPS:
+            ap.error("unknown model '%s' (models: %s; groups: %s)" % (
+                name, ", ".join(MODELS), ", ".join(GROUPS)))
+        for m in GROUPS.get(name, [name]):
+            if m not in models:
+                models.append(m)
     if args.splits:
         splits = [tuple(int(v) for v in x.split("x"))
                   for x in args.splits.split(",")]
@@ -155,10 +190,11 @@ def main():
           "of the medians)" % (n, args.steps, args.steps - 3, args.repeat))
     print("BLAS: effrun -> %s; torch -> %s" %
           (blas_of(effrun), blas_of(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))))
+    print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
     print("PyTorch splits (intra-op x OpenBLAS threads): %s" %
           ", ".join("%dx%d" % s for s in splits))
     rows = []
-    for name in args.models.split(","):
+    for name in models:
         key, flags, desc = MODELS[name]
         model, B, data = make_model(key, args.steps)
         names = list(data)
@@ -214,20 +250,22 @@ def main():
         same = torch_ms.get((n, n), float("nan"))
         rows.append((name, desc, eff_ms, torch_ms[best], best, same, eff_rss,
                      torch_rss[best][0], torch_rss[best][1], compile_s, base_ms))
-        print("  %s: effopt %.3f ms%s; torch %s" % (
+        print("  %s: effopt %.3f ms%s; torch %s; load %.2f" % (
             name, eff_ms, "" if math.isnan(base_ms) else
             " (baseline %.3f ms)" % base_ms, ", ".join("%dx%d %.3f" % (s + (torch_ms[s],))
-                                    for s in splits)), flush=True)
+                                    for s in splits), os.getloadavg()[0]),
+              flush=True)
 
     print()
-    print("%-8s %10s %10s %5s %7s %10s  %10s %10s %10s %7s  %8s" %
+    print("%-15s %10s %10s %5s %7s %10s  %10s %10s %10s %7s  %8s" %
           ("model", "effopt ms", "torch ms", "split", "ratio", "torch %dx%d" % (n, n),
            "effopt RSS", "torch RSS", "torch heap", "ratio", "compile"))
     for name, desc, e_ms, t_ms, split, same, e_rss, t_rss, t_heap, c, _ in rows:
         mib = 1 << 20
-        print("%-8s %10.3f %10.3f %5s %7.2f %10.3f  %9.1fM %9.1fM %9.1fM %7.2f  %7.1fs" %
+        print("%-15s %10.3f %10.3f %5s %7.2f %10.3f  %9.1fM %9.1fM %9.1fM %7.2f  %7.1fs" %
               (name, e_ms, t_ms, "%dx%d" % split, e_ms / t_ms, same,
                e_rss / mib, t_rss / mib, t_heap / mib, e_rss / t_rss, c))
+    print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
     print("geomean time ratio: %.2f" % geomean([r[2] / r[3] for r in rows]))
     if args.baseline_bin:
         print("baseline (%s): %s; geomean ratio %.2f" % (
@@ -236,7 +274,7 @@ def main():
                       for r in rows),
             geomean([r[10] / r[3] for r in rows])))
     for name, desc, *_ in rows:
-        print("  %-8s %s" % (name, desc))
+        print("  %-15s %s" % (name, desc))
 
 
 if __name__ == "__main__":

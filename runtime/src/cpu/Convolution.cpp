@@ -15,8 +15,12 @@
 // allocates no tensor memory of its own. (oneDNN's JIT code and primitive
 // objects are library state, created once per shape, like OpenBLAS's.)
 //
-// Primitives are created on the first call of each shape and kept. A
-// small convolution gets one thread per 4M multiply-adds (kMacsPerThread).
+// Primitives are created on the first call of each shape and thread count
+// and kept. A small convolution gets one thread per 4M multiply-adds
+// (kMacsPerThread); while the machine is busy (libomp's dynamic
+// adjustment hands parallel regions fewer threads), a convolution runs on
+// the threads a parallel region would get (threadsNow), once its output on
+// those was found bit-identical to its output on all of them (run).
 // The scratchpad can depend on the thread count the primitive is created
 // for; when this run's threads would need more workspace than the plan
 // gave, the primitive is created, and run, on the most threads that fit.
@@ -33,11 +37,15 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 #include <omp.h>
 
 namespace {
@@ -95,6 +103,9 @@ struct Conv {
   size_t scratchpadBytes = 0;
   size_t workspaceBytes = 0;
   int threads = 0;
+  /// For a primitive on fewer threads than the run's: whether its output
+  /// was found bit-identical to the run's own (-1: not compared yet).
+  std::atomic<int> sameAsAll{-1};
 };
 
 dnnl::primitive_attr userScratchpad() {
@@ -233,13 +244,52 @@ std::map<Key, std::unique_ptr<Conv>> &cache() {
 /// convolutions are 0.3M multiply-adds).
 constexpr int64_t kMacsPerThread = int64_t(1) << 22;
 
-/// The primitives for this call, created on first use with the most
-/// threads (up to this run's, one per kMacsPerThread) whose workspace fits
-/// `available` bytes.
-Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
-             int64_t available) {
+/// How long a thread count from threadsNow() stands: libomp itself
+/// re-reads the machine's load at most once a second.
+constexpr auto kLoadInterval = std::chrono::milliseconds(20);
+
+/// The threads a parallel region of the caller would get now: all of this
+/// run's, or fewer while effrun's dynamic adjustment (omp_set_dynamic)
+/// sees the machine busy, as the compiled loops get. A oneDNN kernel
+/// waits at its barriers for every thread it was created for, so on a
+/// busy machine one descheduled thread costs a time slice per call; asked
+/// at most once per kLoadInterval (a parallel region each time).
+int threadsNow() {
+  int max = omp_get_max_threads();
+  if (max == 1 || !omp_get_dynamic() || omp_in_parallel())
+    return max;
+  // Tests: EFFRT_CONV_ASSUME_BUSY=1 as if the machine were always busy,
+  // =0 as if never.
+  static const int assumed = [] {
+    const char *v = std::getenv("EFFRT_CONV_ASSUME_BUSY");
+    return v ? (std::strcmp(v, "1") == 0 ? 1 : 0) : -1;
+  }();
+  if (assumed >= 0)
+    return assumed ? 1 : max;
+  using Clock = std::chrono::steady_clock;
+  static std::atomic<int> last{0};
+  static std::atomic<Clock::rep> lastAt{0};
+  Clock::rep now = Clock::now().time_since_epoch().count();
+  int known = last.load(std::memory_order_relaxed);
+  if (known > 0 && known <= max &&
+      now - lastAt.load(std::memory_order_relaxed) <
+          std::chrono::duration_cast<Clock::duration>(kLoadInterval).count())
+    return known;
+  int got = max;
+#pragma omp parallel
+  if (omp_get_thread_num() == 0)
+    got = omp_get_num_threads();
+  last.store(got, std::memory_order_relaxed);
+  lastAt.store(now, std::memory_order_relaxed);
+  return got;
+}
+
+/// The primitives for this call on at most `threads` threads, created on
+/// first use with the most threads (up to `threads`, one per
+/// kMacsPerThread) whose workspace fits `available` bytes.
+Conv &lookupFor(const char *what, int kind, bool bias, const Shape &s,
+                int64_t available, int threads) {
   std::lock_guard<std::mutex> lock(cacheMutex);
-  int threads = omp_get_max_threads();
   auto found = cache().find(keyOf(kind, bias, s, threads));
   if (found != cache().end())
     return *found->second;
@@ -271,12 +321,34 @@ Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
   return result;
 }
 
-/// Runs the call: inputs reordered into their blocked copies, the
+/// The primitives for this call: those for this run's threads, or, while
+/// the machine is busy (threadsNow()), those for fewer, once their output
+/// was found bit-identical to the run's own; `verify` is set when this
+/// call is to compare the two (its first call while the machine is busy).
+Conv &lookup(const char *what, int kind, bool bias, const Shape &s,
+             int64_t available, Conv *&verify) {
+  verify = nullptr;
+  Conv &all = lookupFor(what, kind, bias, s, available, omp_get_max_threads());
+  if (all.threads == 1)
+    return all;
+  int now = threadsNow();
+  if (now >= all.threads)
+    return all;
+  Conv &fewer = lookupFor(what, kind, bias, s, available, now);
+  if (fewer.threads >= all.threads)
+    return all;
+  int same = fewer.sameAsAll.load(std::memory_order_relaxed);
+  if (same < 0)
+    verify = &fewer;
+  return same > 0 ? fewer : all;
+}
+
+using Pointers = std::vector<std::pair<int, void *>>;
+
+/// Runs `conv`: inputs reordered into their blocked copies, the
 /// convolution, the output reordered back.
-void run(const char *what, int kind, bool bias, const Shape &s,
-         std::initializer_list<std::pair<int, void *>> pointers,
-         void *workspace, int64_t workspaceBytes) {
-  Conv &conv = lookup(what, kind, bias, s, workspaceBytes);
+void execute(const char *what, Conv &conv, const Pointers &pointers,
+             void *workspace) {
   auto *base = static_cast<unsigned char *>(workspace);
   try {
     withThreads(conv.threads, [&] {
@@ -326,6 +398,36 @@ void run(const char *what, int kind, bool bias, const Shape &s,
   } catch (const dnnl::error &e) {
     die(what, e.what());
   }
+}
+
+/// Runs the call. On its first call while the machine is busy, a shape's
+/// primitive for fewer threads runs too, into a copy of the output: only
+/// if the two outputs are bit-identical does it run that shape from then
+/// on. (oneDNN's direct forward and input-gradient kernels sum each
+/// output in one thread; a filter gradient may split the batch's sum
+/// between threads, and its outputs, sums over thousands of products,
+/// then differ in their last bits.) So a run's results never depend on
+/// the machine's load.
+void run(const char *what, int kind, bool bias, const Shape &s,
+         Pointers pointers, void *workspace, int64_t workspaceBytes) {
+  Conv *verify = nullptr;
+  Conv &conv = lookup(what, kind, bias, s, workspaceBytes, verify);
+  execute(what, conv, pointers, workspace);
+  if (!verify)
+    return;
+  // The output is the last operand (DST, DIFF_SRC or DIFF_WEIGHTS).
+  const auto &[outArg, out] = conv.operands.back();
+  size_t bytes = out.plain.get_size();
+  std::vector<unsigned char> copy(bytes);
+  void *original = nullptr;
+  for (auto &[arg, pointer] : pointers)
+    if (arg == outArg) {
+      original = pointer;
+      pointer = copy.data();
+    }
+  execute(what, *verify, pointers, workspace);
+  verify->sameAsAll.store(std::memcmp(copy.data(), original, bytes) == 0,
+                          std::memory_order_relaxed);
 }
 
 #define EFFRT_CONV2D_SHAPE                                                     \
