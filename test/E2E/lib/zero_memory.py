@@ -137,12 +137,17 @@ def main():
            (f3["gradients (most live)"], f0["gradients (most live)"]))
     # The ZeRO paper's per-rank model states (Rajbhandari et al. 2020) with
     # what effopt stores: P the f32 parameters, G their f32 gradients (as
-    # many bytes), K the optimizer state, all from stage 0's plan. Stage 0
+    # many bytes), K the optimizer state (from stage 0's plan). Stage 0
     # P + G + K, 1 P + G + K/N, 2 P + (G + K)/N, 3 (P + G + K)/N; the plan's
     # model states (parameters, optimizer state, the most gradient bytes
     # live at once) within 5% above it at every stage: a bucket's gradients
     # are written into the bucket, not copied (eff-fold-collective-copies).
-    P = G = f0["parameters"]
+    # P from PyTorch's own count of the model's f32 parameters, not from
+    # the plan under test; stage 0's plan must hold exactly those bytes.
+    P = G = 4 * sum(p.numel() for p in model.parameters())
+    expect(f0["parameters"] == P,
+           "stage 0 parameters %d bytes, PyTorch's model has %d" %
+           (f0["parameters"], P))
     largest = max(x["bytes"] for x in base["tensors"]
                   if x["category"] == "parameters")
     K = f0["optimizer state"]
