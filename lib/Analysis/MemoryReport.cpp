@@ -149,9 +149,11 @@ MemoryReport MemoryReport::fromPlan(const MemoryPlan &plan) {
 }
 
 void MemoryReport::setRegions(int64_t stateBytes, int64_t ioBytes,
-                              std::vector<ReportTensor> persistent) {
+                              std::vector<ReportTensor> persistent,
+                              int64_t hostBytes) {
   state = stateBytes;
   io = ioBytes;
+  host = hostBytes;
   tensors = std::move(persistent);
 }
 
@@ -172,7 +174,8 @@ int64_t MemoryReport::peakLiveBytes() const {
 std::vector<int64_t> MemoryReport::bytesAtPeak() const {
   std::vector<int64_t> bytes(kNumMemoryCategories, 0);
   for (const ReportTensor &t : tensors)
-    bytes[static_cast<int>(t.category)] += t.bytes;
+    if (!t.onHost)
+      bytes[static_cast<int>(t.category)] += t.bytes;
   for (const ReportBuffer &b : buffers)
     if (b.liveAt(peakAt))
       bytes[static_cast<int>(b.category)] += b.bytes;
@@ -241,12 +244,16 @@ llvm::json::Value MemoryReport::toJSON() const {
         {"last_user", b.lastUser},
         {"layer", layerOf(b.node)}});
   llvm::json::Array tensorArray;
-  for (const ReportTensor &t : tensors)
-    tensorArray.push_back(llvm::json::Object{{"name", t.name},
-                                             {"category", categoryName(t.category)},
-                                             {"bytes", t.bytes},
-                                             {"offset", t.offset},
-                                             {"layer", layerOf(t.name)}});
+  for (const ReportTensor &t : tensors) {
+    llvm::json::Object o{{"name", t.name},
+                         {"category", categoryName(t.category)},
+                         {"bytes", t.bytes},
+                         {"offset", t.offset},
+                         {"layer", layerOf(t.name)}};
+    if (t.onHost)
+      o["region"] = "host";
+    tensorArray.push_back(std::move(o));
+  }
   llvm::json::Object byCategory;
   std::vector<int64_t> atPeak = bytesAtPeak();
   for (MemoryCategory c : kAllCategories)
@@ -254,9 +261,13 @@ llvm::json::Value MemoryReport::toJSON() const {
   llvm::json::Object regions{{"state", state}, {"arena", arena}, {"io", io}};
   if (workspace)
     regions["workspace"] = workspace;
+  if (host)
+    regions["host"] = host;
   return llvm::json::Object{
       {"title", title},
       {"total_bytes", totalBytes()},
+      {"device_bytes", totalBytes()},
+      {"host_bytes", host},
       {"regions", std::move(regions)},
       {"schedule_length", scheduleLength},
       {"peak",
@@ -294,6 +305,7 @@ llvm::Expected<MemoryReport> MemoryReport::fromJSON(StringRef text) {
     report.arena = integer(*regions, "arena");
     report.io = integer(*regions, "io");
     report.workspace = integer(*regions, "workspace");
+    report.host = integer(*regions, "host");
   }
   if (const llvm::json::Object *peak = root->getObject("peak")) {
     report.peakAt = integer(*peak, "position");
@@ -332,7 +344,7 @@ llvm::Expected<MemoryReport> MemoryReport::fromJSON(StringRef text) {
         return bad("unknown category '" + string(*o, "category") + "'");
       report.tensors.push_back(
           {string(*o, "name"), *category, integer(*o, "bytes"),
-           integer(*o, "offset")});
+           integer(*o, "offset"), string(*o, "region") == "host"});
     }
   return report;
 }
@@ -372,6 +384,18 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
   if (workspace)
     os << " + library workspace " << formatBytes(workspace);
   os << "\n";
+  // State kept in host memory (effc --offload optimizer): allocated apart,
+  // not counted above, nor at the peak, nor against --memory-budget.
+  if (host) {
+    int64_t optimizer = 0;
+    for (const ReportTensor &t : tensors)
+      if (t.onHost)
+        optimizer += t.bytes;
+    os << llvm::formatv("  host {0} bytes ({1}) = optimizer state {2} "
+                        "(offloaded: not on the device)\n",
+                        withCommas(host), formatBytes(host),
+                        withCommas(optimizer));
+  }
   int64_t live = peakLiveBytes();
   os << llvm::formatv("  peak at schedule position {0} of {1}: {2} "
                       "(arena live {3}",
@@ -396,7 +420,7 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
   std::map<std::string, std::vector<int64_t>, decltype(numericLess)> layers(
       numericLess);
   for (const ReportTensor &t : tensors)
-    if (t.category != MemoryCategory::Batch) {
+    if (t.category != MemoryCategory::Batch && !t.onHost) {
       auto &row = layers[layerOf(t.name)];
       row.resize(kNumMemoryCategories);
       row[static_cast<int>(t.category)] += t.bytes;
@@ -490,6 +514,8 @@ void MemoryReport::writeSvg(llvm::raw_ostream &os) const {
   std::vector<std::vector<int64_t>> series(kNumMemoryCategories,
                                            std::vector<int64_t>(n + 1, 0));
   for (const ReportTensor &t : tensors) {
+    if (t.onHost)
+      continue; // the device's memory over the schedule
     series[static_cast<int>(t.category)][0] += t.bytes;
     series[static_cast<int>(t.category)][n] -= t.bytes;
   }

@@ -55,13 +55,15 @@ LogicalResult emitMemoryReport(ModuleOp module,
 
   std::vector<effopt::ReportTensor> tensors;
   for (const effopt::StepTensor &t : layout.state)
-    tensors.push_back({t.name, categoryOfRole(t.role), t.bytes, t.offset});
+    tensors.push_back(
+        {t.name, categoryOfRole(t.role), t.bytes, t.offset, t.onHost});
   for (const effopt::StepTensor &t : layout.inputs)
     tensors.push_back({t.name, effopt::MemoryCategory::Batch, t.bytes,
                        t.offset});
   tensors.push_back({"loss", effopt::MemoryCategory::Batch, 4,
                      layout.lossOffset});
-  report->setRegions(layout.stateBytes, layout.ioBytes, std::move(tensors));
+  report->setRegions(layout.stateBytes, layout.ioBytes, std::move(tensors),
+                     layout.hostBytes);
   // The target libraries' scratch space (cuda: cuBLASLt's workspace).
   report->setLibraryWorkspace("library workspace", layout.workspaceBytes);
   report->setTitle(request.title);

@@ -120,6 +120,22 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zeroPrefetch < 0)
     return fail("--zero-prefetch must be at least 0, got " +
                 llvm::Twine(static_cast<int64_t>(options.zeroPrefetch)));
+  if (options.offload != "none" && options.offload != "optimizer")
+    return fail("--offload must be none or optimizer, got '" +
+                options.offload + "'");
+  if (options.offload == "optimizer") {
+    if (!backend.supportsOptimizerOffload())
+      return fail("--offload optimizer is not yet implemented for --target " +
+                  options.target);
+    if (options.mode == StepMode::Forward)
+      return fail("--offload optimizer applies to training steps only, not "
+                  "to --mode forward");
+    if (options.zero != 0)
+      return fail("--offload optimizer with --zero " +
+                  llvm::Twine(static_cast<int64_t>(options.zero)) +
+                  " is not supported: the sharded optimizer state stays on "
+                  "the device (use --zero 0)");
+  }
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };
@@ -307,6 +323,9 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     quantize.names = options.quantizeFrozenNames;
     pm.addPass(createEffQuantizeFrozenPass(quantize));
   }
+  // The optimizer's state in host memory: its own region in the layout.
+  if (options.offload == "optimizer")
+    pm.addPass(createEffOffloadOptimizerPass());
   pm.addPass(createEffStepAbiPass(abi));
   if (options.scheduleMemory)
     pm.addPass(createEffScheduleMemoryPass());

@@ -3,6 +3,7 @@
 #include "effopt/Target/Effx.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Offload.h"
 #include "effopt/Support/StorageBytes.h"
 #include "effrt/EffxFormat.h"
 
@@ -92,8 +93,13 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
     layout.lossDtype = dtypeName(
         cast<ShapedType>(func.getResultTypes()[0]).getElementType());
   }
-  if (withInitialState)
+  if (auto hostBytes =
+          module->getAttrOfType<IntegerAttr>(eff::kHostBytesAttrName))
+    layout.hostBytes = hostBytes.getInt();
+  if (withInitialState) {
     layout.initialState.assign(layout.stateBytes, 0);
+    layout.hostInitialState.assign(layout.hostBytes, 0);
+  }
   auto checkDtype = [&](const StepTensor &t, StringRef what) -> LogicalResult {
     if (t.dtype != "unsupported")
       return success();
@@ -110,6 +116,8 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
     tensor.offset =
         func.getArgAttrOfType<IntegerAttr>(i, eff::kOffsetAttrName).getInt();
     tensor.bytes = storageBytes(type);
+    if (auto region = func.getArgAttrOfType<StringAttr>(i, eff::kRegionAttrName))
+      tensor.onHost = region.getValue() == eff::kHostRegion;
     if (auto symbol =
             func.getArgAttrOfType<FlatSymbolRefAttr>(i, eff::kParameterAttrName)) {
       auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
@@ -139,7 +147,10 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
             return failure();
         } else if (failed(copyInitialValue(
                        *value, type,
-                       layout.initialState.data() + tensor.offset,
+                       (tensor.onHost ? layout.hostInitialState
+                                      : layout.initialState)
+                               .data() +
+                           tensor.offset,
                        tensor.bytes, parameter.getLoc()))) {
           return failure();
         }
@@ -199,6 +210,8 @@ static llvm::json::Array tensorsToJson(ArrayRef<StepTensor> tensors,
       o["role"] = t.role;
     if (t.shardOf)
       o["shard_of"] = llvm::json::Array(*t.shardOf);
+    if (t.onHost)
+      o["region"] = "host";
     array.push_back(std::move(o));
   }
   return array;
@@ -255,7 +268,10 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
     ArrayRef<char> bytes =
         !tensor.wholeInitial.empty()
             ? ArrayRef<char>(tensor.wholeInitial)
-            : ArrayRef<char>(layout.initialState.data() + tensor.offset,
+            : ArrayRef<char>((tensor.onHost ? layout.hostInitialState
+                                            : layout.initialState)
+                                     .data() +
+                                 tensor.offset,
                              tensor.bytes);
     if (allZero(bytes))
       (*entry.getAsObject())["init"] = "zeros";
@@ -267,9 +283,14 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
   manifest["format"] = "effx";
   manifest["version"] = static_cast<int64_t>(effrt::kEffxVersion);
   manifest["batch_size"] = layout.batchSize;
-  manifest["regions"] = llvm::json::Object{{"state", layout.stateBytes},
-                                           {"arena", layout.arenaBytes},
-                                           {"io", layout.ioBytes}};
+  llvm::json::Object regions{{"state", layout.stateBytes},
+                             {"arena", layout.arenaBytes},
+                             {"io", layout.ioBytes}};
+  // State kept in host memory (eff-offload-optimizer): a fourth region,
+  // and the entry point takes it as a fourth argument.
+  if (layout.hostBytes)
+    regions["host"] = layout.hostBytes;
+  manifest["regions"] = std::move(regions);
   // The target libraries' scratch space the runtime allocates once at
   // load (cuda: cuBLASLt's workspace); absent when the target has none.
   if (layout.workspaceBytes)

@@ -3,6 +3,7 @@
 #include "effopt/Transforms/Passes.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Offload.h"
 #include "effopt/Support/StorageBytes.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -19,12 +20,17 @@ namespace {
 
 int64_t byteSize(RankedTensorType type) { return storageBytes(type); }
 
-/// Places every argument of `func` in "state" (eff.parameter arguments) or
-/// "io" (graph inputs), `alignment`-byte aligned; only `updated` arguments
-/// are writable. Returns false (after an error) on a non-tensor argument.
+/// Bytes of each region the arguments are laid out in.
+struct RegionCursors {
+  int64_t state = 0, io = 0, host = 0;
+};
+
+/// Places every argument of `func` in "state" (eff.parameter arguments),
+/// "host" (those eff-offload-optimizer marked eff.host) or "io" (graph
+/// inputs), `alignment`-byte aligned; only `updated` arguments are
+/// writable. Returns false (after an error) on a non-tensor argument.
 bool layoutArguments(func::FuncOp func, ArrayRef<bool> updated,
-                     int64_t alignment, int64_t &stateBytes,
-                     int64_t &ioBytes) {
+                     int64_t alignment, RegionCursors &bytes) {
   MLIRContext *ctx = func.getContext();
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
     auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
@@ -33,10 +39,12 @@ bool layoutArguments(func::FuncOp func, ArrayRef<bool> updated,
       return false;
     }
     bool isState = static_cast<bool>(func.getArgAttr(i, eff::kParameterAttrName));
-    int64_t &cursor = isState ? stateBytes : ioBytes;
-    func.setArgAttr(i, eff::kRegionAttrName,
-                    StringAttr::get(ctx, isState ? eff::kStateRegion
-                                                 : eff::kIoRegion));
+    bool onHost = isState && func.getArgAttr(i, eff::kHostAttrName);
+    int64_t &cursor = onHost ? bytes.host : isState ? bytes.state : bytes.io;
+    StringRef region = onHost    ? eff::kHostRegion
+                       : isState ? eff::kStateRegion
+                                 : eff::kIoRegion;
+    func.setArgAttr(i, eff::kRegionAttrName, StringAttr::get(ctx, region));
     func.setArgAttr(i, eff::kOffsetAttrName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), cursor));
     func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
@@ -81,10 +89,11 @@ struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
     }
     MLIRContext *ctx = &getContext();
     auto i64 = IntegerType::get(ctx, 64);
-    int64_t stateBytes = 0, ioBytes = 0;
+    RegionCursors bytes;
     SmallVector<bool> updated(func.getNumArguments(), false);
-    if (!layoutArguments(func, updated, alignment, stateBytes, ioBytes))
+    if (!layoutArguments(func, updated, alignment, bytes))
       return signalPassFailure();
+    int64_t stateBytes = bytes.state, ioBytes = bytes.io;
     for (unsigned r = 0; r < func.getNumResults(); ++r) {
       auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[r]);
       if (!type || !type.hasStaticShape()) {
@@ -161,9 +170,13 @@ struct EffStepAbiPass : impl::EffStepAbiPassBase<EffStepAbiPass> {
     Type lossType = resultTypes[0];
 
     // Layout: state (persistent tensors) and io (batch inputs, then loss).
-    int64_t stateBytes = 0, ioBytes = 0;
-    if (!layoutArguments(func, updated, alignment, stateBytes, ioBytes))
+    RegionCursors bytes;
+    if (!layoutArguments(func, updated, alignment, bytes))
       return signalPassFailure();
+    int64_t stateBytes = bytes.state, ioBytes = bytes.io;
+    if (bytes.host)
+      module->setAttr(eff::kHostBytesAttrName,
+                      IntegerAttr::get(IntegerType::get(ctx, 64), bytes.host));
     func.setResultAttr(0, eff::kOffsetAttrName,
                        IntegerAttr::get(IntegerType::get(ctx, 64), ioBytes));
     ioBytes = alignBytes(

@@ -6,7 +6,10 @@ import shutil
 class MemoryReport:
     """The exact memory plan: print() shows effc's table.
 
-    total_bytes: state + arena + io, the bytes the runtime allocates.
+    total_bytes: state + arena + io (+ library workspace), the bytes the
+    runtime allocates on the device.
+    host_bytes: the host region (effc --offload optimizer: the optimizer's
+    state in host memory), besides; 0 without it.
     by_category: bytes by category at the peak (parameters, gradients,
     optimizer state, activations, ...).
     """
@@ -22,6 +25,10 @@ class MemoryReport:
     @property
     def total_bytes(self):
         return int(self._json["total_bytes"])
+
+    @property
+    def host_bytes(self):
+        return int(self._json.get("host_bytes", 0))
 
     @property
     def peak_bytes(self):

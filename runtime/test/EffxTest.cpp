@@ -146,6 +146,33 @@ TEST(effxValidFileOpens) {
            std::string("kind 7"));
 }
 
+TEST(effxHostRegionEntries) {
+  // effc --offload optimizer: the step counter in a host region of its own.
+  EffxParts parts = editedManifest([](json &m) {
+    m["regions"]["host"] = 64;
+    m["state"][4]["region"] = "host";
+    m["state"][4]["offset"] = 0;
+  });
+  EffxFile file = openParts(parts);
+  const EffxManifest &m = file.manifest();
+  CHECK_EQ(m.hostBytes, 64u);
+  CHECK(m.state[4].onHost && !m.state[0].onHost);
+  CHECK_EQ(m.state[4].offset, 0u);
+  // The test packer stores the entry's bytes from the state image at its
+  // offset (w's first 8 bytes, not zeros): they land in the host region,
+  // and the state region's copy skips the entry.
+  std::vector<std::byte> host(64, std::byte{0x5a});
+  file.copyInitialState(host.data(), 0, /*host=*/true);
+  std::vector<std::byte> want(64, std::byte{0});
+  std::memcpy(want.data(), parts.state.data(), 8);
+  CHECK(host == want);
+  std::vector<std::byte> state(m.stateBytes, std::byte{0x5a});
+  file.copyInitialState(state.data());
+  CHECK(std::equal(state.begin(), state.begin() + 24, parts.state.begin()));
+  CHECK(std::all_of(state.begin() + 256, state.begin() + 264,
+                    [](std::byte b) { return b == std::byte{0}; }));
+}
+
 TEST(effxShardStoredWholeGivesEachRankItsBlock) {
   // ZeRO-3: the parameter 'w' (3x2) is a shard of 3 elements per rank over
   // 2 ranks; the initial state section stores the whole 6, and each rank
@@ -505,6 +532,23 @@ TEST(effxManifestChecks) {
        "'step_counter' names 'steps', which is not a state entry"},
       {[](json &m) { m["step_counter"] = "b"; },
        "'step_counter' 'b' is float32 [2], expected an int64 scalar"},
+      // effc --offload optimizer: entries in the host region.
+      {[](json &m) { m["state"][4]["region"] = "gpu"; },
+       "state entry 'optimizer.step': unknown 'region' 'gpu' (expected "
+       "state or host)"},
+      {[](json &m) { m["state"][4]["region"] = "host"; },
+       "state entry 'optimizer.step': bytes 256..264 (int64 []) lie outside "
+       "the host region of 0 bytes"},
+      {[](json &m) { m["regions"]["host"] = 70; },
+       "regions: 'host' is 70 bytes, not a multiple of 64"},
+      {[](json &m) {
+         m["regions"]["host"] = 64;
+         m["state"][3]["region"] = "host";
+         m["state"][3]["offset"] = 0;
+         m["state"][4]["region"] = "host";
+         m["state"][4]["offset"] = 0;
+       },
+       "host state entry"},
       // effc --lora: the adapters of a weight, to merge.
       {[](json &m) { m["lora"] = 1; }, "'lora' is not a JSON object"},
       {[](json &m) { m["lora"] = {{"adapters", 2}}; },

@@ -217,6 +217,13 @@ static cl::opt<bool> scheduleMemory(
              "On by default; =false keeps the order autodiff, remat and the "
              "optimizer built"),
     cl::init(true), cl::cat(category));
+static cl::opt<std::string> offload(
+    "offload",
+    cl::desc("none, or optimizer: keep the optimizer's state in host memory, "
+             "a region apart from the device's, and update it there "
+             "(eff-offload-optimizer; the report shows device and host "
+             "bytes, --memory-budget counts the device's)"),
+    cl::init("none"), cl::cat(category));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the memory report: bytes by category, the peak, what "
@@ -389,7 +396,8 @@ void checkFlags() {
              &zeroOneRankCollectives,
              &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
-             &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora})
+             &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora,
+             &offload})
       if (option->getNumOccurrences())
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");
@@ -493,6 +501,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.zeroPrefetch = zeroPrefetch.getValue();
   step.worldSize = worldSize.getValue();
   step.scheduleMemory = scheduleMemory.getValue();
+  step.offload = offload.getValue();
   step.precision = parseChoice<Precision>(precision,
                                           {{"fp32", Precision::FP32},
                                            {"bf16", Precision::BF16},

@@ -72,11 +72,14 @@ struct ReportBuffer {
   }
 };
 
-/// One tensor of the state or io region.
+/// One tensor of the state, host or io region.
 struct ReportTensor {
   std::string name;
   MemoryCategory category = MemoryCategory::Parameters;
   int64_t bytes = 0, offset = 0;
+  /// In the host region (eff-offload-optimizer): host memory, not the
+  /// device's; `offset` is in the host region.
+  bool onHost = false;
 };
 
 class MemoryReport {
@@ -86,9 +89,10 @@ public:
   /// Reads what toJSON wrote.
   static llvm::Expected<MemoryReport> fromJSON(llvm::StringRef text);
 
-  /// Adds the persistent part (state and io regions).
+  /// Adds the persistent part (state and io regions, and the host region
+  /// of state kept in host memory: the tensors marked onHost).
   void setRegions(int64_t stateBytes, int64_t ioBytes,
-                  std::vector<ReportTensor> tensors);
+                  std::vector<ReportTensor> tensors, int64_t hostBytes = 0);
   /// Adds the target libraries' scratch space (allocated once at load,
   /// besides the regions: cuBLASLt's workspace), named `name`, as one
   /// persistent workspace tensor.
@@ -96,11 +100,16 @@ public:
   void setTitle(std::string text) { title = std::move(text); }
 
   int64_t arenaBytes() const { return arena; }
+  /// The device's bytes: what the device allocates, and what
+  /// --memory-budget bounds.
   int64_t totalBytes() const { return state + arena + io + workspace; }
+  /// The host region's bytes (optimizer state in host memory), besides.
+  int64_t hostBytes() const { return host; }
   int64_t peakPosition() const { return peakAt; }
   /// Live arena bytes at the peak.
   int64_t peakLiveBytes() const;
-  /// Bytes per category at the peak (persistent ones count fully).
+  /// Device bytes per category at the peak (persistent ones count fully;
+  /// tensors in host memory do not count).
   std::vector<int64_t> bytesAtPeak() const;
 
   llvm::json::Value toJSON() const;
@@ -113,7 +122,7 @@ private:
   std::string title;
   std::string peakOp; // "node (provenance)" at the peak position
   int64_t scheduleLength = 0, peakAt = 0;
-  int64_t state = 0, arena = 0, io = 0, workspace = 0;
+  int64_t state = 0, arena = 0, io = 0, workspace = 0, host = 0;
 };
 
 } // namespace effopt

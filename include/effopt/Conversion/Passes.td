@@ -204,6 +204,11 @@ def EffStepEntryPass : Pass<"eff-step-entry", "::mlir::ModuleOp"> {
     `eff.parameter` declarations are removed (their initial values travel in
     the `.effx`, not in the code).
 
+    A module with `eff.host_bytes` (state placed in host memory by
+    `eff-offload-optimizer`) gets a fourth argument, `%host: memref<?xi8>`,
+    and the arguments `eff-step-abi` placed in region `"host"` are views of
+    it.
+
     On a module tagged `eff.step_kind = "forward"` (`eff-step-abi
     {mode=forward}`) it wraps `@forward` instead: every result is copied to
     the place in `io` its `eff.offset` result attribute gives.

@@ -255,6 +255,13 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       *this, "zero-prefetch",
       llvm::cl::desc("ZeRO-3: parameters gathered ahead of their use"),
       llvm::cl::init(1)};
+  // Optimizer-state offload (eff-offload-optimizer).
+  Option<std::string> offload{
+      *this, "offload",
+      llvm::cl::desc("none, or optimizer: keep the optimizer's state in host "
+                     "memory (a host region apart from the device's) and "
+                     "update it there"),
+      llvm::cl::init("none")};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),

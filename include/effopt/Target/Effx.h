@@ -32,6 +32,9 @@ struct StepTensor {
   std::vector<int64_t> shape;
   int64_t offset = 0;
   int64_t bytes = 0;
+  /// A state entry in the host region (eff-offload-optimizer): `offset` is
+  /// in the host region, its initial bytes in StepLayout::hostInitialState.
+  bool onHost = false;
   /// ZeRO: the whole shape this 1-D state entry is one rank's shard of
   /// (flattened, zero-padded to a multiple of the world size); empty when
   /// every rank holds the whole tensor.
@@ -50,6 +53,9 @@ struct StepLayout {
   /// Graph outputs in ONNX order, in io ("forward" only).
   std::vector<StepTensor> outputs;
   int64_t stateBytes = 0, ioBytes = 0, arenaBytes = 0;
+  /// The host region (state kept in host memory, eff-offload-optimizer);
+  /// 0 when the step has none.
+  int64_t hostBytes = 0;
   /// The target libraries' scratch space, allocated once at load besides
   /// the regions (TargetBackend::getLibraryWorkspaceBytes).
   int64_t workspaceBytes = 0;
@@ -58,6 +64,7 @@ struct StepLayout {
   std::string stepCounter; // empty without an optimizer step counter
   int64_t batchSize = 0;
   std::vector<char> initialState; // stateBytes bytes
+  std::vector<char> hostInitialState; // hostBytes bytes
 };
 
 /// Reads the layout eff-step-abi recorded on @train_step (or on @forward

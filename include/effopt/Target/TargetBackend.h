@@ -85,6 +85,11 @@ public:
   /// nothing assumes the two do not overlap.
   virtual bool planElementwiseInPlace() const { return false; }
 
+  /// Whether the target runs a step whose optimizer state lives in host
+  /// memory (eff-offload-optimizer, effc --offload optimizer): its update
+  /// must then run where the state is.
+  virtual bool supportsOptimizerOffload() const { return true; }
+
   /// Whether the target runs collectives (--world-size > 1, --zero).
   virtual bool supportsCollectives() const { return true; }
 

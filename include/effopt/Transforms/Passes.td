@@ -652,6 +652,43 @@ def EffQuantizeFrozenPass : Pass<"eff-quantize-frozen", "::mlir::ModuleOp"> {
   ];
 }
 
+def EffOffloadOptimizerPass
+    : Pass<"eff-offload-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Keeps the optimizer's state in host memory, out of the "
+                "device's regions (ZeRO-Offload's placement)";
+  let description = [{
+    Expects `func.func @train_step` from `eff-optimizer` (and the passes
+    after it up to the layout); runs right before `eff-step-abi`. Marks
+    every argument of the step that holds the optimizer's persistent state
+    -- an `eff.parameter optimizer_state` named `optimizer.*`, the names
+    `eff-optimizer` gives it: momentum buffers, Adam's moments (fp32 or
+    8-bit codes and block absmax), Adafactor's factors, the step counter --
+    with the unit argument attribute `eff.host`. `eff-step-abi` then lays
+    those arguments out in a third byte region, `host` (module attribute
+    `eff.host_bytes`), instead of `state`; the rest of the state (parameters,
+    BatchNorm buffers, the loss scale, which the forward and backward read)
+    stays in `state`. The entry point (`eff-step-entry`) then takes the host
+    region as a fourth argument, the `.effx` manifest lists the region and
+    marks those entries `"region": "host"`, and the memory report counts
+    them as host bytes, apart from the device's.
+
+    The optimizer's update ops are the only readers and writers of that
+    state. On the CPU target host and device are the same memory and the
+    update runs where it is, synchronously inside the step; a GPU target
+    must run those ops on the host (gradients copied down, updated
+    parameters copied up) and refuses the pass until it does.
+
+    Fails, with one error, on a step whose optimizer state is sharded by
+    `eff-zero` (stage 1 or more): offloading shards is not supported yet.
+  }];
+  let statistics = [
+    Statistic<"numHostTensors", "host-tensors",
+              "Optimizer state tensors placed in host memory">,
+    Statistic<"numHostBytes", "host-bytes",
+              "Bytes of optimizer state placed in host memory">
+  ];
+}
+
 def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
   let summary = "Fixes the binary interface of @train_step for the runtime";
   let description = [{
@@ -665,7 +702,9 @@ def EffStepAbiPass : Pass<"eff-step-abi", "::mlir::ModuleOp"> {
 
     Places every argument in one of two byte regions, recorded as argument
     attributes `eff.region` (`"state"` for `eff.parameter` arguments,
-    `"io"` for batch inputs) and `eff.offset` (aligned to `alignment`, the
+    `"io"` for batch inputs; `"host"`, a third region, for arguments that
+    `eff-offload-optimizer` marked `eff.host`, with the module attribute
+    `eff.host_bytes`) and `eff.offset` (aligned to `alignment`, the
     target's: every region offset and size is a multiple of it); the loss
     follows the inputs in `io` (result attribute `eff.offset`). The module
     gets `eff.state_bytes`, `eff.io_bytes` and `eff.alignment` (which

@@ -3,6 +3,7 @@
 #include "effopt/Conversion/Passes.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Dialect/Eff/IR/Offload.h"
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFSTEPENTRYPASS
@@ -38,13 +39,19 @@ struct EffStepEntryPass : impl::EffStepEntryPassBase<EffStepEntryPass> {
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToEnd(module.getBody());
     Location loc = step.getLoc();
-    auto entry = func::FuncOp::create(
-        b, loc, kEntryName, FunctionType::get(ctx, {bytes, bytes, bytes}, {}));
+    // A step with state in host memory (eff-offload-optimizer) takes that
+    // region as a fourth argument; the others keep the three-region entry.
+    auto hostBytes = module->getAttrOfType<IntegerAttr>(eff::kHostBytesAttrName);
+    bool withHost = hostBytes && hostBytes.getInt() > 0;
+    SmallVector<Type> regions(withHost ? 4 : 3, bytes);
+    auto entry = func::FuncOp::create(b, loc, kEntryName,
+                                      FunctionType::get(ctx, regions, {}));
     entry->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
     entry->setAttr(eff::kArenaArgAttrName, b.getI64IntegerAttr(1));
     Block *body = entry.addEntryBlock();
     b.setInsertionPointToStart(body);
     Value state = body->getArgument(0), io = body->getArgument(2);
+    Value host = withHost ? body->getArgument(3) : Value();
 
     SmallVector<Value> args;
     for (unsigned i = 0; i < step.getNumArguments(); ++i) {
@@ -60,7 +67,15 @@ struct EffStepEntryPass : impl::EffStepEntryPassBase<EffStepEntryPass> {
         step.emitError("argument ") << i << " has no place in the layout";
         return signalPassFailure();
       }
-      Value base = region.getValue() == eff::kStateRegion ? state : io;
+      if (region.getValue() == eff::kHostRegion && !host) {
+        step.emitError("argument ")
+            << i << " lives in the host region but the module has no "
+            << eff::kHostBytesAttrName;
+        return signalPassFailure();
+      }
+      Value base = region.getValue() == eff::kStateRegion  ? state
+                   : region.getValue() == eff::kHostRegion ? host
+                                                           : io;
       int64_t at = offset.getInt();
       Value off = arith::ConstantIndexOp::create(b, loc, at);
       args.push_back(memref::ViewOp::create(b, loc, type, base, off, ValueRange{}));

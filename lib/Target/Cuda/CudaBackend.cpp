@@ -89,6 +89,9 @@ public:
   // asked (--cuda-fused-attention): the runtime's FlashAttention-2 kernels
   // (runtime/src/cuda/Attention.cu) are not yet verified on a GPU.
   bool supportsFusedAttention() const override { return false; }
+  // The update of offloaded state must run on the host, with the gradients
+  // copied down and the parameters up: not lowered yet.
+  bool supportsOptimizerOffload() const override { return false; }
   bool hasOptInAttentionKernels() const override { return true; }
 
   // Each kernel thread reads its elements before it writes them.

@@ -38,17 +38,23 @@ class EffxFile;
 struct EffxManifest;
 class Device;
 
-/// The three memory regions of a compiled step (docs/Effx.md).
-enum class RegionKind { State, Arena, Io };
+/// The memory regions of a compiled step (docs/Effx.md): three in the
+/// device's memory, and `Host`, state kept in host memory (a step compiled
+/// with effc --offload optimizer; empty otherwise).
+enum class RegionKind { State, Arena, Io, Host };
+/// The device's regions.
 inline constexpr RegionKind kRegionKinds[] = {RegionKind::State,
                                               RegionKind::Arena, RegionKind::Io};
-/// "state", "arena", "io".
+/// "state", "arena", "io", "host".
 const char *regionName(RegionKind region);
 
 /// Bytes of each region.
 struct RegionSizes {
   uint64_t state = 0, arena = 0, io = 0;
+  /// The host region (pinned host memory on a GPU; 0: none).
+  uint64_t host = 0;
   uint64_t of(RegionKind region) const;
+  /// The device's bytes (the host region is not the device's).
   uint64_t total() const { return state + arena + io; }
 };
 

@@ -68,6 +68,9 @@ struct EffxStateEntry : EffxTensor {
   /// elements (S = ceil(elements / world_size)). Only when `sharded`.
   Shape shardOf;
   bool sharded = false;
+  /// `"region": "host"` (effc --offload optimizer): the entry lives in the
+  /// host region, `offset` counted from its start.
+  bool onHost = false;
   /// The shape and bytes of the whole tensor (checkpoints hold it whole).
   const Shape &wholeShape() const { return sharded ? shardOf : shape; }
   uint64_t wholeByteSize() const;
@@ -89,6 +92,9 @@ struct EffxManifest {
   EffxKind kind = EffxKind::TrainStep;
   int64_t batchSize = 0;
   uint64_t stateBytes = 0, arenaBytes = 0, ioBytes = 0;
+  /// `regions.host`: state kept in host memory (0 when absent); the entry
+  /// point then takes it as a fourth region.
+  uint64_t hostBytes = 0;
   /// The loss scalar in the io region (TrainStep only).
   uint64_t lossOffset = 0;
   DType lossDType = DType::F32;
@@ -96,7 +102,8 @@ struct EffxManifest {
   std::vector<EffxTensor> inputs;
   /// Graph outputs in ONNX order, in the io region (Forward only).
   std::vector<EffxTensor> outputs;
-  /// State entries in manifest order, in the state region.
+  /// State entries in manifest order, in the state region (or the host
+  /// region: EffxStateEntry::onHost).
   std::vector<EffxStateEntry> state;
   /// Index into `state` of the int64 optimizer step counter, if any.
   std::optional<size_t> stepCounter;
@@ -192,14 +199,17 @@ public:
   /// region outside these ranges start as zero. A sharded entry (ZeRO-3
   /// parameters) stores its whole tensor: rank `rank` gets its block of it
   /// (the bytes past the whole tensor, padding, stay zero).
+  /// With `host`, the same for the entries in the host region (offsets
+  /// in it) instead of the state region's.
   void forEachStoredState(
       const std::function<void(uint64_t offset, const std::byte *data,
                                uint64_t size)> &write,
-      int rank = 0) const;
+      int rank = 0, bool host = false) const;
   /// Writes the initial state of rank `rank` into `region`
   /// (manifest().stateBytes bytes, host memory): zeros, then every stored
-  /// range.
-  void copyInitialState(std::byte *region, int rank = 0) const;
+  /// range. With `host`, the host region's (manifest().hostBytes bytes).
+  void copyInitialState(std::byte *region, int rank = 0,
+                        bool host = false) const;
 
   struct Impl;
 

@@ -127,6 +127,10 @@ struct MemRef1D {
 
 /// The entry point of the compiled step.
 using EffxStepFn = void (*)(MemRef1D *state, MemRef1D *arena, MemRef1D *io);
+/// The entry of a step with a host region (`regions.host` in the manifest,
+/// effc --offload optimizer): the same, then the host region.
+using EffxHostStepFn = void (*)(MemRef1D *state, MemRef1D *arena,
+                                MemRef1D *io, MemRef1D *host);
 inline constexpr const char *kEffxEntrySymbol = "_mlir_ciface_effx_step";
 
 } // namespace effrt

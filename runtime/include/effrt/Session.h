@@ -58,6 +58,9 @@ struct AllocatedBytes {
   /// What the device reports it gave (0: unknown; see
   /// Device::measuredDeviceBytes).
   uint64_t measuredDevice = 0;
+  /// The host region (optimizer state in host memory, effc --offload
+  /// optimizer): not the device's, not in total().
+  uint64_t host = 0;
   uint64_t total() const { return state + arena + io + workspace; }
 };
 

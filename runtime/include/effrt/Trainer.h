@@ -123,6 +123,9 @@ struct StepRecord {
   uint64_t allocatedBytes = 0;
   /// What the device reports those took (a GPU; 0: not measured).
   uint64_t deviceBytes = 0;
+  /// Bytes of the host region (optimizer state in host memory, effc
+  /// --offload optimizer), besides allocatedBytes; 0: none.
+  uint64_t hostBytes = 0;
   std::optional<LossScaleReading> lossScale;
   /// Every rank's memory after this step, in rank order (a run of more
   /// than one rank; empty otherwise).

@@ -102,10 +102,14 @@ public:
     state_ = Region();
     arena_ = Region();
     io_ = Region();
+    host_ = Region();
     sizes_ = RegionSizes();
     state_ = Region(label(), "state", sizes.state);
     arena_ = Region(label(), "arena", sizes.arena);
     io_ = Region(label(), "io", sizes.io);
+    // Host and device are one memory here: the host region is one more
+    // allocation, apart from the others as on a GPU.
+    host_ = Region(label(), "host", sizes.host);
     sizes_ = sizes;
   }
 
@@ -143,11 +147,15 @@ public:
     if (!entry_)
       fail(label(), ": no code is loaded");
     MemRef1D state = state_.memref(), arena = arena_.memref(),
-             io = io_.memref();
+             io = io_.memref(), host = host_.memref();
     // The step's collective calls (effrt_allreduce_sum_f32) find this
     // device, and through it the rank's Collectives.
     CpuDevice *outer = std::exchange(running, this);
-    entry_(&state, &arena, &io);
+    // A step with a host region takes it as a fourth argument.
+    if (sizes_.host)
+      reinterpret_cast<EffxHostStepFn>(entry_)(&state, &arena, &io, &host);
+    else
+      entry_(&state, &arena, &io);
     running = outer;
     if (!pending_.empty()) {
       // Compiled code waits for every collective it starts; one left over
@@ -208,13 +216,15 @@ private:
       return state_;
     case RegionKind::Arena:
       return arena_;
+    case RegionKind::Host:
+      return host_;
     case RegionKind::Io:
       break;
     }
     return io_;
   }
 
-  Region state_, arena_, io_;
+  Region state_, arena_, io_, host_;
   std::map<int64_t, Pending> pending_;
   int64_t lastHandle_ = 0;
   std::unique_ptr<SharedObject> code_;

@@ -342,6 +342,12 @@ void CudaDevice::freeMemory() {
 }
 
 void CudaDevice::allocate(const RegionSizes &sizes) {
+  // effc refuses --offload optimizer for --target cuda; a file that has a
+  // host region anyway is not one this device runs.
+  if (sizes.host)
+    fail(label(), ": the step keeps ", sizes.host,
+         " bytes of optimizer state in host memory (effc --offload "
+         "optimizer), which the CUDA device does not run yet");
   makeCurrent();
   check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   // The graph holds the old regions' addresses.

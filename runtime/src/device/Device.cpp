@@ -20,6 +20,8 @@ const char *effrt::regionName(RegionKind region) {
     return "arena";
   case RegionKind::Io:
     return "io";
+  case RegionKind::Host:
+    return "host";
   }
   return "?";
 }
@@ -32,6 +34,8 @@ uint64_t RegionSizes::of(RegionKind region) const {
     return arena;
   case RegionKind::Io:
     return io;
+  case RegionKind::Host:
+    return host;
   }
   return 0;
 }

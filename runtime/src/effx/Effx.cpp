@@ -607,9 +607,13 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
   m.stateBytes = unsignedField(regions, "state", "regions: ");
   m.arenaBytes = unsignedField(regions, "arena", "regions: ");
   m.ioBytes = unsignedField(regions, "io", "regions: ");
+  // Optional: state kept in host memory (effc --offload optimizer).
+  if (regions.contains("host"))
+    m.hostBytes = unsignedField(regions, "host", "regions: ");
   for (auto [name, size] : {std::pair<const char *, uint64_t>{"state", m.stateBytes},
                             {"arena", m.arenaBytes},
-                            {"io", m.ioBytes}})
+                            {"io", m.ioBytes},
+                            {"host", m.hostBytes}})
     if (size % kEffxAlignment)
       error("regions: '", name, "' is ", size, " bytes, not a multiple of ",
             kEffxAlignment);
@@ -683,7 +687,14 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
         state[i]["name"].is_string())
       what = "state entry " + quoteName(state[i]["name"].get<std::string>());
     EffxStateEntry e;
-    static_cast<EffxTensor &>(e) = tensor(state[i], what, m.stateBytes, "state");
+    std::string region = string(state[i], "region", what + ": ", false);
+    if (!region.empty() && region != "state" && region != "host")
+      error(what, ": unknown 'region' ", quoteName(region),
+            " (expected state or host)");
+    e.onHost = region == "host";
+    static_cast<EffxTensor &>(e) =
+        e.onHost ? tensor(state[i], what, m.hostBytes, "host")
+                 : tensor(state[i], what, m.stateBytes, "state");
     e.name = string(state[i], "name", what + ": ");
     if (e.name.empty())
       error(what, ": 'name' is empty");
@@ -717,10 +728,11 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
     }
     m.state.push_back(std::move(e));
   }
-  std::vector<const EffxTensor *> entries;
+  std::vector<const EffxTensor *> entries, hostEntries;
   for (const EffxStateEntry &e : m.state)
-    entries.push_back(&e);
+    (e.onHost ? hostEntries : entries).push_back(&e);
   checkDisjoint(prefix_, "state entry", entries);
+  checkDisjoint(prefix_, "host state entry", hostEntries);
   if (fileVersion != kEffxVersion1) {
     uint64_t stored = 0;
     for (const EffxStateEntry &e : m.state)
@@ -970,7 +982,7 @@ uint64_t EffxFile::storedStateBytes() const {
 
 void EffxFile::forEachStoredState(
     const std::function<void(uint64_t, const std::byte *, uint64_t)> &write,
-    int rank) const {
+    int rank, bool host) const {
   const EffxSection &section = impl_->sections[impl_->stateSection];
   const std::byte *data = sectionData(section);
   // Hands out `size` bytes at `at` in the section for region offset
@@ -985,13 +997,18 @@ void EffxFile::forEachStoredState(
     }
   };
   if (impl_->version == kEffxVersion1) {
-    give(0, 0, section.size);
+    if (!host)
+      give(0, 0, section.size);
   } else {
     // The manifest check made the section exactly the stored entries.
     uint64_t at = 0;
     for (const EffxStateEntry &e : impl_->manifest.state) {
       if (e.zeroInit || !e.byteSize)
         continue;
+      if (e.onHost != host) {
+        at += e.wholeByteSize();
+        continue;
+      }
       if (!e.sharded) {
         give(e.offset, at, e.byteSize);
         at += e.byteSize;
@@ -1008,13 +1025,15 @@ void EffxFile::forEachStoredState(
   releaseSection(section);
 }
 
-void EffxFile::copyInitialState(std::byte *region, int rank) const {
-  uint64_t bytes = impl_->manifest.stateBytes;
+void EffxFile::copyInitialState(std::byte *region, int rank,
+                                bool host) const {
+  uint64_t bytes =
+      host ? impl_->manifest.hostBytes : impl_->manifest.stateBytes;
   if (bytes)
     std::memset(region, 0, static_cast<size_t>(bytes));
   forEachStoredState(
       [&](uint64_t offset, const std::byte *data, uint64_t n) {
         std::memcpy(region + offset, data, static_cast<size_t>(n));
       },
-      rank);
+      rank, host);
 }

@@ -48,15 +48,22 @@ struct Session::Impl {
   /// A view of the entry where the host can address the state (the CPU),
   /// else a copy.
   Tensor stateView(const EffxStateEntry &e) const {
-    if (std::byte *state = device->hostPointer(RegionKind::State))
+    if (std::byte *state = device->hostPointer(regionOf(e)))
       return Tensor::view(e.dtype, e.shape, state + e.offset, nullptr);
     return readState(e);
   }
   Tensor readState(const EffxStateEntry &e) const {
     Tensor t = Tensor::zeros(e.dtype, e.shape);
-    device->copyFromDevice({RegionKind::State, e.offset, e.byteSize},
-                           t.mutableData());
+    device->copyFromDevice(spanOf(e), t.mutableData());
     return t;
+  }
+  /// The region a state entry lives in: state, or host memory (effc
+  /// --offload optimizer).
+  static RegionKind regionOf(const EffxStateEntry &e) {
+    return e.onHost ? RegionKind::Host : RegionKind::State;
+  }
+  static DeviceSpan spanOf(const EffxStateEntry &e) {
+    return {regionOf(e), e.offset, e.byteSize};
   }
 };
 
@@ -89,14 +96,19 @@ Session::Session(EffxFile file, SessionOptions options)
   deviceOptions.manifest = &m;
   s.device = options.loadCode ? createDevice(m.target, deviceOptions)
                               : createHostMemoryDevice(deviceOptions);
-  s.device->allocate(RegionSizes{m.stateBytes, m.arenaBytes, m.ioBytes});
+  s.device->allocate(
+      RegionSizes{m.stateBytes, m.arenaBytes, m.ioBytes, m.hostBytes});
   // The regions start as zeros: only the stored entries are copied (of a
   // sharded one, this rank's block).
-  s.file.forEachStoredState(
-      [&](uint64_t offset, const std::byte *data, uint64_t size) {
-        s.device->copyToDevice({RegionKind::State, offset, size}, data);
-      },
-      s.device->collectives().rank());
+  for (RegionKind region : {RegionKind::State, RegionKind::Host}) {
+    if (region == RegionKind::Host && !m.hostBytes)
+      continue;
+    s.file.forEachStoredState(
+        [&](uint64_t offset, const std::byte *data, uint64_t size) {
+          s.device->copyToDevice({region, offset, size}, data);
+        },
+        s.device->collectives().rank(), region == RegionKind::Host);
+  }
   s.inputSet.assign(m.inputs.size(), false);
   if (options.loadCode)
     s.device->loadCode(s.file);
@@ -253,8 +265,9 @@ std::optional<int64_t> Session::optimizerStep() const {
   if (!m.stepCounter)
     return std::nullopt;
   int64_t value;
-  s.device->copyFromDevice(
-      {RegionKind::State, m.state[*m.stepCounter].offset, 8}, &value);
+  const EffxStateEntry &counter = m.state[*m.stepCounter];
+  s.device->copyFromDevice({Impl::regionOf(counter), counter.offset, 8},
+                           &value);
   return value;
 }
 
@@ -273,8 +286,7 @@ void Session::writeState(const std::string &name, const Tensor &value) {
   Impl &s = *impl_;
   const EffxStateEntry &e = s.stateEntry(name);
   expectTensor(s.path(), "state entry", name, value, e.dtype, e.shape);
-  s.device->copyToDevice({RegionKind::State, e.offset, e.byteSize},
-                         value.data());
+  s.device->copyToDevice(Impl::spanOf(e), value.data());
 }
 
 float Session::lastLoss() const { return impl_->lastLoss; }
@@ -284,7 +296,7 @@ AllocatedBytes Session::allocated() const {
   const RegionSizes &sizes = device.sizes();
   return AllocatedBytes{sizes.state, sizes.arena, sizes.io,
                         device.libraryWorkspaceBytes(),
-                        device.measuredDeviceBytes()};
+                        device.measuredDeviceBytes(), sizes.host};
 }
 
 std::byte *Session::stateRegion() {
@@ -502,8 +514,7 @@ void Session::load(const std::string &path) {
 
   for (const EffxStateEntry &e : m.state) {
     if (!e.sharded) {
-      s.device->copyToDevice({RegionKind::State, e.offset, e.byteSize},
-                             file.read(e.name).data());
+      s.device->copyToDevice(Impl::spanOf(e), file.read(e.name).data());
       continue;
     }
     // ZeRO: this rank's shard of the whole tensor, zero-padded at the end;
@@ -515,8 +526,7 @@ void Session::load(const std::string &path) {
     if (first < whole)
       std::memcpy(shard.data(), file.read(e.name).data() + first,
                   std::min(e.byteSize, whole - first));
-    s.device->copyToDevice({RegionKind::State, e.offset, e.byteSize},
-                           shard.data());
+    s.device->copyToDevice(Impl::spanOf(e), shard.data());
   }
   s.globalStep = step;
 }

@@ -36,6 +36,8 @@ void StepLog::write(const StepRecord &r) {
                        r.allocatedBytes);
   if (n >= 0 && r.deviceBytes)
     n = std::fprintf(file_, ", \"device_bytes\": %" PRIu64, r.deviceBytes);
+  if (n >= 0 && r.hostBytes)
+    n = std::fprintf(file_, ", \"host_bytes\": %" PRIu64, r.hostBytes);
   if (n >= 0 && r.lossScale)
     n = std::fprintf(file_,
                      ", \"loss_scale\": %.9g, \"step_skipped\": %s, "

@@ -79,7 +79,7 @@ struct Trainer::Impl {
   std::unique_ptr<DataSource> data;
   std::optional<Session> session;
   int64_t samplesPerStep = 0;
-  uint64_t allocated = 0, deviceBytes = 0;
+  uint64_t allocated = 0, deviceBytes = 0, hostBytes = 0;
   ResidentMemory rss;
   std::optional<LossScaleWatch> scaling;
   std::unique_ptr<StepLog> log;
@@ -173,6 +173,7 @@ struct Trainer::Impl {
                          : m.inputs[0].shape[0];
     allocated = session->allocated().total();
     deviceBytes = session->allocated().measuredDevice;
+    hostBytes = session->allocated().host;
     scaling.emplace(m.lossScaling);
     if (o.handleSignals)
       signals.emplace();
@@ -263,6 +264,7 @@ struct Trainer::Impl {
     r.rssBytes = log || measureRss || ranks > 1 ? rss.read() : 0;
     r.allocatedBytes = allocated;
     r.deviceBytes = deviceBytes;
+    r.hostBytes = hostBytes;
     if (scaling->enabled())
       r.lossScale = LossScaleWatch::read(s);
     last = r;

@@ -43,7 +43,7 @@ func.func @no_such_argument(%arena: memref<?xi8>) attributes {eff.arena_arg = 3 
 
 // -----
 
-// expected-error @+1 {{argument #0 'eff.region' must be "state" or "io", got "arena"}}
+// expected-error @+1 {{argument #0 'eff.region' must be "state", "host" or "io", got "arena"}}
 func.func @bad_region(%x: tensor<4xf32> {eff.region = "arena", eff.offset = 0 : i64}) {
   return
 }

@@ -1,6 +1,7 @@
 //===- EffDialect.cpp - eff dialect registration and helpers --------------===//
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Dialect/Eff/IR/Offload.h"
 #include "effopt/Support/StorageBytes.h"
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 
@@ -187,11 +188,13 @@ static LogicalResult verifyPlacement(Operation *op, StringRef what,
     auto region = dyn_cast<StringAttr>(attribute.getValue());
     bool known = region && (region.getValue() == kIoRegion ||
                             (!resultPlacement &&
-                             region.getValue() == kStateRegion));
+                             (region.getValue() == kStateRegion ||
+                              region.getValue() == kHostRegion)));
     if (!known)
       return op->emitOpError()
              << what << " '" << name << "' must be "
-             << (resultPlacement ? "\"io\"" : "\"state\" or \"io\"")
+             << (resultPlacement ? "\"io\""
+                                 : "\"state\", \"host\" or \"io\"")
              << ", got " << attribute.getValue();
     if (!attrs || !attrs.get(kOffsetAttrName))
       return op->emitOpError()

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""effc --offload optimizer: the optimizer's state in host memory trains
+exactly as with the state on the device, and takes exactly its bytes off the
+device.
+
+For each precision: the model compiled twice, with and without --offload
+optimizer (--report-json each), and trained by effrun for N steps with
+--log and --save. Checks:
+  - every step's loss and every checkpoint tensor (parameters, optimizer
+    state, step counter) bit-identical between the two (same update code);
+  - fp32: both equal PyTorch (torch.optim.AdamW) within --rtol/--atol;
+  - the memory plan: the device's bytes (report total_bytes) drop by exactly
+    the host region's bytes, the host region holds exactly the optimizer's
+    state (every `optimizer.*` entry, each aligned), the arena and io are
+    unchanged; the manifest marks exactly those entries "region": "host";
+  - effrun allocates what the report says: allocated_bytes == total_bytes
+    and host_bytes == host_bytes.
+
+usage: offload_vs_torch.py --model gpt|mlp --bin DIR --work DIR
+                           [--precisions fp32,bf16] [--steps 6]
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import train_vs_torch as t  # noqa: E402
+
+
+def loss_bits(path):
+    return [struct.unpack("<I", struct.pack("<f", json.loads(l)["loss"]))[0]
+            for l in open(path)]
+
+
+def manifest_of(effx):
+    """The manifest of an .effx (version 2: the first section, kind 1)."""
+    raw = open(effx, "rb").read()
+    table, count = struct.unpack_from("<QI", raw, 16)
+    for i in range(count):
+        e = table + 96 * i
+        kind = struct.unpack_from("<I", raw, e)[0]
+        offset, size = struct.unpack_from("<QQ", raw, e + 72)
+        if kind == 1:
+            return json.loads(raw[offset:offset + size])
+    raise SystemExit("%s has no manifest" % effx)
+
+
+def align(n, a):
+    return (n + a - 1) // a * a
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--precisions", default="fp32,bf16")
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--param-atol", type=float, default=5e-5)
+    args = ap.parse_args()
+    import torch
+    torch.set_num_threads(1)
+    os.makedirs(args.work, exist_ok=True)
+
+    model, B, data = t.make(args.model, args.steps, 0)
+    names = list(data)
+    onnx_path = os.path.join(args.work, args.model + ".onnx")
+    npz = os.path.join(args.work, "data.npz")
+    t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names),
+             names, onnx_path)
+    np.savez(npz, **data)
+
+    failures = 0
+
+    def fail(message):
+        nonlocal failures
+        failures += 1
+        print("MISMATCH " + message)
+
+    runs = {}
+    for precision in args.precisions.split(","):
+        for offload in ("none", "optimizer"):
+            stem = os.path.join(args.work, "%s-%s" % (precision, offload))
+            t.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
+                   stem + ".effx", "--optimizer", "adamw", "--lr",
+                   repr(args.lr), "--weight-decay", "0.1", "--precision",
+                   precision, "--offload", offload, "--report-json",
+                   stem + ".json"])
+            t.run([os.path.join(args.bin, "effrun"), stem + ".effx", "--data",
+                   npz, "--steps", str(args.steps), "--log", stem + ".jsonl",
+                   "--save", stem + ".safetensors", "--quiet", "--threads",
+                   "1"])
+            runs[precision, offload] = {
+                "report": json.load(open(stem + ".json")),
+                "log": [json.loads(l) for l in open(stem + ".jsonl")],
+                "losses": loss_bits(stem + ".jsonl"),
+                "state": t.read_safetensors(stem + ".safetensors"),
+                "manifest": manifest_of(stem + ".effx"),
+            }
+
+        base, off = runs[precision, "none"], runs[precision, "optimizer"]
+        # Training: bit for bit.
+        if base["losses"] != off["losses"]:
+            fail("%s: losses differ with the state offloaded" % precision)
+        if sorted(base["state"]) != sorted(off["state"]):
+            fail("%s: the checkpoints hold different tensors" % precision)
+        differing = [n for n in base["state"]
+                     if n in off["state"] and
+                     base["state"][n].tobytes() != off["state"][n].tobytes()]
+        if differing:
+            fail("%s: %d tensors differ, e.g. %s" %
+                 (precision, len(differing), differing[0]))
+        print("%s: %d losses and %d checkpoint tensors bit-identical with "
+              "--offload optimizer" % (precision, len(off["losses"]),
+                                       len(off["state"])))
+
+        # The plan: the device sheds exactly the optimizer state.
+        m = off["manifest"]
+        alignment = 64
+        host = [e for e in m["state"] if e.get("region") == "host"]
+        optimizer = [e for e in m["state"] if e["name"].startswith("optimizer.")]
+        if [e["name"] for e in host] != [e["name"] for e in optimizer]:
+            fail("%s: the host entries are not the optimizer's state" %
+                 precision)
+        if "host" in base["manifest"]["regions"]:
+            fail("%s: a host region without --offload" % precision)
+        state_bytes = sum(
+            np.dtype(t_dtype(e["dtype"])).itemsize * int(np.prod(e["shape"]))
+            for e in host)
+        host_region = sum(align(
+            np.dtype(t_dtype(e["dtype"])).itemsize * int(np.prod(e["shape"])),
+            alignment) for e in host)
+        rb, ro = base["report"], off["report"]
+        if m["regions"]["host"] != host_region or ro["host_bytes"] != host_region:
+            fail("%s: host region %d (report %d), the optimizer's entries "
+                 "take %d" % (precision, m["regions"]["host"],
+                              ro["host_bytes"], host_region))
+        if rb["total_bytes"] - ro["total_bytes"] != host_region:
+            fail("%s: device bytes %d -> %d, not less by the host region's %d"
+                 % (precision, rb["total_bytes"], ro["total_bytes"],
+                    host_region))
+        for region in ("arena", "io"):
+            if rb["regions"][region] != ro["regions"][region]:
+                fail("%s: the %s region changed" % (precision, region))
+        if rb["regions"]["state"] - ro["regions"]["state"] != host_region:
+            fail("%s: the state region did not shrink by the host region" %
+                 precision)
+        if ro["peak"]["by_category"]["optimizer state"] != 0:
+            fail("%s: the device still counts optimizer state at the peak" %
+                 precision)
+        # The runtime allocates the plan.
+        for name, run in (("none", base), ("optimizer", off)):
+            first = run["log"][0]
+            if first["allocated_bytes"] != run["report"]["total_bytes"]:
+                fail("%s --offload %s: effrun allocated %d, the report says %d"
+                     % (precision, name, first["allocated_bytes"],
+                        run["report"]["total_bytes"]))
+            if first.get("host_bytes", 0) != run["report"]["host_bytes"]:
+                fail("%s --offload %s: effrun host bytes %d, the report says "
+                     "%d" % (precision, name, first.get("host_bytes", 0),
+                             run["report"]["host_bytes"]))
+        print("%s: device %d -> %d bytes (-%d), host %d bytes = optimizer "
+              "state %d bytes in %d tensors" %
+              (precision, rb["total_bytes"], ro["total_bytes"],
+               rb["total_bytes"] - ro["total_bytes"], ro["host_bytes"],
+               state_bytes, len(host)))
+
+    # PyTorch, fp32: the offloaded run is the reference run bit for bit,
+    # so it is compared once.
+    if ("fp32", "optimizer") in runs:
+        targs = argparse.Namespace(
+            optimizer="adamw", lr=args.lr, beta1=0.9, beta2=0.999, eps=1e-8,
+            weight_decay=0.1, momentum=0.0, nesterov=False,
+            schedule="constant", warmup_steps=0, total_steps=0, min_lr=0.0,
+            clip_grad_norm=0.0, steps=args.steps)
+        ref_losses, ref_state = t.train_torch(model, data, B, targs)
+        off = runs["fp32", "optimizer"]
+        for i, (row, ref) in enumerate(zip(off["log"], ref_losses)):
+            if abs(row["loss"] - ref) > args.atol + args.rtol * abs(ref):
+                fail("fp32 step %d: loss %.7g, torch %.7g" %
+                     (i, row["loss"], ref))
+        worst = 0.0
+        for name, want in ref_state.items():
+            if name.endswith("num_batches_tracked") or name.endswith(".mask"):
+                continue
+            got = off["state"].get(name)
+            if got is None or got.shape != want.shape:
+                fail("fp32: %s missing or misshapen" % name)
+                continue
+            err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            if (err > args.param_atol + args.rtol * np.abs(want)).any():
+                fail("fp32: %s differs from torch by %.3g" %
+                     (name, err.max()))
+            worst = max(worst, float(err.max()) if err.size else 0.0)
+        print("fp32 --offload optimizer vs torch.optim.AdamW: %d losses, "
+              "final parameters max abs err %.3g" % (len(ref_losses), worst))
+
+    print("%s: %s" % (args.model, "PASS" if not failures else
+                      "FAIL (%d mismatches)" % failures))
+    sys.exit(1 if failures else 0)
+
+
+def t_dtype(name):
+    return {"float32": np.float32, "int64": np.int64, "int8": np.int8,
+            "bfloat16": np.uint16, "float16": np.float16}[name]
+
+
+if __name__ == "__main__":
+    main()
