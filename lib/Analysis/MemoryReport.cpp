@@ -387,14 +387,17 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
   // State kept in host memory (effc --offload optimizer): allocated apart,
   // not counted above, nor at the peak, nor against --memory-budget.
   if (host) {
-    int64_t optimizer = 0;
+    int64_t optimizer = 0, masters = 0;
     for (const ReportTensor &t : tensors)
       if (t.onHost)
-        optimizer += t.bytes;
-    os << llvm::formatv("  host {0} bytes ({1}) = optimizer state {2} "
-                        "(offloaded: not on the device)\n",
+        (t.category == MemoryCategory::OptimizerState ? optimizer : masters) +=
+            t.bytes;
+    os << llvm::formatv("  host {0} bytes ({1}) = optimizer state {2}",
                         withCommas(host), formatBytes(host),
                         withCommas(optimizer));
+    if (masters)
+      os << " + fp32 master weights " << withCommas(masters);
+    os << " (offloaded: not on the device)\n";
   }
   int64_t live = peakLiveBytes();
   os << llvm::formatv("  peak at schedule position {0} of {1}: {2} "

@@ -324,8 +324,13 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     pm.addPass(createEffQuantizeFrozenPass(quantize));
   }
   // The optimizer's state in host memory: its own region in the layout.
-  if (options.offload == "optimizer")
-    pm.addPass(createEffOffloadOptimizerPass());
+  // Under autocast the fp32 master weights of the low-precision GEMMs go
+  // too, with a low-precision copy on the device.
+  if (options.offload == "optimizer") {
+    EffOffloadOptimizerPassOptions offload;
+    offload.masterWeights = options.precision != Precision::FP32;
+    pm.addPass(createEffOffloadOptimizerPass(offload));
+  }
   pm.addPass(createEffStepAbiPass(abi));
   if (options.scheduleMemory)
     pm.addPass(createEffScheduleMemoryPass());

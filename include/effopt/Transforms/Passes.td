@@ -678,14 +678,37 @@ def EffOffloadOptimizerPass
     must run those ops on the host (gradients copied down, updated
     parameters copied up) and refuses the pass until it does.
 
+    With `master-weights` (effc sets it under `--precision bf16|fp16`),
+    the fp32 parameters that are master weights -- a trainable parameter
+    that the forward and backward read only through `eff.cast`s to one
+    low-precision type (autocast's GEMM and convolution weights), the
+    optimizer's ops aside -- move to the host region too. The device keeps
+    a persistent low-precision copy instead, a new `eff.parameter buffer
+    @<param>.bf16` (or `.f16`) initialised to the cast of the initial value,
+    which every one of those casts reads, and which the step updates to the
+    cast of the updated parameter. The cast of a weight is the same value
+    whether made at the start of a step or at the end of the one before,
+    so training is bit-identical; the device holds 2 bytes per such
+    parameter instead of 4. Parameters read in fp32 (LayerNorm weights, an
+    embedding gathered in fp32) stay on the device.
+
     Fails, with one error, on a step whose optimizer state is sharded by
     `eff-zero` (stage 1 or more): offloading shards is not supported yet.
   }];
+  let options = [
+    Option<"masterWeights", "master-weights", "bool", /*default=*/"false",
+           "Also keep the fp32 master weights of autocast's low-precision "
+           "GEMM/convolution weights in host memory, with a persistent "
+           "low-precision copy on the device">
+  ];
   let statistics = [
     Statistic<"numHostTensors", "host-tensors",
               "Optimizer state tensors placed in host memory">,
     Statistic<"numHostBytes", "host-bytes",
-              "Bytes of optimizer state placed in host memory">
+              "Bytes of optimizer state placed in host memory">,
+    Statistic<"numMasterWeights", "master-weights",
+               "fp32 master weights placed in host memory, with a "
+               "low-precision copy on the device">
   ];
 }
 

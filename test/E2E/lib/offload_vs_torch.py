@@ -32,6 +32,30 @@ sys.path.insert(0, HERE)
 import train_vs_torch as t  # noqa: E402
 
 
+def read_checkpoint(path):
+    """{name: array} of a safetensors checkpoint; bf16 as raw uint16."""
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    dtypes = {"F32": np.float32, "I64": np.int64, "BF16": np.uint16,
+              "F16": np.float16, "I8": np.int8, "BOOL": np.bool_}
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = e["data_offsets"]
+        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b],
+                                  dtype=dtypes[e["dtype"]]).reshape(e["shape"])
+    return out
+
+
+def bf16_bits(a):
+    """Round-to-nearest-even float32 -> bfloat16 bits, as torch casts."""
+    import torch
+    return torch.from_numpy(np.array(a, dtype=np.float32)).to(
+        torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+
+
 def loss_bits(path):
     return [struct.unpack("<I", struct.pack("<f", json.loads(l)["loss"]))[0]
             for l in open(path)]
@@ -102,7 +126,7 @@ def main():
                 "report": json.load(open(stem + ".json")),
                 "log": [json.loads(l) for l in open(stem + ".jsonl")],
                 "losses": loss_bits(stem + ".jsonl"),
-                "state": t.read_safetensors(stem + ".safetensors"),
+                "state": read_checkpoint(stem + ".safetensors"),
                 "manifest": manifest_of(stem + ".effx"),
             }
 
@@ -110,8 +134,18 @@ def main():
         # Training: bit for bit.
         if base["losses"] != off["losses"]:
             fail("%s: losses differ with the state offloaded" % precision)
-        if sorted(base["state"]) != sorted(off["state"]):
-            fail("%s: the checkpoints hold different tensors" % precision)
+        # Under autocast the offloaded run adds the device copies of its
+        # master weights, `<param>.bf16`: each the cast of its master.
+        copies = sorted(set(off["state"]) - set(base["state"]))
+        masters = [c[:-len(".bf16")] for c in copies]
+        if sorted(set(base["state"]) - set(off["state"])) or (
+                precision == "fp32" and copies) or not all(
+                c.endswith(".bf16") and c[:-5] in base["state"]
+                for c in copies):
+            fail("%s: unexpected checkpoint tensors %s" % (precision, copies))
+        for c, m in zip(copies, masters):
+            if not np.array_equal(off["state"][c], bf16_bits(off["state"][m])):
+                fail("%s: %s is not the bf16 cast of %s" % (precision, c, m))
         differing = [n for n in base["state"]
                      if n in off["state"] and
                      base["state"][n].tobytes() != off["state"][n].tobytes()]
@@ -120,16 +154,21 @@ def main():
                  (precision, len(differing), differing[0]))
         print("%s: %d losses and %d checkpoint tensors bit-identical with "
               "--offload optimizer" % (precision, len(off["losses"]),
-                                       len(off["state"])))
+                                       len(base["state"])))
+        if copies:
+            print("%s: %d fp32 master weights on the host, their bf16 device "
+                  "copies equal their casts" % (precision, len(copies)))
 
         # The plan: the device sheds exactly the optimizer state.
         m = off["manifest"]
         alignment = 64
         host = [e for e in m["state"] if e.get("region") == "host"]
-        optimizer = [e for e in m["state"] if e["name"].startswith("optimizer.")]
-        if [e["name"] for e in host] != [e["name"] for e in optimizer]:
-            fail("%s: the host entries are not the optimizer's state" %
-                 precision)
+        expected = [e["name"] for e in m["state"]
+                    if e["name"].startswith("optimizer.") or
+                    e["name"] in masters]
+        if sorted(e["name"] for e in host) != sorted(expected):
+            fail("%s: the host entries are not the optimizer's state and "
+                 "the master weights" % precision)
         if "host" in base["manifest"]["regions"]:
             fail("%s: a host region without --offload" % precision)
         state_bytes = sum(
@@ -138,21 +177,27 @@ def main():
         host_region = sum(align(
             np.dtype(t_dtype(e["dtype"])).itemsize * int(np.prod(e["shape"])),
             alignment) for e in host)
+        copy_region = sum(align(2 * int(np.prod(e["shape"])), alignment)
+                          for e in m["state"] if e["name"] in copies)
         rb, ro = base["report"], off["report"]
         if m["regions"]["host"] != host_region or ro["host_bytes"] != host_region:
             fail("%s: host region %d (report %d), the optimizer's entries "
                  "take %d" % (precision, m["regions"]["host"],
                               ro["host_bytes"], host_region))
-        if rb["total_bytes"] - ro["total_bytes"] != host_region:
-            fail("%s: device bytes %d -> %d, not less by the host region's %d"
-                 % (precision, rb["total_bytes"], ro["total_bytes"],
-                    host_region))
-        for region in ("arena", "io"):
-            if rb["regions"][region] != ro["regions"][region]:
-                fail("%s: the %s region changed" % (precision, region))
-        if rb["regions"]["state"] - ro["regions"]["state"] != host_region:
-            fail("%s: the state region did not shrink by the host region" %
-                 precision)
+        # The state region: less the host region, plus the bf16 copies.
+        if rb["regions"]["state"] - ro["regions"]["state"] != \
+                host_region - copy_region:
+            fail("%s: the state region went %d -> %d, not less by the host "
+                 "region %d minus the device copies %d" %
+                 (precision, rb["regions"]["state"], ro["regions"]["state"],
+                  host_region, copy_region))
+        if ro["regions"]["io"] != rb["regions"]["io"] or \
+                ro["regions"]["arena"] > rb["regions"]["arena"]:
+            fail("%s: the io region changed or the arena grew" % precision)
+        if rb["total_bytes"] - ro["total_bytes"] != host_region - copy_region \
+                + rb["regions"]["arena"] - ro["regions"]["arena"]:
+            fail("%s: device bytes %d -> %d do not add up" %
+                 (precision, rb["total_bytes"], ro["total_bytes"]))
         if ro["peak"]["by_category"]["optimizer state"] != 0:
             fail("%s: the device still counts optimizer state at the peak" %
                  precision)
@@ -167,11 +212,11 @@ def main():
                 fail("%s --offload %s: effrun host bytes %d, the report says "
                      "%d" % (precision, name, first.get("host_bytes", 0),
                              run["report"]["host_bytes"]))
-        print("%s: device %d -> %d bytes (-%d), host %d bytes = optimizer "
-              "state %d bytes in %d tensors" %
+        print("%s: device %d -> %d bytes (-%d), host %d bytes = %d bytes in "
+              "%d tensors (%d master weights), device copies %d bytes" %
               (precision, rb["total_bytes"], ro["total_bytes"],
                rb["total_bytes"] - ro["total_bytes"], ro["host_bytes"],
-               state_bytes, len(host)))
+               state_bytes, len(host), len(masters), copy_region))
 
     # PyTorch, fp32: the offloaded run is the reference run bit for bit,
     # so it is compared once.
