@@ -16,8 +16,16 @@ optimizer (--report-json each), and trained by effrun for N steps with
   - effrun allocates what the report says: allocated_bytes == total_bytes
     and host_bytes == host_bytes.
 
-usage: offload_vs_torch.py --model gpt|mlp --bin DIR --work DIR
-                           [--precisions fp32,bf16] [--steps 6]
+  - with --resume: the offloaded run split by --save/--resume in the middle
+    ends bit-identical to the straight one (the host region is saved and
+    restored).
+
+usage: offload_vs_torch.py --model gpt|gpt6|mlp --bin DIR --work DIR
+                           [--precisions fp32,bf16,fp16] [--steps 6]
+                           [--optimizer adamw|adamw8bit|adafactor|sgd...]
+                           [--resume]
+(PyTorch is the reference for --optimizer adamw only; the other optimizers
+are checked against their own run with the state on the device.)
 """
 import argparse
 import json
@@ -49,11 +57,14 @@ def read_checkpoint(path):
     return out
 
 
-def bf16_bits(a):
-    """Round-to-nearest-even float32 -> bfloat16 bits, as torch casts."""
+def cast_bits(a, suffix):
+    """float32 -> bfloat16 (".bf16") or float16 (".f16") as torch casts
+    (to nearest, ties to even), as the checkpoint stores it."""
     import torch
-    return torch.from_numpy(np.array(a, dtype=np.float32)).to(
-        torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    t = torch.from_numpy(np.array(a, dtype=np.float32))
+    if suffix == ".bf16":
+        return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    return t.to(torch.float16).numpy()
 
 
 def loss_bits(path):
@@ -86,6 +97,8 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--optimizer", default="adamw")
+    ap.add_argument("--resume", action="store_true")
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-5)
     ap.add_argument("--param-atol", type=float, default=5e-5)
@@ -114,7 +127,7 @@ def main():
         for offload in ("none", "optimizer"):
             stem = os.path.join(args.work, "%s-%s" % (precision, offload))
             t.run([os.path.join(args.bin, "effc"), onnx_path, "-o",
-                   stem + ".effx", "--optimizer", "adamw", "--lr",
+                   stem + ".effx", "--optimizer", args.optimizer, "--lr",
                    repr(args.lr), "--weight-decay", "0.1", "--precision",
                    precision, "--offload", offload, "--report-json",
                    stem + ".json"])
@@ -131,21 +144,44 @@ def main():
             }
 
         base, off = runs[precision, "none"], runs[precision, "optimizer"]
+        if args.resume:
+            # Half the steps, saved; the rest resumed from the checkpoint.
+            stem = os.path.join(args.work, "%s-optimizer" % precision)
+            half = args.steps // 2
+            t.run([os.path.join(args.bin, "effrun"), stem + ".effx", "--data",
+                   npz, "--steps", str(half), "--save", stem + "-half.st",
+                   "--quiet", "--threads", "1"])
+            t.run([os.path.join(args.bin, "effrun"), stem + ".effx", "--data",
+                   npz, "--steps", str(args.steps - half), "--resume",
+                   stem + "-half.st", "--save", stem + "-resumed.st",
+                   "--quiet", "--threads", "1"])
+            resumed = read_checkpoint(stem + "-resumed.st")
+            same = sorted(resumed) == sorted(off["state"]) and all(
+                resumed[n].tobytes() == off["state"][n].tobytes()
+                for n in resumed)
+            if not same:
+                fail("%s: the run resumed at step %d differs from the "
+                     "straight one" % (precision, half))
+            else:
+                print("%s: resumed at step %d, bit-identical to the straight "
+                      "run" % (precision, half))
         # Training: bit for bit.
         if base["losses"] != off["losses"]:
             fail("%s: losses differ with the state offloaded" % precision)
         # Under autocast the offloaded run adds the device copies of its
         # master weights, `<param>.bf16`: each the cast of its master.
         copies = sorted(set(off["state"]) - set(base["state"]))
-        masters = [c[:-len(".bf16")] for c in copies]
+        suffix = {"bf16": ".bf16", "fp16": ".f16"}.get(precision)
+        masters = [c[:-len(suffix)] for c in copies] if suffix else copies
         if sorted(set(base["state"]) - set(off["state"])) or (
-                precision == "fp32" and copies) or not all(
-                c.endswith(".bf16") and c[:-5] in base["state"]
+                not suffix and copies) or not all(
+                c.endswith(suffix) and c[:-len(suffix)] in base["state"]
                 for c in copies):
             fail("%s: unexpected checkpoint tensors %s" % (precision, copies))
         for c, m in zip(copies, masters):
-            if not np.array_equal(off["state"][c], bf16_bits(off["state"][m])):
-                fail("%s: %s is not the bf16 cast of %s" % (precision, c, m))
+            if not np.array_equal(off["state"][c],
+                                  cast_bits(off["state"][m], suffix)):
+                fail("%s: %s is not the cast of %s" % (precision, c, m))
         differing = [n for n in base["state"]
                      if n in off["state"] and
                      base["state"][n].tobytes() != off["state"][n].tobytes()]
@@ -156,8 +192,9 @@ def main():
               "--offload optimizer" % (precision, len(off["losses"]),
                                        len(base["state"])))
         if copies:
-            print("%s: %d fp32 master weights on the host, their bf16 device "
-                  "copies equal their casts" % (precision, len(copies)))
+            print("%s: %d fp32 master weights on the host, their %s device "
+                  "copies equal their casts" % (precision, len(copies),
+                                                 suffix[1:]))
 
         # The plan: the device sheds exactly the optimizer state.
         m = off["manifest"]
@@ -177,6 +214,9 @@ def main():
         host_region = sum(align(
             np.dtype(t_dtype(e["dtype"])).itemsize * int(np.prod(e["shape"])),
             alignment) for e in host)
+        # Loss scaling (fp16) keeps its scale on the device, not the host.
+        if any(e["name"].startswith("loss_scale.") for e in host):
+            fail("%s: the loss scale went to the host" % precision)
         copy_region = sum(align(2 * int(np.prod(e["shape"])), alignment)
                           for e in m["state"] if e["name"] in copies)
         rb, ro = base["report"], off["report"]
@@ -198,9 +238,16 @@ def main():
                 + rb["regions"]["arena"] - ro["regions"]["arena"]:
             fail("%s: device bytes %d -> %d do not add up" %
                  (precision, rb["total_bytes"], ro["total_bytes"]))
-        if ro["peak"]["by_category"]["optimizer state"] != 0:
-            fail("%s: the device still counts optimizer state at the peak" %
-                 precision)
+        # At the peak the device counts what stayed (the loss scale).
+        moved = sum(np.dtype(t_dtype(e["dtype"])).itemsize *
+                    int(np.prod(e["shape"])) for e in host
+                    if e["name"].startswith("optimizer."))
+        opt_b = rb["peak"]["by_category"]["optimizer state"]
+        opt_o = ro["peak"]["by_category"]["optimizer state"]
+        if opt_b - opt_o != moved:
+            fail("%s: the device counts %d bytes of optimizer state at the "
+                 "peak, %d before, %d moved" % (precision, opt_o, opt_b,
+                                                moved))
         # The runtime allocates the plan.
         for name, run in (("none", base), ("optimizer", off)):
             first = run["log"][0]
@@ -220,7 +267,7 @@ def main():
 
     # PyTorch, fp32: the offloaded run is the reference run bit for bit,
     # so it is compared once.
-    if ("fp32", "optimizer") in runs:
+    if ("fp32", "optimizer") in runs and args.optimizer == "adamw":
         targs = argparse.Namespace(
             optimizer="adamw", lr=args.lr, beta1=0.9, beta2=0.999, eps=1e-8,
             weight_decay=0.1, momentum=0.0, nesterov=False,
@@ -255,7 +302,8 @@ def main():
 
 def t_dtype(name):
     return {"float32": np.float32, "int64": np.int64, "int8": np.int8,
-            "bfloat16": np.uint16, "float16": np.float16}[name]
+            "bfloat16": np.uint16, "float16": np.float16,
+            "bool": np.bool_}[name]
 
 
 if __name__ == "__main__":
