@@ -123,6 +123,9 @@ FailureOr<StepLayout> readStepLayout(ModuleOp module, bool withInitialState) {
       auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
       tensor.name = parameter.getSymName().str();
       tensor.role = eff::stringifyParamRole(parameter.getRole()).str();
+      if (auto master = parameter->getAttrOfType<FlatSymbolRefAttr>(
+              eff::kCopyOfAttrName))
+        tensor.copyOf = master.getValue().str();
       if (auto whole = parameter->getAttrOfType<DenseI64ArrayAttr>(
               eff::kShardOfAttrName))
         tensor.shardOf.emplace(whole.asArrayRef().begin(),
@@ -212,6 +215,8 @@ static llvm::json::Array tensorsToJson(ArrayRef<StepTensor> tensors,
       o["shard_of"] = llvm::json::Array(*t.shardOf);
     if (t.onHost)
       o["region"] = "host";
+    if (!t.copyOf.empty())
+      o["copy_of"] = t.copyOf;
     array.push_back(std::move(o));
   }
   return array;

@@ -131,8 +131,11 @@ struct EffOffloadOptimizerPass
     }
     OpBuilder builder(parameter);
     builder.setInsertionPointAfter(parameter);
-    eff::ParameterOp::create(builder, parameter.getLoc(), name,
-                             eff::ParamRole::Buffer, copyType, initial);
+    auto copyOp = eff::ParameterOp::create(builder, parameter.getLoc(), name,
+                                           eff::ParamRole::Buffer, copyType,
+                                           initial);
+    copyOp->setAttr(eff::kCopyOfAttrName,
+                    FlatSymbolRefAttr::get(parameter.getSymNameAttr()));
 
     unsigned copyIndex = step.getNumArguments();
     if (failed(step.insertArgument(

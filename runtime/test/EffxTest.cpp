@@ -539,6 +539,12 @@ TEST(effxManifestChecks) {
       {[](json &m) { m["state"][4]["region"] = "host"; },
        "state entry 'optimizer.step': bytes 256..264 (int64 []) lie outside "
        "the host region of 0 bytes"},
+      {[](json &m) { m["state"][1]["copy_of"] = "nothing"; },
+       "state entry 'b': 'copy_of' 'nothing' is not another state entry of "
+       "its shape"},
+      {[](json &m) { m["state"][1]["copy_of"] = "w"; },
+       "state entry 'b': 'copy_of' 'w' is not another state entry of its "
+       "shape"},
       {[](json &m) { m["regions"]["host"] = 70; },
        "regions: 'host' is 70 bytes, not a multiple of 64"},
       {[](json &m) {

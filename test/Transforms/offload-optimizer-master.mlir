@@ -8,7 +8,7 @@
 // 1 + 3 * 2^-8 -> 1.015625), replaces every cast and is updated to the cast
 // of the new @w. @ln is read in fp32: it stays on the device.
 // CHECK: eff.parameter trainable @w : tensor<4xf32>
-// CHECK-NEXT: eff.parameter buffer @w.bf16 : tensor<4xbf16> = dense<[1.000000e+00, 1.015630e+00, -2.000000e+00, 5.000000e-01]> : tensor<4xbf16>
+// CHECK-NEXT: eff.parameter buffer @w.bf16 : tensor<4xbf16> = dense<[1.000000e+00, 1.015630e+00, -2.000000e+00, 5.000000e-01]> : tensor<4xbf16> {eff.copy_of = @w}
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<4xf32> {eff.host, eff.parameter = @w}
 // CHECK-SAME: %[[LN:[a-z0-9]+]]: tensor<4xf32> {eff.parameter = @ln}

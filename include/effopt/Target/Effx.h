@@ -35,6 +35,9 @@ struct StepTensor {
   /// A state entry in the host region (eff-offload-optimizer): `offset` is
   /// in the host region, its initial bytes in StepLayout::hostInitialState.
   bool onHost = false;
+  /// The device's low-precision copy of the state entry of this name (an
+  /// fp32 master weight in the host region); empty otherwise.
+  std::string copyOf;
   /// ZeRO: the whole shape this 1-D state entry is one rank's shard of
   /// (flattened, zero-padded to a multiple of the world size); empty when
   /// every rank holds the whole tensor.

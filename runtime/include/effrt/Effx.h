@@ -71,6 +71,11 @@ struct EffxStateEntry : EffxTensor {
   /// `"region": "host"` (effc --offload optimizer): the entry lives in the
   /// host region, `offset` counted from its start.
   bool onHost = false;
+  /// `"copy_of": NAME` (effc --offload optimizer under autocast): this
+  /// entry is the device's low-precision copy of the state entry NAME (an
+  /// fp32 master weight in the host region), which the step keeps equal to
+  /// its cast; empty otherwise. Not a weight of its own (a merge skips it).
+  std::string copyOf;
   /// The shape and bytes of the whole tensor (checkpoints hold it whole).
   const Shape &wholeShape() const { return sharded ? shardOf : shape; }
   uint64_t wholeByteSize() const;

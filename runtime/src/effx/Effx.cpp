@@ -713,6 +713,7 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
         error(what, ": unknown 'init' ", quoteName(init), " (expected zeros)");
       e.zeroInit = true;
     }
+    e.copyOf = string(state[i], "copy_of", what + ": ", false);
     if (state[i].contains("shard_of")) {
       json wrapped = {{"shape", state[i]["shard_of"]}};
       e.shardOf = shape(wrapped, what + ": 'shard_of': ");
@@ -727,6 +728,15 @@ EffxManifest ManifestParser::parse(std::string text, uint32_t fileVersion,
               formatShape(e.shape), " of ", formatShape(e.shardOf));
     }
     m.state.push_back(std::move(e));
+  }
+  for (const EffxStateEntry &e : m.state) {
+    if (e.copyOf.empty())
+      continue;
+    const EffxStateEntry *master = m.findState(e.copyOf);
+    if (!master || master == &e || master->shape != e.shape)
+      error("state entry ", quoteName(e.name), ": 'copy_of' ",
+            quoteName(e.copyOf),
+            " is not another state entry of its shape");
   }
   std::vector<const EffxTensor *> entries, hostEntries;
   for (const EffxStateEntry &e : m.state)

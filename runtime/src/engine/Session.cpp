@@ -402,7 +402,10 @@ NamedTensors Session::mergedLoraWeights() const {
   }
   NamedTensors merged;
   for (const EffxStateEntry &e : m.state) {
-    if (e.role == StateRole::OptimizerState || adapterNames.count(e.name))
+    // Optimizer state, the adapters, and device copies of master weights
+    // (effc --offload optimizer) are not weights of the merged model.
+    if (e.role == StateRole::OptimizerState || adapterNames.count(e.name) ||
+        !e.copyOf.empty())
       continue;
     Tensor value = readState(e.name);
     auto it = byWeight.find(e.name);

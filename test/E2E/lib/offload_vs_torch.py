@@ -99,6 +99,9 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--optimizer", default="adamw")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--lora", default="",
+                    help="effc --lora SPEC for every run; then effrun "
+                         "--merge-lora's files must be equal too")
     ap.add_argument("--rtol", type=float, default=1e-3)
     ap.add_argument("--atol", type=float, default=1e-5)
     ap.add_argument("--param-atol", type=float, default=5e-5)
@@ -130,7 +133,8 @@ def main():
                    stem + ".effx", "--optimizer", args.optimizer, "--lr",
                    repr(args.lr), "--weight-decay", "0.1", "--precision",
                    precision, "--offload", offload, "--report-json",
-                   stem + ".json"])
+                   stem + ".json"] +
+                  (["--lora", args.lora] if args.lora else []))
             t.run([os.path.join(args.bin, "effrun"), stem + ".effx", "--data",
                    npz, "--steps", str(args.steps), "--log", stem + ".jsonl",
                    "--save", stem + ".safetensors", "--quiet", "--threads",
@@ -165,6 +169,22 @@ def main():
             else:
                 print("%s: resumed at step %d, bit-identical to the straight "
                       "run" % (precision, half))
+        if args.lora:
+            merged = []
+            for offload in ("none", "optimizer"):
+                stem = os.path.join(args.work, "%s-%s" % (precision, offload))
+                t.run([os.path.join(args.bin, "effrun"), stem + ".effx",
+                       "--data", npz, "--steps", "0", "--resume",
+                       stem + ".safetensors", "--merge-lora",
+                       stem + "-merged.st", "--quiet"])
+                merged.append(read_checkpoint(stem + "-merged.st"))
+            if sorted(merged[0]) != sorted(merged[1]) or any(
+                    merged[0][n].tobytes() != merged[1][n].tobytes()
+                    for n in merged[0]):
+                fail("%s: the merged LoRA weights differ" % precision)
+            else:
+                print("%s: merged LoRA weights bit-identical (%d tensors, no "
+                      "device copies)" % (precision, len(merged[1])))
         # Training: bit for bit.
         if base["losses"] != off["losses"]:
             fail("%s: losses differ with the state offloaded" % precision)

@@ -22,6 +22,10 @@ inline constexpr llvm::StringLiteral kHostRegion = "host";
 /// Module: bytes of the host region (absent or 0: the step has none and its
 /// entry point takes three regions).
 inline constexpr llvm::StringLiteral kHostBytesAttrName = "eff.host_bytes";
+/// Symbol reference on an eff.parameter that eff-offload-optimizer made:
+/// the parameter (an fp32 master weight in host memory) this one is the
+/// device's low-precision copy of. The .effx manifest says `"copy_of"`.
+inline constexpr llvm::StringLiteral kCopyOfAttrName = "eff.copy_of";
 /// The name prefix eff-optimizer gives its persistent state
 /// (`optimizer.<param>.<slot>`, `optimizer.step`).
 inline constexpr llvm::StringLiteral kOptimizerStatePrefix = "optimizer.";
