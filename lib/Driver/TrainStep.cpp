@@ -130,12 +130,17 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
     if (options.mode == StepMode::Forward)
       return fail("--offload optimizer applies to training steps only, not "
                   "to --mode forward");
+    if (options.offloadOverlap && !backend.runsHostTasks())
+      return fail("--offload-overlap: target " + options.target +
+                  " has no host worker for the update");
     if (options.zero != 0)
       return fail("--offload optimizer with --zero " +
                   llvm::Twine(static_cast<int64_t>(options.zero)) +
                   " is not supported: the sharded optimizer state stays on "
                   "the device (use --zero 0)");
   }
+  if (options.offloadOverlap && options.offload != "optimizer")
+    return fail("--offload-overlap applies to --offload optimizer");
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };
@@ -389,10 +394,19 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   // The producers of a collective's inputs write into its buffer: a
   // bucket's gradients are not copied into it (and counted twice).
   pm.addPass(createEffFoldCollectiveCopiesPass());
+  // The update on a host worker: first the buffers each host op reads
+  // live until it is waited for, so the plan gives them slots of their
+  // own; then, on the plan, the ops become tasks and the waits go where
+  // their bytes are next touched.
+  bool hostTasks = options.offload == "optimizer" && options.offloadOverlap;
+  if (hostTasks)
+    pm.addPass(createEffHostTaskLifetimesPass());
   EffMemoryPlanPassOptions plan;
   plan.attachReport = options.attachMemoryReport;
   plan.inPlace = backend.planElementwiseInPlace();
   pm.addPass(createEffMemoryPlanPass(plan));
+  if (hostTasks)
+    pm.addPass(createEffHostTasksPass());
 }
 
 llvm::Error buildTrainStepPipeline(OpPassManager &pm,

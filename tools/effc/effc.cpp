@@ -224,6 +224,12 @@ static cl::opt<std::string> offload(
              "(eff-offload-optimizer; the report shows device and host "
              "bytes, --memory-budget counts the device's)"),
     cl::init("none"), cl::cat(category));
+static cl::opt<bool> offloadOverlap(
+    "offload-overlap",
+    cl::desc("With --offload optimizer: run the update on a host worker "
+             "thread, overlapped with the rest of the step (eff-host-tasks); "
+             "the buffers it reads stay live until it is waited for"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the memory report: bytes by category, the peak, what "
@@ -397,7 +403,7 @@ void checkFlags() {
              &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora,
-             &offload})
+             &offload, &offloadOverlap})
       if (option->getNumOccurrences())
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");
@@ -502,6 +508,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.worldSize = worldSize.getValue();
   step.scheduleMemory = scheduleMemory.getValue();
   step.offload = offload.getValue();
+  step.offloadOverlap = offloadOverlap.getValue();
   step.precision = parseChoice<Precision>(precision,
                                           {{"fp32", Precision::FP32},
                                            {"bf16", Precision::BF16},

@@ -219,6 +219,57 @@ def EffStepEntryPass : Pass<"eff-step-entry", "::mlir::ModuleOp"> {
 }
 
 
+def EffHostTaskLifetimesPass
+    : Pass<"eff-host-task-lifetimes", "::mlir::ModuleOp"> {
+  let summary = "Keeps the buffers a host task reads alive until the task is waited for";
+  let description = [{
+    Runs on the entry point before `eff-memory-plan`, on a step with a host
+    region. For every op that `eff-host-tasks` will run as a task (a
+    top-level `linalg` op touching the host region), finds the first later
+    op, other than such an op, that touches one of its buffers (the same
+    allocation, or overlapping bytes of a region), or the end of the step,
+    and places a `memref.dealloc` of each allocation the op reads or writes
+    right before it. The memory plan then keeps those buffers alive until
+    there -- so their slots are not handed to the ops the task overlaps --
+    and drops the deallocations.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numExtended", "extended", "Buffers kept alive for a host task">
+  ];
+}
+
+def EffHostTasksPass : Pass<"eff-host-tasks", "::mlir::ModuleOp"> {
+  let summary = "Runs the ops that touch host-resident state on a host worker, overlapped with the rest of the step";
+  let description = [{
+    Runs on the entry point after `eff-memory-plan`, on a step with a host
+    region (`eff-offload-optimizer`: its fourth argument). Every top-level
+    `linalg` op that reads or writes the host region -- the optimizer's
+    update of a parameter, its bias corrections, the step counter's
+    increment -- becomes a task: the op moves into a private function
+    `@<step>_host_task_N(%state, %arena, %io, %host)` that rebuilds the
+    views it reads from the region arguments, and in its place the step
+    calls `effrt_host_task_start(@<step>_host_task_N) -> handle`. The
+    runtime runs the tasks in order on one worker thread while the step
+    goes on (docs/CpuBackend.md).
+
+    Every op is placed by the byte ranges it touches, which the memory
+    plan fixed: before the first later op whose ranges overlap a pending
+    task's (it writes a slot the task still reads, or reads what the task
+    writes) the step calls `effrt_host_task_wait(handle)` for the latest
+    such task (tasks finish in order); before it returns it waits for the
+    last one. An op whose buffers cannot be traced to a region waits for
+    every task. Tasks among themselves need no wait (one worker, in order).
+    So every value is the one the synchronous step computes: the same ops,
+    in an order that respects every dependence through memory.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numTasks", "tasks", "Ops run as host tasks">,
+    Statistic<"numWaits", "waits", "Waits for host tasks placed in the step">
+  ];
+}
+
 def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Outlines every top-level loop nest of the step into its own kernel function";
   let description = [{

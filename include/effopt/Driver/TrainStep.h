@@ -262,6 +262,13 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
                      "memory (a host region apart from the device's) and "
                      "update it there"),
       llvm::cl::init("none")};
+  Option<bool> offloadOverlap{
+      *this, "offload-overlap",
+      llvm::cl::desc("With offload=optimizer (cpu): run the ops on host "
+                     "state on a runtime worker thread, overlapped with the "
+                     "rest of the step (eff-host-tasks); their inputs stay "
+                     "live until they are waited for"),
+      llvm::cl::init(false)};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),

@@ -90,6 +90,10 @@ public:
   /// must then run where the state is.
   virtual bool supportsOptimizerOffload() const { return true; }
 
+  /// Whether the target's runtime runs host tasks (eff-host-tasks,
+  /// effc --offload-overlap): the CPU's worker thread.
+  virtual bool runsHostTasks() const { return false; }
+
   /// Whether the target runs collectives (--world-size > 1, --zero).
   virtual bool supportsCollectives() const { return true; }
 

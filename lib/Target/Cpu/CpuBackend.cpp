@@ -46,6 +46,8 @@ public:
   }
 
   int64_t getAlignment() const override { return 64; }
+  // The CPU device's worker thread (effrt_host_task_start).
+  bool runsHostTasks() const override { return true; }
 
   ConvertEffToLinalgPassOptions getLoweringPolicy() const override {
     ConvertEffToLinalgPassOptions policy;

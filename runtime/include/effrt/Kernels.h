@@ -149,6 +149,23 @@ int64_t effrt_all_gather_f32_start(const float *send, float *recv,
 void effrt_collective_wait(int64_t request, const float *send,
                            const float *recv);
 
+/* Host tasks (a step with a host region, effc --offload optimizer;
+ * eff-host-tasks): `task` is a function of the step's object taking the
+ * four regions as MLIR memref descriptors, expanded (allocated, aligned,
+ * offset, size, stride for each of state, arena, io, host).
+ *   effrt_host_task_start: queues `task` on the device's worker thread,
+ *                          which runs the queued tasks in order on the
+ *                          step's regions; returns a handle (> 0).
+ *   effrt_host_task_wait:  returns once task `handle` (and every one
+ *                          queued before it) has run. A step waits for
+ *                          every task it starts. */
+typedef void (*effrt_host_task_fn)(void *, void *, int64_t, int64_t, int64_t,
+                                   void *, void *, int64_t, int64_t, int64_t,
+                                   void *, void *, int64_t, int64_t, int64_t,
+                                   void *, void *, int64_t, int64_t, int64_t);
+int64_t effrt_host_task_start(effrt_host_task_fn task);
+void effrt_host_task_wait(int64_t handle);
+
 /* The tile of the attention kernels that predate the caller's choice
  * (effrt_attention_*_strided_f32, effrt_attention_*_f32): query rows and
  * key columns per tile. */

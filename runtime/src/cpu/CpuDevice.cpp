@@ -8,11 +8,15 @@
 #include "effrt/Error.h"
 #include "effrt/Kernels.h"
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 
 using namespace effrt;
@@ -41,6 +45,8 @@ void *const effrt_kernel_symbols[] = {
     reinterpret_cast<void *>(&effrt_reduce_scatter_sum_f32_start),
     reinterpret_cast<void *>(&effrt_all_gather_f32_start),
     reinterpret_cast<void *>(&effrt_collective_wait),
+    reinterpret_cast<void *>(&effrt_host_task_start),
+    reinterpret_cast<void *>(&effrt_host_task_wait),
 #ifdef EFFRT_HAVE_ONEDNN
     reinterpret_cast<void *>(&effrt_conv2d_fwd_f32),
     reinterpret_cast<void *>(&effrt_conv2d_bwd_data_f32),
@@ -94,6 +100,16 @@ private:
 class CpuDevice final : public Device {
 public:
   explicit CpuDevice(const DeviceOptions &options) : Device(options) {}
+  ~CpuDevice() override {
+    if (worker_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(taskMutex_);
+        stopWorker_ = true;
+      }
+      taskReady_.notify_all();
+      worker_.join();
+    }
+  }
 
   std::string target() const override { return hostTarget(); }
 
@@ -157,6 +173,12 @@ public:
     else
       entry_(&state, &arena, &io);
     running = outer;
+    if (waitedTask_ != lastTask_) {
+      // Compiled code waits for every host task it starts; one left over
+      // would run into the next step.
+      waitTask(lastTask_);
+      fail(label(), ": the step started a host task it never waited for");
+    }
     if (!pending_.empty()) {
       // Compiled code waits for every collective it starts; one left over
       // would let the step's buffers change under it.
@@ -193,6 +215,25 @@ public:
     collectives().wait(p.request);
   }
 
+  /// Queues `task` on the worker thread (started on first use), which
+  /// runs the queued tasks in order on the regions; returns its handle.
+  int64_t startTask(effrt_host_task_fn task) {
+    std::lock_guard<std::mutex> lock(taskMutex_);
+    if (!worker_.joinable())
+      worker_ = std::thread([this] { runTasks(); });
+    tasks_.push_back(task);
+    taskReady_.notify_all();
+    return ++lastTask_;
+  }
+  /// Returns once task `handle` and every one before it has run.
+  void waitTask(int64_t handle) {
+    if (handle < 1 || handle > lastTask_)
+      fail(label(), ": wait for host task ", handle, ", which was not started");
+    std::unique_lock<std::mutex> lock(taskMutex_);
+    taskDone_.wait(lock, [&] { return doneTask_ >= handle; });
+    waitedTask_ = std::max(waitedTask_, handle);
+  }
+
   /// The device whose step is running, for the kernels it calls.
   static CpuDevice *running;
 
@@ -224,7 +265,36 @@ private:
     return io_;
   }
 
+  /// The worker: runs queued tasks in order until stopped.
+  void runTasks() {
+    std::unique_lock<std::mutex> lock(taskMutex_);
+    while (true) {
+      taskReady_.wait(lock, [&] { return stopWorker_ || !tasks_.empty(); });
+      if (tasks_.empty())
+        return;
+      effrt_host_task_fn task = tasks_.front();
+      tasks_.pop_front();
+      lock.unlock();
+      MemRef1D r[4] = {state_.memref(), arena_.memref(), io_.memref(),
+                       host_.memref()};
+      task(r[0].allocated, r[0].aligned, r[0].offset, r[0].size, r[0].stride,
+           r[1].allocated, r[1].aligned, r[1].offset, r[1].size, r[1].stride,
+           r[2].allocated, r[2].aligned, r[2].offset, r[2].size, r[2].stride,
+           r[3].allocated, r[3].aligned, r[3].offset, r[3].size, r[3].stride);
+      lock.lock();
+      ++doneTask_;
+      taskDone_.notify_all();
+    }
+  }
+
   Region state_, arena_, io_, host_;
+  // Host tasks (effrt_host_task_start): a queue served by one worker.
+  std::thread worker_;
+  std::mutex taskMutex_;
+  std::condition_variable taskReady_, taskDone_;
+  std::deque<effrt_host_task_fn> tasks_;
+  bool stopWorker_ = false;
+  int64_t lastTask_ = 0, doneTask_ = 0, waitedTask_ = 0;
   std::map<int64_t, Pending> pending_;
   int64_t lastHandle_ = 0;
   std::unique_ptr<SharedObject> code_;
@@ -361,6 +431,19 @@ extern "C" void effrt_shard_f32(const float *whole, float *shard,
     in.bytes = out.bytes;
     device.copyWithinDevice(in, out);
   });
+}
+
+extern "C" int64_t effrt_host_task_start(effrt_host_task_fn task) {
+  int64_t handle = 0;
+  collectiveCall("effrt_host_task_start", [&](CpuDevice &device) {
+    handle = device.startTask(task);
+  });
+  return handle;
+}
+
+extern "C" void effrt_host_task_wait(int64_t handle) {
+  collectiveCall("effrt_host_task_wait",
+                 [&](CpuDevice &device) { device.waitTask(handle); });
 }
 
 void CpuDevice::loadCode(const EffxFile &file) {
