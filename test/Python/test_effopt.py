@@ -426,3 +426,30 @@ def test_lora_adapters_train_like_torch_and_merge(tmp_path):
     want = (sd["fc1.weight"].double() + 2.0 * sd["fc1.lora_B.weight"].double()
             @ sd["fc1.lora_A.weight"].double()).numpy()
     np.testing.assert_allclose(merged, want, rtol=1e-6, atol=1e-7)
+
+
+def test_offload_optimizer_trains_bit_identically_with_less_device_memory():
+    """offload="optimizer": the optimizer's state in the host region; the
+    same losses and weights to the bit, the device's bytes less by exactly
+    the host region, which the report shows apart."""
+    torch.manual_seed(6)
+    model = MLP()
+    batches = mlp_data(seed=6)
+    trainers = {}
+    for offload in ("none", "optimizer"):
+        trainers[offload] = effopt.compile(
+            model, (batches[0][0],), loss_fn=F.cross_entropy,
+            example_targets=(batches[0][1],), optimizer="adamw", lr=1e-2,
+            offload=offload)
+    losses = {k: [t.step(*b) for b in batches] for k, t in trainers.items()}
+    assert losses["none"] == losses["optimizer"]
+    on, off = trainers["none"].state_dict(), trainers["optimizer"].state_dict()
+    assert sorted(on) == sorted(off)
+    for name in on:
+        assert torch.equal(on[name], off[name]), name
+    r_on = trainers["none"].memory_report()
+    r_off = trainers["optimizer"].memory_report()
+    assert r_on.host_bytes == 0 < r_off.host_bytes
+    assert r_on.total_bytes - r_off.total_bytes == r_off.host_bytes
+    assert r_off.total_bytes == trainers["optimizer"].allocated_bytes()
+    assert "optimizer state" in str(r_off) and "offloaded" in str(r_off)
