@@ -21,7 +21,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <limits>
 #include <set>
+#include <tuple>
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFSCHEDULEMEMORYPASS
@@ -37,6 +39,17 @@ namespace {
 /// memory (the learning rate an optimizer update waits for); more would be
 /// reordering the computation, not freeing early.
 constexpr size_t kMaxPulledOps = 16;
+
+/// The second candidate order pulls up only ops allocating at most this
+/// much in all (scalars: a learning rate, a loss scale's checks).
+constexpr int64_t kMaxPulledScalarBytes = 4096;
+
+/// The live temporary bytes of an order: their largest sum at one
+/// position, and their sum over all positions.
+struct LiveProfile {
+  int64_t peak = 0;
+  int64_t integral = 0;
+};
 
 /// Ops whose result is a view of (or the same buffer as) their operand (an
 /// NF4 weight: of its storage, which is state).
@@ -63,15 +76,29 @@ public:
     std::vector<unsigned> original(ops.size());
     for (unsigned i = 0; i < ops.size(); ++i)
       original[i] = i;
-    std::vector<unsigned> order = freeEarly();
-    for (int round = 0; round < 4 && sink(order); ++round) {
+    // Two candidate orders: pulling up whatever an early free waits for
+    // (within what it frees), and pulling up only scalars (the learning
+    // rate). The first frees more when the pulled ops free in turn; the
+    // second wins when the pulled ops' results are live together just
+    // before the free, above a peak the old order avoided (a whole chain of
+    // the backward's first ops hoisted ahead of the loss's readers). The
+    // lowest model peak wins, then the fewest live bytes over the step.
+    LiveProfile best = profile(original);
+    peakBefore = best.peak;
+    std::vector<unsigned> order = original;
+    for (int64_t pullCap : {std::numeric_limits<int64_t>::max(),
+                            kMaxPulledScalarBytes}) {
+      std::vector<unsigned> candidate = freeEarly(pullCap);
+      for (int round = 0; round < 4 && sink(candidate); ++round) {
+      }
+      LiveProfile live = profile(candidate);
+      if (std::tie(live.peak, live.integral) <
+          std::tie(best.peak, best.integral)) {
+        best = live;
+        order = std::move(candidate);
+      }
     }
-    peakBefore = modelPeak(original);
-    peakAfter = modelPeak(order);
-    if (peakAfter > peakBefore) {
-      peakAfter = peakBefore;
-      return 0;
-    }
+    peakAfter = best.peak;
     int64_t moved = 0;
     Operation *terminator = ops.back();
     for (auto [position, id] : llvm::enumerate(order)) {
@@ -209,7 +236,7 @@ private:
 
   /// List scheduling, segment by segment: the old order, except that an op
   /// freeing at least what it allocates runs as soon as it can.
-  std::vector<unsigned> freeEarly() {
+  std::vector<unsigned> freeEarly(int64_t pullCap) {
     size_t n = ops.size();
     std::vector<unsigned> order;
     std::vector<bool> scheduled(n, false);
@@ -299,7 +326,7 @@ private:
             continue;
           }
           SmallVector<unsigned> wait;
-          if (!pulled(o, free - alloc, wait)) {
+          if (!pulled(o, std::min(free - alloc, pullCap), wait)) {
             ++it;
             continue;
           }
@@ -372,8 +399,8 @@ private:
     return changed;
   }
 
-  /// The largest sum of live temporary bytes over the positions of `order`.
-  int64_t modelPeak(ArrayRef<unsigned> order) const {
+  /// The live temporary bytes of `order`, on the pass's model.
+  LiveProfile profile(ArrayRef<unsigned> order) const {
     std::vector<unsigned> pos(ops.size());
     for (auto [i, o] : llvm::enumerate(order))
       pos[o] = i;
@@ -385,10 +412,14 @@ private:
       delta[first] += rootBytes[r];
       delta[last + 1] -= rootBytes[r];
     }
-    int64_t live = 0, peak = 0;
-    for (int64_t d : delta)
-      peak = std::max(peak, live += d);
-    return peak;
+    LiveProfile result;
+    int64_t live = 0;
+    for (int64_t d : delta) {
+      live += d;
+      result.peak = std::max(result.peak, live);
+      result.integral += live;
+    }
+    return result;
   }
 
   Block &block;

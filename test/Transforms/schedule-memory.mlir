@@ -139,3 +139,43 @@ func.func @regions_are_barriers(%x: tensor<64xf32>, %c: tensor<f32>) -> tensor<6
   %m = eff.mul %e, %early : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
   return %m : tensor<64xf32>
 }
+
+// -----
+
+// Two candidate orders. Hoisting %h (it frees the large %act) would pull
+// %g and %d up with it, ahead of %w, which frees %ln: %ln, %act, %g and %d
+// would then be live together, above the old order's peak (%ln and %act
+// are the forward's, read there first, so nothing sinks them). The order
+// that pulls up only scalars keeps that chain as it was and still runs the
+// update right after its gradient (with the learning rate): the same peak,
+// fewer live bytes over the step, so it wins. Before, the higher peak of
+// the first order discarded every move.
+// CHECK-LABEL: func.func @pulled_chain_above_peak
+// CHECK:      %[[GP:.*]] = eff.mul %arg0, %arg0
+// CHECK-NEXT: %[[LR:.*]] = eff.lr_schedule
+// CHECK-NEXT: eff.sgd_update %arg0, %[[GP]], %[[LR]]
+// CHECK:      %[[LN:.*]] = eff.exp %arg1
+// CHECK:      %[[ACT:.*]] = eff.exp %arg2
+// CHECK:      %[[G:.*]] = eff.mul %arg3
+// CHECK-NEXT: eff.linear %[[LN]], %[[G]]
+// CHECK-NEXT: %[[D:.*]] = eff.exp %[[G]]
+// CHECK-NEXT: eff.linear %[[ACT]], %[[D]]
+func.func @pulled_chain_above_peak(%p: tensor<64xf32>, %x1: tensor<256x4xf32>,
+                                   %x2: tensor<256x16xf32>, %x3: tensor<256x4xf32>,
+                                   %step: tensor<i64>)
+    -> (tensor<64xf32>, tensor<4x4xf32>, tensor<16x4xf32>) {
+  %gp = eff.mul %p, %p : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %ln = eff.exp %x1 : tensor<256x4xf32>
+  %yl = eff.reduce_sum %ln {axes = array<i64: 0, 1>} : tensor<256x4xf32> -> tensor<f32>
+  %act = eff.exp %x2 : tensor<256x16xf32>
+  %ya = eff.reduce_sum %act {axes = array<i64: 0, 1>} : tensor<256x16xf32> -> tensor<f32>
+  %loss = eff.add %yl, %ya : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %g = eff.mul %x3, %loss : (tensor<256x4xf32>, tensor<f32>) -> tensor<256x4xf32>
+  %w = eff.linear %ln, %g {transpose_a = true} : (tensor<256x4xf32>, tensor<256x4xf32>) -> tensor<4x4xf32>
+  %d = eff.exp %g : tensor<256x4xf32>
+  %h = eff.linear %act, %d {transpose_a = true} : (tensor<256x16xf32>, tensor<256x4xf32>) -> tensor<16x4xf32>
+  %lr = eff.lr_schedule %step {kind = "constant", lr = 0.1 : f64} : tensor<i64> -> tensor<f32>
+  %np = eff.sgd_update %p, %gp, %lr, %step : (tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<i64>) -> tensor<64xf32>
+  %r = bufferization.materialize_in_destination %np in %p : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  return %r, %w, %h : tensor<64xf32>, tensor<4x4xf32>, tensor<16x4xf32>
+}
