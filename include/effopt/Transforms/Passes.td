@@ -262,6 +262,11 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest bucket of tensors summed by one all-reduce (25 MiB, as "
            "DDP; a larger tensor is a bucket of its own)">,
+    Option<"minBuckets", "min-buckets", "int64_t", /*default=*/"1",
+           "Cut the summed gradients into at least this many buckets "
+           "(each then at most 1/min-buckets of their bytes, and at most "
+           "bucket-bytes), so that a model smaller than one bucket still "
+           "sums them during the backward (effc: 8)">,
     Option<"shardUnit", "shard-unit", "std::string", /*default=*/"\"element\"",
            "What a rank's shard holds whole (stages 2-3): element, "
            "quant-block (adam8bit/adamw8bit) or row (adafactor)">,
