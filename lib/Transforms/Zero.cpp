@@ -175,8 +175,9 @@ void EffZeroPass::runOnOperation() {
   // CountedMean: this rank's count of targets (a rank without any adds
   // nothing: its mean is 0/0). It depends only on the labels, so it is
   // computed at the start of the step.
-  Value count, hasTargets;
+  Value count, hasTargets, zero;
   if (weighting->kind == LossWeighting::CountedMean) {
+    zero = scalarF32(builder, loc, 0.0);
     Value labels = weighting->labels;
     auto labelType = cast<RankedTensorType>(labels.getType());
     auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
@@ -198,14 +199,14 @@ void EffZeroPass::runOnOperation() {
                                 builder.getBoolAttr(false));
     hasTargets = CmpOp::create(
         builder, loc, RankedTensorType::get({}, builder.getI1Type()),
-        CmpPredicate::gt, count, scalarF32(builder, loc, 0.0));
+        CmpPredicate::gt, count, zero);
   }
   // `x` times `weight`, or 0 on a rank without counted targets (whose
   // unweighted mean is 0/0).
   auto weigh = [&](Value x, Value weight) -> Value {
     Value product = MulOp::create(builder, loc, x, weight);
     return WhereOp::create(builder, loc, product.getType(), hasTargets,
-                           product, scalarF32(builder, loc, 0.0));
+                           product, zero);
   };
 
   auto checkF32 = [&](unsigned i) {
