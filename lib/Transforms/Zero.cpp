@@ -220,9 +220,9 @@ void EffZeroPass::runOnOperation() {
     return false;
   };
 
-  // The loss (with the count) in a bucket of its own, summed first: it is
-  // final at the end of the forward, and the gradients' weights need the
-  // global count as soon as the backward produces the first of them.
+  // The loss (with the count) in a bucket of its own, summed first, right
+  // after the forward: in a gradient bucket it would keep that bucket live
+  // from the forward on, and the global count divides every sum after it.
   if (!checkF32(0))
     return signalPassFailure();
   SmallVector<Value> lossBucket;
@@ -236,14 +236,15 @@ void EffZeroPass::runOnOperation() {
   for (Value v : lossBucket)
     numAllReducedBytes += effopt::eff::detail::tensorBytes(v.getType());
   // The global values: sums divided by the global count, by N, or not. A
-  // counted mean weighs each rank's gradients by its share of the global
-  // count (count / global count) before the sum, so the sums are the global
-  // means as they arrive: nothing to divide, and each gradient is weighted
-  // as soon as the backward produces it.
-  Value divisor, gradientWeight;
+  // counted mean weighs each rank's gradients by its own count before the
+  // sum, as soon as the backward produces them (the count is known from
+  // the start), and divides the sums by the global count after them, as
+  // eff-grad-accum does over micro-batches: the same bits as one process
+  // accumulating the N ranks' micro-batches whenever the sums are (the
+  // same rows on every rank).
+  Value divisor;
   if (count) {
     divisor = lossSum.getResult(0);
-    gradientWeight = DivOp::create(builder, loc, count, divisor);
   } else if (weighting->kind == LossWeighting::EqualMean) {
     divisor = scalarF32(builder, loc, static_cast<double>(worldSize));
   }
@@ -281,7 +282,7 @@ void EffZeroPass::runOnOperation() {
       return signalPassFailure();
     Value value = returnOp.getOperand(i);
     if (count)
-      value = weigh(value, gradientWeight);
+      value = weigh(value, count);
     if (stage >= 2) {
       scatteredIndices.push_back(i);
       scattered.push_back(value);
@@ -290,9 +291,6 @@ void EffZeroPass::runOnOperation() {
     resultIndices.push_back(i);
     summands.push_back(value);
   }
-  auto gradient = [&](Value sum) -> Value {
-    return count ? sum : global(sum);
-  };
 
   // Buckets in that order: one all-reduce sums each. At least min-buckets
   // of them, so that a model smaller than bucket-bytes still sums (and,
@@ -326,7 +324,7 @@ void EffZeroPass::runOnOperation() {
   }
   flush();
   for (auto [i, sum] : llvm::zip_equal(resultIndices, sums))
-    returnOp->setOperand(i, gradient(sum));
+    returnOp->setOperand(i, global(sum));
 
   // Stage 2: each gradient flattened, padded with zeros to N*S elements and
   // reduce-scattered; the result is this rank's S elements (S from the
@@ -350,22 +348,10 @@ void EffZeroPass::runOnOperation() {
         builder.getI64IntegerAttr(worldSize));
     ++numReduceScatters;
     numAllReducedBytes += effopt::eff::detail::tensorBytes(flat.getType());
-    returnOp->setOperand(i, gradient(mine));
+    returnOp->setOperand(i, global(mine));
   }
   placeEarly(body, lastStepOp, returnOp);
-  // The sum of the loss bucket is waited for where it is first needed: the
-  // gradients' weight right before the first gradient it weighs, the
-  // global loss at the end.
-  if (gradientWeight && !gradientWeight.use_empty()) {
-    Operation *first = nullptr;
-    for (Operation *user : gradientWeight.getUsers()) {
-      Operation *inBody = body.findAncestorOpInBlock(*user);
-      if (inBody && (!first || inBody->isBeforeInBlock(first)))
-        first = inBody;
-    }
-    if (first)
-      gradientWeight.getDefiningOp()->moveBefore(first);
-  }
+  // The global loss at the end, where it is returned.
   if (Operation *def = globalLoss.getDefiningOp();
       def && def != lossSum && isa<DivOp>(def))
     def->moveBefore(returnOp);

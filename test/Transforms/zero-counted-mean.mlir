@@ -1,13 +1,12 @@
 // RUN: effopt-opt %s --eff-zero="world-size=2" | FileCheck %s
 // RUN: effopt-opt %s --eff-zero="world-size=2" --convert-eff-to-linalg | FileCheck %s --check-prefix=LOWER
 
-// A token mean with ignore_index: each rank weighs its loss by its count of
-// counted targets and its gradients by its share of the global count
-// (count / global count; 0 for a rank without any targets, whose mean is
-// 0/0), so the summed gradients are the global mean and the summed loss,
-// divided by the global count, too -- not a mean of the ranks' means. The
-// count (from the labels alone) comes first; it and the weighted loss are
-// summed in a bucket of their own, the gradients after it.
+// A token mean with ignore_index: each rank weighs its loss and gradients
+// by its count of counted targets (0 for a rank without any, whose mean is
+// 0/0) and the sums are divided by the global count: the global mean, not
+// a mean of the ranks' means. The count (from the labels alone) comes
+// first; it and the weighted loss are summed in a bucket of their own, the
+// gradients after it.
 module {
   eff.parameter trainable @w : tensor<5xf32>
   func.func @forward_backward(%w: tensor<5xf32> {eff.parameter = @w},
@@ -33,10 +32,10 @@ module {
 // CHECK-NEXT: %[[LW:.*]] = eff.mul %[[LOSS]], %[[COUNT]]
 // CHECK-NEXT: %[[LW0:.*]] = eff.where %[[HAS]], %[[LW]], %[[ZERO]]
 // CHECK-NEXT: %[[LSUM:.*]]:2 = eff.all_reduce %[[COUNT]], %[[LW0]] {world_size = 2 : i64} : tensor<f32>, tensor<f32>
-// CHECK-NEXT: %[[SHARE:.*]] = eff.div %[[COUNT]], %[[LSUM]]#0
-// CHECK-NEXT: %[[GW:.*]] = eff.mul %[[W]], %[[SHARE]]
+// CHECK-NEXT: %[[GW:.*]] = eff.mul %[[W]], %[[COUNT]]
 // CHECK-NEXT: %[[GW0:.*]] = eff.where %[[HAS]], %[[GW]], %[[ZERO]]
-// CHECK-NEXT: %[[GMEAN:.*]] = eff.all_reduce %[[GW0]] {world_size = 2 : i64} : tensor<5xf32>
+// CHECK-NEXT: %[[GSUM:.*]] = eff.all_reduce %[[GW0]] {world_size = 2 : i64} : tensor<5xf32>
+// CHECK-NEXT: %[[GMEAN:.*]] = eff.div %[[GSUM]], %[[LSUM]]#0
 // CHECK-NEXT: %[[LMEAN:.*]] = eff.div %[[LSUM]]#1, %[[LSUM]]#0
 // CHECK-NEXT: return %[[LMEAN]], %[[GMEAN]]
 
