@@ -28,13 +28,15 @@ module {
 // CHECK-NEXT: %[[ONES:.*]] = eff.cast %[[COUNTED]]
 // CHECK-NEXT: %[[COUNT:.*]] = eff.reduce_sum %[[ONES]]
 // CHECK-NEXT: %[[HAS:.*]] = eff.cmp gt, %[[COUNT]], %[[ZERO]]
+// The gradient (the argument itself here) is final before the loss: it is
+// weighed and summed first; the division waits for the global count.
+// CHECK-NEXT: %[[GW:.*]] = eff.mul %[[W]], %[[COUNT]]
+// CHECK-NEXT: %[[GW0:.*]] = eff.where %[[HAS]], %[[GW]], %[[ZERO]]
+// CHECK-NEXT: %[[GSUM:.*]] = eff.all_reduce %[[GW0]] {world_size = 2 : i64} : tensor<5xf32>
 // CHECK: %[[LOSS:.*]] = eff.softmax_cross_entropy
 // CHECK-NEXT: %[[LW:.*]] = eff.mul %[[LOSS]], %[[COUNT]]
 // CHECK-NEXT: %[[LW0:.*]] = eff.where %[[HAS]], %[[LW]], %[[ZERO]]
 // CHECK-NEXT: %[[LSUM:.*]]:2 = eff.all_reduce %[[COUNT]], %[[LW0]] {world_size = 2 : i64} : tensor<f32>, tensor<f32>
-// CHECK-NEXT: %[[GW:.*]] = eff.mul %[[W]], %[[COUNT]]
-// CHECK-NEXT: %[[GW0:.*]] = eff.where %[[HAS]], %[[GW]], %[[ZERO]]
-// CHECK-NEXT: %[[GSUM:.*]] = eff.all_reduce %[[GW0]] {world_size = 2 : i64} : tensor<5xf32>
 // CHECK-NEXT: %[[GMEAN:.*]] = eff.div %[[GSUM]], %[[LSUM]]#0
 // CHECK-NEXT: %[[LMEAN:.*]] = eff.div %[[LSUM]]#1, %[[LSUM]]#0
 // CHECK-NEXT: return %[[LMEAN]], %[[GMEAN]]
