@@ -841,9 +841,9 @@ def EffFoldCollectiveCopiesPass
     Statistic<"numFoldedCopies", "folded-copies",
               "Copies into collective buffers folded into their producers">,
     Statistic<"numFoldedBytes", "folded-bytes", "Bytes those copies moved">,
-    Statistic<"numKeptCopies", "functions-kept",
-              "Collective buffers whose folds were dropped (or functions, "
-              "when none was tried alone): the arena would grow">
+    Statistic<"numKeptCopies", "buffers-kept",
+              "Collective buffers whose copies were kept: folded, the arena "
+              "would grow">
   ];
 }
 
