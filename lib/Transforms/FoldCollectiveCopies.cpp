@@ -184,9 +184,9 @@ static int64_t tagCollectiveBuffers(Operation *root) {
   int64_t groups = 0;
   root->walk([&](memref::AllocOp alloc) {
     if (alloc->hasAttr(kCollectiveBufferAttrName))
-      alloc->setAttr(kFoldGroupAttrName,
-                     IntegerAttr::get(IntegerType::get(alloc.getContext(), 64),
-                                      groups++));
+      alloc->setAttr(
+          kFoldGroupAttrName,
+          IntegerAttr::get(IntegerType::get(alloc.getContext(), 64), groups++));
   });
   return groups;
 }
@@ -212,8 +212,7 @@ void EffFoldCollectiveCopiesPass::runOnOperation() {
       // if the arena with it (and the folds kept before it) does not grow.
       tagCollectiveBuffers(func);
       auto arenaOf = [&](func::FuncOp f) {
-        return MemoryPlan::compute(f.getBody().front(), alignment)
-            .arenaBytes();
+        return MemoryPlan::compute(f.getBody().front(), alignment).arenaBytes();
       };
       int64_t before = arenaOf(func);
       func::FuncOp folded = func.clone();
@@ -251,8 +250,7 @@ void EffFoldCollectiveCopiesPass::runOnOperation() {
 }
 
 std::pair<int64_t, int64_t>
-EffFoldCollectiveCopiesPass::fold(Operation *root,
-                                  std::optional<int64_t> group,
+EffFoldCollectiveCopiesPass::fold(Operation *root, std::optional<int64_t> group,
                                   llvm::SetVector<int64_t> *foldable) {
   int64_t folded = 0, foldedBytes = 0;
   // The copies: memref.copy, and linalg.copy on buffers (eff-step-entry's

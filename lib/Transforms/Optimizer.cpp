@@ -703,8 +703,7 @@ void EffOptimizerPass::runOnOperation() {
       if (!shardedGradients) {
         gradIn = shardOf(entry.grad);
         gradientShards.push_back(gradIn.getDefiningOp());
-      }
-      else if (gradIn.getType() != type) {
+      } else if (gradIn.getType() != type) {
         step.emitError("eff-optimizer: the gradient of ")
             << name << " is " << gradIn.getType() << ", not its ZeRO shard "
             << type << " (eff-zero shard-unit="

@@ -197,16 +197,16 @@ void EffZeroPass::runOnOperation() {
                                 RankedTensorType::get({}, builder.getF32Type()),
                                 ones, builder.getDenseI64ArrayAttr(axes),
                                 builder.getBoolAttr(false));
-    hasTargets = CmpOp::create(
-        builder, loc, RankedTensorType::get({}, builder.getI1Type()),
-        CmpPredicate::gt, count, zero);
+    hasTargets = CmpOp::create(builder, loc,
+                               RankedTensorType::get({}, builder.getI1Type()),
+                               CmpPredicate::gt, count, zero);
   }
   // `x` times `weight`, or 0 on a rank without counted targets (whose
   // unweighted mean is 0/0).
   auto weigh = [&](Value x, Value weight) -> Value {
     Value product = MulOp::create(builder, loc, x, weight);
-    return WhereOp::create(builder, loc, product.getType(), hasTargets,
-                           product, zero);
+    return WhereOp::create(builder, loc, product.getType(), hasTargets, product,
+                           zero);
   };
 
   auto checkF32 = [&](unsigned i) {
@@ -299,8 +299,8 @@ void EffZeroPass::runOnOperation() {
   int64_t summedBytes = 0;
   for (Value v : summands)
     summedBytes += effopt::eff::detail::tensorBytes(v.getType());
-  int64_t limit = std::min<int64_t>(
-      bucketBytes, llvm::divideCeil(summedBytes, minBuckets));
+  int64_t limit =
+      std::min<int64_t>(bucketBytes, llvm::divideCeil(summedBytes, minBuckets));
   SmallVector<Value> sums;
   SmallVector<Value> bucket;
   int64_t bucketed = 0;
@@ -352,9 +352,8 @@ void EffZeroPass::runOnOperation() {
   }
   placeEarly(body, lastStepOp, returnOp);
   // The global loss at the end, where it is returned.
-  if (Operation *def = globalLoss.getDefiningOp();
-      def && def != lossSum && isa<DivOp>(def))
-    def->moveBefore(returnOp);
+  if (auto mean = globalLoss.getDefiningOp<DivOp>())
+    mean->moveBefore(returnOp);
   if (stage == 3 && failed(shardParameters(module, func)))
     return signalPassFailure();
   if (!scattered.empty() || stage == 3)
