@@ -151,8 +151,9 @@ def main():
     ap.add_argument("--stages", default="0,1,2,3",
                     help="ZeRO stages at N > 1")
     ap.add_argument("--repeats", type=int, default=1,
-                    help="runs of each effrun configuration; the step time "
-                         "is the least of their medians (a loaded machine)")
+                    help="rounds of runs of every configuration, effopt's "
+                         "and PyTorch's interleaved; the step time is the "
+                         "least of their medians (a loaded machine)")
     ap.add_argument("--compare-blocking", action="store_true",
                     help="at N > 1 also each stage with blocking collectives "
                          "(effc --zero-overlap=false), each right after the overlapped one")
@@ -195,6 +196,10 @@ def main():
         variants = [(z, True) for z in stages]
         if args.compare_blocking and n > 1:
             variants = [(z, o) for z in stages for o in (True, False)]
+        # Compile every variant first; then run them, and PyTorch's, in
+        # rounds (--repeats), interleaved, so that a busy machine slows
+        # both alike; each step time is the least of the rounds' medians.
+        runs = []
         for stage, overlap in variants:
             label = "n%d_z%d%s" % (n, stage, "" if overlap else "_blocking")
             effx = os.path.join(work, label + ".effx")
@@ -206,33 +211,57 @@ def main():
                             report]
                            + ([] if overlap else ["--zero-overlap=false"]),
                            check=True, stdout=subprocess.DEVNULL)
-            plan = json.load(open(report))
+            runs.append((stage, overlap, label, effx,
+                         json.load(open(report))))
+        torch_runs = []
+        if not args.no_torch and args.optimizer == "adamw":
+            torch_runs = [False] if n == 1 else [False, True]
+        effopt_ms, effopt_rss, torch_ms, torch_out = {}, {}, {}, {}
+        for _ in range(args.repeats):
+            for stage, overlap, label, effx, plan in runs:
+                log = os.path.join(work, label + ".jsonl")
+                rss = [os.path.join(work, "%s.rss%d" % (label, r))
+                       for r in range(n)]
+                # Each rank under /usr/bin/time (its maximum RSS in its file).
+                wrapper = os.path.join(work, "rank_time.sh")
+                with open(wrapper, "w") as f:
+                    f.write('#!/bin/sh\nexec /usr/bin/time -f %%M -o "%s/%s.rss'
+                            '${OMPI_COMM_WORLD_RANK:-0}" "$@"\n' % (work, label))
+                os.chmod(wrapper, 0o755)
+                cmd = [wrapper, os.path.join(args.bin, "effrun"), effx,
+                       "--data", npz, "--steps", str(args.steps), "--log", log,
+                       "--quiet", "--threads", "1"]
+                if n > 1:
+                    cmd = ["mpirun", "-np", str(n), "--oversubscribe"] + cmd
+                subprocess.run(cmd, check=True, env=mpi_env())
+                steps = [json.loads(l) for l in open(log)]
+                run_ms = statistics.median(s["time_ms"] for s in steps[2:])
+                effopt_ms[label] = min(effopt_ms.get(label, run_ms), run_ms)
+                measured = max(int(open(p).read().split()[-1]) * 1024
+                               for p in rss)
+                effopt_rss[label] = max(effopt_rss.get(label, 0), measured)
+            for zero in torch_runs:
+                spec = {"model": model_path, "data": npz, "inputs": names,
+                        "batch": B, "steps": args.steps, "ranks": n,
+                        "zero": zero, "port": 29500 + n * 2 + int(zero),
+                        "examples": os.path.dirname(ex.__file__)}
+                procs = [subprocess.Popen([sys.executable, "-c", TORCH_CHILD,
+                                           json.dumps(spec), str(r)],
+                                          stdout=subprocess.PIPE, text=True)
+                         for r in range(n)]
+                outs = [p.communicate()[0] for p in procs]
+                result = json.loads(outs[0])
+                ms = statistics.median(r["median_ms"] for r in result)
+                torch_ms[zero] = min(torch_ms.get(zero, ms), ms)
+                torch_out[zero] = result
+        for stage, overlap, label, effx, plan in runs:
             persistent = {}
             for x in plan["tensors"]:
                 persistent[x["category"]] = (persistent.get(x["category"], 0)
                                              + x["bytes"])
-            log = os.path.join(work, label + ".jsonl")
-            rss = [os.path.join(work, "%s.rss%d" % (label, r)) for r in range(n)]
-            # Each rank under /usr/bin/time (its maximum RSS in its file).
-            wrapper = os.path.join(work, "rank_time.sh")
-            with open(wrapper, "w") as f:
-                f.write('#!/bin/sh\nexec /usr/bin/time -f %%M -o "%s/%s.rss'
-                        '${OMPI_COMM_WORLD_RANK:-0}" "$@"\n' % (work, label))
-            os.chmod(wrapper, 0o755)
-            cmd = [wrapper, os.path.join(args.bin, "effrun"), effx, "--data",
-                   npz, "--steps", str(args.steps), "--log", log, "--quiet",
-                   "--threads", "1"]
-            if n > 1:
-                cmd = ["mpirun", "-np", str(n), "--oversubscribe"] + cmd
-            ms = None
-            for _ in range(args.repeats):
-                subprocess.run(cmd, check=True, env=mpi_env())
-                steps = [json.loads(l) for l in open(log)]
-                run_ms = statistics.median(s["time_ms"] for s in steps[2:])
-                ms = run_ms if ms is None else min(ms, run_ms)
+            ms = effopt_ms[label]
             if base_ms is None:
                 base_ms = ms
-            measured = max(int(open(p).read().split()[-1]) * 1024 for p in rss)
             states = (persistent.get("parameters", 0) +
                       persistent.get("optimizer state", 0) +
                       live_peak(plan, "gradients"))
@@ -242,28 +271,17 @@ def main():
                          persistent.get("optimizer state", 0),
                          live_peak(plan, "gradients"), states,
                          paper_bytes(stage, psi, n, kpsi), plan["total_bytes"],
-                         measured, ms, ms / base_ms))
-        if args.no_torch or args.optimizer != "adamw":
-            continue
-        for zero in ([False] if n == 1 else [False, True]):
-            spec = {"model": model_path, "data": npz, "inputs": names,
-                    "batch": B, "steps": args.steps, "ranks": n, "zero": zero,
-                    "port": 29500 + n * 2 + int(zero),
-                    "examples": os.path.dirname(ex.__file__)}
-            procs = [subprocess.Popen([sys.executable, "-c", TORCH_CHILD,
-                                       json.dumps(spec), str(r)],
-                                      stdout=subprocess.PIPE, text=True)
-                     for r in range(n)]
-            outs = [p.communicate()[0] for p in procs]
-            result = json.loads(outs[0])
-            ms = statistics.median(r["median_ms"] for r in result)
+                         effopt_rss[label], ms, ms / base_ms))
+        for zero in torch_runs:
+            result = torch_out[zero]
             r0 = result[0]
             states = r0["parameters"] + r0["gradients"] + r0["optimizer_state"]
             rows.append(("torch", n, "ZeRO-1" if zero else "DDP",
                          r0["parameters"], r0["optimizer_state"],
                          r0["gradients"], states,
                          paper_bytes(1 if zero else 0, psi, n, kpsi), None,
-                         max(r["rss"] for r in result), ms, ms / base_ms))
+                         max(r["rss"] for r in result), torch_ms[zero],
+                         torch_ms[zero] / base_ms))
 
     mib = lambda b: "-" if b is None else "%.2f" % (b / 2**20)
     print("\nper-rank MiB | params | opt state | grads (most live) | model "

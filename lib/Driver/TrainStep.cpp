@@ -114,6 +114,9 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   if (options.zeroOneRankCollectives && options.worldSize != 1)
     return fail("--zero-one-rank-collectives applies to --world-size 1 "
                 "only (more ranks communicate anyway)");
+  if (options.zeroMinBuckets < 1)
+    return fail("--zero-min-buckets must be at least 1, got " +
+                llvm::Twine(static_cast<int64_t>(options.zeroMinBuckets)));
   if (options.zeroBucketBytes < 0)
     return fail("--zero-bucket-bytes must be at least 0, got " +
                 llvm::Twine(static_cast<int64_t>(options.zeroBucketBytes)));
@@ -274,6 +277,7 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     zero.oneRankCollectives = options.zeroOneRankCollectives;
     zero.keepGathered = options.zeroKeepGathered;
     zero.bucketBytes = options.zeroBucketBytes;
+    zero.minBuckets = options.zeroMinBuckets;
     // Shards of what the optimizer keeps whole (8-bit blocks, Adafactor's
     // rows), with eff-optimizer's defaults for the 8-bit blocks.
     ZeroShardPolicy policy =

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace effopt {
 #define GEN_PASS_DEF_EFFFOLDCOLLECTIVECOPIESPASS
@@ -34,6 +35,10 @@ namespace effopt {
 
 using namespace mlir;
 using namespace effopt;
+
+/// Integer attribute on a collective buffer while the pass runs: which of
+/// the function's buffers it is (its copies are folded or kept together).
+static constexpr llvm::StringLiteral kFoldGroupAttrName = "eff.fold_group";
 
 /// The static byte offset of `type`'s first element from its base pointer
 /// when it is a static, contiguous row-major memref of a sized element type.
@@ -140,9 +145,13 @@ struct EffFoldCollectiveCopiesPass
     : effopt::impl::EffFoldCollectiveCopiesPassBase<
           EffFoldCollectiveCopiesPass> {
   void runOnOperation() override;
-  /// Folds every copy into a collective buffer under `root` that can be;
-  /// returns (copies, bytes) folded.
-  std::pair<int64_t, int64_t> fold(Operation *root);
+  /// Folds every copy into a collective buffer under `root` that can be
+  /// (only into the buffers tagged `group`, if given); returns (copies,
+  /// bytes) folded. With `foldable`, folds nothing and collects the tags of
+  /// the buffers that have copies to fold instead.
+  std::pair<int64_t, int64_t>
+  fold(Operation *root, std::optional<int64_t> group,
+       llvm::SetVector<int64_t> *foldable = nullptr);
   /// `buffer` as bytes (memref<Kxi8>), viewed as its old type where it was
   /// used; the byte allocation is returned (`buffer` itself if it is bytes).
   memref::AllocOp asBytes(memref::AllocOp buffer);
@@ -169,6 +178,19 @@ memref::AllocOp EffFoldCollectiveCopiesPass::asBytes(memref::AllocOp buffer) {
   return raw;
 }
 
+/// Marks every collective buffer under `root` with its index, the group
+/// of copies decided together (the tag survives asBytes and clones).
+static int64_t tagCollectiveBuffers(Operation *root) {
+  int64_t groups = 0;
+  root->walk([&](memref::AllocOp alloc) {
+    if (alloc->hasAttr(kCollectiveBufferAttrName))
+      alloc->setAttr(
+          kFoldGroupAttrName,
+          IntegerAttr::get(IntegerType::get(alloc.getContext(), 64), groups++));
+  });
+  return groups;
+}
+
 void EffFoldCollectiveCopiesPass::runOnOperation() {
   ModuleOp module = getOperation();
   int64_t alignment = EffStepAbiPassOptions().alignment;
@@ -181,26 +203,46 @@ void EffFoldCollectiveCopiesPass::runOnOperation() {
       continue;
     auto [copies, bytes] = std::pair<int64_t, int64_t>{0, 0};
     if (!func->hasAttr(eff::kArenaArgAttrName)) {
-      std::tie(copies, bytes) = fold(func);
+      std::tie(copies, bytes) = fold(func, std::nullopt);
     } else {
       // A folded buffer lives from its first writer on, which may be where
       // the arena peaks (a bucket's first gradient, early in the backward):
-      // keep the folds only where the planned arena does not grow.
+      // keep the folds only where the planned arena does not grow. All at
+      // once if that holds; otherwise buffer by buffer, in order, each kept
+      // if the arena with it (and the folds kept before it) does not grow.
+      tagCollectiveBuffers(func);
+      auto arenaOf = [&](func::FuncOp f) {
+        return MemoryPlan::compute(f.getBody().front(), alignment).arenaBytes();
+      };
+      int64_t before = arenaOf(func);
       func::FuncOp folded = func.clone();
-      std::tie(copies, bytes) = fold(folded);
-      int64_t before =
-          MemoryPlan::compute(func.getBody().front(), alignment).arenaBytes();
-      int64_t after =
-          MemoryPlan::compute(folded.getBody().front(), alignment)
-              .arenaBytes();
-      if (copies && after <= before) {
+      std::tie(copies, bytes) = fold(folded, std::nullopt);
+      if (copies && arenaOf(folded) <= before) {
         func.getBody().takeBody(folded.getBody());
+        folded.erase();
       } else {
-        if (copies)
-          ++numKeptCopies;
+        folded.erase();
         copies = bytes = 0;
+        llvm::SetVector<int64_t> groups;
+        fold(func, std::nullopt, &groups);
+        for (int64_t group : groups) {
+          func::FuncOp trial = func.clone();
+          auto [groupCopies, groupBytes] = fold(trial, group);
+          int64_t after = groupCopies ? arenaOf(trial) : before + 1;
+          if (groupCopies && after <= before) {
+            func.getBody().takeBody(trial.getBody());
+            before = after;
+            copies += groupCopies;
+            bytes += groupBytes;
+          } else if (groupCopies) {
+            ++numKeptCopies;
+          }
+          trial.erase();
+        }
       }
-      folded.erase();
+      func.walk([&](memref::AllocOp alloc) {
+        alloc->removeAttr(kFoldGroupAttrName);
+      });
     }
     numFoldedCopies += copies;
     numFoldedBytes += bytes;
@@ -208,23 +250,39 @@ void EffFoldCollectiveCopiesPass::runOnOperation() {
 }
 
 std::pair<int64_t, int64_t>
-EffFoldCollectiveCopiesPass::fold(Operation *root) {
+EffFoldCollectiveCopiesPass::fold(Operation *root, std::optional<int64_t> group,
+                                  llvm::SetVector<int64_t> *foldable) {
   int64_t folded = 0, foldedBytes = 0;
-  // The copies as (copy, source, target): memref.copy, and linalg.copy on
-  // buffers (eff-step-entry's form of a copy into a strided view).
-  SmallVector<std::tuple<Operation *, Value, Value>> copies;
+  // The copies: memref.copy, and linalg.copy on buffers (eff-step-entry's
+  // form of a copy into a strided view).
+  SmallVector<Operation *> copies;
   root->walk([&](Operation *op) {
-    if (auto copy = dyn_cast<memref::CopyOp>(op))
-      copies.emplace_back(op, copy.getSource(), copy.getTarget());
-    else if (auto copy = dyn_cast<linalg::CopyOp>(op);
-             copy && copy.hasPureBufferSemantics())
-      copies.emplace_back(op, copy.getInputs().front(),
-                          copy.getOutputs().front());
+    if (isa<memref::CopyOp>(op) ||
+        (isa<linalg::CopyOp>(op) &&
+         cast<linalg::CopyOp>(op).hasPureBufferSemantics()))
+      copies.push_back(op);
   });
-  for (auto [copy, from, to] : copies) {
+  for (Operation *copy : copies) {
+    // Source and target read now: a fold before may have replaced a
+    // collective buffer this copy reads (a bucket of one gradient, copied
+    // whole into a shard's buffer) by its byte view.
+    Value from, to;
+    if (auto memrefCopy = dyn_cast<memref::CopyOp>(copy)) {
+      from = memrefCopy.getSource();
+      to = memrefCopy.getTarget();
+    } else {
+      auto linalgCopy = cast<linalg::CopyOp>(copy);
+      from = linalgCopy.getInputs().front();
+      to = linalgCopy.getOutputs().front();
+    }
     int64_t shift = 0;
     memref::AllocOp buffer = collectiveBufferOf(to, shift);
     memref::AllocOp source = reshapedAlloc(from);
+    if (group && buffer) {
+      auto tag = buffer->getAttrOfType<IntegerAttr>(kFoldGroupAttrName);
+      if (!tag || tag.getInt() != *group)
+        continue;
+    }
     if (!buffer || !source || source == buffer ||
         source->hasAttr(kCollectiveBufferAttrName) ||
         source->hasAttr(kWorkspaceAttrName) ||
@@ -238,6 +296,11 @@ EffFoldCollectiveCopiesPass::fold(Operation *root) {
       continue;
     // The slice is written by the source's writers from the first on: the
     // buffer must exist there.
+    if (foldable) {
+      if (auto tag = buffer->getAttrOfType<IntegerAttr>(kFoldGroupAttrName))
+        foldable->insert(tag.getInt());
+      continue;
+    }
     memref::AllocOp raw = asBytes(buffer);
     if (source->isBeforeInBlock(raw))
       raw->moveBefore(source);

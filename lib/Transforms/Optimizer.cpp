@@ -522,6 +522,8 @@ void EffOptimizerPass::runOnOperation() {
   // Split the results: forward outputs, buffer updates, gradients.
   SmallVector<std::pair<Value, DictionaryAttr>> outputs;
   SmallVector<std::pair<Value, FlatSymbolRefAttr>> updates;
+  // ZeRO stage 1: the shards of the summed gradients (eff.shard).
+  SmallVector<Operation *> gradientShards;
   SmallVector<GradientEntry> gradients;
   Value skipStep; // eff-loss-scaling: true when the gradients overflowed
   llvm::DenseMap<Attribute, BlockArgument> argumentOf;
@@ -698,9 +700,10 @@ void EffOptimizerPass::runOnOperation() {
                                builder.getI64IntegerAttr(worldSize));
       };
       paramIn = shardOf(entry.value);
-      if (!shardedGradients)
+      if (!shardedGradients) {
         gradIn = shardOf(entry.grad);
-      else if (gradIn.getType() != type) {
+        gradientShards.push_back(gradIn.getDefiningOp());
+      } else if (gradIn.getType() != type) {
         step.emitError("eff-optimizer: the gradient of ")
             << name << " is " << gradIn.getType() << ", not its ZeRO shard "
             << type << " (eff-zero shard-unit="
@@ -924,6 +927,19 @@ void EffOptimizerPass::runOnOperation() {
                                       : &body.front();
        op != newReturn; op = op->getNextNode())
     op->setLoc(eff::withProvenance(op->getLoc(), eff::Provenance::Optimizer));
+  // A rank's block of a summed gradient (stage 1) is gradient memory, as
+  // the reduce-scattered block of stage 2 is (the memory report counts it
+  // so): the shard and the flattening that feeds it.
+  auto asGradient = [](Operation *op) {
+    op->setLoc(eff::withProvenance(op->getLoc(), eff::Provenance::Gradient));
+  };
+  for (Operation *shard : gradientShards) {
+    asGradient(shard);
+    for (Operation *op = shard->getOperand(0).getDefiningOp();
+         isa_and_nonnull<ReshapeOp, PadOp>(op);
+         op = op->getOperand(0).getDefiningOp())
+      asGradient(op);
+  }
   step.setType(builder.getFunctionType(step.getArgumentTypes(),
                                        ValueRange(results).getTypes()));
   for (auto [i, attrs] : llvm::enumerate(resultAttrs))

@@ -164,6 +164,26 @@ void EffOverlapCollectivesPass::overlapBlock(Block &block) {
     }
     if (!fence)
       continue;
+    // A collective whose results the next start needs (the global count of
+    // targets that weighs the gradients of the next bucket): moving its
+    // readers down to that start would only delay them (and keep what they
+    // read live); its wait goes right before its first reader instead.
+    {
+      llvm::SmallPtrSet<Value, 16> cone(pair.wait->result_begin(),
+                                        pair.wait->result_end());
+      Operation *firstReader = nullptr;
+      for (Operation *op = pair.wait->getNextNode(); op != fence;
+           op = op->getNextNode())
+        if (reads(op, cone)) {
+          if (!firstReader)
+            firstReader = op;
+          cone.insert(op->result_begin(), op->result_end());
+        }
+      if (reads(fence, cone)) {
+        pair.wait->moveBefore(firstReader ? firstReader : fence);
+        continue;
+      }
+    }
     SmallVector<Operation *> moved;
     for (;;) {
       moved = {pair.wait};

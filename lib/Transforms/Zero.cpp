@@ -114,6 +114,11 @@ void EffZeroPass::runOnOperation() {
         << static_cast<int64_t>(bucketBytes);
     return signalPassFailure();
   }
+  if (minBuckets < 1) {
+    module.emitError("eff-zero: min-buckets must be at least 1, got ")
+        << static_cast<int64_t>(minBuckets);
+    return signalPassFailure();
+  }
   if (stage < 0 || stage > 3) {
     module.emitError("eff-zero: stage must be 0, 1, 2 or 3, got ")
         << static_cast<int64_t>(stage);
@@ -163,12 +168,16 @@ void EffZeroPass::runOnOperation() {
     return signalPassFailure();
 
   auto returnOp = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  // Everything built from here on is placed by `placeEarly` afterwards.
+  Operation *lastStepOp = returnOp->getPrevNode();
   builder.setInsertionPoint(returnOp);
   Location loc = withProvenance(func.getLoc(), Provenance::Gradient);
   // CountedMean: this rank's count of targets (a rank without any adds
-  // nothing: its mean is 0/0); summed over the ranks with the rest.
-  Value count, hasTargets;
+  // nothing: its mean is 0/0). It depends only on the labels, so it is
+  // computed at the start of the step.
+  Value count, hasTargets, zero;
   if (weighting->kind == LossWeighting::CountedMean) {
+    zero = scalarF32(builder, loc, 0.0);
     Value labels = weighting->labels;
     auto labelType = cast<RankedTensorType>(labels.getType());
     auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
@@ -188,13 +197,65 @@ void EffZeroPass::runOnOperation() {
                                 RankedTensorType::get({}, builder.getF32Type()),
                                 ones, builder.getDenseI64ArrayAttr(axes),
                                 builder.getBoolAttr(false));
-    hasTargets = CmpOp::create(
-        builder, loc, RankedTensorType::get({}, builder.getI1Type()),
-        CmpPredicate::gt, count, scalarF32(builder, loc, 0.0));
+    hasTargets = CmpOp::create(builder, loc,
+                               RankedTensorType::get({}, builder.getI1Type()),
+                               CmpPredicate::gt, count, zero);
   }
+  // `x` times `weight`, or 0 on a rank without counted targets (whose
+  // unweighted mean is 0/0).
+  auto weigh = [&](Value x, Value weight) -> Value {
+    Value product = MulOp::create(builder, loc, x, weight);
+    return WhereOp::create(builder, loc, product.getType(), hasTargets, product,
+                           zero);
+  };
 
-  // What each rank contributes: the count, then the loss and the gradients
-  // in the order the step produces them (weighted by the count for a
+  auto checkF32 = [&](unsigned i) {
+    Value value = returnOp.getOperand(i);
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (type && type.getElementType().isF32())
+      return true;
+    func.emitError("eff-zero: ")
+        << (i == 0 ? "the loss" : "gradient result " + std::to_string(i))
+        << " is " << value.getType() << "; only f32 tensors are all-reduced";
+    return false;
+  };
+
+  // The loss (with the count) in a bucket of its own, summed first, right
+  // after the forward: in a gradient bucket it would keep that bucket live
+  // from the forward on, and the global count divides every sum after it.
+  if (!checkF32(0))
+    return signalPassFailure();
+  SmallVector<Value> lossBucket;
+  if (count)
+    lossBucket.push_back(count);
+  lossBucket.push_back(count ? weigh(returnOp.getOperand(0), count)
+                             : returnOp.getOperand(0));
+  auto lossSum = AllReduceOp::create(builder, loc, lossBucket,
+                                     builder.getI64IntegerAttr(worldSize));
+  ++numAllReduces;
+  for (Value v : lossBucket)
+    numAllReducedBytes += effopt::eff::detail::tensorBytes(v.getType());
+  // The global values: sums divided by the global count, by N, or not. A
+  // counted mean weighs each rank's gradients by its own count before the
+  // sum, as soon as the backward produces them (the count is known from
+  // the start), and divides the sums by the global count after them, as
+  // eff-grad-accum does over micro-batches: the same bits as one process
+  // accumulating the N ranks' micro-batches whenever the sums are (the
+  // same rows on every rank).
+  Value divisor;
+  if (count) {
+    divisor = lossSum.getResult(0);
+  } else if (weighting->kind == LossWeighting::EqualMean) {
+    divisor = scalarF32(builder, loc, static_cast<double>(worldSize));
+  }
+  auto global = [&](Value sum) -> Value {
+    return divisor ? DivOp::create(builder, loc, sum, divisor).getResult()
+                   : sum;
+  };
+  Value globalLoss = global(lossSum.getResults().back());
+  returnOp->setOperand(0, globalLoss);
+
+  // The gradients in the order the step produces them (weighted for a
   // counted mean), so that a bucket is final as soon as its last gradient
   // is, as DDP's buckets in reverse parameter order.
   Block &body = func.getBody().front();
@@ -206,35 +267,23 @@ void EffZeroPass::runOnOperation() {
     Operation *inBody = def ? body.findAncestorOpInBlock(*def) : nullptr;
     return inBody ? position.lookup(inBody) : 0;
   };
-  SmallVector<unsigned> order =
-      llvm::to_vector(llvm::seq<unsigned>(0, returnOp.getNumOperands()));
+  SmallVector<unsigned> order;
+  for (unsigned i = 1; i < returnOp.getNumOperands(); ++i)
+    if (func.getResultAttr(i, kGradientAttrName))
+      order.push_back(i);
   llvm::stable_sort(order, [&](unsigned a, unsigned b) {
     return producedAt(returnOp.getOperand(a)) <
            producedAt(returnOp.getOperand(b));
   });
-  Operation *lastStepOp = returnOp->getPrevNode();
   SmallVector<unsigned> resultIndices, scatteredIndices;
   SmallVector<Value> summands, scattered;
-  if (count)
-    summands.push_back(count);
   for (unsigned i : order) {
-    Value value = returnOp.getOperand(i);
-    bool isLoss = i == 0;
-    if (!isLoss && !func.getResultAttr(i, kGradientAttrName))
-      continue;
-    auto type = dyn_cast<RankedTensorType>(value.getType());
-    if (!type || !type.getElementType().isF32()) {
-      func.emitError("eff-zero: ")
-          << (isLoss ? "the loss" : "gradient result " + std::to_string(i))
-          << " is " << value.getType() << "; only f32 tensors are all-reduced";
+    if (!checkF32(i))
       return signalPassFailure();
-    }
-    if (count) {
-      Value product = MulOp::create(builder, loc, value, count);
-      value = WhereOp::create(builder, loc, product.getType(), hasTargets,
-                              product, scalarF32(builder, loc, 0.0));
-    }
-    if (stage >= 2 && !isLoss) {
+    Value value = returnOp.getOperand(i);
+    if (count)
+      value = weigh(value, count);
+    if (stage >= 2) {
       scatteredIndices.push_back(i);
       scattered.push_back(value);
       continue;
@@ -243,7 +292,15 @@ void EffZeroPass::runOnOperation() {
     summands.push_back(value);
   }
 
-  // Buckets in that order: one all-reduce sums each.
+  // Buckets in that order: one all-reduce sums each. At least min-buckets
+  // of them, so that a model smaller than bucket-bytes still sums (and,
+  // with the buffers written in place, frees) its gradients during the
+  // backward.
+  int64_t summedBytes = 0;
+  for (Value v : summands)
+    summedBytes += effopt::eff::detail::tensorBytes(v.getType());
+  int64_t limit =
+      std::min<int64_t>(bucketBytes, llvm::divideCeil(summedBytes, minBuckets));
   SmallVector<Value> sums;
   SmallVector<Value> bucket;
   int64_t bucketed = 0;
@@ -260,27 +317,13 @@ void EffZeroPass::runOnOperation() {
   };
   for (Value v : summands) {
     int64_t bytes = effopt::eff::detail::tensorBytes(v.getType());
-    if (!bucket.empty() && bucketed + bytes > bucketBytes)
+    if (!bucket.empty() && bucketed + bytes > limit)
       flush();
     bucket.push_back(v);
     bucketed += bytes;
   }
   flush();
-
-  // The global values: sums divided by the global count, by N, or not.
-  ArrayRef<Value> results = sums;
-  Value divisor;
-  if (count) {
-    divisor = results.front();
-    results = results.drop_front();
-  } else if (weighting->kind == LossWeighting::EqualMean) {
-    divisor = scalarF32(builder, loc, static_cast<double>(worldSize));
-  }
-  auto global = [&](Value sum) -> Value {
-    return divisor ? DivOp::create(builder, loc, sum, divisor).getResult()
-                   : sum;
-  };
-  for (auto [i, sum] : llvm::zip_equal(resultIndices, results))
+  for (auto [i, sum] : llvm::zip_equal(resultIndices, sums))
     returnOp->setOperand(i, global(sum));
 
   // Stage 2: each gradient flattened, padded with zeros to N*S elements and
@@ -308,6 +351,9 @@ void EffZeroPass::runOnOperation() {
     returnOp->setOperand(i, global(mine));
   }
   placeEarly(body, lastStepOp, returnOp);
+  // The global loss at the end, where it is returned.
+  if (auto mean = globalLoss.getDefiningOp<DivOp>())
+    mean->moveBefore(returnOp);
   if (stage == 3 && failed(shardParameters(module, func)))
     return signalPassFailure();
   if (!scattered.empty() || stage == 3)

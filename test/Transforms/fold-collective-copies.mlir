@@ -138,3 +138,72 @@ func.func @arena_would_grow(%arena: memref<?xi8>, %x: f32) attributes {eff.arena
   call @sum(%bucket) : (memref<1025xf32>) -> ()
   return
 }
+
+// -----
+
+// Decided buffer by buffer where folding all would grow the arena: the
+// first bucket (as in @arena_would_grow) keeps its copies, the second,
+// written after the large temporary, is folded (its writer writes into it).
+// CHECK-LABEL: func.func @arena_per_buffer(
+// CHECK: %[[FIRST:.*]] = memref.alloc() {eff.collective_buffer} : memref<1025xf32>
+// CHECK: memref.copy
+// CHECK: linalg.copy
+// CHECK: call @sum(%[[FIRST]])
+// CHECK-NEXT: %[[RAW:.*]] = memref.alloc() {eff.collective_buffer} : memref<4100xi8>
+// CHECK: %[[LATE:.*]] = memref.view %[[RAW]]
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[LATE]] : memref<1025xf32>)
+// CHECK-NOT: copy
+// CHECK: return
+func.func private @sum(memref<1025xf32>)
+func.func private @use(memref<2048xf32>)
+func.func @arena_per_buffer(%arena: memref<?xi8>, %x: f32) attributes {eff.arena_arg = 0 : i64} {
+  %a = memref.alloc() : memref<f32>
+  linalg.fill ins(%x : f32) outs(%a : memref<f32>)
+  %t = memref.alloc() : memref<2048xf32>
+  linalg.fill ins(%x : f32) outs(%t : memref<2048xf32>)
+  call @use(%t) : (memref<2048xf32>) -> ()
+  %b = memref.alloc() : memref<1024xf32>
+  linalg.fill ins(%x : f32) outs(%b : memref<1024xf32>)
+  %bucket = memref.alloc() {eff.collective_buffer} : memref<1025xf32>
+  %s0 = memref.subview %bucket[0] [1] [1] : memref<1025xf32> to memref<1xf32, strided<[1]>>
+  %v0 = memref.collapse_shape %s0 [] : memref<1xf32, strided<[1]>> into memref<f32>
+  memref.copy %a, %v0 : memref<f32> to memref<f32>
+  %s1 = memref.subview %bucket[1] [1024] [1] : memref<1025xf32> to memref<1024xf32, strided<[1], offset: 1>>
+  linalg.copy ins(%b : memref<1024xf32>) outs(%s1 : memref<1024xf32, strided<[1], offset: 1>>)
+  call @sum(%bucket) : (memref<1025xf32>) -> ()
+  %c = memref.alloc() : memref<1025xf32>
+  linalg.fill ins(%x : f32) outs(%c : memref<1025xf32>)
+  %second = memref.alloc() {eff.collective_buffer} : memref<1025xf32>
+  memref.copy %c, %second : memref<1025xf32> to memref<1025xf32>
+  call @sum(%second) : (memref<1025xf32>) -> ()
+  return
+}
+
+// -----
+
+// A bucket of one tensor copied whole into another collective's buffer (a
+// stage-1 shard of a gradient that is its own bucket): the first copy is
+// folded (the bucket turns into bytes), the second reads the bucket's view
+// and stays; the source a copy reads is the one it has when it is folded.
+// CHECK-LABEL: func.func @bucket_copied_on(
+// CHECK-NEXT: %[[RAW:.*]] = memref.alloc() {eff.collective_buffer} : memref<24xi8>
+// CHECK: %[[G:.*]] = memref.view %[[RAW]]
+// CHECK-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%[[G]] : memref<6xf32>)
+// CHECK: %[[BUCKET:.*]] = memref.view %[[RAW]]
+// CHECK-NEXT: call @sum(%[[BUCKET]])
+// CHECK-NEXT: %[[SEND:.*]] = memref.alloc() {eff.collective_buffer} : memref<6xf32>
+// CHECK-NEXT: memref.copy %[[BUCKET]], %[[SEND]]
+// CHECK-NEXT: call @shard(%[[SEND]])
+func.func private @sum(memref<6xf32>)
+func.func private @shard(memref<6xf32>)
+func.func @bucket_copied_on(%x: f32) {
+  %g = memref.alloc() : memref<6xf32>
+  linalg.fill ins(%x : f32) outs(%g : memref<6xf32>)
+  %bucket = memref.alloc() {eff.collective_buffer} : memref<6xf32>
+  memref.copy %g, %bucket : memref<6xf32> to memref<6xf32>
+  call @sum(%bucket) : (memref<6xf32>) -> ()
+  %send = memref.alloc() {eff.collective_buffer} : memref<6xf32>
+  memref.copy %bucket, %send : memref<6xf32> to memref<6xf32>
+  call @shard(%send) : (memref<6xf32>) -> ()
+  return
+}

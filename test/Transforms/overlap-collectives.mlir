@@ -33,6 +33,35 @@ func.func @sums_overlap_backward(%a: tensor<4xf32>, %b: tensor<4xf32>, %lr: tens
 
 // -----
 
+// A sum whose results the next start needs (the global count of targets
+// that weighs the next bucket's gradient): its wait goes right before its
+// first reader, which stays where it is (moved down to the next start with
+// its readers, the weighting would wait there and keep the unweighted
+// gradient live across the backward).
+// CHECK-LABEL: func.func @count_feeds_next_start(
+// CHECK: %[[F0:.*]] = eff.all_reduce_start %arg0 {world_size = 2 : i64} : tensor<f32>
+// CHECK-NEXT: %[[G:.*]] = eff.mul %arg1, %arg1
+// CHECK-NEXT: %[[T:.*]] = eff.exp %arg1
+// CHECK-NEXT: %[[C:.*]] = eff.wait %[[F0]] : tensor<f32>
+// CHECK-NEXT: %[[SHARE:.*]] = eff.div %arg0, %[[C]]
+// CHECK-NEXT: %[[W:.*]] = eff.mul %[[G]], %[[SHARE]]
+// CHECK-NEXT: %[[F1:.*]] = eff.all_reduce_start %[[W]] {world_size = 2 : i64} : tensor<4xf32>
+// CHECK-NEXT: %[[H:.*]] = eff.add %[[T]], %arg1
+// CHECK-NEXT: %[[S:.*]] = eff.wait %[[F1]]
+// CHECK-NEXT: return %[[S]], %[[H]]
+func.func @count_feeds_next_start(%count: tensor<f32>, %a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c = eff.all_reduce %count {world_size = 2 : i64} : tensor<f32>
+  %g = eff.mul %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %t = eff.exp %a : tensor<4xf32>
+  %share = eff.div %count, %c : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %w = eff.mul %g, %share : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %h = eff.add %t, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s = eff.all_reduce %w {world_size = 2 : i64} : tensor<4xf32>
+  return %s, %h : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // A bucket of several tensors and a reduce-scatter (stage 2): one start
 // each, right after the last tensor it takes (a start placed late, as
 // eff-schedule-memory may leave it, moves up to its last producer); the

@@ -27,7 +27,8 @@ module {
 // Stage 1 sums the gradients as stage 0 and marks the module for the
 // optimizer.
 // MARK: module attributes {eff.world_size = 2 : i64, eff.zero_stage = 1 : i64}
-// MARK: eff.all_reduce %{{.*}}, %{{.*}} {world_size = 2 : i64} : tensor<f32>, tensor<3xf32>
+// MARK: eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<f32>
+// MARK: eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<3xf32>
 // MARK-NOT: eff.reduce_scatter
 
 // Stage 1 with AdamW: each state tensor is one rank's shard of the padded
@@ -39,8 +40,9 @@ module {
 // STAGE1-DAG: eff.parameter optimizer_state @optimizer.step : tensor<i64>
 // STAGE1-LABEL: func.func @train_step(
 // STAGE1-SAME: %[[W:[a-z0-9]+]]: tensor<3xf32> {eff.parameter = @w}
-// STAGE1: %[[SUM:.*]]:2 = eff.all_reduce
-// STAGE1: %[[G:.*]] = eff.div %[[SUM]]#1
+// STAGE1: eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<f32>
+// STAGE1: %[[SUM:.*]] = eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<3xf32>
+// STAGE1: %[[G:.*]] = eff.div %[[SUM]]
 // STAGE1: %[[WPAD:.*]] = eff.pad %[[W]] {high = array<i64: 1>, low = array<i64: 0>{{.*}}} : tensor<3xf32> -> tensor<4xf32>
 // STAGE1: %[[WSHARD:.*]] = eff.shard %[[WPAD]] {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
 // STAGE1: %[[GPAD:.*]] = eff.pad %[[G]]
@@ -57,10 +59,10 @@ module {
 // SCATTER-SAME: -> (tensor<f32> {eff.output = "loss"}, tensor<2xf32> {eff.gradient = @w})
 // SCATTER: %[[N:.*]] = eff.constant dense<2.000000e+00>
 // SCATTER: %[[LSUM:.*]] = eff.all_reduce %{{.*}} {world_size = 2 : i64} : tensor<f32>
-// SCATTER: %[[LOSS:.*]] = eff.div %[[LSUM]], %[[N]]
 // SCATTER: %[[PAD:.*]] = eff.pad %{{.*}} {high = array<i64: 1>, low = array<i64: 0>{{.*}}} : tensor<3xf32> -> tensor<4xf32>
 // SCATTER: %[[MINE:.*]] = eff.reduce_scatter %[[PAD]] {world_size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
 // SCATTER: %[[G:.*]] = eff.div %[[MINE]], %[[N]]
+// SCATTER: %[[LOSS:.*]] = eff.div %[[LSUM]], %[[N]]
 // SCATTER: return %[[LOSS]], %[[G]] : tensor<f32>, tensor<2xf32>
 
 // Stage 2 with clipping: the squares of this rank's gradient shard are

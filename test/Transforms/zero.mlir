@@ -23,26 +23,26 @@ module {
   }
 }
 
-// The loss and the gradient are summed over the ranks in one bucket (one
-// all-reduce) and divided by N, as soon as the gradient is final; the
-// buffer update stays per rank.
+// The loss is summed over the ranks in a bucket of its own as soon as the
+// forward has it, the gradient in the next as soon as the gradient is
+// final; both divided by N; the buffer update stays per rank.
 // CHECK: module attributes {eff.world_size = 2 : i64}
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK: %[[N:.*]] = eff.constant dense<2.000000e+00> : tensor<f32>
 // CHECK: %[[LOSS:.*]] = eff.reduce_sum
+// CHECK-NEXT: %[[LSUM:.*]] = eff.all_reduce %[[LOSS]] {world_size = 2 : i64} : tensor<f32>
+// CHECK-NEXT: eff.constant {eff.loss_seed}
 // CHECK: %[[GW:.*]] = eff.mul %{{.*}}, %[[X:[a-z0-9]+]]
-// CHECK-NEXT: %[[SUM:.*]]:2 = eff.all_reduce %[[LOSS]], %[[GW]] {world_size = 2 : i64} : tensor<f32>, tensor<4xf32>
-// CHECK-NEXT: %[[LMEAN:.*]] = eff.div %[[SUM]]#0, %[[N]]
-// CHECK-NEXT: %[[GMEAN:.*]] = eff.div %[[SUM]]#1, %[[N]]
-// CHECK: return %[[LMEAN]], %[[X]], %[[GMEAN]]
+// CHECK-NEXT: %[[GSUM:.*]] = eff.all_reduce %[[GW]] {world_size = 2 : i64} : tensor<4xf32>
+// CHECK-NEXT: %[[GMEAN:.*]] = eff.div %[[GSUM]], %[[N]]
+// CHECK-NEXT: %[[LMEAN:.*]] = eff.div %[[LSUM]], %[[N]]
+// CHECK-NEXT: return %[[LMEAN]], %[[X]], %[[GMEAN]]
 // CHECK-NOT: eff.all_reduce
 
-// A bucket closes before the tensor that would take it past bucket-bytes;
-// each bucket's all-reduce runs right after the last of its tensors is
-// produced: the loss's in the forward, the gradient's after the gradient.
+// A bucket closes before the tensor that would take it past bucket-bytes
+// (here every gradient is a bucket of its own; the loss always is).
 // BUCKETS: %[[LOSS:.*]] = eff.reduce_sum
 // BUCKETS-NEXT: %[[LSUM:.*]] = eff.all_reduce %[[LOSS]] {world_size = 2 : i64} : tensor<f32>
-// BUCKETS-NEXT: eff.div %[[LSUM]]
 // BUCKETS-NEXT: eff.constant {eff.loss_seed}
 // BUCKETS: %[[GW:.*]] = eff.mul
 // BUCKETS-NEXT: eff.all_reduce %[[GW]] {world_size = 2 : i64} : tensor<4xf32>
@@ -55,27 +55,34 @@ module {
 // ranks, over one, divided by 1; the module says so for the passes after.
 // KEPT: module attributes {eff.one_rank_collectives, eff.world_size = 1 : i64}
 // KEPT: %[[DIVISOR:.*]] = eff.constant dense<1.000000e+00> : tensor<f32>
-// KEPT: %[[SUM:.*]]:2 = eff.all_reduce %{{.*}}, %{{.*}} {world_size = 1 : i64} : tensor<f32>, tensor<4xf32>
-// KEPT-NEXT: eff.div %[[SUM]]#0, %[[DIVISOR]]
+// KEPT: %[[LSUM:.*]] = eff.all_reduce %{{.*}} {world_size = 1 : i64} : tensor<f32>
+// KEPT: %[[GSUM:.*]] = eff.all_reduce %{{.*}} {world_size = 1 : i64} : tensor<4xf32>
+// KEPT-NEXT: eff.div %[[GSUM]], %[[DIVISOR]]
+// KEPT-NEXT: eff.div %[[LSUM]], %[[DIVISOR]]
 
 // Loss scaling unscales the summed (scaled) gradients: an overflow on any
 // rank reaches every rank.
-// SCALED: %[[SUM:.*]]:2 = eff.all_reduce %{{.*}}, %{{.*}} {world_size = 4 : i64} : tensor<f32>, tensor<4xf32>
-// SCALED: %[[MEAN:.*]] = eff.div %[[SUM]]#1
+// SCALED: eff.all_reduce %{{.*}} {world_size = 4 : i64} : tensor<f32>
+// SCALED: %[[SUM:.*]] = eff.all_reduce %{{.*}} {world_size = 4 : i64} : tensor<4xf32>
+// SCALED: %[[MEAN:.*]] = eff.div %[[SUM]]
 // SCALED: eff.unscale_gradients %{{.*}}, %[[MEAN]]
 
-// The CPU lowering: the bucket in one buffer of its own, each tensor a
-// contiguous view of it, summed in place by one call of the runtime.
+// The CPU lowering: each bucket in one buffer of its own, each tensor a
+// contiguous view of it (the one of a rank-0 tensor collapsed to a
+// scalar), summed in place by one call of the runtime
+// (zero-counted-mean.mlir: a bucket of two tensors).
 // LOWER: func.func private @effrt_allreduce_sum_f32(!llvm.ptr, i64)
-// LOWER: %[[BUF:.*]] = memref.alloc() {eff.collective_buffer} : memref<5xf32>
+// LOWER: %[[BUF:.*]] = memref.alloc() {eff.collective_buffer} : memref<1xf32>
 // LOWER: %[[V0:.*]] = memref.subview %[[BUF]][0] [1] [1]
 // LOWER: %[[S0:.*]] = memref.collapse_shape %[[V0]] []
 // LOWER: bufferization.materialize_in_destination %{{.*}} in writable %[[S0]]
-// LOWER: %[[V1:.*]] = memref.subview %[[BUF]][1] [4] [1]
-// LOWER: bufferization.materialize_in_destination %{{.*}} in writable %[[V1]]
 // LOWER: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
 // LOWER: %[[PTR:.*]] = llvm.inttoptr
-// LOWER: %[[COUNT:.*]] = arith.constant 5 : i64
+// LOWER: %[[COUNT:.*]] = arith.constant 1 : i64
 // LOWER: call @effrt_allreduce_sum_f32(%[[PTR]], %[[COUNT]])
 // LOWER: bufferization.to_tensor %[[S0]] restrict writable
-// LOWER: bufferization.to_tensor %[[V1]] restrict writable
+// LOWER: %[[GBUF:.*]] = memref.alloc() {eff.collective_buffer} : memref<4xf32>
+// LOWER: bufferization.materialize_in_destination %{{.*}} in writable %[[GBUF]]
+// LOWER: %[[GCOUNT:.*]] = arith.constant 4 : i64
+// LOWER: call @effrt_allreduce_sum_f32(%{{.*}}, %[[GCOUNT]])
+// LOWER: bufferization.to_tensor %[[GBUF]] restrict writable

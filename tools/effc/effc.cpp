@@ -294,6 +294,13 @@ static cl::opt<int64_t> zeroBucketBytes(
     cl::desc("Largest bucket of gradients one all-reduce sums (default 25 "
              "MiB, as DDP); smaller buckets start earlier in the backward"),
     cl::value_desc("BYTES"), cl::init(26214400), cl::cat(category));
+static cl::opt<int64_t> zeroMinBuckets(
+    "zero-min-buckets",
+    cl::desc("Cut the summed gradients into at least this many buckets "
+             "(default 8): each at most 1/K of their bytes and at most "
+             "--zero-bucket-bytes, so that a model smaller than one bucket "
+             "still sums its gradients while the backward runs"),
+    cl::value_desc("K"), cl::init(8), cl::cat(category));
 static cl::opt<bool> zeroOverlap(
     "zero-overlap",
     cl::desc("Run each collective of a data-parallel step while the step "
@@ -400,7 +407,7 @@ void checkFlags() {
              &quantizeFrozen, &quantizeFrozenNames, &qlora,
              &remat, &rematBoundary, &memoryBudget, &accum, &zero, &zeroKeepGathered,
              &zeroOneRankCollectives,
-             &zeroBucketBytes, &zeroOverlap, &zeroPrefetch, &worldSize,
+             &zeroBucketBytes, &zeroMinBuckets, &zeroOverlap, &zeroPrefetch, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora,
              &offload, &offloadOverlap})
@@ -503,6 +510,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.zeroKeepGathered = zeroKeepGathered.getValue();
   step.zeroOneRankCollectives = zeroOneRankCollectives.getValue();
   step.zeroBucketBytes = zeroBucketBytes.getValue();
+  step.zeroMinBuckets = zeroMinBuckets.getValue();
   step.zeroOverlap = zeroOverlap.getValue();
   step.zeroPrefetch = zeroPrefetch.getValue();
   step.worldSize = worldSize.getValue();

@@ -245,6 +245,11 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       llvm::cl::desc("Largest bucket of gradients summed by one all-reduce "
                      "(eff-zero bucket-bytes)"),
       llvm::cl::init(26214400)};
+  Option<int64_t> zeroMinBuckets{
+      *this, "zero-min-buckets",
+      llvm::cl::desc("Cut the summed gradients into at least this many "
+                     "buckets (eff-zero min-buckets)"),
+      llvm::cl::init(8)};
   Option<bool> zeroOverlap{
       *this, "zero-overlap",
       llvm::cl::desc("Split each collective into a start and a wait so that "

@@ -184,21 +184,24 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     `eff-grad-accum steps=N`. Stage 0 (plain data parallel): every gradient
     (`eff.gradient` result) is summed over the ranks and divided by N, and
     the loss (result 0) too, so every rank logs the global mean loss. The
-    sums are `eff.all_reduce` ops over buckets: the values in the order the
-    step produces them (the loss first, then the gradients as the backward
-    finishes them, as DDP's buckets in reverse parameter order), a bucket
-    closing before the tensor that would take it past `bucket-bytes`. Each
-    all-reduce (stage 2: each reduce-scatter) and what follows it is placed
-    right after the last of its tensors is produced, in the middle of the
-    rest of the backward, not after all of it. The
+    sums are `eff.all_reduce` ops over buckets: the loss (with the count of
+    targets, below) in a bucket of its own, then the gradients in the order
+    the backward finishes them (as DDP's buckets in reverse parameter
+    order), a bucket closing before the tensor that would take it past
+    `bucket-bytes` or past 1/`min-buckets` of all the summed gradient bytes.
+    Each all-reduce (stage 2: each reduce-scatter) and what follows it is
+    placed right after the last of its tensors is produced, in the middle
+    of the rest of the backward, not after all of it. The
     module gets `eff.world_size = N`, which the manifest records and the
     runtime checks against the ranks it runs on.
 
     The ranks combine as eff-grad-accum's micro-batches: a mean-reduced
     `softmax_cross_entropy` / `nll_loss` with `ignore_index` weighs each
     rank by its count of non-ignored targets (from the labels argument of
-    the step) and divides by the all-reduced count, so the mean is global
-    (a rank with none adds nothing); a sum-reduced one adds up; any other
+    the step, computed at the start of the step, so each gradient is
+    weighted as soon as it is final) and divides the sums by the
+    all-reduced count, so the mean is global (a rank with none adds
+    nothing); a sum-reduced one adds up; any other
     loss is the plain mean of the N results. Buffers (BatchNorm running
     statistics) stay per rank, as in PyTorch DDP without SyncBatchNorm.
     `world-size=1` leaves the step as it is (all-reduces of one rank).
@@ -262,6 +265,11 @@ def EffZeroPass : Pass<"eff-zero", "::mlir::ModuleOp"> {
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
            "Largest bucket of tensors summed by one all-reduce (25 MiB, as "
            "DDP; a larger tensor is a bucket of its own)">,
+    Option<"minBuckets", "min-buckets", "int64_t", /*default=*/"1",
+           "Cut the summed gradients into at least this many buckets "
+           "(each then at most 1/min-buckets of their bytes, and at most "
+           "bucket-bytes), so that a model smaller than one bucket still "
+           "sums them during the backward (effc: 8)">,
     Option<"shardUnit", "shard-unit", "std::string", /*default=*/"\"element\"",
            "What a rank's shard holds whole (stages 2-3): element, "
            "quant-block (adam8bit/adamw8bit) or row (adafactor)">,
@@ -843,7 +851,10 @@ def EffOverlapCollectivesPass
       reader of its results, and a sum moves while the next stretch of the
       backward computes (the optimizer updates that read it follow the
       wait): at most two sums are in flight, and at most `prefetch`
-      gathered copies are held ahead of their readers.
+      gathered copies are held ahead of their readers. Where that next
+      start reads what the moved ops compute (a sum whose result weighs
+      the next bucket), only the wait moves, to right before its first
+      reader: the readers stay where they were.
     The memory plan sees a buffer in flight as live from its start to its
     last reader after the wait (the wait names the buffers), so it stays
     exact; the extra bytes of overlap (a bucket's or a gradient's buffer
@@ -889,7 +900,9 @@ def EffFoldCollectiveCopiesPass
     bucket lives from its first tensor's producer on, not from the copy:
     in a function with an arena (`eff.arena_arg`) the folds are kept only
     if the planned arena (the `eff-memory-plan` placement, without
-    `in-place`) does not grow, all or none per function.
+    `in-place`) does not grow: all of them if that holds, else collective
+    buffer by buffer in order, each kept if the arena with it and the
+    folds kept before it does not grow.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
@@ -897,8 +910,9 @@ def EffFoldCollectiveCopiesPass
     Statistic<"numFoldedCopies", "folded-copies",
               "Copies into collective buffers folded into their producers">,
     Statistic<"numFoldedBytes", "folded-bytes", "Bytes those copies moved">,
-    Statistic<"numKeptCopies", "functions-kept",
-              "Functions whose folds were dropped: the arena would grow">
+    Statistic<"numKeptCopies", "buffers-kept",
+              "Collective buffers whose copies were kept: folded, the arena "
+              "would grow">
   ];
 }
 
