@@ -76,13 +76,15 @@ public:
     std::vector<unsigned> original(ops.size());
     for (unsigned i = 0; i < ops.size(); ++i)
       original[i] = i;
-    // Two candidate orders: pulling up whatever an early free waits for
-    // (within what it frees), and pulling up only scalars (the learning
-    // rate). The first frees more when the pulled ops free in turn; the
-    // second wins when the pulled ops' results are live together just
-    // before the free, above a peak the old order avoided (a whole chain of
-    // the backward's first ops hoisted ahead of the loss's readers). The
-    // lowest model peak wins, then the fewest live bytes over the step.
+    // Two candidate orders, tried in turn: pulling up whatever an early
+    // free waits for (within what it frees), then pulling up only scalars
+    // (the learning rate). The first frees more when the pulled ops free in
+    // turn; the second is the fallback when the pulled ops' results are
+    // live together just before the free, above a peak the old order
+    // avoided (a chain of the backward's first ops hoisted ahead of the
+    // loss's readers). The first that beats the old order on the model --
+    // a lower peak, or the same peak with fewer live bytes over the step --
+    // wins.
     LiveProfile best = profile(original);
     peakBefore = best.peak;
     std::vector<unsigned> order = original;
@@ -96,6 +98,7 @@ public:
           std::tie(best.peak, best.integral)) {
         best = live;
         order = std::move(candidate);
+        break;
       }
     }
     peakAfter = best.peak;

@@ -797,14 +797,15 @@ def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
     with regions (loops over micro-batches) and ops with side effects stay
     where they are, and nothing moves across or into them.
 
-    The pass builds two orders by these moves: one that lets an early free
-    pull up whatever it waits for (up to what it frees), and one that pulls
-    up only scalars (at most 4 KiB: the learning rate). The first frees
-    more where the pulled ops free in turn; the second wins where the
-    pulled chain's results would be live together, just before the free,
-    above a peak the old order avoided. Of the old order and the two, the
-    one with the lowest peak on the model wins, then the one with the
-    fewest live bytes summed over the step.
+    The pass builds two orders by these moves, tried in turn: one that
+    lets an early free pull up whatever it waits for (up to what it frees),
+    then one that pulls up only scalars (at most 4 KiB: the learning rate).
+    The first frees more where the pulled ops free in turn; the second is
+    the fallback where the pulled chain's results would be live together,
+    just before the free, above a peak the old order avoided. The first
+    that beats the old order on the model (a lower peak, or the same peak
+    with fewer live bytes summed over the step) replaces it; otherwise the
+    old order stays.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect"];
   let statistics = [
