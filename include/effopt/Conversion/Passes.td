@@ -219,7 +219,9 @@ def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
   let description = [{
     Runs on functions tagged `eff.arena_arg` after `convert-linalg-to-loops`:
     each top-level `scf.for` / `scf.parallel` nest (one fused group) becomes a
-    private `func.func @<step>_kernel_N` taking the buffers it touches and is
+    private `func.func @<step>_kernel_N` (with `_<node name>` appended when
+    the nest carries a name location, e.g. the ONNX node it came from, so a
+    profile names the op) taking the buffers it touches and is
     replaced by a call (the CPU code generator keeps kernels out of line). The step stays a flat schedule of
     kernel and library calls: LLVM optimises each kernel on its own (one huge
     function makes loop passes superlinear), and the same kernels are the

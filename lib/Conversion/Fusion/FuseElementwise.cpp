@@ -2,6 +2,8 @@
 
 #include "effopt/Conversion/Passes.h"
 
+#include "effopt/Support/StorageBytes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -35,12 +37,93 @@ arith::ExtFOp wideningOf(linalg::GenericOp op) {
   return ext;
 }
 
+/// Most operations a producer with other users may have to be computed
+/// again in a consumer (its body, terminator excluded).
+constexpr unsigned kMaxRecomputedOps = 16;
+
+/// Whether `value` is live at `consumer` without `producer`: a block
+/// argument (a step argument lives for the whole step), a constant, or used
+/// at or after `consumer` by an op other than `producer`.
+static bool liveAt(Value value, Operation *consumer, Operation *producer) {
+  if (isa<BlockArgument>(value) ||
+      value.getDefiningOp()->hasTrait<OpTrait::ConstantLike>())
+    return true;
+  Block *block = consumer->getBlock();
+  for (Operation *user : value.getUsers()) {
+    if (user == producer)
+      continue;
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    if (ancestor &&
+        (ancestor == consumer || consumer->isBeforeInBlock(ancestor)))
+      return true;
+  }
+  return false;
+}
+
+/// Whether a producer with other users is computed again inside `fused`'s
+/// owner (upstream's fusion clones the producer into the consumer and
+/// leaves it for its other users), so the consumer reads the producer's
+/// inputs instead of its stored result. Allowed when that costs neither
+/// memory nor much arithmetic: the consumer reads the result through the
+/// producer's own result map (each element computed once, in the same
+/// order); the producer is a few `arith` ops without division; and its
+/// inputs larger than an eighth of its result are live at the consumer
+/// anyway, or take no more bytes than its results, which every reader then
+/// recomputes (so one set of buffers replaces the other). The case it is for: a ReLU6 after a batch norm is two compares
+/// whose masks the backward keeps and two selects, all from the normalised
+/// values; the forward becomes one pass that stores no mask, and the
+/// backward recomputes the masks from the batch norm's input, which it
+/// reads anyway. Recomputed values are the same operations in the same
+/// order, so they are bitwise the stored ones.
+static bool recomputesCheaply(OpOperand *fused) {
+  auto producer = cast<linalg::GenericOp>(fused->get().getDefiningOp());
+  auto consumer = cast<linalg::GenericOp>(fused->getOwner());
+  if (producer.getNumLoops() == 0 ||
+      consumer.getMatchingIndexingMap(fused) !=
+          producer.getIndexingMapMatchingResult(cast<OpResult>(fused->get())))
+    return false;
+  unsigned ops = 0;
+  for (Operation &op : producer.getBody()->without_terminator()) {
+    if (++ops > kMaxRecomputedOps ||
+        !isa<arith::ArithDialect>(op.getDialect()) ||
+        isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp,
+            arith::RemSIOp, arith::RemUIOp>(op))
+      return false;
+  }
+  auto resultType = cast<RankedTensorType>(fused->get().getType());
+  int64_t extended = 0;
+  for (Value input : producer.getDpsInputs()) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type || 8 * type.getNumElements() <= resultType.getNumElements())
+      continue;
+    if (!liveAt(input, consumer, producer))
+      extended += storageBytes(type);
+  }
+  if (extended == 0)
+    return true;
+  // Inputs kept alive longer are paid for by the producer's results only if
+  // those go away: every reader must be able to compute them itself.
+  int64_t results = 0;
+  for (OpResult result : producer->getResults()) {
+    results += storageBytes(result.getType());
+    AffineMap map = producer.getIndexingMapMatchingResult(result);
+    for (OpOperand &use : result.getUses()) {
+      auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!reader || !reader.isDpsInput(&use) ||
+          reader.getMatchingIndexingMap(&use) != map)
+        return false;
+    }
+  }
+  return extended <= results;
+}
+
 /// Fuse a generic producer into a generic consumer when the consumer is its
-/// only user and the producer has loops: no computation is duplicated and
+/// only user (or, with `recompute`, the producer recomputesCheaply) and the
+/// producer has loops:
 /// named ops stay named. A producer that only widens (bf16 -> f32) fuses
 /// into every consumer: each reads the narrow values and widens them
 /// itself, and the wide copy is never stored.
-bool shouldFuse(OpOperand *fused) {
+bool shouldFuse(OpOperand *fused, bool recompute) {
   Operation *producer = fused->get().getDefiningOp();
   Operation *consumer = fused->getOwner();
   if (!isa_and_nonnull<linalg::GenericOp>(producer) ||
@@ -48,9 +131,11 @@ bool shouldFuse(OpOperand *fused) {
     return false;
   if (wideningOf(cast<linalg::GenericOp>(producer)))
     return true;
-  for (Operation *user : producer->getUsers())
-    if (user != consumer)
-      return false;
+  bool onlyUser = llvm::all_of(producer->getUsers(), [&](Operation *user) {
+    return user == consumer;
+  });
+  if (!onlyUser && !(recompute && recomputesCheaply(fused)))
+    return false;
   // A rank-0 producer (the per-step scalars of an optimizer update: bias
   // corrections with pow) stays a loop of its own: fused into a loop nest
   // it would be recomputed for every element.
@@ -94,12 +179,19 @@ struct ExtractThroughWidening : OpRewritePattern<tensor::ExtractOp> {
 struct EffFuseElementwisePass
     : impl::EffFuseElementwisePassBase<EffFuseElementwisePass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
-    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
-    patterns.add<ExtractThroughWidening>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // Single-use chains first: recomputing a producer needs its inputs live
+    // at the consumer, which they often are only once the chains that read
+    // them have been fused into their last readers.
+    for (bool recompute : {false, true}) {
+      RewritePatternSet patterns(&getContext());
+      linalg::populateElementwiseOpsFusionPatterns(
+          patterns,
+          [recompute](OpOperand *fused) { return shouldFuse(fused, recompute); });
+      linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+      patterns.add<ExtractThroughWidening>(&getContext());
+      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+        return signalPassFailure();
+    }
   }
 };
 
