@@ -60,35 +60,41 @@ static bool liveAt(Value value, Operation *consumer, Operation *producer) {
   return false;
 }
 
-/// Whether a producer with other users is computed again inside `fused`'s
-/// owner (upstream's fusion clones the producer into the consumer and
-/// leaves it for its other users), so the consumer reads the producer's
-/// inputs instead of its stored result. Allowed when that costs neither
-/// memory nor much arithmetic: the consumer reads the result through the
-/// producer's own result map (each element computed once, in the same
-/// order); the producer is a few `arith` ops without division; and its
-/// inputs larger than an eighth of its result are live at the consumer
-/// anyway, or take no more bytes than its results, which every reader then
-/// recomputes (so one set of buffers replaces the other). The case it is for: a ReLU6 after a batch norm is two compares
-/// whose masks the backward keeps and two selects, all from the normalised
-/// values; the forward becomes one pass that stores no mask, and the
+/// Whether fusing `fused`'s producer into its owner keeps the step's memory
+/// and arithmetic, in the second round of fusion, where a producer with
+/// other users is computed again in each reader (upstream's fusion clones
+/// it into the consumer and leaves it for its other users), and a producer
+/// that became single-use that way moves into its last reader. Allowed
+/// when:
+/// - a producer with other users is a few `arith` ops without division,
+///   read through its own result map (each element computed once, by the
+///   same operations in the same order, so bitwise the stored value);
+/// - its inputs larger than an eighth of its result are live at the
+///   consumer anyway, or take no more bytes than its results, which every
+///   reader then computes itself (one set of buffers replaces the other).
+/// The case it is for: a ReLU6 after a batch norm is two compares whose
+/// masks the backward keeps and two selects, all from the normalised
+/// values. The forward becomes one pass that stores no mask, and the
 /// backward recomputes the masks from the batch norm's input, which it
-/// reads anyway. Recomputed values are the same operations in the same
-/// order, so they are bitwise the stored ones.
-static bool recomputesCheaply(OpOperand *fused) {
+/// reads anyway; a ReLU's mask of a tensor nothing else keeps stays stored
+/// (an i1 mask instead of the f32 tensor).
+static bool recomputesCheaply(OpOperand *fused, bool onlyUser) {
   auto producer = cast<linalg::GenericOp>(fused->get().getDefiningOp());
   auto consumer = cast<linalg::GenericOp>(fused->getOwner());
-  if (producer.getNumLoops() == 0 ||
-      consumer.getMatchingIndexingMap(fused) !=
-          producer.getIndexingMapMatchingResult(cast<OpResult>(fused->get())))
+  if (producer.getNumLoops() == 0)
     return false;
-  unsigned ops = 0;
-  for (Operation &op : producer.getBody()->without_terminator()) {
-    if (++ops > kMaxRecomputedOps ||
-        !isa<arith::ArithDialect>(op.getDialect()) ||
-        isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp,
-            arith::RemSIOp, arith::RemUIOp>(op))
+  if (!onlyUser) {
+    if (consumer.getMatchingIndexingMap(fused) !=
+        producer.getIndexingMapMatchingResult(cast<OpResult>(fused->get())))
       return false;
+    unsigned ops = 0;
+    for (Operation &op : producer.getBody()->without_terminator()) {
+      if (++ops > kMaxRecomputedOps ||
+          !isa<arith::ArithDialect>(op.getDialect()) ||
+          isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp,
+              arith::RemSIOp, arith::RemUIOp>(op))
+        return false;
+    }
   }
   auto resultType = cast<RankedTensorType>(fused->get().getType());
   int64_t extended = 0;
@@ -118,11 +124,10 @@ static bool recomputesCheaply(OpOperand *fused) {
 }
 
 /// Fuse a generic producer into a generic consumer when the consumer is its
-/// only user (or, with `recompute`, the producer recomputesCheaply) and the
-/// producer has loops:
-/// named ops stay named. A producer that only widens (bf16 -> f32) fuses
-/// into every consumer: each reads the narrow values and widens them
-/// itself, and the wide copy is never stored.
+/// only user and the producer has loops: named ops stay named. With
+/// `recompute` (the second round), only where recomputesCheaply. A producer
+/// that only widens (bf16 -> f32) fuses into every consumer: each reads the
+/// narrow values and widens them itself, and the wide copy is never stored.
 bool shouldFuse(OpOperand *fused, bool recompute) {
   Operation *producer = fused->get().getDefiningOp();
   Operation *consumer = fused->getOwner();
@@ -134,7 +139,7 @@ bool shouldFuse(OpOperand *fused, bool recompute) {
   bool onlyUser = llvm::all_of(producer->getUsers(), [&](Operation *user) {
     return user == consumer;
   });
-  if (!onlyUser && !(recompute && recomputesCheaply(fused)))
+  if (!recompute ? !onlyUser : !recomputesCheaply(fused, onlyUser))
     return false;
   // A rank-0 producer (the per-step scalars of an optimizer update: bias
   // corrections with pow) stays a loop of its own: fused into a loop nest
