@@ -262,7 +262,10 @@ def EffShapeLoopNestsPass : Pass<"eff-shape-loop-nests"> {
       (`linalg::collapseOpIterationDims`, `memref.collapse_shape` views):
       the SGD update of a `[512, 256, 3, 3]` filter becomes one loop of
       1179648 elements instead of an innermost loop of 3, and a
-      `[16, 512, 1, 1]` activation one loop of 8192.
+      `[16, 512, 1, 1]` activation one loop of 8192. Inputs broadcast over
+      size-1 dimensions (a batch norm's `[1, C, 1, 1]` scale over NCHW,
+      indexed `(0, c, 0, 0)`) are read through views without them first
+      (indexed `(c)`), so H and W of such nests collapse too.
 
     Ops with window indexing (not projected permutations) are left
     uncollapsed. Results are bit-identical to the unshaped nests.
@@ -275,7 +278,9 @@ def EffShapeLoopNestsPass : Pass<"eff-shape-loop-nests"> {
     Statistic<"numReordered", "reordered",
               "Number of reductions with parallel dimensions moved outward">,
     Statistic<"numCollapsed", "collapsed",
-              "Number of ops with dimensions collapsed">
+              "Number of ops with dimensions collapsed">,
+    Statistic<"numBroadcastsNarrowed", "broadcasts-narrowed",
+              "Number of ops whose broadcast inputs lost their size-1 dimensions">
   ];
 }
 

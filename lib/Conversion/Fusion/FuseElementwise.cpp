@@ -40,6 +40,11 @@ arith::ExtFOp wideningOf(linalg::GenericOp op) {
 /// Most operations a producer with other users may have to be computed
 /// again in a consumer (its body, terminator excluded).
 constexpr unsigned kMaxRecomputedOps = 16;
+/// Most large inputs a reader that recomputes a producer may read on top of
+/// its own, in place of the producer's one stored result: reading more
+/// would move more bytes than storing the result once and reading it back
+/// (a residual gradient summed from four branches stays stored).
+constexpr unsigned kMaxNewReads = 2;
 
 /// Whether `value` is live at `consumer` without `producer`: a block
 /// argument (a step argument lives for the whole step), a constant, or used
@@ -67,8 +72,13 @@ static bool liveAt(Value value, Operation *consumer, Operation *producer) {
 /// that became single-use that way moves into its last reader. Allowed
 /// when:
 /// - a producer with other users is a few `arith` ops without division,
-///   read through its own result map (each element computed once, by the
-///   same operations in the same order, so bitwise the stored value);
+///   read through its own result map by an elementwise consumer (each
+///   element computed once, by the same operations in the same order, so
+///   bitwise the stored value), and adds at most kMaxNewReads large inputs
+///   to what the consumer reads. Not into reductions: batch-norm sums run
+///   one sequential f64 chain per channel, and work added to each element
+///   there cost more than reading a stored tensor (EfficientNet-B0's SiLU
+///   gradient recomputed in its batch norms' sums: +8% CPU time a step);
 /// - its inputs larger than an eighth of its result are live at the
 ///   consumer anyway, or take no more bytes than its results, which every
 ///   reader then computes itself (one set of buffers replaces the other).
@@ -84,8 +94,10 @@ static bool recomputesCheaply(OpOperand *fused, bool onlyUser) {
   if (producer.getNumLoops() == 0)
     return false;
   if (!onlyUser) {
-    if (consumer.getMatchingIndexingMap(fused) !=
-        producer.getIndexingMapMatchingResult(cast<OpResult>(fused->get())))
+    if (consumer.getNumReductionLoops() != 0 ||
+        consumer.getMatchingIndexingMap(fused) !=
+            producer.getIndexingMapMatchingResult(
+                cast<OpResult>(fused->get())))
       return false;
     unsigned ops = 0;
     for (Operation &op : producer.getBody()->without_terminator()) {
@@ -98,13 +110,18 @@ static bool recomputesCheaply(OpOperand *fused, bool onlyUser) {
   }
   auto resultType = cast<RankedTensorType>(fused->get().getType());
   int64_t extended = 0;
+  unsigned newReads = 0;
   for (Value input : producer.getDpsInputs()) {
     auto type = dyn_cast<RankedTensorType>(input.getType());
     if (!type || 8 * type.getNumElements() <= resultType.getNumElements())
       continue;
+    if (!llvm::is_contained(consumer.getDpsInputs(), input))
+      ++newReads;
     if (!liveAt(input, consumer, producer))
       extended += storageBytes(type);
   }
+  if (!onlyUser && newReads > kMaxNewReads)
+    return false;
   if (extended == 0)
     return true;
   // Inputs kept alive longer are paid for by the producer's results only if
@@ -116,7 +133,8 @@ static bool recomputesCheaply(OpOperand *fused, bool onlyUser) {
     for (OpOperand &use : result.getUses()) {
       auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
       if (!reader || !reader.isDpsInput(&use) ||
-          reader.getMatchingIndexingMap(&use) != map)
+          reader.getMatchingIndexingMap(&use) != map ||
+          (!onlyUser && reader.getNumReductionLoops() != 0))
         return false;
     }
   }
