@@ -384,14 +384,29 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
     of a reduction) becomes one loop nest with no intermediate tensor.
     Unlike upstream `linalg-fuse-elementwise-ops` it never propagates reshapes
     through contractions: a `linalg.matmul` behind a collapse stays a named
-    product that `eff-linalg-to-blas` can hand to the GEMM, and a producer with
-    several uses is not recomputed -- except one that only widens
-    (`arith.extf`, bf16 -> f32): it fuses into every reader, each widening
-    the narrow values it reads, so the wide copy is never stored; a
-    `tensor.extract` of its result reads the narrow tensor and widens the
-    element. A rank-0 producer (an optimizer's
-    per-step scalars, bias corrections with `pow`) is not fused into a loop
-    nest either: it would be recomputed for every element.
+    product that `eff-linalg-to-blas` can hand to the GEMM. A producer that
+    only widens (`arith.extf`, bf16 -> f32) fuses into every reader, each
+    widening the narrow values it reads, so the wide copy is never stored;
+    a `tensor.extract` of its result reads the narrow tensor and widens the
+    element. A rank-0 producer (an optimizer's per-step scalars, bias
+    corrections with `pow`) is not fused into a loop nest: it would be
+    recomputed for every element.
+
+    A second round then computes a producer with several uses again in its
+    elementwise readers (upstream's fusion clones it into each), when that
+    neither keeps a buffer alive longer nor costs much: the producer is at
+    most 16 `arith` ops without division, each reader reads it in the
+    producer's own order (every element computed once, by the same
+    operations, so bitwise the stored value) and no more than two large
+    tensors on top of its own inputs, and the producer's large inputs are
+    live at the reader anyway, or take no more bytes than its results,
+    which every reader then computes (one set of buffers replaces the
+    other). Reductions are not given recomputed producers (a batch norm's
+    f64 sums are sequential chains, where extra work per element costs
+    more than a read). A ReLU6 after a batch norm, two compares whose
+    masks the backward keeps and two selects, becomes one forward pass
+    that stores no mask, and its backward recomputes the masks from the
+    batch norm's input, which it reads anyway.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
