@@ -71,7 +71,8 @@ static bool liveAt(Value value, Operation *consumer, Operation *producer) {
 /// it into the consumer and leaves it for its other users), and a producer
 /// that became single-use that way moves into its last reader. Allowed
 /// when:
-/// - a producer with other users is a few `arith` ops without division,
+/// - a producer with other users has one result, computed from its inputs
+///   alone (no update in place), with a few `arith` ops without division,
 ///   read through its own result map by an elementwise consumer (each
 ///   element computed once, by the same operations in the same order, so
 ///   bitwise the stored value), and adds at most kMaxNewReads large inputs
@@ -94,6 +95,14 @@ static bool recomputesCheaply(OpOperand *fused, bool onlyUser) {
   if (producer.getNumLoops() == 0)
     return false;
   if (!onlyUser) {
+    // One result computed from inputs alone: an update in place (max
+    // pooling's backward, its running maximum and tap) reads its outputs,
+    // and a producer of several results would compute all of them again.
+    if (producer->getNumResults() != 1 ||
+        llvm::any_of(producer.getDpsInitsMutable(), [&](OpOperand &init) {
+          return producer.payloadUsesValueFromOperand(&init);
+        }))
+      return false;
     if (consumer.getNumReductionLoops() != 0 ||
         consumer.getMatchingIndexingMap(fused) !=
             producer.getIndexingMapMatchingResult(
