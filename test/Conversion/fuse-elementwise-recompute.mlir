@@ -104,3 +104,65 @@ func.func @broadcast_reader(%s0: tensor<4xf32>, %x: tensor<4x16xf32>) -> (tensor
   } -> tensor<4x16xf32>
   return %s, %y : tensor<4xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// An update in place (it reads its output: a running maximum, as max
+// pooling's backward keeps one per tap) is not computed again in its
+// readers: each would read the old values too.
+#v = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @update_in_place
+// CHECK: %[[M:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<64xf32>) outs(%arg1 : tensor<64xf32>)
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}} ins(%[[M]] : tensor<64xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[M]], %arg2 : tensor<64xf32>, tensor<64xf32>)
+func.func @update_in_place(%x: tensor<64xf32>, %best: tensor<64xf32>, %dy: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %two = arith.constant 2.0 : f32
+  %m = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%x : tensor<64xf32>) outs(%best : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %e = tensor.empty() : tensor<64xf32>
+  %a = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%m : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %two : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %b = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%m, %dy : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%in: f32, %g: f32, %out: f32):
+    %r = arith.addf %in, %g : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %a, %b : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// A producer of two results is not computed again either (both would be).
+#v = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @two_results
+// CHECK: %[[P:.*]]:2 = linalg.generic
+// CHECK: linalg.generic {{.*}} ins(%[[P]]#0 : tensor<64xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[P]]#0, %[[P]]#1 : tensor<64xf32>, tensor<64xf32>)
+func.func @two_results(%x: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %p:2 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%x : tensor<64xf32>) outs(%e, %e : tensor<64xf32>, tensor<64xf32>) {
+  ^bb0(%in: f32, %o0: f32, %o1: f32):
+    %r = arith.mulf %in, %two : f32
+    %s = arith.addf %in, %two : f32
+    linalg.yield %r, %s : f32, f32
+  } -> (tensor<64xf32>, tensor<64xf32>)
+  %a = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]} ins(%p#0 : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.mulf %in, %in : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %b = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]} ins(%p#0, %p#1 : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%in: f32, %in1: f32, %out: f32):
+    %r = arith.subf %in, %in1 : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  return %a, %b : tensor<64xf32>, tensor<64xf32>
+}

@@ -394,8 +394,10 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
 
     A second round then computes a producer with several uses again in its
     elementwise readers (upstream's fusion clones it into each), when that
-    neither keeps a buffer alive longer nor costs much: the producer is at
-    most 16 `arith` ops without division, each reader reads it in the
+    neither keeps a buffer alive longer nor costs much: the producer has
+    one result, computed from its inputs alone (not an update in place,
+    such as max pooling's backward keeps per window tap), with at most 16
+    `arith` ops without division, each reader reads it in the
     producer's own order (every element computed once, by the same
     operations, so bitwise the stored value) and no more than two large
     tensors on top of its own inputs, and the producer's large inputs are
