@@ -150,16 +150,36 @@ func.func @transposed_operand(%x: memref<6x4x5xf32>, %y: memref<6x5x4xf32>) {
 
 // -----
 
-// A per-channel operand read through constant indices ([1, C, 1, 1]) is not
-// a projected permutation: the op is left as it is (upstream's collapsing
-// would read the constants as dimensions).
+// A per-channel operand read through constant indices ([1, C, 1, 1]) is
+// read through a view without its size-1 dimensions ([C], indexed by the
+// channel alone), so the op's indexing is plain and H and W collapse.
 // CHECK-LABEL: func.func @constant_indices
-// CHECK-NOT: memref.collapse_shape
-// CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK: %[[S:.*]] = memref.collapse_shape %arg1 {{\[}}[0, 1, 2, 3]] : memref<1x64x1x1xf32> into memref<64xf32>
+// CHECK: %[[X:.*]] = memref.collapse_shape %arg0 {{\[}}[0], [1], [2, 3]] : memref<16x64x4x4xf32> into memref<16x64x16xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[X]], %[[S]] : memref<16x64x16xf32>, memref<64xf32>)
 func.func @constant_indices(%x: memref<16x64x4x4xf32>, %s: memref<1x64x1x1xf32>, %y: memref<16x64x4x4xf32>) {
   linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (0, b, 0, 0)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
                   iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
       ins(%x, %s : memref<16x64x4x4xf32>, memref<1x64x1x1xf32>) outs(%y : memref<16x64x4x4xf32>) {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %r = arith.mulf %v, %w : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A constant index into a dimension of size > 1 is a real element choice:
+// only the size-1 dimensions go, and the op keeps its four loops.
+// CHECK-LABEL: func.func @constant_index_of_wide_dim
+// CHECK: memref.collapse_shape %arg1 {{\[}}[0], [1, 2, 3]] : memref<2x64x1x1xf32> into memref<2x64xf32>
+// CHECK-NOT: memref.collapse_shape
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+func.func @constant_index_of_wide_dim(%x: memref<16x64x4x4xf32>, %s: memref<2x64x1x1xf32>, %y: memref<16x64x4x4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (1, b, 0, 0)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %s : memref<16x64x4x4xf32>, memref<2x64x1x1xf32>) outs(%y : memref<16x64x4x4xf32>) {
   ^bb0(%v: f32, %w: f32, %o: f32):
     %r = arith.mulf %v, %w : f32
     linalg.yield %r : f32

@@ -275,7 +275,9 @@ def EffOutlineKernelsPass : Pass<"eff-outline-kernels", "::mlir::ModuleOp"> {
   let description = [{
     Runs on functions tagged `eff.arena_arg` after `convert-linalg-to-loops`:
     each top-level `scf.for` / `scf.parallel` nest (one fused group) becomes a
-    private `func.func @<step>_kernel_N` taking the buffers it touches and is
+    private `func.func @<step>_kernel_N` (with `_<node name>` appended when
+    the nest carries a name location, e.g. the ONNX node it came from, so a
+    profile names the op) taking the buffers it touches and is
     replaced by a call (the CPU code generator keeps kernels out of line). The step stays a flat schedule of
     kernel and library calls: LLVM optimises each kernel on its own (one huge
     function makes loop passes superlinear), and the same kernels are the
@@ -316,7 +318,10 @@ def EffShapeLoopNestsPass : Pass<"eff-shape-loop-nests"> {
       (`linalg::collapseOpIterationDims`, `memref.collapse_shape` views):
       the SGD update of a `[512, 256, 3, 3]` filter becomes one loop of
       1179648 elements instead of an innermost loop of 3, and a
-      `[16, 512, 1, 1]` activation one loop of 8192.
+      `[16, 512, 1, 1]` activation one loop of 8192. Inputs broadcast over
+      size-1 dimensions (a batch norm's `[1, C, 1, 1]` scale over NCHW,
+      indexed `(0, c, 0, 0)`) are read through views without them first
+      (indexed `(c)`), so H and W of such nests collapse too.
 
     Ops with window indexing (not projected permutations) are left
     uncollapsed. Results are bit-identical to the unshaped nests.
@@ -329,7 +334,9 @@ def EffShapeLoopNestsPass : Pass<"eff-shape-loop-nests"> {
     Statistic<"numReordered", "reordered",
               "Number of reductions with parallel dimensions moved outward">,
     Statistic<"numCollapsed", "collapsed",
-              "Number of ops with dimensions collapsed">
+              "Number of ops with dimensions collapsed">,
+    Statistic<"numBroadcastsNarrowed", "broadcasts-narrowed",
+              "Number of ops whose broadcast inputs lost their size-1 dimensions">
   ];
 }
 
@@ -433,14 +440,31 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
     of a reduction) becomes one loop nest with no intermediate tensor.
     Unlike upstream `linalg-fuse-elementwise-ops` it never propagates reshapes
     through contractions: a `linalg.matmul` behind a collapse stays a named
-    product that `eff-linalg-to-blas` can hand to the GEMM, and a producer with
-    several uses is not recomputed -- except one that only widens
-    (`arith.extf`, bf16 -> f32): it fuses into every reader, each widening
-    the narrow values it reads, so the wide copy is never stored; a
-    `tensor.extract` of its result reads the narrow tensor and widens the
-    element. A rank-0 producer (an optimizer's
-    per-step scalars, bias corrections with `pow`) is not fused into a loop
-    nest either: it would be recomputed for every element.
+    product that `eff-linalg-to-blas` can hand to the GEMM. A producer that
+    only widens (`arith.extf`, bf16 -> f32) fuses into every reader, each
+    widening the narrow values it reads, so the wide copy is never stored;
+    a `tensor.extract` of its result reads the narrow tensor and widens the
+    element. A rank-0 producer (an optimizer's per-step scalars, bias
+    corrections with `pow`) is not fused into a loop nest: it would be
+    recomputed for every element.
+
+    A second round then computes a producer with several uses again in its
+    elementwise readers (upstream's fusion clones it into each), when that
+    neither keeps a buffer alive longer nor costs much: the producer has
+    one result, computed from its inputs alone (not an update in place,
+    such as max pooling's backward keeps per window tap), with at most 16
+    `arith` ops without division, each reader reads it in the
+    producer's own order (every element computed once, by the same
+    operations, so bitwise the stored value) and no more than two large
+    tensors on top of its own inputs, and the producer's large inputs are
+    live at the reader anyway, or take no more bytes than its results,
+    which every reader then computes (one set of buffers replaces the
+    other). Reductions are not given recomputed producers (a batch norm's
+    f64 sums are sequential chains, where extra work per element costs
+    more than a read). A ReLU6 after a batch norm, two compares whose
+    masks the backward keeps and two selects, becomes one forward pass
+    that stores no mask, and its backward recomputes the masks from the
+    batch norm's input, which it reads anyway.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];

@@ -17,6 +17,46 @@ using namespace mlir;
 namespace effopt {
 namespace {
 
+/// The first name a location carries (an ONNX node name from the importer,
+/// kept through autodiff and lowering), or "".
+static StringRef firstName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (StringRef name = firstName(inner); !name.empty())
+        return name;
+  if (auto site = dyn_cast<CallSiteLoc>(loc))
+    return firstName(site.getCallee());
+  return "";
+}
+
+/// A symbol-safe tag for a kernel from its nest's location: the last 48
+/// characters of the node name, anything but [A-Za-z0-9_.] as '_' (one
+/// for a run), e.g. "/features.1/conv/conv.1/BatchNormalization" ->
+/// "features.1_conv_conv.1_BatchNormalization". Profilers show kernels by
+/// symbol, and effx_step_kernel_917 alone does not say what it computes.
+static std::string kernelTag(Location loc) {
+  std::string tag;
+  for (char c : firstName(loc)) {
+    bool keep = llvm::isAlnum(c) || c == '_' || c == '.';
+    if (keep)
+      tag.push_back(c);
+    else if (!tag.empty() && tag.back() != '_')
+      tag.push_back('_');
+  }
+  while (!tag.empty() && tag.back() == '_')
+    tag.pop_back();
+  constexpr size_t kMaxTag = 48;
+  if (tag.size() > kMaxTag) {
+    tag = tag.substr(tag.size() - kMaxTag);
+    size_t cut = tag.find('_');
+    if (cut != std::string::npos && cut + 1 < tag.size())
+      tag = tag.substr(cut + 1);
+  }
+  return tag;
+}
+
 struct EffOutlineKernelsPass
     : impl::EffOutlineKernelsPassBase<EffOutlineKernelsPass> {
   void runOnOperation() override {
@@ -62,6 +102,8 @@ struct EffOutlineKernelsPass
       }
       std::string name =
           (step.getName() + "_kernel_" + Twine(index++)).str();
+      if (std::string tag = kernelTag(nest->getLoc()); !tag.empty())
+        name += "_" + tag;
       auto kernel = func::FuncOp::create(
           moduleBuilder, nest->getLoc(), name,
           FunctionType::get(ctx, ValueRange(args).getTypes(), {}));

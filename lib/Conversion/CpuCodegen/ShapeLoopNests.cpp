@@ -15,13 +15,17 @@
 //   its order, since the reduction dimensions keep theirs;
 // - adjacent dimensions of the same kind that are contiguous in every
 //   operand collapse into one: an update of a [512, 256, 3, 3] filter is
-//   one loop of 1179648 elements, not an innermost loop of 3.
+//   one loop of 1179648 elements, not an innermost loop of 3; inputs
+//   broadcast over size-1 dimensions (per-channel [1, C, 1, 1] operands of
+//   NCHW) are first read through views without those dimensions, so H and
+//   W of a batch norm's or a bias's loop collapse too.
 //
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace effopt {
@@ -49,6 +53,49 @@ bool hoistScalarInputs(RewriterBase &rewriter, linalg::GenericOp op) {
     Value scalar =
         memref::LoadOp::create(rewriter, op.getLoc(), input->get()).getResult();
     rewriter.modifyOpInPlace(op, [&] { input->set(scalar); });
+    changed = true;
+  }
+  return changed;
+}
+
+/// Reads each input that `op` broadcasts over size-1 dimensions (a batch
+/// norm's [1, C, 1, 1] scale over NCHW, indexed (0, c, 0, 0)) through a
+/// view without them (indexed (c)), so the op's indexing is plain again and
+/// H and W collapse into one loop.
+bool dropBroadcastUnitDims(RewriterBase &rewriter, linalg::GenericOp op) {
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  bool changed = false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    if (!type || type.getRank() < 2)
+      continue;
+    AffineMap map = maps[input->getOperandNumber()];
+    SmallVector<AffineExpr> kept;
+    SmallVector<ReassociationIndices> groups;
+    ReassociationIndices pending;
+    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+      pending.push_back(i);
+      auto constant = dyn_cast<AffineConstantExpr>(expr);
+      if (constant && constant.getValue() == 0 && type.getDimSize(i) == 1)
+        continue;
+      kept.push_back(expr);
+      groups.push_back(pending);
+      pending.clear();
+    }
+    if (kept.empty() || kept.size() == map.getNumResults())
+      continue;
+    llvm::append_range(groups.back(), pending);
+    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, groups))
+      continue;
+    rewriter.setInsertionPoint(op);
+    Value view = memref::CollapseShapeOp::create(rewriter, op.getLoc(),
+                                                 input->get(), groups);
+    maps[input->getOperandNumber()] =
+        AffineMap::get(map.getNumDims(), 0, kept, op.getContext());
+    rewriter.modifyOpInPlace(op, [&] {
+      input->set(view);
+      op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+    });
     changed = true;
   }
   return changed;
@@ -166,6 +213,8 @@ struct EffShapeLoopNestsPass
       }
       if (hoistScalarInputs(rewriter, op))
         ++numScalarsHoisted;
+      if (dropBroadcastUnitDims(rewriter, op))
+        ++numBroadcastsNarrowed;
       if (FailureOr<linalg::GenericOp> reordered =
               parallelOutward(rewriter, op);
           succeeded(reordered)) {

@@ -371,16 +371,21 @@ struct BatchNormTrainGradLowering : PolicyPattern<BatchNormTrainGradOp> {
     Value rstd = channelView(rewriter, loc, op.getSavedRstd(), type);
     Value scale = channelView(rewriter, loc, op.getScale(), type);
     Value dy = op.getOutputGrad();
-    Value xhat = normalize(rewriter, loc, type, op.getInput(), mean, rstd, {}, {});
+    // xhat is built once per reader, so eff-fuse-elementwise computes it
+    // inside the dscale sum and inside dx instead of storing it: a pass over
+    // the activation less, written and read twice.
+    auto xhat = [&] {
+      return normalize(rewriter, loc, type, op.getInput(), mean, rstd, {}, {});
+    };
     Value dbias = stats.sum({dy}, [](OpBuilder &, Location, ValueRange a) {
       return a[0];
     });
-    Value dscale = stats.sum({dy, xhat}, [](OpBuilder &b, Location l, ValueRange a) {
+    Value dscale = stats.sum({dy, xhat()}, [](OpBuilder &b, Location l, ValueRange a) {
       return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
     });
     // dx = scale * rstd / n * (n * dy - dbias - xhat * dscale)
     Value dx = buildElementwise(
-        rewriter, loc, type, {dy, xhat, dbias, dscale, scale, rstd},
+        rewriter, loc, type, {dy, xhat(), dbias, dscale, scale, rstd},
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value inner = arith::SubFOp::create(
               b, l,

@@ -2,6 +2,8 @@
 
 #include "effopt/Conversion/Passes.h"
 
+#include "effopt/Support/StorageBytes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -35,12 +37,125 @@ arith::ExtFOp wideningOf(linalg::GenericOp op) {
   return ext;
 }
 
+/// Most operations a producer with other users may have to be computed
+/// again in a consumer (its body, terminator excluded).
+constexpr unsigned kMaxRecomputedOps = 16;
+/// Most large inputs a reader that recomputes a producer may read on top of
+/// its own, in place of the producer's one stored result: reading more
+/// would move more bytes than storing the result once and reading it back
+/// (a residual gradient summed from four branches stays stored).
+constexpr unsigned kMaxNewReads = 2;
+
+/// Whether `value` is live at `consumer` without `producer`: a block
+/// argument (a step argument lives for the whole step), a constant, or used
+/// at or after `consumer` by an op other than `producer`.
+static bool liveAt(Value value, Operation *consumer, Operation *producer) {
+  if (isa<BlockArgument>(value) ||
+      value.getDefiningOp()->hasTrait<OpTrait::ConstantLike>())
+    return true;
+  Block *block = consumer->getBlock();
+  for (Operation *user : value.getUsers()) {
+    if (user == producer)
+      continue;
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    if (ancestor &&
+        (ancestor == consumer || consumer->isBeforeInBlock(ancestor)))
+      return true;
+  }
+  return false;
+}
+
+/// Whether fusing `fused`'s producer into its owner keeps the step's memory
+/// and arithmetic, in the second round of fusion, where a producer with
+/// other users is computed again in each reader (upstream's fusion clones
+/// it into the consumer and leaves it for its other users), and a producer
+/// that became single-use that way moves into its last reader. Allowed
+/// when:
+/// - a producer with other users has one result, computed from its inputs
+///   alone (no update in place), with a few `arith` ops without division,
+///   read through its own result map by an elementwise consumer (each
+///   element computed once, by the same operations in the same order, so
+///   bitwise the stored value), and adds at most kMaxNewReads large inputs
+///   to what the consumer reads. Not into reductions: batch-norm sums run
+///   one sequential f64 chain per channel, and work added to each element
+///   there cost more than reading a stored tensor (EfficientNet-B0's SiLU
+///   gradient recomputed in its batch norms' sums: +8% CPU time a step);
+/// - its inputs larger than an eighth of its result are live at the
+///   consumer anyway, or take no more bytes than its results, which every
+///   reader then computes itself (one set of buffers replaces the other).
+/// The case it is for: a ReLU6 after a batch norm is two compares whose
+/// masks the backward keeps and two selects, all from the normalised
+/// values. The forward becomes one pass that stores no mask, and the
+/// backward recomputes the masks from the batch norm's input, which it
+/// reads anyway; a ReLU's mask of a tensor nothing else keeps stays stored
+/// (an i1 mask instead of the f32 tensor).
+static bool recomputesCheaply(OpOperand *fused, bool onlyUser) {
+  auto producer = cast<linalg::GenericOp>(fused->get().getDefiningOp());
+  auto consumer = cast<linalg::GenericOp>(fused->getOwner());
+  if (producer.getNumLoops() == 0)
+    return false;
+  if (!onlyUser) {
+    // One result computed from inputs alone: an update in place (max
+    // pooling's backward, its running maximum and tap) reads its outputs,
+    // and a producer of several results would compute all of them again.
+    if (producer->getNumResults() != 1 ||
+        llvm::any_of(producer.getDpsInitsMutable(), [&](OpOperand &init) {
+          return producer.payloadUsesValueFromOperand(&init);
+        }))
+      return false;
+    if (consumer.getNumReductionLoops() != 0 ||
+        consumer.getMatchingIndexingMap(fused) !=
+            producer.getIndexingMapMatchingResult(
+                cast<OpResult>(fused->get())))
+      return false;
+    unsigned ops = 0;
+    for (Operation &op : producer.getBody()->without_terminator()) {
+      if (++ops > kMaxRecomputedOps ||
+          !isa<arith::ArithDialect>(op.getDialect()) ||
+          isa<arith::DivFOp, arith::RemFOp, arith::DivSIOp, arith::DivUIOp,
+              arith::RemSIOp, arith::RemUIOp>(op))
+        return false;
+    }
+  }
+  auto resultType = cast<RankedTensorType>(fused->get().getType());
+  int64_t extended = 0;
+  unsigned newReads = 0;
+  for (Value input : producer.getDpsInputs()) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type || 8 * type.getNumElements() <= resultType.getNumElements())
+      continue;
+    if (!llvm::is_contained(consumer.getDpsInputs(), input))
+      ++newReads;
+    if (!liveAt(input, consumer, producer))
+      extended += storageBytes(type);
+  }
+  if (!onlyUser && newReads > kMaxNewReads)
+    return false;
+  if (extended == 0)
+    return true;
+  // Inputs kept alive longer are paid for by the producer's results only if
+  // those go away: every reader must be able to compute them itself.
+  int64_t results = 0;
+  for (OpResult result : producer->getResults()) {
+    results += storageBytes(result.getType());
+    AffineMap map = producer.getIndexingMapMatchingResult(result);
+    for (OpOperand &use : result.getUses()) {
+      auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!reader || !reader.isDpsInput(&use) ||
+          reader.getMatchingIndexingMap(&use) != map ||
+          (!onlyUser && reader.getNumReductionLoops() != 0))
+        return false;
+    }
+  }
+  return extended <= results;
+}
+
 /// Fuse a generic producer into a generic consumer when the consumer is its
-/// only user and the producer has loops: no computation is duplicated and
-/// named ops stay named. A producer that only widens (bf16 -> f32) fuses
-/// into every consumer: each reads the narrow values and widens them
-/// itself, and the wide copy is never stored.
-bool shouldFuse(OpOperand *fused) {
+/// only user and the producer has loops: named ops stay named. With
+/// `recompute` (the second round), only where recomputesCheaply. A producer
+/// that only widens (bf16 -> f32) fuses into every consumer: each reads the
+/// narrow values and widens them itself, and the wide copy is never stored.
+bool shouldFuse(OpOperand *fused, bool recompute) {
   Operation *producer = fused->get().getDefiningOp();
   Operation *consumer = fused->getOwner();
   if (!isa_and_nonnull<linalg::GenericOp>(producer) ||
@@ -48,9 +163,11 @@ bool shouldFuse(OpOperand *fused) {
     return false;
   if (wideningOf(cast<linalg::GenericOp>(producer)))
     return true;
-  for (Operation *user : producer->getUsers())
-    if (user != consumer)
-      return false;
+  bool onlyUser = llvm::all_of(producer->getUsers(), [&](Operation *user) {
+    return user == consumer;
+  });
+  if (!recompute ? !onlyUser : !recomputesCheaply(fused, onlyUser))
+    return false;
   // A rank-0 producer (the per-step scalars of an optimizer update: bias
   // corrections with pow) stays a loop of its own: fused into a loop nest
   // it would be recomputed for every element.
@@ -94,12 +211,19 @@ struct ExtractThroughWidening : OpRewritePattern<tensor::ExtractOp> {
 struct EffFuseElementwisePass
     : impl::EffFuseElementwisePassBase<EffFuseElementwisePass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
-    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
-    patterns.add<ExtractThroughWidening>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // Single-use chains first: recomputing a producer needs its inputs live
+    // at the consumer, which they often are only once the chains that read
+    // them have been fused into their last readers.
+    for (bool recompute : {false, true}) {
+      RewritePatternSet patterns(&getContext());
+      linalg::populateElementwiseOpsFusionPatterns(
+          patterns,
+          [recompute](OpOperand *fused) { return shouldFuse(fused, recompute); });
+      linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
+      patterns.add<ExtractThroughWidening>(&getContext());
+      if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+        return signalPassFailure();
+    }
   }
 };
 

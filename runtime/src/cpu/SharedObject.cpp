@@ -44,10 +44,31 @@ std::unique_ptr<SharedObject> SharedObject::load(const std::string &label,
                                                  uint64_t size) {
   std::unique_ptr<SharedObject> so(new SharedObject);
   std::string libraryPath;
-  int fd = ::memfd_create("effx-code", MFD_CLOEXEC | MFD_EXEC);
-  if (fd < 0 && errno == EINVAL)
-    fd = ::memfd_create("effx-code", MFD_CLOEXEC);
-  if (fd >= 0) {
+  // EFFRT_KEEP_CODE=DIR: the code goes to a file in DIR that outlives the
+  // run, so profilers and debuggers read its symbols (each outlined loop
+  // nest is a function, effx_step_kernel_N) after the process is gone; a
+  // memfd's symbols are lost with it, and perf would show one unnamed
+  // "memfd:effx-code (deleted)".
+  const char *keepDir = std::getenv("EFFRT_KEEP_CODE");
+  int fd = -1;
+  if (keepDir && *keepDir) {
+    std::string pattern = std::string(keepDir) + "/effx-code-" +
+                          std::to_string(::getpid()) + "-XXXXXX.so";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    fd = ::mkstemps(buf.data(), 3);
+    if (fd < 0)
+      fail(label, ": EFFRT_KEEP_CODE: cannot create a file in ", keepDir,
+           ": ", errnoMessage(errno));
+    so->fd_ = fd;
+    libraryPath = buf.data();
+  } else {
+    fd = ::memfd_create("effx-code", MFD_CLOEXEC | MFD_EXEC);
+    if (fd < 0 && errno == EINVAL)
+      fd = ::memfd_create("effx-code", MFD_CLOEXEC);
+  }
+  if (!libraryPath.empty()) {
+  } else if (fd >= 0) {
     so->fd_ = fd;
     libraryPath = "/proc/self/fd/" + std::to_string(fd);
   } else {
