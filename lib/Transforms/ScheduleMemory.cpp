@@ -62,13 +62,10 @@ struct PullRule {
 };
 
 /// The live temporary bytes of an order: their largest sum at one
-/// position, and their sum over the step, each position weighted by the
-/// bytes its op writes (a proxy for its time: a scalar op of an update
-/// takes next to none, so a chain of them placed where much is live costs
-/// little).
+/// position, and their sum over all positions.
 struct LiveProfile {
   int64_t peak = 0;
-  double integral = 0;
+  int64_t integral = 0;
 };
 
 /// Ops whose result is a view of (or the same buffer as) their operand (an
@@ -252,17 +249,6 @@ private:
         if (seen.insert(s).second)
           worklist.push_back(s);
     return seen;
-  }
-
-  /// Bytes `o` writes: its tensor results, whether or not they take
-  /// temporary memory (at least 1).
-  int64_t writtenBytes(unsigned o) const {
-    int64_t bytes = 0;
-    for (Value result : ops[o]->getResults())
-      if (auto type = dyn_cast<RankedTensorType>(result.getType()))
-        if (type.hasStaticShape() && type.getElementType().isIntOrFloat())
-          bytes += storageBytes(type);
-    return std::max<int64_t>(bytes, 1);
   }
 
   int64_t allocated(unsigned o) const {
@@ -534,10 +520,10 @@ private:
     }
     LiveProfile result;
     int64_t live = 0;
-    for (auto [i, o] : llvm::enumerate(order)) {
-      live += delta[i];
+    for (int64_t d : delta) {
+      live += d;
       result.peak = std::max(result.peak, live);
-      result.integral += static_cast<double>(live) * writtenBytes(o);
+      result.integral += live;
     }
     return result;
   }
