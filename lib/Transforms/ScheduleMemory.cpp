@@ -317,17 +317,19 @@ private:
       return true;
     };
     /// The ops `o` still waits for, in an order that respects the data
-    /// flow, if few enough and if running them and `o` now as a group keeps
-    /// the live bytes within `oldPeak` and frees more than it leaves
-    /// allocated.
-    auto pulledGroup = [&](unsigned o, SmallVectorImpl<unsigned> &wait) {
+    /// flow, if few enough, all in the segment [begin, end), and if running
+    /// them and `o` now as a group keeps the live bytes within `oldPeak` and
+    /// frees more than it leaves allocated.
+    auto pulledGroup = [&](unsigned o, unsigned begin, unsigned end,
+                           SmallVectorImpl<unsigned> &wait) {
       llvm::DenseSet<unsigned> group{o};
       SmallVector<unsigned> worklist{o};
       while (!worklist.empty()) {
         for (unsigned p : preds[worklist.pop_back_val()]) {
           if (scheduled[p] || !group.insert(p).second)
             continue;
-          if (barrier[p] || group.size() > kMaxGroupOps + 1)
+          if (barrier[p] || p < begin || p >= end ||
+              group.size() > kMaxGroupOps + 1)
             return false;
           worklist.push_back(p);
         }
@@ -431,7 +433,7 @@ private:
           SmallVector<unsigned> wait;
           if (!pulled(o, std::min(free - alloc, rule.sumCap), wait)) {
             wait.clear();
-            if (!rule.simulateGroup || !pulledGroup(o, wait)) {
+            if (!rule.simulateGroup || !pulledGroup(o, next, end, wait)) {
               ++it;
               continue;
             }
