@@ -44,23 +44,6 @@ constexpr size_t kMaxPulledOps = 16;
 /// much in all (scalars: a learning rate, a loss scale's checks).
 constexpr int64_t kMaxPulledScalarBytes = 4096;
 
-/// At most this many not-yet-run ops form a group judged by simulation (an
-/// optimizer update made of a chain of ops: Adafactor's ~15 per parameter,
-/// plus the scalars they wait for).
-constexpr size_t kMaxGroupOps = 64;
-
-/// How a candidate order lets an early free pull up what it waits for.
-struct PullRule {
-  /// The pulled ops may allocate at most this much in all, and at most
-  /// what the free releases.
-  int64_t sumCap;
-  /// Otherwise, may the pulled ops (up to kMaxGroupOps) run as a group
-  /// when, simulated in order, their live bytes on top of what is live
-  /// stay within the old order's peak and the group ends having freed more
-  /// than it leaves allocated?
-  bool simulateGroup;
-};
-
 /// The live temporary bytes of an order: their largest sum at one
 /// position, and their sum over all positions.
 struct LiveProfile {
@@ -93,13 +76,10 @@ public:
     std::vector<unsigned> original(ops.size());
     for (unsigned i = 0; i < ops.size(); ++i)
       original[i] = i;
-    // Three candidate orders, tried in turn: pulling up whatever an early
-    // free waits for, as a group judged by simulating it (an update made of
-    // a chain of ops, whose intermediates sum to more than the gradient it
-    // frees but are mostly freed inside the chain); pulling up whatever it
-    // waits for within what it frees; then pulling up only scalars (the
-    // learning rate). The earlier ones free more when the pulled ops free
-    // in turn; the last is the fallback when the pulled ops' results are
+    // Two candidate orders, tried in turn: pulling up whatever an early
+    // free waits for (within what it frees), then pulling up only scalars
+    // (the learning rate). The first frees more when the pulled ops free in
+    // turn; the second is the fallback when the pulled ops' results are
     // live together just before the free, above a peak the old order
     // avoided (a chain of the backward's first ops hoisted ahead of the
     // loss's readers). The first that beats the old order on the model --
@@ -108,10 +88,9 @@ public:
     LiveProfile best = profile(original);
     peakBefore = best.peak;
     std::vector<unsigned> order = original;
-    constexpr int64_t kAnyBytes = std::numeric_limits<int64_t>::max();
-    for (PullRule rule : {PullRule{kAnyBytes, true}, PullRule{kAnyBytes, false},
-                          PullRule{kMaxPulledScalarBytes, false}}) {
-      std::vector<unsigned> candidate = freeEarly(rule, best.peak);
+    for (int64_t pullCap : {std::numeric_limits<int64_t>::max(),
+                            kMaxPulledScalarBytes}) {
+      std::vector<unsigned> candidate = freeEarly(pullCap);
       for (int round = 0; round < 4 && sink(candidate); ++round) {
       }
       LiveProfile live = profile(candidate);
@@ -260,7 +239,7 @@ private:
 
   /// List scheduling, segment by segment: the old order, except that an op
   /// freeing at least what it allocates runs as soon as it can.
-  std::vector<unsigned> freeEarly(PullRule rule, int64_t oldPeak) {
+  std::vector<unsigned> freeEarly(int64_t pullCap) {
     size_t n = ops.size();
     std::vector<unsigned> order;
     std::vector<bool> scheduled(n, false);
@@ -271,23 +250,15 @@ private:
     for (size_t r = 0; r < rootBytes.size(); ++r)
       if (remaining[r] == 1)
         candidates.insert(rootConsumers[r].front());
-    int64_t live = 0; // after the ops scheduled so far, as profile() counts
 
     auto schedule = [&](unsigned o) {
       scheduled[o] = true;
       order.push_back(o);
-      live += allocated(o);
-      for (unsigned r : resultRoots[o])
-        if (remaining[r] == 0)
-          live -= rootBytes[r];
-      for (unsigned r : usedRoots[o]) {
+      for (unsigned r : usedRoots[o])
         if (--remaining[r] == 1)
           for (unsigned c : rootConsumers[r])
             if (!scheduled[c])
               candidates.insert(c);
-        if (remaining[r] == 0)
-          live -= rootBytes[r];
-      }
     };
     auto freed = [&](unsigned o) {
       int64_t bytes = 0;
@@ -314,79 +285,6 @@ private:
         }
       }
       llvm::sort(wait);
-      return true;
-    };
-    /// The ops `o` still waits for, in an order that respects the data
-    /// flow, if few enough, all in the segment [begin, end), and if running
-    /// them and `o` now as a group keeps the live bytes within `oldPeak` and
-    /// frees more than it leaves allocated.
-    auto pulledGroup = [&](unsigned o, unsigned begin, unsigned end,
-                           SmallVectorImpl<unsigned> &wait) {
-      llvm::DenseSet<unsigned> group{o};
-      SmallVector<unsigned> worklist{o};
-      while (!worklist.empty()) {
-        for (unsigned p : preds[worklist.pop_back_val()]) {
-          if (scheduled[p] || !group.insert(p).second)
-            continue;
-          if (barrier[p] || p < begin || p >= end ||
-              group.size() > kMaxGroupOps + 1)
-            return false;
-          worklist.push_back(p);
-        }
-      }
-      // The group's ops by position in the old order, each once its
-      // predecessors in the group have run.
-      SmallVector<unsigned> members(group.begin(), group.end());
-      llvm::sort(members);
-      llvm::DenseSet<unsigned> placed;
-      SmallVector<unsigned> sequence;
-      while (sequence.size() < members.size()) {
-        bool progress = false;
-        for (unsigned g : members) {
-          if (placed.contains(g) || llvm::any_of(preds[g], [&](unsigned p) {
-                return group.contains(p) && !placed.contains(p);
-              }))
-            continue;
-          placed.insert(g);
-          sequence.push_back(g);
-          progress = true;
-          break;
-        }
-        if (!progress)
-          return false;
-      }
-      if (sequence.back() != o)
-        return false;
-      // Only the update itself: whatever the group computes that is more
-      // than a scalar is read inside the group alone (a backward op pulled
-      // along would run early for nothing and keep its result alive).
-      for (unsigned g : sequence)
-        for (unsigned r : resultRoots[g])
-          if (rootBytes[r] > kMaxPulledScalarBytes &&
-              llvm::any_of(rootConsumers[r],
-                           [&](unsigned c) { return !group.contains(c); }))
-            return false;
-      // Simulate: a root is freed once its last reader has run.
-      llvm::DenseMap<unsigned, int64_t> left;
-      int64_t now = live, peak = live;
-      for (unsigned g : sequence) {
-        now += allocated(g);
-        peak = std::max(peak, now);
-        if (peak > oldPeak)
-          return false;
-        for (unsigned r : resultRoots[g])
-          if (remaining[r] == 0)
-            now -= rootBytes[r];
-        for (unsigned r : usedRoots[g]) {
-          auto [it, inserted] = left.try_emplace(r, remaining[r]);
-          if (--it->second == 0)
-            now -= rootBytes[r];
-        }
-      }
-      if (now >= live)
-        return false;
-      sequence.pop_back();
-      wait.append(sequence.begin(), sequence.end());
       return true;
     };
 
@@ -431,12 +329,9 @@ private:
             continue;
           }
           SmallVector<unsigned> wait;
-          if (!pulled(o, std::min(free - alloc, rule.sumCap), wait)) {
-            wait.clear();
-            if (!rule.simulateGroup || !pulledGroup(o, next, end, wait)) {
-              ++it;
-              continue;
-            }
+          if (!pulled(o, std::min(free - alloc, pullCap), wait)) {
+            ++it;
+            continue;
           }
           for (unsigned p : wait)
             place(p);

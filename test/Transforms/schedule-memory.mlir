@@ -60,8 +60,6 @@ func.func @update_after_other_readers(%w: tensor<64xf32>, %v: tensor<64xf32>,
 // Something global over all gradients (here a norm for clipping) makes every
 // update wait for every gradient through the data flow: the updates stay
 // after the norm. (Each gradient's square sum moves up to its gradient.)
-// After the norm, each update -- the clipping and the update, a chain of two
-// ops -- runs as one group, before the next gradient is clipped.
 // CHECK-LABEL: func.func @global_norm_waits_for_all
 // CHECK:      %[[GW:.*]] = eff.mul %arg2, %arg2
 // CHECK-NEXT: %[[SW:.*]] = eff.reduce_sum %[[GW]]
@@ -70,10 +68,10 @@ func.func @update_after_other_readers(%w: tensor<64xf32>, %v: tensor<64xf32>,
 // CHECK-NEXT: eff.add %[[SW]], %[[SV]]
 // CHECK-NEXT: %[[NORM:.*]] = eff.sqrt
 // CHECK-NEXT: %[[CW:.*]] = eff.mul %[[GW]], %[[NORM]]
-// CHECK-NEXT: %[[LR:.*]] = eff.lr_schedule
-// CHECK-NEXT: eff.sgd_update %arg0, %[[CW]], %[[LR]]
 // CHECK-NEXT: %[[CV:.*]] = eff.mul %[[GV]], %[[NORM]]
-// CHECK-NEXT: eff.sgd_update %arg1, %[[CV]], %[[LR]]
+// CHECK-NEXT: eff.lr_schedule
+// CHECK-NEXT: eff.sgd_update %arg0, %[[CW]]
+// CHECK-NEXT: eff.sgd_update %arg1, %[[CV]]
 func.func @global_norm_waits_for_all(%w: tensor<64xf32>, %v: tensor<64xf32>,
                                      %x: tensor<64xf32>, %step: tensor<i64>)
     -> (tensor<64xf32>, tensor<64xf32>) {
@@ -180,52 +178,4 @@ func.func @pulled_chain_above_peak(%p: tensor<64xf32>, %x1: tensor<256x4xf32>,
   %np = eff.sgd_update %p, %gp, %lr, %step : (tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<i64>) -> tensor<64xf32>
   %r = bufferization.materialize_in_destination %np in %p : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
   return %r, %w, %h : tensor<64xf32>, tensor<4x4xf32>, tensor<16x4xf32>
-}
-
-// -----
-
-// An update made of a chain of ops (like Adafactor's): the in-place write of
-// %w frees %d, but the chain it waits for allocates %sq, %u and %d, more in
-// all than that, so pulling it up within what it frees never moves it, and
-// %gw stayed live across the large %a and %b. Simulated as a group, the
-// chain frees its inputs as it goes and ends having freed %gw; its live
-// bytes stay below the old peak, so it runs right after %gw, with the
-// learning rate it waits for (which then sinks to its reader), and the
-// model's peak drops to %a and %b.
-// CHECK-LABEL: func.func @update_chain_when_gradient_final
-// CHECK:      %[[GW:.*]] = eff.mul %arg2, %arg2
-// CHECK-NEXT: %[[SQ:.*]] = eff.mul %[[GW]], %[[GW]]
-// CHECK-NEXT: %[[MS:.*]] = eff.reduce_mean %[[SQ]]
-// CHECK-NEXT: %[[R:.*]] = eff.rsqrt %[[MS]]
-// CHECK-NEXT: %[[U:.*]] = eff.mul %[[GW]], %[[R]]
-// CHECK-NEXT: %[[LR:.*]] = eff.lr_schedule
-// CHECK-NEXT: %[[D:.*]] = eff.mul %[[U]], %[[LR]]
-// CHECK-NEXT: %[[NW:.*]] = eff.sub %arg0, %[[D]]
-// CHECK-NEXT: %[[A:.*]] = eff.exp %arg3
-// CHECK-NEXT: %[[B:.*]] = eff.exp %[[A]]
-// CHECK-NEXT: %[[S:.*]] = eff.reduce_sum %[[B]]
-// CHECK-NEXT: %[[GV:.*]] = eff.mul %arg1, %[[S]]
-// CHECK-NEXT: %[[NV:.*]] = eff.sgd_update %arg1, %[[GV]], %[[LR]]
-// CHECK-NEXT: bufferization.materialize_in_destination %[[NW]] in %arg0
-// CHECK-NEXT: bufferization.materialize_in_destination %[[NV]] in %arg1
-func.func @update_chain_when_gradient_final(%w: tensor<64xf32>, %v: tensor<64xf32>,
-                                            %x: tensor<64xf32>, %y: tensor<256xf32>,
-                                            %step: tensor<i64>)
-    -> (tensor<64xf32>, tensor<64xf32>) {
-  %gw = eff.mul %x, %x : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-  %a = eff.exp %y : tensor<256xf32>
-  %b = eff.exp %a : tensor<256xf32>
-  %s = eff.reduce_sum %b {axes = array<i64: 0>} : tensor<256xf32> -> tensor<f32>
-  %gv = eff.mul %v, %s : (tensor<64xf32>, tensor<f32>) -> tensor<64xf32>
-  %lr = eff.lr_schedule %step {kind = "constant", lr = 0.1 : f64} : tensor<i64> -> tensor<f32>
-  %sq = eff.mul %gw, %gw : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-  %ms = eff.reduce_mean %sq {axes = array<i64: 0>} : tensor<64xf32> -> tensor<f32>
-  %r = eff.rsqrt %ms : tensor<f32>
-  %u = eff.mul %gw, %r : (tensor<64xf32>, tensor<f32>) -> tensor<64xf32>
-  %d = eff.mul %u, %lr : (tensor<64xf32>, tensor<f32>) -> tensor<64xf32>
-  %nw = eff.sub %w, %d : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-  %nv = eff.sgd_update %v, %gv, %lr, %step : (tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<i64>) -> tensor<64xf32>
-  %r0 = bufferization.materialize_in_destination %nw in %w : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-  %r1 = bufferization.materialize_in_destination %nv in %v : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-  return %r0, %r1 : tensor<64xf32>, tensor<64xf32>
 }

@@ -797,23 +797,15 @@ def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
     with regions (loops over micro-batches) and ops with side effects stay
     where they are, and nothing moves across or into them.
 
-    The pass builds three orders by these moves, tried in turn. The first
-    also runs an update made of a chain of ops (Adafactor's ~15 per
-    parameter, ending in the in-place write) as a group right after its
-    gradient is final: its intermediates sum to more than the gradient it
-    frees, but most are freed inside the chain, so the pass simulates the
-    group (up to 64 ops, no barrier) in order and takes it when its live
-    bytes, on top of what is live there, stay within the old order's peak,
-    it ends having freed more than it leaves allocated, and nothing it
-    computes beyond a scalar (4 KiB) is read outside it. The second lets an
-    early free pull up whatever it waits for, up to what it frees; the
-    third pulls up only scalars (at most 4 KiB: the learning rate). The
-    earlier ones free more where the pulled ops free in turn; the last is
+    The pass builds two orders by these moves, tried in turn: one that
+    lets an early free pull up whatever it waits for (up to what it frees),
+    then one that pulls up only scalars (at most 4 KiB: the learning rate).
+    The first frees more where the pulled ops free in turn; the second is
     the fallback where the pulled chain's results would be live together,
     just before the free, above a peak the old order avoided. The first
     that beats the old order on the model (a lower peak, or the same peak
     with fewer live bytes summed over the step) replaces it; otherwise the
-    old order stays, so no candidate can raise the model's peak.
+    old order stays.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect"];
   let statistics = [
