@@ -599,11 +599,17 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
       at most `max-blocks` blocks;
     - reductions whose innermost accessed dimension is reduced (softmax,
       layer norm and cross-entropy rows, norms, full reductions to rank 0):
-      one block per output element (fewer threads for short rows, 1024 for
-      a single output), threads stride over the linearised reduction space
-      from the combiner's identity, then `gpu.all_reduce` (warp shuffles and
-      workgroup memory) combines them and thread 0 folds in the initial
-      value. Each output's combiner (`addf`, `mulf`, `maximumf`,
+      rows of a static size of at most 4096 elements (and more than one
+      output) take one warp each, `block-size / 32` rows a block: the lanes
+      stride over the linearised reduction space from the combiner's
+      identity, a butterfly of `gpu.shuffle xor` combines them with the
+      payload's combine op and lane 0 folds in the initial value and
+      stores. Other rows take one block per output element (fewer threads
+      for short rows, 1024 for a single output), threads stride over the
+      linearised reduction space from the combiner's identity, then
+      `gpu.all_reduce` (warp shuffles and workgroup memory) combines them
+      and thread 0 folds in the initial value. Both combine in a tree fixed
+      by the shapes (the same bits on every run). Each output's combiner (`addf`, `mulf`, `maximumf`,
       `minimumf`, `maxnumf`, `minnumf`, `addi`, `muli`, `andi`, `ori`,
       `xori`, signed/unsigned `max`/`min`) is recognised with its identity,
       for any element type (f64 accumulators included);
@@ -662,6 +668,8 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Elementwise kernels whose threads take 16 bytes at a time">,
     Statistic<"numBlockReductions", "block-reductions",
               "Reductions combined across a block">,
+    Statistic<"numWarpReductions", "warp-reductions",
+              "Short-row reductions combined within a warp, several rows a block">,
     Statistic<"numSerialFallbacks", "serial-fallbacks",
               "Reductions whose combiner was not recognised (thread per output)">
   ];

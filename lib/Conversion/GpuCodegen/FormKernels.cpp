@@ -170,6 +170,52 @@ static Value blockAllReduce(OpBuilder &b, Location loc, Value value,
   return gpu::AllReduceOp::create(b, loc, value, attr, /*uniform=*/true);
 }
 
+/// Threads of a warp, the unit `gpu.shuffle` exchanges values within.
+constexpr int64_t kWarpSize = 32;
+
+/// Whether `gpu.shuffle` can move a value of `type` (as it is, or as its
+/// bits zero-extended to i32): integers and floats of at most 32 bits, or
+/// of 64 (NVVM moves those in two halves).
+static bool isShuffleable(Type type) {
+  if (!type.isIntOrFloat())
+    return false;
+  unsigned width = type.getIntOrFloatBitWidth();
+  return width <= 32 || width == 64;
+}
+
+/// Combines `value` over the 32 lanes of a warp with a butterfly of
+/// `gpu.shuffle xor` (offsets 16, 8, 4, 2, 1), each step
+/// `combine(mine, received)`: every lane ends with the warp's total, added
+/// up in the same fixed order on every run. No barrier or shared memory.
+/// Values narrower than 32 bits travel as their bits zero-extended to i32
+/// and are combined in their own type.
+static Value warpAllReduce(
+    OpBuilder &b, Location loc, Value value,
+    llvm::function_ref<Value(OpBuilder &, Value, Value)> combine) {
+  Type type = value.getType();
+  unsigned width = type.getIntOrFloatBitWidth();
+  Type bits = b.getIntegerType(width);
+  for (int32_t offset = kWarpSize / 2; offset >= 1; offset /= 2) {
+    Value sent = value;
+    if (width < 32) {
+      if (type != bits)
+        sent = arith::BitcastOp::create(b, loc, bits, sent);
+      sent = arith::ExtUIOp::create(b, loc, b.getI32Type(), sent);
+    }
+    Value received =
+        gpu::ShuffleOp::create(b, loc, sent, offset, kWarpSize,
+                               gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    if (width < 32) {
+      received = arith::TruncIOp::create(b, loc, bits, received);
+      if (type != bits)
+        received = arith::BitcastOp::create(b, loc, type, received);
+    }
+    value = combine(b, value, received);
+  }
+  return value;
+}
+
 //===----------------------------------------------------------------------===//
 // linalg.generic payloads
 //===----------------------------------------------------------------------===//
@@ -433,7 +479,15 @@ struct EffGpuFormKernelsPass
       std::optional<unsigned> inner = innermostAccessedDim(op);
       bool rowReduction = parallelDims.empty() ||
                           (inner && llvm::is_contained(reductionDims, *inner));
-      if (succeeded(combiners) && rowReduction) {
+      if (succeeded(combiners) && rowReduction &&
+          isShortRowReduction(op, sizes, parallelDims, reductionDims)) {
+        int64_t rowsPerBlock = 0;
+        launch = formWarpReduction(b, op, sizes, parallelDims, reductionDims,
+                                   *combiners, rowsPerBlock);
+        ++numWarpReductions;
+        remark(op, "warp reduction: one warp per output element, " +
+                       Twine(rowsPerBlock) + " per block");
+      } else if (succeeded(combiners) && rowReduction) {
         launch = formBlockReduction(b, op, sizes, parallelDims, reductionDims,
                                     *combiners);
         ++numBlockReductions;
@@ -665,8 +719,9 @@ struct EffGpuFormKernelsPass
       reductionSizes.push_back(sizes[d]);
     Value points = product(b, loc, parallelSizes);
     Value count = product(b, loc, reductionSizes);
-    // A warp for short rows, `blockSize` threads for long ones, 1024 for a
-    // single output (a full reduction has no other parallelism).
+    // Fewer threads for short rows (those not taking a warp each: a
+    // dynamic size, a type shuffles cannot move), `blockSize` for long ones,
+    // 1024 for a single output (a full reduction has no other parallelism).
     std::optional<int64_t> staticPoints = getConstantIntValue(points);
     int64_t maxThreads = staticPoints && *staticPoints == 1 ? 1024 : blockSize;
     int64_t threads = maxThreads;
@@ -699,20 +754,159 @@ struct EffGpuFormKernelsPass
                                           indexConstant(b, loc, 0));
     auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
     b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    storeCombined(b, op, ivs, combiners, totals);
+    return launch;
+  }
+
+  /// Applies output `k`'s combiner of `op` (the payload's own op, cloned)
+  /// to `mine` in place of the output's block argument and `other` in place
+  /// of the value it combines with.
+  static Value applyCombiner(OpBuilder &b, linalg::GenericOp op, unsigned k,
+                             const Combiner &combiner, Value mine,
+                             Value other) {
+    BlockArgument arg =
+        op.getMatchingBlockArgument(op.getDpsInitOperand(k));
+    IRMapping mapping;
+    for (Value operand : combiner.combiner->getOperands())
+      mapping.map(operand, operand == arg ? mine : other);
+    return b.clone(*combiner.combiner, mapping)->getResult(0);
+  }
+
+  /// Loads each output of `op` at `ivs` (its initial value), folds in the
+  /// reduction's total with the payload's combiner and stores the result.
+  static void storeCombined(OpBuilder &b, linalg::GenericOp op,
+                            ArrayRef<Value> ivs, ArrayRef<Combiner> combiners,
+                            ArrayRef<Value> totals) {
+    Location loc = op.getLoc();
     SmallVector<Value> results;
     for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
       Value initial = memref::LoadOp::create(
           b, loc, init.get(),
           applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs));
-      // The payload's own combine op, applied to (initial, total).
-      Operation *combiner = combiners[k].combiner;
-      BlockArgument arg = op.getMatchingBlockArgument(&init);
-      IRMapping mapping;
-      for (Value operand : combiner->getOperands())
-        mapping.map(operand, operand == arg ? initial : totals[k]);
-      results.push_back(b.clone(*combiner, mapping)->getResult(0));
+      results.push_back(
+          applyCombiner(b, op, k, combiners[k], initial, totals[k]));
     }
     storeOutputs(b, op, ivs, results);
+  }
+
+  /// Reductions with rows up to this many elements take one warp per row
+  /// (formWarpReduction), longer ones a block. For a short row a block's
+  /// combine dominates: gpu.all_reduce costs two barriers and a round trip
+  /// through shared memory per row, and at 768 elements each of 256 threads
+  /// loads only 3. A warp needs no barrier, and up to 4096 elements its
+  /// lanes take at most 128 each, a loop long enough to keep loads in
+  /// flight; beyond that a block's threads share a row faster than one warp
+  /// walks it (and long rows come in smaller numbers).
+  static constexpr int64_t kMaxWarpRow = 4096;
+
+  /// A row reduction (the caller checked) takes a warp per row when its
+  /// reduction space has a static size of at most kMaxWarpRow, there is
+  /// more than one output point (a single output keeps the block of 1024)
+  /// and every output's type can be shuffled.
+  static bool isShortRowReduction(linalg::GenericOp op, ArrayRef<Value> sizes,
+                                  ArrayRef<unsigned> parallelDims,
+                                  ArrayRef<unsigned> reductionDims) {
+    if (parallelDims.empty())
+      return false;
+    int64_t count = 1, points = 1;
+    bool pointsStatic = true;
+    for (unsigned d : reductionDims) {
+      std::optional<int64_t> size = getConstantIntValue(sizes[d]);
+      if (!size)
+        return false;
+      count *= *size;
+    }
+    for (unsigned d : parallelDims) {
+      std::optional<int64_t> size = getConstantIntValue(sizes[d]);
+      if (size)
+        points *= *size;
+      else
+        pointsStatic = false;
+    }
+    if (count > kMaxWarpRow || (pointsStatic && points < 2))
+      return false;
+    return llvm::all_of(op.getDpsInitsMutable(), [](OpOperand &init) {
+      return isShuffleable(getElementTypeOrSelf(init.get().getType()));
+    });
+  }
+
+  /// One warp per output point, `rowsPerBlock` (set here) of them per
+  /// block: the lanes stride over the linearised reduction dims from the
+  /// identity, a butterfly of shuffles combines the warp (warpAllReduce),
+  /// lane 0 folds in the output's initial value and stores. Warps past the
+  /// last point (a partial last block) reduce nothing and store nothing;
+  /// they still shuffle, so every shuffle runs in all 32 lanes of a warp.
+  gpu::LaunchOp formWarpReduction(OpBuilder &b, linalg::GenericOp op,
+                                  ArrayRef<Value> sizes,
+                                  ArrayRef<unsigned> parallelDims,
+                                  ArrayRef<unsigned> reductionDims,
+                                  ArrayRef<Combiner> combiners,
+                                  int64_t &rowsPerBlock) {
+    Location loc = op.getLoc();
+    SmallVector<Value> parallelSizes, reductionSizes;
+    for (unsigned d : parallelDims)
+      parallelSizes.push_back(sizes[d]);
+    for (unsigned d : reductionDims)
+      reductionSizes.push_back(sizes[d]);
+    Value points = product(b, loc, parallelSizes);
+    Value count = product(b, loc, reductionSizes);
+    std::optional<int64_t> staticPoints = getConstantIntValue(points);
+    rowsPerBlock = blockSize / kWarpSize;
+    if (staticPoints)
+      rowsPerBlock = std::min(rowsPerBlock, *staticPoints);
+    Value grid =
+        staticPoints
+            ? indexConstant(b, loc, llvm::divideCeil(*staticPoints,
+                                                     rowsPerBlock))
+            : Value(arith::CeilDivUIOp::create(
+                  b, loc, points, indexConstant(b, loc, rowsPerBlock)));
+    Value block = indexConstant(b, loc, rowsPerBlock * kWarpSize);
+    OpBuilder::InsertionGuard guard(b);
+    gpu::LaunchOp launch = createLaunch(b, loc, grid, block, "warp-reduction");
+    Value warpSize = indexConstant(b, loc, kWarpSize);
+    Value tx = launch.getThreadIds().x;
+    Value lane = arith::RemUIOp::create(b, loc, tx, warpSize);
+    Value row = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                              indexConstant(b, loc, rowsPerBlock)),
+        arith::DivUIOp::create(b, loc, tx, warpSize));
+    // Only a partial last block has warps without a row.
+    Value inRange;
+    Value end = count;
+    if (!staticPoints || *staticPoints % rowsPerBlock != 0) {
+      inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                      points);
+      end = arith::SelectOp::create(b, loc, inRange, count,
+                                    indexConstant(b, loc, 0));
+    }
+    SmallVector<Value> ivs(sizes.size());
+    for (auto [d, iv] :
+         llvm::zip(parallelDims, delinearize(b, loc, row, parallelSizes)))
+      ivs[d] = iv;
+    SmallVector<Value> identities;
+    for (const Combiner &c : combiners)
+      identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
+    auto partial = scf::ForOp::create(
+        b, loc, lane, end, warpSize, identities,
+        [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
+          emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
+                            r, carried);
+        });
+    SmallVector<Value> totals;
+    for (unsigned k = 0, e = combiners.size(); k < e; ++k)
+      totals.push_back(warpAllReduce(
+          b, loc, partial.getResult(k),
+          [&](OpBuilder &nb, Value mine, Value other) {
+            return applyCombiner(nb, op, k, combiners[k], mine, other);
+          }));
+    Value isStorer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           lane, indexConstant(b, loc, 0));
+    if (inRange)
+      isStorer = arith::AndIOp::create(b, loc, isStorer, inRange);
+    auto ifStorer = scf::IfOp::create(b, loc, isStorer, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifStorer.getThenRegion().front());
+    storeCombined(b, op, ivs, combiners, totals);
     return launch;
   }
 

@@ -29,14 +29,45 @@ func.func @argmax_fallback(%x: memref<32x10xf32>, %m: memref<32xf32>, %i: memref
 
 // -----
 
+// Rows of at most 4096 elements take a warp each, 8 warps a block (fewer
+// when there are fewer rows); longer rows take a block each.
+
 // CHECK-LABEL: func.func @softmax_sum
 func.func @softmax_sum(%x: memref<8x512xf32>, %s: memref<8xf32>) attributes {eff.arena_arg = 0 : i64} {
-  // expected-remark @below {{block reduction: one block per output element}}
+  // expected-remark @below {{warp reduction: one warp per output element, 8 per block}}
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<8x512xf32>) outs(%s : memref<8xf32>) {
   ^bb0(%in: f32, %out: f32):
     %e = math.exp %in : f32
     %r = arith.addf %e, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @three_rows
+func.func @three_rows(%x: memref<3x4096xf32>, %s: memref<3xf32>) attributes {eff.arena_arg = 0 : i64} {
+  // expected-remark @below {{warp reduction: one warp per output element, 3 per block}}
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<3x4096xf32>) outs(%s : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @long_rows
+func.func @long_rows(%x: memref<8x4097xf32>, %s: memref<8xf32>) attributes {eff.arena_arg = 0 : i64} {
+  // expected-remark @below {{block reduction: one block per output element}}
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x4097xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
     linalg.yield %r : f32
   }
   return

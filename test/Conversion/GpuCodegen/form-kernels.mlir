@@ -88,10 +88,12 @@ func.func @scalar_elementwise(%x: memref<32x10xf32>, %y: memref<32x10xf32>,
 
 // -----
 
-// A row reduction (a softmax's max) after its fill: two kernels. The
-// reduction runs one block per row (32 threads for a 10-wide row) striding
-// from the identity -inf, combined by gpu.all_reduce; thread 0 folds in the
-// filled initial value with the payload's own combiner.
+// A row reduction (a softmax's max) after its fill: two kernels. Rows of
+// at most 4096 elements take one warp each, 8 rows to a 256-thread block
+// (the grid over rows): the lanes stride over the row from the identity
+// -inf, a butterfly of xor shuffles (offsets 16 to 1) combines them with the
+// payload's own maximumf, lane 0 folds in the filled initial value and
+// stores. 32 rows fill 4 blocks exactly, so no row guard.
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
@@ -99,9 +101,90 @@ func.func @scalar_elementwise(%x: memref<32x10xf32>, %y: memref<32x10xf32>,
 // CHECK: gpu.launch
 // CHECK:   vector.store %{{.*}} : memref<32xf32>, vector<4xf32>
 // CHECK: } {eff.kernel = "elementwise"}
-// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c32
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
+// CHECK:   %[[LANE:.*]] = arith.remui %[[TX]], %[[C32:.*]] : index
+// CHECK:   %[[FIRST:.*]] = arith.muli %[[BX]], %c8
+// CHECK:   %[[WARP:.*]] = arith.divui %[[TX]], %[[C32]]
+// CHECK:   %[[ROW:.*]] = arith.addi %[[FIRST]], %[[WARP]]
+// CHECK-NOT: arith.select
 // CHECK:   %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK:   %[[PARTIAL:.*]] = scf.for %[[R:.*]] = %[[TX]] to %c10{{.*}} step %[[SX]] iter_args(%[[ACC:.*]] = %[[NEG_INF]]) -> (f32)
+// CHECK:   %[[PARTIAL:.*]] = scf.for %[[R:.*]] = %[[LANE]] to %c10{{.*}} step %[[C32]] iter_args(%[[ACC:.*]] = %[[NEG_INF]]) -> (f32)
+// CHECK:     %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[R]]]
+// CHECK:     %[[M:.*]] = arith.maximumf %[[X]], %[[ACC]]
+// CHECK:     scf.yield %[[M]]
+// CHECK:   %[[S16:.*]], %{{.*}} = gpu.shuffle xor %[[PARTIAL]], %c16_i32, %c32_i32 : f32
+// CHECK:   %[[M16:.*]] = arith.maximumf %[[S16]], %[[PARTIAL]] : f32
+// CHECK:   gpu.shuffle xor %[[M16]], %c8_i32
+// CHECK:   gpu.shuffle xor %{{.*}}, %c4_i32
+// CHECK:   gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK:   %[[S1:.*]], %{{.*}} = gpu.shuffle xor %[[M2:.*]], %c1_i32
+// CHECK:   %[[TOTAL:.*]] = arith.maximumf %[[S1]], %[[M2]] : f32
+// CHECK-NOT: gpu.all_reduce
+// CHECK:   %[[IS_LANE0:.*]] = arith.cmpi eq, %[[LANE]], %{{.*}} : index
+// CHECK:   scf.if %[[IS_LANE0]]
+// CHECK:     %[[INIT:.*]] = memref.load %{{.*}}[%[[ROW]]]
+// CHECK:     %[[RES:.*]] = arith.maximumf %[[TOTAL]], %[[INIT]]
+// CHECK:     memref.store %[[RES]], %{{.*}}[%[[ROW]]]
+// CHECK: } {eff.kernel = "warp-reduction"}
+func.func @row_max(%x: memref<32x10xf32>, %m: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %ninf = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%ninf : f32) outs(%m : memref<32xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x10xf32>) outs(%m : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.maximumf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// 20 rows: the last of 3 blocks has 4 warps without a row. They reduce
+// nothing (the loop ends at 0) but still shuffle, so every shuffle runs in
+// full warps; only lanes 0 of warps with a row store. A bf16 sum moves its
+// bits through the i32 shuffles and adds in bf16 like the payload.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @partial_block_bf16
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3{{.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c256
+// CHECK:   %[[ROW:.*]] = arith.addi
+// CHECK:   %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %c20
+// CHECK:   %[[END:.*]] = arith.select %[[IN]], %c100{{.*}}, %c0
+// CHECK:   %[[PARTIAL:.*]] = scf.for %{{.*}} = %{{.*}} to %[[END]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (bf16)
+// CHECK:   %[[BITS:.*]] = arith.bitcast %[[PARTIAL]] : bf16 to i16
+// CHECK:   %[[WIDE:.*]] = arith.extui %[[BITS]] : i16 to i32
+// CHECK:   %[[GOT:.*]], %{{.*}} = gpu.shuffle xor %[[WIDE]], %c16_i32, %c32_i32 : i32
+// CHECK:   %[[NARROW:.*]] = arith.trunci %[[GOT]] : i32 to i16
+// CHECK:   %[[BACK:.*]] = arith.bitcast %[[NARROW]] : i16 to bf16
+// CHECK:   arith.addf %[[BACK]], %[[PARTIAL]] : bf16
+// CHECK:   %[[LANE0:.*]] = arith.cmpi eq
+// CHECK:   %[[STORES:.*]] = arith.andi %[[LANE0]], %[[IN]] : i1
+// CHECK:   scf.if %[[STORES]]
+// CHECK: } {eff.kernel = "warp-reduction"}
+func.func @partial_block_bf16(%x: memref<20x100xbf16>, %s: memref<20xbf16>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<20x100xbf16>) outs(%s : memref<20xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %r = arith.addf %in, %out : bf16
+    linalg.yield %r : bf16
+  }
+  return
+}
+
+// -----
+
+// Rows longer than 4096 elements keep one block per row (blockSize
+// threads) striding from the identity, combined by gpu.all_reduce; thread
+// 0 folds in the initial value with the payload's own combiner.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @long_row_max
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c256
+// CHECK:   %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK:   %[[PARTIAL:.*]] = scf.for %[[R:.*]] = %[[TX]] to %c5000{{.*}} step %[[SX]] iter_args(%[[ACC:.*]] = %[[NEG_INF]]) -> (f32)
 // CHECK:     %[[X:.*]] = memref.load %{{.*}}[%[[BX]], %[[R]]]
 // CHECK:     %[[M:.*]] = arith.maximumf %[[X]], %[[ACC]]
 // CHECK:     scf.yield %[[M]]
@@ -111,11 +194,9 @@ func.func @scalar_elementwise(%x: memref<32x10xf32>, %y: memref<32x10xf32>,
 // CHECK:     %[[RES:.*]] = arith.maximumf %[[TOTAL]], %[[INIT]]
 // CHECK:     memref.store %[[RES]], %{{.*}}[%[[BX]]]
 // CHECK: } {eff.kernel = "block-reduction"}
-func.func @row_max(%x: memref<32x10xf32>, %m: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
-  %ninf = arith.constant 0xFF800000 : f32
-  linalg.fill ins(%ninf : f32) outs(%m : memref<32xf32>)
+func.func @long_row_max(%x: memref<4x5000xf32>, %m: memref<4xf32>) attributes {eff.arena_arg = 0 : i64} {
   linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
-      ins(%x : memref<32x10xf32>) outs(%m : memref<32xf32>) {
+      ins(%x : memref<4x5000xf32>) outs(%m : memref<4xf32>) {
   ^bb0(%in: f32, %out: f32):
     %r = arith.maximumf %in, %out : f32
     linalg.yield %r : f32

@@ -10,8 +10,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -59,7 +61,12 @@ static Value combine(OpBuilder &b, Location loc, gpu::AllReduceOperation kind,
 /// with uniform gpu.all_reduce ops (threads exchange values only through
 /// them, as in the kernels eff-gpu-form-kernels forms) runs in two phases:
 /// every thread computes the reduced operands, combined in thread order;
-/// then the ops that use a reduction run once, as thread 0.
+/// then the ops that use a reduction run once, as thread 0. A body with
+/// `gpu.shuffle xor` ops (warp reductions) runs in one phase per shuffle
+/// plus a last one: phase j runs every thread up to shuffle j and keeps
+/// the value it sends in a buffer; later phases recompute the body and
+/// read each earlier shuffle's result from its source lane's entry, as the
+/// hardware exchanges them (the same combination order, so the same bits).
 struct TestEmulateGpuLaunchesPass
     : PassWrapper<TestEmulateGpuLaunchesPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestEmulateGpuLaunchesPass)
@@ -70,7 +77,8 @@ struct TestEmulateGpuLaunchesPass
     return "Run 1-D gpu.launch bodies as host loops over blocks and threads";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, scf::SCFDialect>();
+    registry.insert<arith::ArithDialect, memref::MemRefDialect,
+                    scf::SCFDialect>();
   }
 
   void runOnOperation() override {
@@ -104,6 +112,13 @@ struct TestEmulateGpuLaunchesPass
     base.map(blockSize.x, launch.getBlockSizeX());
     base.map(blockSize.y, launch.getBlockSizeY());
     base.map(blockSize.z, launch.getBlockSizeZ());
+
+    SmallVector<gpu::ShuffleOp> shuffles;
+    for (Operation &op : body.without_terminator())
+      if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
+        shuffles.push_back(shuffle);
+    if (!shuffles.empty())
+      return emulateShuffles(launch, shuffles, base);
 
     // Ops that depend on a reduction's result run once per block.
     DenseSet<Operation *> afterReduce;
@@ -171,6 +186,114 @@ struct TestEmulateGpuLaunchesPass
         if (afterReduce.contains(&op) && !isa<gpu::AllReduceOp>(op))
           b.clone(op, mapping);
     }
+    launch.erase();
+    return success();
+  }
+
+  /// The phases of a body with top-level shuffles (see the pass comment).
+  /// The body may write memory only after its last shuffle, as phases
+  /// before that are run again.
+  LogicalResult emulateShuffles(gpu::LaunchOp launch,
+                                ArrayRef<gpu::ShuffleOp> shuffles,
+                                const IRMapping &base) {
+    Location loc = launch.getLoc();
+    Block &body = launch.getBody().front();
+    for (gpu::ShuffleOp shuffle : shuffles)
+      if (shuffle.getMode() != gpu::ShuffleMode::XOR)
+        return shuffle.emitOpError("emulation supports xor shuffles only");
+    WalkResult nested = body.walk([&](Operation *op) {
+      if (isa<gpu::AllReduceOp>(op) ||
+          (isa<gpu::ShuffleOp>(op) && op->getBlock() != &body))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (nested.wasInterrupted())
+      return launch.emitOpError("emulation needs every gpu.shuffle at the top "
+                                "level of the body and no gpu.all_reduce "
+                                "beside them");
+    for (Operation &op : body) {
+      if (&op == shuffles.back())
+        break;
+      WalkResult writes = op.walk([&](Operation *inner) {
+        auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+        if (effects ? effects.hasEffect<MemoryEffects::Write>()
+                    : !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (writes.wasInterrupted())
+        return op.emitOpError("emulation needs the ops before the last "
+                              "gpu.shuffle to write no memory");
+    }
+
+    OpBuilder b(launch);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value warp = arith::ConstantIndexOp::create(b, loc, 32);
+    Value threadCount = launch.getBlockSizeX();
+    // What each thread sends, per shuffle.
+    SmallVector<Value> sent;
+    for (gpu::ShuffleOp shuffle : shuffles)
+      sent.push_back(memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({ShapedType::kDynamic}, shuffle.getValue().getType()),
+          ValueRange{threadCount}));
+    gpu::KernelDim3 blocks = launch.getBlockIds(),
+                    threads = launch.getThreadIds();
+    auto blockLoop =
+        scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
+    b.setInsertionPointToStart(blockLoop.getBody());
+    for (size_t phase = 0; phase <= shuffles.size(); ++phase) {
+      scf::ForOp::create(
+          b, loc, zero, threadCount, one, ValueRange{},
+          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
+            IRMapping mapping = base;
+            mapping.map(blocks.x, blockLoop.getInductionVar());
+            mapping.map(threads.x, tx);
+            Value lane = arith::RemUIOp::create(nb, nloc, tx, warp);
+            Value warpBase = arith::SubIOp::create(nb, nloc, tx, lane);
+            for (Operation &op : body.without_terminator()) {
+              auto shuffle = dyn_cast<gpu::ShuffleOp>(op);
+              if (!shuffle) {
+                nb.clone(op, mapping);
+                continue;
+              }
+              size_t k = llvm::find(shuffles, shuffle) - shuffles.begin();
+              if (k == phase) {
+                memref::StoreOp::create(nb, nloc,
+                                        mapping.lookup(shuffle.getValue()),
+                                        sent[k], ValueRange{tx});
+                break;
+              }
+              // Lane `lane ^ offset` of this warp sent it; a source past
+              // `width` (or the block) leaves the thread its own value.
+              auto asIndex = [&](Value v) {
+                return arith::IndexCastOp::create(nb, nloc, nb.getIndexType(),
+                                                  mapping.lookup(v));
+              };
+              Value source = arith::XOrIOp::create(
+                  nb, nloc, lane, asIndex(shuffle.getOffset()));
+              Value sourceThread =
+                  arith::AddIOp::create(nb, nloc, warpBase, source);
+              Value valid = arith::AndIOp::create(
+                  nb, nloc,
+                  arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ult,
+                                        source, asIndex(shuffle.getWidth())),
+                  arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ult,
+                                        sourceThread, threadCount));
+              Value from =
+                  arith::SelectOp::create(nb, nloc, valid, sourceThread, tx);
+              mapping.map(shuffle.getShuffleResult(),
+                          memref::LoadOp::create(nb, nloc, sent[k],
+                                                 ValueRange{from}));
+              mapping.map(shuffle.getValid(), valid);
+            }
+            scf::YieldOp::create(nb, nloc);
+          });
+    }
+    b.setInsertionPointAfter(blockLoop);
+    for (Value buffer : sent)
+      memref::DeallocOp::create(b, loc, buffer);
     launch.erase();
     return success();
   }
