@@ -592,7 +592,10 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     outlined: `gpu-kernel-outlining` runs next).
 
     One kernel per fusion group: each `linalg` op (named ops are generalized
-    first) and each `memref.copy` becomes exactly one `gpu.launch`:
+    first) and each `memref.copy` becomes exactly one `gpu.launch`, except
+    a fill whose buffer the next op, a warp or block reduction, overwrites
+    entirely with nothing else of it reading the buffer's memory: the
+    reduction starts from the fill's value and the fill launches nothing:
     - all-parallel ops: a flat grid-stride loop over the linearised
       iteration space, delinearised innermost-fastest so neighbouring
       threads touch neighbouring elements; `block-size` threads per block,
@@ -670,6 +673,8 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Reductions combined across a block">,
     Statistic<"numWarpReductions", "warp-reductions",
               "Short-row reductions combined within a warp, several rows a block">,
+    Statistic<"numFoldedFills", "folded-fills",
+              "Fills folded into the next reduction's initial value (no kernel)">,
     Statistic<"numSerialFallbacks", "serial-fallbacks",
               "Reductions whose combiner was not recognised (thread per output)">
   ];

@@ -413,6 +413,7 @@ struct EffGpuFormKernelsPass
 
   /// Forms the kernels of one host block (the step's body or a host loop's).
   LogicalResult formBlock(Block &block) {
+    foldFills(block);
     SmallVector<Operation *> ops;
     for (Operation &op : block)
       ops.push_back(&op);
@@ -435,6 +436,28 @@ struct EffGpuFormKernelsPass
     return success();
   }
 
+  /// Fills that the next kernel, a warp or block reduction, overwrites
+  /// entirely (matchFoldableFill) launch no kernel: the reduction folds the
+  /// fill's value in instead of loading its output. In reverse order, so
+  /// the fills before a multi-output reduction all fold.
+  void foldFills(Block &block) {
+    SmallVector<linalg::GenericOp> generics(block.getOps<linalg::GenericOp>());
+    for (linalg::GenericOp fill : llvm::reverse(generics)) {
+      std::optional<FoldableFill> folded = matchFoldableFill(fill);
+      if (!folded)
+        continue;
+      SmallVector<Value> &initials = foldedInitials[folded->reduction];
+      initials.resize(folded->reduction.getNumDpsInits());
+      initials[folded->output] = folded->value;
+      ++numFoldedFills;
+      fill.erase();
+    }
+  }
+
+  /// Per reduction, the initial value of each output a folded fill gave
+  /// (null: load the output).
+  DenseMap<Operation *, SmallVector<Value>> foldedInitials;
+
   /// A loop stays on the host when it holds library calls or fusion groups
   /// (the gradient-accumulation loop, NF4 tile loops).
   static bool staysOnHost(scf::ForOp loop) {
@@ -452,6 +475,20 @@ struct EffGpuFormKernelsPass
                             << op->getLoc() << "\n");
     if (remarks)
       op->emitRemark() << message;
+  }
+
+  /// "; starts from the fills of outputs 0, 1" when fills were folded.
+  std::string foldedFillsRemark(linalg::GenericOp op) {
+    auto it = foldedInitials.find(op);
+    if (it == foldedInitials.end())
+      return "";
+    SmallVector<std::string> outputs;
+    for (auto [k, value] : llvm::enumerate(it->second))
+      if (value)
+        outputs.push_back(std::to_string(k));
+    return (outputs.size() > 1 ? "; starts from the fills of outputs "
+                               : "; starts from the fill of output ") +
+           llvm::join(outputs, ", ");
   }
 
   LogicalResult formGeneric(linalg::GenericOp op) {
@@ -486,12 +523,14 @@ struct EffGpuFormKernelsPass
                                    *combiners, rowsPerBlock);
         ++numWarpReductions;
         remark(op, "warp reduction: one warp per output element, " +
-                       Twine(rowsPerBlock) + " per block");
+                       Twine(rowsPerBlock) + " per block" +
+                       foldedFillsRemark(op));
       } else if (succeeded(combiners) && rowReduction) {
         launch = formBlockReduction(b, op, sizes, parallelDims, reductionDims,
                                     *combiners);
         ++numBlockReductions;
-        remark(op, "block reduction: one block per output element");
+        remark(op, "block reduction: one block per output element" +
+                       foldedFillsRemark(op));
       } else {
         if (failed(combiners) && rowReduction) {
           ++numSerialFallbacks;
@@ -754,7 +793,7 @@ struct EffGpuFormKernelsPass
                                           indexConstant(b, loc, 0));
     auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
     b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    storeCombined(b, op, ivs, combiners, totals);
+    storeCombined(b, op, ivs, combiners, totals, foldedInitials.lookup(op));
     return launch;
   }
 
@@ -772,17 +811,21 @@ struct EffGpuFormKernelsPass
     return b.clone(*combiner.combiner, mapping)->getResult(0);
   }
 
-  /// Loads each output of `op` at `ivs` (its initial value), folds in the
-  /// reduction's total with the payload's combiner and stores the result.
+  /// Loads each output of `op` at `ivs` (its initial value; the value of a
+  /// folded fill where `initials` has one), folds in the reduction's total
+  /// with the payload's combiner and stores the result.
   static void storeCombined(OpBuilder &b, linalg::GenericOp op,
                             ArrayRef<Value> ivs, ArrayRef<Combiner> combiners,
-                            ArrayRef<Value> totals) {
+                            ArrayRef<Value> totals, ArrayRef<Value> initials) {
     Location loc = op.getLoc();
     SmallVector<Value> results;
     for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
-      Value initial = memref::LoadOp::create(
-          b, loc, init.get(),
-          applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs));
+      Value initial =
+          k < initials.size() && initials[k]
+              ? initials[k]
+              : Value(memref::LoadOp::create(
+                    b, loc, init.get(),
+                    applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs)));
       results.push_back(
           applyCombiner(b, op, k, combiners[k], initial, totals[k]));
     }
@@ -906,7 +949,7 @@ struct EffGpuFormKernelsPass
       isStorer = arith::AndIOp::create(b, loc, isStorer, inRange);
     auto ifStorer = scf::IfOp::create(b, loc, isStorer, /*withElse=*/false);
     b.setInsertionPointToStart(&ifStorer.getThenRegion().front());
-    storeCombined(b, op, ivs, combiners, totals);
+    storeCombined(b, op, ivs, combiners, totals, foldedInitials.lookup(op));
     return launch;
   }
 

@@ -2,6 +2,11 @@
 
 #include "effopt/Conversion/GpuCodegen/Reductions.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -145,6 +150,157 @@ std::optional<unsigned> innermostAccessedDim(linalg::GenericOp op) {
   if (auto dim = dyn_cast<AffineDimExpr>(map.getResults().back()))
     return dim.getPosition();
   return std::nullopt;
+}
+
+bool isCombinedAcrossThreads(linalg::GenericOp op) {
+  if (op.getNumReductionLoops() == 0 || failed(matchCombiners(op)))
+    return false;
+  if (op.getNumParallelLoops() == 0)
+    return true;
+  std::optional<unsigned> inner = innermostAccessedDim(op);
+  return inner &&
+         op.getIteratorTypesArray()[*inner] == utils::IteratorType::reduction;
+}
+
+namespace {
+/// Where a memref's elements lie: `size` bytes from `begin` in `root`, or
+/// anywhere in it (size unknown).
+struct ByteRange {
+  Value root;
+  int64_t begin = 0;
+  std::optional<int64_t> size;
+};
+} // namespace
+
+/// The bytes of a contiguous memref with a static shape, if known.
+static std::optional<int64_t> staticBytes(MemRefType type) {
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  return type.getNumElements() *
+         llvm::divideCeil(type.getElementType().getIntOrFloatBitWidth(), 8);
+}
+
+/// Follows views back to their root (bounded: views are few deep).
+static ByteRange byteRangeOf(Value value) {
+  ByteRange range{value, 0, std::nullopt};
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (type)
+    range.size = staticBytes(type);
+  for (int depth = 0; depth < 16; ++depth) {
+    Operation *def = range.root.getDefiningOp();
+    if (!def)
+      break;
+    if (auto view = dyn_cast<memref::ViewOp>(def)) {
+      std::optional<int64_t> shift =
+          getConstantIntValue(view.getByteShift());
+      if (!shift)
+        return {range.root, 0, std::nullopt};
+      range.begin += *shift;
+      range.root = view.getSource();
+      continue;
+    }
+    if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
+            def)) {
+      // Same elements, same bytes (identity layouts only).
+      auto sourceType = dyn_cast<MemRefType>(def->getOperand(0).getType());
+      if (!sourceType || !sourceType.getLayout().isIdentity() ||
+          !type || !type.getLayout().isIdentity())
+        return {def->getOperand(0), 0, std::nullopt};
+      range.root = def->getOperand(0);
+      continue;
+    }
+    break;
+  }
+  return range;
+}
+
+/// Whether `root` is an object of its own: no other root shares its memory.
+static bool isDistinctObject(Value root) {
+  if (auto arg = dyn_cast<BlockArgument>(root))
+    return isa<func::FuncOp>(arg.getOwner()->getParentOp()) &&
+           arg.getOwner()->isEntryBlock();
+  return isa_and_nonnull<memref::AllocOp, memref::AllocaOp,
+                         memref::GetGlobalOp>(root.getDefiningOp());
+}
+
+bool mayOverlap(Value a, Value b) {
+  ByteRange ra = byteRangeOf(a), rb = byteRangeOf(b);
+  if (ra.root != rb.root) {
+    auto globalA = ra.root.getDefiningOp<memref::GetGlobalOp>();
+    auto globalB = rb.root.getDefiningOp<memref::GetGlobalOp>();
+    if (globalA && globalB)
+      return globalA.getName() == globalB.getName();
+    return !isDistinctObject(ra.root) || !isDistinctObject(rb.root);
+  }
+  if (!ra.size || !rb.size)
+    return true;
+  return ra.begin < rb.begin + *rb.size && rb.begin < ra.begin + *ra.size;
+}
+
+/// The scalar an all-parallel generic stores into every element of its one
+/// output (a generalized linalg.fill), else null.
+static Value filledValue(linalg::GenericOp op) {
+  if (op.getNumReductionLoops() != 0 || op.getNumDpsInputs() != 1 ||
+      op.getNumDpsInits() != 1 || !op.hasPureBufferSemantics())
+    return {};
+  OpOperand *input = op.getDpsInputOperand(0);
+  if (isa<ShapedType>(input->get().getType()))
+    return {};
+  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation())
+    return {};
+  auto yield = cast<linalg::YieldOp>(op.getRegion().front().getTerminator());
+  if (yield.getValues().size() != 1 ||
+      yield.getValues()[0] != op.getMatchingBlockArgument(input))
+    return {};
+  return input->get();
+}
+
+std::optional<FoldableFill> matchFoldableFill(linalg::GenericOp fill) {
+  Value value = filledValue(fill);
+  if (!value)
+    return std::nullopt;
+  Value buffer = fill.getDpsInitOperand(0)->get();
+  auto bufferType = cast<MemRefType>(buffer.getType());
+  if (value.getType() != bufferType.getElementType() ||
+      !bufferType.hasStaticShape())
+    return std::nullopt;
+  // The next op that may touch memory (address arithmetic in between).
+  Operation *next = fill->getNextNode();
+  while (next && isMemoryEffectFree(next) && next->getNumRegions() == 0)
+    next = next->getNextNode();
+  auto reduction = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!reduction || !reduction.hasPureBufferSemantics() ||
+      !isCombinedAcrossThreads(reduction))
+    return std::nullopt;
+  std::optional<unsigned> output;
+  for (OpOperand &init : reduction.getDpsInitsMutable()) {
+    if (init.get() != buffer)
+      continue;
+    if (output)
+      return std::nullopt;
+    output = init.getOperandNumber() - reduction.getNumDpsInputs();
+  }
+  if (!output)
+    return std::nullopt;
+  // Every element of the buffer is a point of the reduction's output.
+  OpOperand *init = reduction.getDpsInitOperand(*output);
+  AffineMap map = reduction.getMatchingIndexingMap(init);
+  if (!map.isProjectedPermutation() ||
+      map.getNumResults() != bufferType.getRank())
+    return std::nullopt;
+  SmallVector<int64_t> ranges = reduction.getStaticLoopRanges();
+  for (auto [expr, size] : llvm::zip(map.getResults(), bufferType.getShape()))
+    if (ranges[cast<AffineDimExpr>(expr).getPosition()] != size)
+      return std::nullopt;
+  // No other operand reads or writes the buffer's memory.
+  for (OpOperand &operand : reduction->getOpOperands()) {
+    if (&operand == init || !isa<MemRefType>(operand.get().getType()))
+      continue;
+    if (mayOverlap(operand.get(), buffer))
+      return std::nullopt;
+  }
+  return FoldableFill{reduction, *output, value};
 }
 
 } // namespace effopt

@@ -47,6 +47,29 @@ func.func @softmax_sum(%x: memref<8x512xf32>, %s: memref<8xf32>) attributes {eff
 
 // -----
 
+// A fill the reduction after it overwrites launches nothing.
+
+// CHECK-LABEL: func.func @two_fills_folded
+// CHECK-COUNT-1: gpu.launch
+// CHECK-NOT: gpu.launch
+func.func @two_fills_folded(%x: memref<8x512xf32>, %s: memref<8xf32>, %m: memref<8xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<8xf32>)
+  linalg.fill ins(%ninf : f32) outs(%m : memref<8xf32>)
+  // expected-remark @below {{warp reduction: one warp per output element, 8 per block; starts from the fills of outputs 0, 1}}
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x512xf32>) outs(%s, %m : memref<8xf32>, memref<8xf32>) {
+  ^bb0(%in: f32, %out: f32, %mx: f32):
+    %r = arith.addf %in, %out : f32
+    %q = arith.maximumf %in, %mx : f32
+    linalg.yield %r, %q : f32, f32
+  }
+  return
+}
+
+// -----
+
 // CHECK-LABEL: func.func @three_rows
 func.func @three_rows(%x: memref<3x4096xf32>, %s: memref<3xf32>) attributes {eff.arena_arg = 0 : i64} {
   // expected-remark @below {{warp reduction: one warp per output element, 3 per block}}

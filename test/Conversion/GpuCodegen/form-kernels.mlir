@@ -88,19 +88,20 @@ func.func @scalar_elementwise(%x: memref<32x10xf32>, %y: memref<32x10xf32>,
 
 // -----
 
-// A row reduction (a softmax's max) after its fill: two kernels. Rows of
-// at most 4096 elements take one warp each, 8 rows to a 256-thread block
-// (the grid over rows): the lanes stride over the row from the identity
-// -inf, a butterfly of xor shuffles (offsets 16 to 1) combines them with the
-// payload's own maximumf, lane 0 folds in the filled initial value and
-// stores. 32 rows fill 4 blocks exactly, so no row guard.
+// A row reduction (a softmax's max) after its fill: one kernel, the fill
+// folded into the reduction's initial value. Rows of at most 4096 elements
+// take one warp each, 8 rows to a 256-thread block (the grid over rows):
+// the lanes stride over the row from the identity -inf, a butterfly of xor
+// shuffles (offsets 16 to 1) combines them with the payload's own
+// maximumf, lane 0 folds in the fill's value (instead of loading the
+// output) and stores. 32 rows fill 4 blocks exactly, so no row guard.
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @row_max
-// CHECK: gpu.launch
-// CHECK:   vector.store %{{.*}} : memref<32xf32>, vector<4xf32>
-// CHECK: } {eff.kernel = "elementwise"}
+// CHECK-SAME: %{{.*}}: memref<32x10xf32>, %[[M:.*]]: memref<32xf32>
+// CHECK: %[[FILL:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-NOT: gpu.launch
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
 // CHECK:   %[[LANE:.*]] = arith.remui %[[TX]], %[[C32:.*]] : index
 // CHECK:   %[[FIRST:.*]] = arith.muli %[[BX]], %c8
@@ -110,8 +111,8 @@ func.func @scalar_elementwise(%x: memref<32x10xf32>, %y: memref<32x10xf32>,
 // CHECK:   %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK:   %[[PARTIAL:.*]] = scf.for %[[R:.*]] = %[[LANE]] to %c10{{.*}} step %[[C32]] iter_args(%[[ACC:.*]] = %[[NEG_INF]]) -> (f32)
 // CHECK:     %[[X:.*]] = memref.load %{{.*}}[%[[ROW]], %[[R]]]
-// CHECK:     %[[M:.*]] = arith.maximumf %[[X]], %[[ACC]]
-// CHECK:     scf.yield %[[M]]
+// CHECK:     %[[MX:.*]] = arith.maximumf %[[X]], %[[ACC]]
+// CHECK:     scf.yield %[[MX]]
 // CHECK:   %[[S16:.*]], %{{.*}} = gpu.shuffle xor %[[PARTIAL]], %c16_i32, %c32_i32 : f32
 // CHECK:   %[[M16:.*]] = arith.maximumf %[[S16]], %[[PARTIAL]] : f32
 // CHECK:   gpu.shuffle xor %[[M16]], %c8_i32
@@ -122,10 +123,11 @@ func.func @scalar_elementwise(%x: memref<32x10xf32>, %y: memref<32x10xf32>,
 // CHECK-NOT: gpu.all_reduce
 // CHECK:   %[[IS_LANE0:.*]] = arith.cmpi eq, %[[LANE]], %{{.*}} : index
 // CHECK:   scf.if %[[IS_LANE0]]
-// CHECK:     %[[INIT:.*]] = memref.load %{{.*}}[%[[ROW]]]
-// CHECK:     %[[RES:.*]] = arith.maximumf %[[TOTAL]], %[[INIT]]
-// CHECK:     memref.store %[[RES]], %{{.*}}[%[[ROW]]]
+// CHECK-NOT: memref.load
+// CHECK:     %[[RES:.*]] = arith.maximumf %[[TOTAL]], %[[FILL]]
+// CHECK:     memref.store %[[RES]], %[[M]][%[[ROW]]]
 // CHECK: } {eff.kernel = "warp-reduction"}
+// CHECK-NOT: gpu.launch
 func.func @row_max(%x: memref<32x10xf32>, %m: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
   %ninf = arith.constant 0xFF800000 : f32
   linalg.fill ins(%ninf : f32) outs(%m : memref<32xf32>)
@@ -199,6 +201,66 @@ func.func @long_row_max(%x: memref<4x5000xf32>, %m: memref<4xf32>) attributes {e
       ins(%x : memref<4x5000xf32>) outs(%m : memref<4xf32>) {
   ^bb0(%in: f32, %out: f32):
     %r = arith.maximumf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// Fills that stay kernels: the reduction also reads the filled buffer
+// (through another view of its memory), an op with memory effects sits
+// between the fill and the reduction, the reduction covers only part of the
+// filled buffer, the reduction is a thread reduction (a column sum).
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+#cols = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @fills_that_stay
+// CHECK: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "warp-reduction"
+// CHECK-COUNT-2: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "warp-reduction"
+// CHECK: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "warp-reduction"
+// CHECK: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "thread-reduction"
+func.func @fills_that_stay(%arena: memref<4096xi8>, %x: memref<32x10xf32>, %y: memref<32x10xf32>, %z: memref<10xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %s = memref.view %arena[%c0][] : memref<4096xi8> to memref<32xf32>
+  %s2 = memref.view %arena[%c64][] : memref<4096xi8> to memref<32x10xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<32xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%s2 : memref<32x10xf32>) outs(%s : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  %t = memref.view %arena[%c0][] : memref<4096xi8> to memref<32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<32xf32>)
+  linalg.copy ins(%x : memref<32x10xf32>) outs(%y : memref<32x10xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%y : memref<32x10xf32>) outs(%t : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  %u = memref.view %arena[%c0][] : memref<4096xi8> to memref<64xf32>
+  %u16 = memref.subview %u[0] [32] [1] : memref<64xf32> to memref<32xf32, strided<[1]>>
+  linalg.fill ins(%zero : f32) outs(%u : memref<64xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x10xf32>) outs(%u16 : memref<32xf32, strided<[1]>>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%z : memref<10xf32>)
+  linalg.generic {indexing_maps = [#id, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<32x10xf32>) outs(%z : memref<10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
     linalg.yield %r : f32
   }
   return

@@ -36,6 +36,38 @@ matchCombiners(mlir::linalg::GenericOp op);
 /// neighbouring threads should walk a reduction or a parallel dimension.
 std::optional<unsigned> innermostAccessedDim(mlir::linalg::GenericOp op);
 
+/// Whether eff-gpu-form-kernels combines `op` (a linalg.generic with
+/// reduction dims) across threads (a warp or block reduction, which fold in
+/// each output's initial value once, after combining): its combiners are
+/// recognised and its innermost accessed dimension is reduced, or it has no
+/// parallel dims.
+bool isCombinedAcrossThreads(mlir::linalg::GenericOp op);
+
+/// A fill (a generalized `linalg.fill`) whose value can be the initial value
+/// of output `output` of `reduction` instead of being stored first.
+struct FoldableFill {
+  mlir::linalg::GenericOp reduction;
+  unsigned output;
+  mlir::Value value;
+};
+
+/// Matches `fill`, an all-parallel linalg.generic on memrefs that stores one
+/// scalar into every element of its output B, when the next op with memory
+/// effects is a reduction combined across threads with B (the same value)
+/// as exactly one of its outputs, whose points cover every element of B
+/// (a projected-permutation map onto B's static shape), and none of whose
+/// other operands may overlap B (see `mayOverlap`). Then nothing reads B
+/// between the two and the reduction overwrites all of it, so the fill can
+/// go and the reduction start from the fill's value.
+std::optional<FoldableFill> matchFoldableFill(mlir::linalg::GenericOp fill);
+
+/// False only when the memory of `a` and `b` is provably disjoint: views
+/// (memref.view at constant byte shifts, expand/collapse_shape, casts) of
+/// disjoint byte ranges of one root, or different roots that are distinct
+/// objects (arguments of the step function, which are separate regions;
+/// allocations; constant globals).
+bool mayOverlap(mlir::Value a, mlir::Value b);
+
 } // namespace effopt
 
 #endif // EFFOPT_CONVERSION_GPUCODEGEN_REDUCTIONS_H
