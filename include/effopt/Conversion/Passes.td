@@ -594,8 +594,11 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     One kernel per fusion group: each `linalg` op (named ops are generalized
     first) and each `memref.copy` becomes exactly one `gpu.launch`, except
     a fill whose buffer the next op, a warp or block reduction, overwrites
-    entirely with nothing else of it reading the buffer's memory: the
-    reduction starts from the fill's value and the fill launches nothing:
+    entirely with nothing else of it reading the buffer's memory (the
+    reduction starts from the fill's value and the fill launches nothing),
+    and an all-parallel op right after a warp or block reduction that only
+    reads the reduction's outputs at the points it stores them (it runs in
+    the storing thread's epilogue; docs/GpuKernels.md has the conditions):
     - all-parallel ops: a flat grid-stride loop over the linearised
       iteration space, delinearised innermost-fastest so neighbouring
       threads touch neighbouring elements; `block-size` threads per block,
@@ -675,6 +678,8 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Short-row reductions combined within a warp, several rows a block">,
     Statistic<"numFoldedFills", "folded-fills",
               "Fills folded into the next reduction's initial value (no kernel)">,
+    Statistic<"numFusedEpilogues", "fused-epilogues",
+              "Elementwise ops run in the epilogue of the reduction before them">,
     Statistic<"numSerialFallbacks", "serial-fallbacks",
               "Reductions whose combiner was not recognised (thread per output)">
   ];

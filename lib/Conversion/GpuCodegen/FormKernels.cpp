@@ -418,6 +418,9 @@ struct EffGpuFormKernelsPass
     for (Operation &op : block)
       ops.push_back(&op);
     for (Operation *op : ops) {
+      // Erased: it runs in a reduction's epilogue.
+      if (fusedEpilogues.contains(op))
+        continue;
       if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
         if (failed(formGeneric(generic)))
           return failure();
@@ -457,6 +460,10 @@ struct EffGpuFormKernelsPass
   /// Per reduction, the initial value of each output a folded fill gave
   /// (null: load the output).
   DenseMap<Operation *, SmallVector<Value>> foldedInitials;
+
+  /// Elementwise ops formed into the epilogue of the reduction before them
+  /// (and erased).
+  DenseSet<Operation *> fusedEpilogues;
 
   /// A loop stays on the host when it holds library calls or fusion groups
   /// (the gradient-accumulation loop, NF4 tile loops).
@@ -508,6 +515,8 @@ struct EffGpuFormKernelsPass
           .push_back(i);
 
     gpu::LaunchOp launch;
+    // An elementwise op run in a reduction's epilogue.
+    linalg::GenericOp epilogue;
     if (reductionDims.empty()) {
       launch = formThreadPerPoint(b, op, sizes, parallelDims, reductionDims,
                                   "elementwise");
@@ -516,21 +525,31 @@ struct EffGpuFormKernelsPass
       std::optional<unsigned> inner = innermostAccessedDim(op);
       bool rowReduction = parallelDims.empty() ||
                           (inner && llvm::is_contained(reductionDims, *inner));
+      if (succeeded(combiners) && rowReduction)
+        epilogue = matchEpilogue(op, sizes, parallelDims);
+      // The address arithmetic between the two (the epilogue's output
+      // views) moves ahead of the kernel, which uses it.
+      if (epilogue)
+        while (op->getNextNode() != epilogue)
+          op->getNextNode()->moveBefore(op);
+      std::string epilogueRemark =
+          epilogue ? "; the elementwise op after it runs in its epilogue"
+                   : "";
       if (succeeded(combiners) && rowReduction &&
           isShortRowReduction(op, sizes, parallelDims, reductionDims)) {
         int64_t rowsPerBlock = 0;
         launch = formWarpReduction(b, op, sizes, parallelDims, reductionDims,
-                                   *combiners, rowsPerBlock);
+                                   *combiners, epilogue, rowsPerBlock);
         ++numWarpReductions;
         remark(op, "warp reduction: one warp per output element, " +
                        Twine(rowsPerBlock) + " per block" +
-                       foldedFillsRemark(op));
+                       foldedFillsRemark(op) + epilogueRemark);
       } else if (succeeded(combiners) && rowReduction) {
         launch = formBlockReduction(b, op, sizes, parallelDims, reductionDims,
-                                    *combiners);
+                                    *combiners, epilogue);
         ++numBlockReductions;
         remark(op, "block reduction: one block per output element" +
-                       foldedFillsRemark(op));
+                       foldedFillsRemark(op) + epilogueRemark);
       } else {
         if (failed(combiners) && rowReduction) {
           ++numSerialFallbacks;
@@ -546,6 +565,11 @@ struct EffGpuFormKernelsPass
     }
     if (!launch)
       return failure();
+    if (epilogue) {
+      fusedEpilogues.insert(epilogue);
+      epilogue.erase();
+      ++numFusedEpilogues;
+    }
     sinkGlobals(launch);
     ++numKernels;
     op.erase();
@@ -749,7 +773,8 @@ struct EffGpuFormKernelsPass
                                    ArrayRef<Value> sizes,
                                    ArrayRef<unsigned> parallelDims,
                                    ArrayRef<unsigned> reductionDims,
-                                   ArrayRef<Combiner> combiners) {
+                                   ArrayRef<Combiner> combiners,
+                                   linalg::GenericOp epilogue) {
     Location loc = op.getLoc();
     SmallVector<Value> parallelSizes, reductionSizes;
     for (unsigned d : parallelDims)
@@ -793,7 +818,10 @@ struct EffGpuFormKernelsPass
                                           indexConstant(b, loc, 0));
     auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
     b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    storeCombined(b, op, ivs, combiners, totals, foldedInitials.lookup(op));
+    SmallVector<Value> stored = storeCombined(b, op, ivs, combiners, totals,
+                                              foldedInitials.lookup(op));
+    if (epilogue)
+      emitEpilogue(b, op, epilogue, ivs, parallelDims, stored);
     return launch;
   }
 
@@ -814,9 +842,11 @@ struct EffGpuFormKernelsPass
   /// Loads each output of `op` at `ivs` (its initial value; the value of a
   /// folded fill where `initials` has one), folds in the reduction's total
   /// with the payload's combiner and stores the result.
-  static void storeCombined(OpBuilder &b, linalg::GenericOp op,
-                            ArrayRef<Value> ivs, ArrayRef<Combiner> combiners,
-                            ArrayRef<Value> totals, ArrayRef<Value> initials) {
+  static SmallVector<Value> storeCombined(OpBuilder &b, linalg::GenericOp op,
+                                          ArrayRef<Value> ivs,
+                                          ArrayRef<Combiner> combiners,
+                                          ArrayRef<Value> totals,
+                                          ArrayRef<Value> initials) {
     Location loc = op.getLoc();
     SmallVector<Value> results;
     for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
@@ -830,6 +860,27 @@ struct EffGpuFormKernelsPass
           applyCombiner(b, op, k, combiners[k], initial, totals[k]));
     }
     storeOutputs(b, op, ivs, results);
+    return results;
+  }
+
+  /// The payload of `epilogue` (matchEpilogue) at the output point `ivs` of
+  /// `op`, its inputs taken from `stored` (the values just stored into the
+  /// outputs of `op` it reads), and its stores.
+  static void emitEpilogue(OpBuilder &b, linalg::GenericOp op,
+                           linalg::GenericOp epilogue, ArrayRef<Value> ivs,
+                           ArrayRef<unsigned> parallelDims,
+                           ArrayRef<Value> stored) {
+    SmallVector<Value> pointIvs;
+    for (unsigned d : parallelDims)
+      pointIvs.push_back(ivs[d]);
+    IRMapping preset;
+    for (OpOperand *input : epilogue.getDpsInputOperands())
+      for (OpOperand &init : op.getDpsInitsMutable())
+        if (init.get() == input->get())
+          preset.map(epilogue.getMatchingBlockArgument(input),
+                     stored[init.getOperandNumber() - op.getNumDpsInputs()]);
+    storeOutputs(b, epilogue, pointIvs,
+                 emitPayload(b, epilogue, pointIvs, {}, preset));
   }
 
   /// Reductions with rows up to this many elements take one warp per row
@@ -884,6 +935,7 @@ struct EffGpuFormKernelsPass
                                   ArrayRef<unsigned> parallelDims,
                                   ArrayRef<unsigned> reductionDims,
                                   ArrayRef<Combiner> combiners,
+                                  linalg::GenericOp epilogue,
                                   int64_t &rowsPerBlock) {
     Location loc = op.getLoc();
     SmallVector<Value> parallelSizes, reductionSizes;
@@ -949,7 +1001,10 @@ struct EffGpuFormKernelsPass
       isStorer = arith::AndIOp::create(b, loc, isStorer, inRange);
     auto ifStorer = scf::IfOp::create(b, loc, isStorer, /*withElse=*/false);
     b.setInsertionPointToStart(&ifStorer.getThenRegion().front());
-    storeCombined(b, op, ivs, combiners, totals, foldedInitials.lookup(op));
+    SmallVector<Value> stored = storeCombined(b, op, ivs, combiners, totals,
+                                              foldedInitials.lookup(op));
+    if (epilogue)
+      emitEpilogue(b, op, epilogue, ivs, parallelDims, stored);
     return launch;
   }
 

@@ -303,4 +303,87 @@ std::optional<FoldableFill> matchFoldableFill(linalg::GenericOp fill) {
   return FoldableFill{reduction, *output, value};
 }
 
+/// Whether `a` and `b` are the same elements: one root, one byte offset,
+/// one type.
+static bool sameMemory(Value a, Value b) {
+  if (a == b)
+    return true;
+  ByteRange ra = byteRangeOf(a), rb = byteRangeOf(b);
+  return ra.root == rb.root && ra.begin == rb.begin && ra.size && rb.size &&
+         a.getType() == b.getType();
+}
+
+linalg::GenericOp matchEpilogue(linalg::GenericOp reduction,
+                                ArrayRef<Value> sizes,
+                                ArrayRef<unsigned> parallelDims) {
+  if (parallelDims.empty())
+    return {};
+  Operation *next = reduction->getNextNode();
+  while (next && isMemoryEffectFree(next) && next->getNumRegions() == 0)
+    next = next->getNextNode();
+  auto epilogue = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!epilogue || !epilogue.hasPureBufferSemantics() ||
+      epilogue.getNumReductionLoops() != 0 ||
+      epilogue.getNumLoops() != parallelDims.size())
+    return {};
+  // The same points, in the same order.
+  SmallVector<int64_t> ranges = epilogue.getStaticLoopRanges();
+  for (auto [i, d] : llvm::enumerate(parallelDims)) {
+    std::optional<int64_t> size = getConstantIntValue(sizes[d]);
+    if (!size || ranges[i] != *size)
+      return {};
+  }
+  // Output k of the reduction as the epilogue's loops index it: its map
+  // with each parallel dim renumbered to its epilogue loop.
+  MLIRContext *context = reduction.getContext();
+  auto pointMap = [&](OpOperand *init) -> std::optional<AffineMap> {
+    SmallVector<AffineExpr> results;
+    for (AffineExpr expr :
+         reduction.getMatchingIndexingMap(init).getResults()) {
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      if (!dim)
+        return std::nullopt;
+      auto it = llvm::find(parallelDims, dim.getPosition());
+      if (it == parallelDims.end())
+        return std::nullopt;
+      results.push_back(
+          getAffineDimExpr(std::distance(parallelDims.begin(), it), context));
+    }
+    return AffineMap::get(parallelDims.size(), 0, results, context);
+  };
+  for (OpOperand *input : epilogue.getDpsInputOperands()) {
+    if (!isa<MemRefType>(input->get().getType()))
+      continue;
+    OpOperand *source = nullptr;
+    for (OpOperand &init : reduction.getDpsInitsMutable())
+      if (init.get() == input->get())
+        source = &init;
+    if (!source)
+      return {};
+    std::optional<AffineMap> at = pointMap(source);
+    if (!at || *at != epilogue.getMatchingIndexingMap(input))
+      return {};
+  }
+  for (OpOperand &output : epilogue.getDpsInitsMutable()) {
+    AffineMap map = epilogue.getMatchingIndexingMap(&output);
+    if (!map.isPermutation())
+      return {};
+    // The payload may read its output's old value: not in an epilogue.
+    if (!epilogue.getMatchingBlockArgument(&output).use_empty())
+      return {};
+    for (OpOperand *input : reduction.getDpsInputOperands())
+      if (isa<MemRefType>(input->get().getType()) &&
+          mayOverlap(input->get(), output.get()))
+        return {};
+    for (OpOperand &init : reduction.getDpsInitsMutable()) {
+      if (!mayOverlap(init.get(), output.get()))
+        continue;
+      std::optional<AffineMap> at = pointMap(&init);
+      if (!sameMemory(init.get(), output.get()) || !at || *at != map)
+        return {};
+    }
+  }
+  return epilogue;
+}
+
 } // namespace effopt

@@ -8,7 +8,9 @@
 // (a partial last block), a dynamic number of rows, a 2-D reduction space,
 // two and three outputs in one reduction (sum, max, min), i64 and bf16
 // sums (64-bit and narrow shuffles), an i1 "any", initial values other
-// than the identity.
+// than the identity; fills folded into the reductions after them, and
+// elementwise ops run in a reduction's epilogue (in place, from two
+// outputs, after a block reduction).
 
 // RUN: effopt-opt %s --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --convert-math-to-llvm --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.cpu
@@ -16,14 +18,20 @@
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.gpu
 // RUN: diff %t.cpu %t.gpu
 // RUN: FileCheck %s < %t.gpu
-// Every reduction of the step takes the warp path.
-// RUN: effopt-opt %s --eff-gpu-form-kernels | FileCheck %s --check-prefix=KERNELS
+// The strategy of every reduction of the step.
+// RUN: effopt-opt %s --eff-gpu-form-kernels=remarks=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
-// KERNELS-LABEL: func.func @step
-// KERNELS-NOT: gpu.all_reduce
-// KERNELS-COUNT-8: eff.kernel = "warp-reduction"
-// KERNELS-NOT: gpu.all_reduce
-// KERNELS-LABEL: func.func @main
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0{{$}}
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fills of outputs 0, 1, 2{{$}}
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fills of outputs 0, 1{{$}}
+// REMARK: warp reduction: one warp per output element, 6 per block; starts from the fill of output 0{{$}}
+// REMARK: warp reduction: one warp per output element, 8 per block{{$}}
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0{{$}}
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0; the elementwise op after it runs in its epilogue
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0; the elementwise op after it runs in its epilogue
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0; the elementwise op after it runs in its epilogue
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fills of outputs 0, 1; the elementwise op after it runs in its epilogue
+// REMARK: block reduction: one block per output element; starts from the fill of output 0; the elementwise op after it runs in its epilogue
 
 // Values computed with Python from the fill formulas: x[i][j] =
 // ((7i + 13j) mod 17) - 8, w[i][j] = ((5i + 3j) mod 17) - 8.
@@ -34,6 +42,12 @@
 // CHECK-NEXT: [208,  147,  147,
 // CHECK-LABEL: any(w > 6.5)
 // CHECK-NEXT: [1,  0,  1,  1,  1,  0,  1,  1,  1,  0,  1,  1,  1]
+// Row sums of x halved in place; sum(w^2) - sum(w)^2 per row of w; row
+// sums of l (l[i][j] = ((i + 5j) mod 17) - 8, 5000 wide) doubled.
+// CHECK-LABEL: epilogues
+// CHECK-NEXT: [2,  -5,  5,  -2,
+// CHECK-NEXT: [108,  66,  66,  108,
+// CHECK-NEXT: [-22,  -18,  -14]
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
@@ -49,7 +63,10 @@ func.func @step(%x: memref<20x100xf32>, %w: memref<13x7xf32>,
                 %qsum: memref<6xf32>, %dsum: memref<?xf32>,
                 %isum: memref<20xi64>, %hsum: memref<13xbf16>,
                 %hsumf: memref<13xf32>, %any: memref<13xi1>,
-                %anyf: memref<13xf32>) attributes {eff.arena_arg = 0 : i64} {
+                %anyf: memref<13xf32>, %half: memref<20xf32>,
+                %wsum2: memref<13xf32>, %wsq2: memref<13xf32>,
+                %wvar: memref<13xf32>, %l: memref<3x5000xf32>,
+                %lsum: memref<3xf32>, %ldouble: memref<3xf32>) attributes {eff.arena_arg = 0 : i64} {
   %three = arith.constant 3.0 : f32
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
@@ -148,6 +165,54 @@ func.func @step(%x: memref<20x100xf32>, %w: memref<13x7xf32>,
     %e = arith.uitofp %in : i1 to f32
     linalg.yield %e : f32
   }
+  // Epilogues: halve the row sums in place.
+  %halff = arith.constant 0.5 : f32
+  %two = arith.constant 2.0 : f32
+  linalg.fill ins(%zero : f32) outs(%half : memref<20xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<20x100xf32>) outs(%half : memref<20xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%half : memref<20xf32>) outs(%half : memref<20xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %h = arith.mulf %in, %halff : f32
+    linalg.yield %h : f32
+  }
+  // sum(w^2) - sum(w)^2 from a two-output reduction.
+  linalg.fill ins(%zero : f32) outs(%wsum2 : memref<13xf32>)
+  linalg.fill ins(%zero : f32) outs(%wsq2 : memref<13xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%w : memref<13x7xf32>) outs(%wsum2, %wsq2 : memref<13xf32>, memref<13xf32>) {
+  ^bb0(%in: f32, %s: f32, %t: f32):
+    %s1 = arith.addf %in, %s : f32
+    %sq = arith.mulf %in, %in : f32
+    %t1 = arith.addf %sq, %t : f32
+    linalg.yield %s1, %t1 : f32, f32
+  }
+  linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+      ins(%wsum2, %wsq2 : memref<13xf32>, memref<13xf32>) outs(%wvar : memref<13xf32>) {
+  ^bb0(%s: f32, %t: f32, %out: f32):
+    %ss = arith.mulf %s, %s : f32
+    %d = arith.subf %t, %ss : f32
+    linalg.yield %d : f32
+  }
+  // Rows of 5000 (a block reduction), doubled into another buffer.
+  linalg.fill ins(%zero : f32) outs(%lsum : memref<3xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%l : memref<3x5000xf32>) outs(%lsum : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%lsum : memref<3xf32>) outs(%ldouble : memref<3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %d = arith.mulf %in, %two : f32
+    linalg.yield %d : f32
+  }
   return
 }
 
@@ -187,6 +252,7 @@ func.func @print(%name: !llvm.ptr, %buf: memref<*xf32>) {
 llvm.mlir.global private constant @n_sum3("sum+3\0A\00") {addr_space = 0 : i32}
 llvm.mlir.global private constant @n_wmax("max(w)|7.5, sum(w^2)\0A\00") {addr_space = 0 : i32}
 llvm.mlir.global private constant @n_any("any(w > 6.5)\0A\00") {addr_space = 0 : i32}
+llvm.mlir.global private constant @n_epi("epilogues\0A\00") {addr_space = 0 : i32}
 
 func.func @main() {
   %c1 = arith.constant 1 : index
@@ -221,8 +287,17 @@ func.func @main() {
   %hsumf = memref.alloc() : memref<13xf32>
   %any = memref.alloc() : memref<13xi1>
   %anyf = memref.alloc() : memref<13xf32>
-  func.call @step(%x, %w, %q3, %xd, %sum3, %sum, %max, %min, %wmax, %wsq, %qsum, %dsum, %isum, %hsum, %hsumf, %any, %anyf)
-    : (memref<20x100xf32>, memref<13x7xf32>, memref<6x4x5xf32>, memref<?x100xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<13xf32>, memref<13xf32>, memref<6xf32>, memref<?xf32>, memref<20xi64>, memref<13xbf16>, memref<13xf32>, memref<13xi1>, memref<13xf32>) -> ()
+  %half = memref.alloc() : memref<20xf32>
+  %wsum2 = memref.alloc() : memref<13xf32>
+  %wsq2 = memref.alloc() : memref<13xf32>
+  %wvar = memref.alloc() : memref<13xf32>
+  %l = memref.alloc() : memref<3x5000xf32>
+  %ld = memref.cast %l : memref<3x5000xf32> to memref<?x?xf32>
+  func.call @fill2(%ld, %c1, %c5) : (memref<?x?xf32>, index, index) -> ()
+  %lsum = memref.alloc() : memref<3xf32>
+  %ldouble = memref.alloc() : memref<3xf32>
+  func.call @step(%x, %w, %q3, %xd, %sum3, %sum, %max, %min, %wmax, %wsq, %qsum, %dsum, %isum, %hsum, %hsumf, %any, %anyf, %half, %wsum2, %wsq2, %wvar, %l, %lsum, %ldouble)
+    : (memref<20x100xf32>, memref<13x7xf32>, memref<6x4x5xf32>, memref<?x100xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<13xf32>, memref<13xf32>, memref<6xf32>, memref<?xf32>, memref<20xi64>, memref<13xbf16>, memref<13xf32>, memref<13xi1>, memref<13xf32>, memref<20xf32>, memref<13xf32>, memref<13xf32>, memref<13xf32>, memref<3x5000xf32>, memref<3xf32>, memref<3xf32>) -> ()
   %n_sum3 = llvm.mlir.addressof @n_sum3 : !llvm.ptr
   %u0 = memref.cast %sum3 : memref<20xf32> to memref<*xf32>
   func.call @print(%n_sum3, %u0) : (!llvm.ptr, memref<*xf32>) -> ()
@@ -248,5 +323,12 @@ func.func @main() {
   %n_any = llvm.mlir.addressof @n_any : !llvm.ptr
   %u10 = memref.cast %anyf : memref<13xf32> to memref<*xf32>
   func.call @print(%n_any, %u10) : (!llvm.ptr, memref<*xf32>) -> ()
+  %n_epi = llvm.mlir.addressof @n_epi : !llvm.ptr
+  %u11 = memref.cast %half : memref<20xf32> to memref<*xf32>
+  func.call @print(%n_epi, %u11) : (!llvm.ptr, memref<*xf32>) -> ()
+  %u12 = memref.cast %wvar : memref<13xf32> to memref<*xf32>
+  func.call @printMemrefF32(%u12) : (memref<*xf32>) -> ()
+  %u13 = memref.cast %ldouble : memref<3xf32> to memref<*xf32>
+  func.call @printMemrefF32(%u13) : (memref<*xf32>) -> ()
   return
 }

@@ -268,6 +268,125 @@ func.func @fills_that_stay(%arena: memref<4096xi8>, %x: memref<32x10xf32>, %y: m
 
 // -----
 
+// A mean (the sum over 64, in place) and a variance step (out of place)
+// run in the epilogue of the reduction before them: the storing lane
+// computes them from the values it just stored, no load.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+#v = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @epilogue_mean
+// CHECK-SAME: %{{.*}}: memref<32x64xf32>, %[[S:.*]]: memref<32xf32>, %[[Q:.*]]: memref<32xf32>, %[[V:.*]]: memref<32xf32>
+// CHECK: gpu.launch
+// CHECK:   scf.if
+// CHECK:     %[[SUM:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK:     memref.store %[[SUM]], %[[S]][%[[ROW:.*]]]
+// CHECK-NOT: memref.load
+// CHECK:     %[[MEAN:.*]] = arith.divf %[[SUM]], %{{.*}} : f32
+// CHECK:     memref.store %[[MEAN]], %[[S]][%[[ROW]]]
+// CHECK: } {eff.kernel = "warp-reduction"}
+// CHECK: gpu.launch
+// CHECK:   scf.if
+// CHECK:     memref.store %[[SQ:.*]], %[[Q]][%[[ROW2:.*]]]
+// CHECK:     %[[VAR:.*]] = arith.divf %[[SQ]], %{{.*}} : f32
+// CHECK:     memref.store %[[VAR]], %[[V]][%[[ROW2]]]
+// CHECK: } {eff.kernel = "warp-reduction"}
+// CHECK-NOT: gpu.launch
+func.func @epilogue_mean(%x: memref<32x64xf32>, %s: memref<32xf32>, %q: memref<32xf32>, %var: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 64.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<32xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x64xf32>) outs(%s : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%s : memref<32xf32>) outs(%s : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.divf %in, %n : f32
+    linalg.yield %m : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%q : memref<32xf32>)
+  linalg.generic {indexing_maps = [#id, #rows, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %s : memref<32x64xf32>, memref<32xf32>) outs(%q : memref<32xf32>) {
+  ^bb0(%in: f32, %mean: f32, %out: f32):
+    %d = arith.subf %in, %mean : f32
+    %d2 = arith.mulf %d, %d : f32
+    %r = arith.addf %d2, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%q : memref<32xf32>) outs(%var : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.divf %in, %n : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// Elementwise ops that stay kernels after a reduction: one writes the
+// reduction's input (other warps may still read it), one reads a buffer
+// the reduction does not write, one reads the reduction's output at
+// another point (reversed).
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+#v = affine_map<(d0) -> (d0)>
+#rev = affine_map<(d0) -> (31 - d0)>
+// CHECK-LABEL: func.func @epilogues_that_stay
+// CHECK: eff.kernel = "warp-reduction"
+// CHECK: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "warp-reduction"
+// CHECK: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "warp-reduction"
+// CHECK: eff.kernel = "elementwise"
+func.func @epilogues_that_stay(%arena: memref<8192xi8>, %s: memref<32xf32>, %t: memref<32xf32>, %u: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %x = memref.view %arena[%c0][] : memref<8192xi8> to memref<32x64xf32>
+  %x0 = memref.view %arena[%c0][] : memref<8192xi8> to memref<32xf32>
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x64xf32>) outs(%s : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%s : memref<32xf32>) outs(%x0 : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x64xf32>) outs(%t : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+      ins(%t, %s : memref<32xf32>, memref<32xf32>) outs(%u : memref<32xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %a = arith.addf %in, %in2 : f32
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<32x64xf32>) outs(%t : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#rev, #v], iterator_types = ["parallel"]}
+      ins(%t : memref<32xf32>) outs(%u : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+
+// -----
+
 // A multi-output reduction to rank 0 with f64 accumulators (the CPU
 // policy's): one block of 1024 threads, one all_reduce per output.
 

@@ -68,6 +68,23 @@ std::optional<FoldableFill> matchFoldableFill(mlir::linalg::GenericOp fill);
 /// allocations; constant globals).
 bool mayOverlap(mlir::Value a, mlir::Value b);
 
+/// An all-parallel linalg.generic that can run in the epilogue of
+/// `reduction` (a warp or block reduction over parallel dims
+/// `parallelDims`), by the thread that stores each output point, on the
+/// values it just stored: the next op with memory effects after the
+/// reduction, with one loop per parallel dim of the reduction of the same
+/// static size, in order; whose memref inputs are outputs of the reduction
+/// (the same values) read at the point the reduction stores them; whose
+/// outputs are indexed by a permutation of its loops (one writer per
+/// element), overlap no input of the reduction (other threads may still
+/// read those) and overlap an output of the reduction only when they are
+/// the same memory written at the same point (in place). `sizes` are the
+/// reduction's loop sizes. Null when there is none.
+mlir::linalg::GenericOp
+matchEpilogue(mlir::linalg::GenericOp reduction,
+              llvm::ArrayRef<mlir::Value> sizes,
+              llvm::ArrayRef<unsigned> parallelDims);
+
 } // namespace effopt
 
 #endif // EFFOPT_CONVERSION_GPUCODEGEN_REDUCTIONS_H
