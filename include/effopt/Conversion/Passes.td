@@ -608,7 +608,8 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
       rows of a static size of at most 4096 elements (and more than one
       output) take one warp each, `block-size / 32` rows a block: the lanes
       stride over the linearised reduction space from the combiner's
-      identity, a butterfly of `gpu.shuffle xor` combines them with the
+      identity (`vector-bytes` of contiguous, aligned neighbours at a time
+      where the layout allows), a butterfly of `gpu.shuffle xor` combines them with the
       payload's combine op and lane 0 folds in the initial value and
       stores. Other rows take one block per output element (fewer threads
       for short rows, 1024 for a single output), threads stride over the

@@ -625,23 +625,31 @@ struct EffGpuFormKernelsPass
     int64_t width = vectorBytes / widestBytes;
     if (width < 2 || *lastSize % width != 0)
       return 1;
-    // Alignment of every vector: unit innermost stride, the rest and the
-    // offset multiples of the width.
+    // Alignment of every vector.
     for (OpOperand &operand : op->getOpOperands()) {
       auto type = dyn_cast<MemRefType>(operand.get().getType());
-      if (!type || !op.getMatchingIndexingMap(&operand).isFunctionOfDim(last))
-        continue;
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      if (failed(type.getStridesAndOffset(strides, offset)) ||
-          ShapedType::isDynamic(offset) || offset % width != 0 ||
-          strides.back() != 1)
+      if (type && op.getMatchingIndexingMap(&operand).isFunctionOfDim(last) &&
+          !alignsVectors(type, width))
         return 1;
-      for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
-        if (ShapedType::isDynamic(stride) || stride % width != 0)
-          return 1;
     }
     return width;
+  }
+
+  /// Whether every run of `width` elements of `type`'s contiguous dimension
+  /// starting at a multiple of `width` is aligned to the vector (the
+  /// planner aligns every buffer to 256 bytes): unit innermost stride, the
+  /// static offset and other strides multiples of the width.
+  static bool alignsVectors(MemRefType type, int64_t width) {
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        ShapedType::isDynamic(offset) || offset % width != 0 ||
+        strides.empty() || strides.back() != 1)
+      return false;
+    for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+      if (ShapedType::isDynamic(stride) || stride % width != 0)
+        return false;
+    return true;
   }
 
   /// The `width` points from `ivs` (whose `last` entry counts vectors)
@@ -924,6 +932,103 @@ struct EffGpuFormKernelsPass
     });
   }
 
+  /// How many neighbouring elements of a row a lane of a warp reduction
+  /// takes at a time (1: one): `vectorBytes` of the widest input element
+  /// type that varies along the reduction, when there is one reduction
+  /// dim `r` of a static size the width divides, and every memref input
+  /// either is indexed by `r` in its contiguous dimension only, with
+  /// aligned vectors (alignsVectors), or does not depend on `r` (loaded
+  /// once per step).
+  static int64_t warpVectorWidth(linalg::GenericOp op, ArrayRef<Value> sizes,
+                                 ArrayRef<unsigned> reductionDims,
+                                 int64_t vectorBytes) {
+    if (reductionDims.size() != 1)
+      return 1;
+    unsigned r = reductionDims.front();
+    std::optional<int64_t> size = getConstantIntValue(sizes[r]);
+    if (!size)
+      return 1;
+    int64_t widestBytes = 0;
+    SmallVector<MemRefType> varying;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      auto type = dyn_cast<MemRefType>(input->get().getType());
+      AffineMap map = op.getMatchingIndexingMap(input);
+      if (!type || !map.isFunctionOfDim(r))
+        continue;
+      auto lastExpr = dyn_cast<AffineDimExpr>(map.getResults().back());
+      if (!lastExpr || lastExpr.getPosition() != r)
+        return 1;
+      for (AffineExpr expr : map.getResults().drop_back())
+        if (expr.isFunctionOfDim(r))
+          return 1;
+      Type element = type.getElementType();
+      if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+        return 1;
+      widestBytes = std::max<int64_t>(widestBytes,
+                                      element.getIntOrFloatBitWidth() / 8);
+      varying.push_back(type);
+    }
+    if (widestBytes == 0)
+      return 1;
+    int64_t width = vectorBytes / widestBytes;
+    if (width < 2 || *size % width != 0)
+      return 1;
+    for (MemRefType type : varying)
+      if (!alignsVectors(type, width))
+        return 1;
+    return width;
+  }
+
+  /// One step of a lane of a warp reduction over vector `v` of the row
+  /// (elements [v * width, (v + 1) * width) of reduction dim `r`): vector
+  /// loads of the inputs indexed by `r`, one scalar load of the others, the
+  /// payload once per element in order from the accumulators `carried`,
+  /// yielded.
+  static void emitVectorReductionStep(OpBuilder &b, Location loc,
+                                      linalg::GenericOp op,
+                                      ArrayRef<Value> ivs, unsigned r,
+                                      int64_t width, Value v,
+                                      ValueRange carried) {
+    SmallVector<Value> pointIvs(ivs);
+    Value first = arith::MulIOp::create(b, loc, v, indexConstant(b, loc, width));
+    pointIvs[r] = first;
+    DenseMap<unsigned, Value> vectors, scalars;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(input);
+      auto type = dyn_cast<MemRefType>(input->get().getType());
+      if (arg.use_empty() || !type)
+        continue;
+      AffineMap map = op.getMatchingIndexingMap(input);
+      SmallVector<Value> indices = applyMap(b, loc, map, pointIvs);
+      Type element = type.getElementType();
+      if (map.isFunctionOfDim(r))
+        vectors[input->getOperandNumber()] = vector::LoadOp::create(
+            b, loc, VectorType::get({width}, element), input->get(), indices,
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(width * element.getIntOrFloatBitWidth() / 8));
+      else
+        scalars[input->getOperandNumber()] =
+            memref::LoadOp::create(b, loc, input->get(), indices);
+    }
+    SmallVector<Value> accumulators(carried);
+    for (int64_t e = 0; e < width; ++e) {
+      IRMapping preset;
+      for (OpOperand *input : op.getDpsInputOperands()) {
+        BlockArgument arg = op.getMatchingBlockArgument(input);
+        unsigned n = input->getOperandNumber();
+        if (Value vector = vectors.lookup(n))
+          preset.map(arg, vector::ExtractOp::create(b, loc, vector, e));
+        else if (Value scalar = scalars.lookup(n))
+          preset.map(arg, scalar);
+      }
+      SmallVector<Value> elementIvs(pointIvs);
+      elementIvs[r] =
+          arith::AddIOp::create(b, loc, first, indexConstant(b, loc, e));
+      accumulators = emitPayload(b, op, elementIvs, accumulators, preset);
+    }
+    scf::YieldOp::create(b, loc, accumulators);
+  }
+
   /// One warp per output point, `rowsPerBlock` (set here) of them per
   /// block: the lanes stride over the linearised reduction dims from the
   /// identity, a butterfly of shuffles combines the warp (warpAllReduce),
@@ -982,11 +1087,25 @@ struct EffGpuFormKernelsPass
     SmallVector<Value> identities;
     for (const Combiner &c : combiners)
       identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
+    // Lanes take `width` neighbours of the row at a time where the layout
+    // allows (16-byte loads), else one element.
+    int64_t width = warpVectorWidth(op, sizes, reductionDims, vectorBytes);
+    if (width > 1) {
+      Value vectors = indexConstant(
+          b, loc, *getConstantIntValue(count) / width);
+      end = inRange ? Value(arith::SelectOp::create(
+                          b, loc, inRange, vectors, indexConstant(b, loc, 0)))
+                    : vectors;
+    }
     auto partial = scf::ForOp::create(
         b, loc, lane, end, warpSize, identities,
         [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
-          emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
-                            r, carried);
+          if (width > 1)
+            emitVectorReductionStep(nb, nloc, op, ivs, reductionDims.front(),
+                                    width, r, carried);
+          else
+            emitReductionStep(nb, nloc, op, ivs, reductionDims,
+                              reductionSizes, r, carried);
         });
     SmallVector<Value> totals;
     for (unsigned k = 0, e = combiners.size(); k < e; ++k)

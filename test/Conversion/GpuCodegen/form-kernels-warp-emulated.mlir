@@ -31,6 +31,7 @@
 // REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0; the elementwise op after it runs in its epilogue
 // REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0; the elementwise op after it runs in its epilogue
 // REMARK: warp reduction: one warp per output element, 8 per block; starts from the fills of outputs 0, 1; the elementwise op after it runs in its epilogue
+// REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0{{$}}
 // REMARK: block reduction: one block per output element; starts from the fill of output 0; the elementwise op after it runs in its epilogue
 
 // Values computed with Python from the fill formulas: x[i][j] =
@@ -48,6 +49,7 @@
 // CHECK-NEXT: [2,  -5,  5,  -2,
 // CHECK-NEXT: [108,  66,  66,  108,
 // CHECK-NEXT: [-22,  -18,  -14]
+// CHECK-NEXT: [-8,  -2,  4,  -7,
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
@@ -66,7 +68,8 @@ func.func @step(%x: memref<20x100xf32>, %w: memref<13x7xf32>,
                 %anyf: memref<13xf32>, %half: memref<20xf32>,
                 %wsum2: memref<13xf32>, %wsq2: memref<13xf32>,
                 %wvar: memref<13xf32>, %l: memref<3x5000xf32>,
-                %lsum: memref<3xf32>, %ldouble: memref<3xf32>) attributes {eff.arena_arg = 0 : i64} {
+                %lsum: memref<3xf32>, %ldouble: memref<3xf32>,
+                %xh: memref<20x64xbf16>, %hrow: memref<20xf32>) attributes {eff.arena_arg = 0 : i64} {
   %three = arith.constant 3.0 : f32
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
@@ -199,6 +202,22 @@ func.func @step(%x: memref<20x100xf32>, %w: memref<13x7xf32>,
     %d = arith.subf %t, %ss : f32
     linalg.yield %d : f32
   }
+  // bf16 rows of 64 (8 elements a vector load), summed in f32.
+  %x64 = memref.subview %x[0, 0] [20, 64] [1, 1] : memref<20x100xf32> to memref<20x64xf32, strided<[100, 1]>>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x64 : memref<20x64xf32, strided<[100, 1]>>) outs(%xh : memref<20x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %h = arith.truncf %in : f32 to bf16
+    linalg.yield %h : bf16
+  }
+  linalg.fill ins(%zero : f32) outs(%hrow : memref<20xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%xh : memref<20x64xbf16>) outs(%hrow : memref<20xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %e = arith.extf %in : bf16 to f32
+    %r = arith.addf %e, %out : f32
+    linalg.yield %r : f32
+  }
   // Rows of 5000 (a block reduction), doubled into another buffer.
   linalg.fill ins(%zero : f32) outs(%lsum : memref<3xf32>)
   linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
@@ -296,8 +315,10 @@ func.func @main() {
   func.call @fill2(%ld, %c1, %c5) : (memref<?x?xf32>, index, index) -> ()
   %lsum = memref.alloc() : memref<3xf32>
   %ldouble = memref.alloc() : memref<3xf32>
-  func.call @step(%x, %w, %q3, %xd, %sum3, %sum, %max, %min, %wmax, %wsq, %qsum, %dsum, %isum, %hsum, %hsumf, %any, %anyf, %half, %wsum2, %wsq2, %wvar, %l, %lsum, %ldouble)
-    : (memref<20x100xf32>, memref<13x7xf32>, memref<6x4x5xf32>, memref<?x100xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<13xf32>, memref<13xf32>, memref<6xf32>, memref<?xf32>, memref<20xi64>, memref<13xbf16>, memref<13xf32>, memref<13xi1>, memref<13xf32>, memref<20xf32>, memref<13xf32>, memref<13xf32>, memref<13xf32>, memref<3x5000xf32>, memref<3xf32>, memref<3xf32>) -> ()
+  %xh = memref.alloc() : memref<20x64xbf16>
+  %hrow = memref.alloc() : memref<20xf32>
+  func.call @step(%x, %w, %q3, %xd, %sum3, %sum, %max, %min, %wmax, %wsq, %qsum, %dsum, %isum, %hsum, %hsumf, %any, %anyf, %half, %wsum2, %wsq2, %wvar, %l, %lsum, %ldouble, %xh, %hrow)
+    : (memref<20x100xf32>, memref<13x7xf32>, memref<6x4x5xf32>, memref<?x100xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<20xf32>, memref<13xf32>, memref<13xf32>, memref<6xf32>, memref<?xf32>, memref<20xi64>, memref<13xbf16>, memref<13xf32>, memref<13xi1>, memref<13xf32>, memref<20xf32>, memref<13xf32>, memref<13xf32>, memref<13xf32>, memref<3x5000xf32>, memref<3xf32>, memref<3xf32>, memref<20x64xbf16>, memref<20xf32>) -> ()
   %n_sum3 = llvm.mlir.addressof @n_sum3 : !llvm.ptr
   %u0 = memref.cast %sum3 : memref<20xf32> to memref<*xf32>
   func.call @print(%n_sum3, %u0) : (!llvm.ptr, memref<*xf32>) -> ()
@@ -330,5 +351,7 @@ func.func @main() {
   func.call @printMemrefF32(%u12) : (memref<*xf32>) -> ()
   %u13 = memref.cast %ldouble : memref<3xf32> to memref<*xf32>
   func.call @printMemrefF32(%u13) : (memref<*xf32>) -> ()
+  %u14 = memref.cast %hrow : memref<20xf32> to memref<*xf32>
+  func.call @printMemrefF32(%u14) : (memref<*xf32>) -> ()
   return
 }

@@ -328,6 +328,45 @@ func.func @epilogue_mean(%x: memref<32x64xf32>, %s: memref<32xf32>, %q: memref<3
 
 // -----
 
+// Rows of 64 f32 (contiguous, aligned): each lane loads 4 neighbours at a
+// time with one 16-byte vector load (16 vectors a row, the lanes striding
+// over them) and applies the payload to them in order; the per-row mean
+// (not indexed by the reduction dim) is loaded once per vector.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @vector_row_variance
+// CHECK: gpu.launch
+// CHECK:   %[[LANE:.*]] = arith.remui
+// CHECK:   scf.for %[[V:.*]] = %[[LANE]] to %c16{{.*}} step %c32{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK:     %[[FIRST:.*]] = arith.muli %[[V]], %c4
+// CHECK:     %[[X:.*]] = vector.load %{{.*}}[%{{.*}}, %[[FIRST]]] {alignment = 16 : i64} : memref<32x64xf32>, vector<4xf32>
+// CHECK:     %[[MEAN:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<32xf32>
+// CHECK:     %[[X0:.*]] = vector.extract %[[X]][0]
+// CHECK:     %[[D0:.*]] = arith.subf %[[X0]], %[[MEAN]]
+// CHECK:     %[[Q0:.*]] = arith.mulf %[[D0]], %[[D0]]
+// CHECK:     %[[A0:.*]] = arith.addf %[[Q0]], %[[ACC]]
+// CHECK:     vector.extract %[[X]][1]
+// CHECK:     vector.extract %[[X]][2]
+// CHECK:     vector.extract %[[X]][3]
+// CHECK:     %[[A3:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK:     scf.yield %[[A3]]
+// CHECK:   gpu.shuffle xor
+// CHECK: } {eff.kernel = "warp-reduction"}
+func.func @vector_row_variance(%x: memref<32x64xf32>, %mean: memref<32xf32>, %q: memref<32xf32>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#id, #rows, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %mean : memref<32x64xf32>, memref<32xf32>) outs(%q : memref<32xf32>) {
+  ^bb0(%in: f32, %m: f32, %out: f32):
+    %d = arith.subf %in, %m : f32
+    %d2 = arith.mulf %d, %d : f32
+    %r = arith.addf %d2, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // Elementwise ops that stay kernels after a reduction: one writes the
 // reduction's input (other warps may still read it), one reads a buffer
 // the reduction does not write, one reads the reduction's output at
