@@ -572,6 +572,7 @@ struct EffGpuFormKernelsPass
     }
     sinkGlobals(launch);
     ++numKernels;
+    foldedInitials.erase(op);
     op.erase();
     return success();
   }
