@@ -831,6 +831,97 @@ struct EffGpuFormKernelsPass
     return partition;
   }
 
+  /// A row-partitioned nest that one block per partition runs with its
+  /// hits compacted (see formCompactedScatter): every loop of the nest has
+  /// a static trip count and carries nothing, and the row depends on the
+  /// serial loops only.
+  struct CompactedScatter {
+    /// Per loop of the chain, its static trip count.
+    SmallVector<int64_t> tripCounts;
+    /// The serial iterations (linearised, the last serial loop fastest)
+    /// and the spread points (likewise).
+    int64_t iterations = 1;
+    int64_t points = 1;
+    /// The ops of the chain's bodies (at any level) the row depends on, in
+    /// program order.
+    SetVector<Operation *> rowSlice;
+  };
+
+  /// Partitions of a compacted scatter: rows are owned by `row mod count`,
+  /// one block each; about two waves of 768-thread blocks on an H100 (2 per
+  /// SM), so a block that meets a frequent row does not hold up a wave.
+  /// Each block scans every serial iteration once, blockDim at a time.
+  static constexpr int64_t kScatterPartitions = 512;
+
+  /// Whether the partitioned nest `chain` can be a compacted scatter, or
+  /// why not (for the remark).
+  static FailureOr<CompactedScatter>
+  matchCompactedScatter(ArrayRef<scf::ForOp> chain,
+                        ArrayRef<scf::ForOp> parallel,
+                        const RowPartition &partition, std::string &whyNot) {
+    auto fail = [&](StringRef reason) {
+      whyNot = reason.str();
+      return failure();
+    };
+    scf::ForOp outer = chain.front();
+    CompactedScatter plan;
+    for (scf::ForOp loop : chain) {
+      if (!loop.getInitArgs().empty())
+        return fail("a loop of the nest carries values");
+      std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+      std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+      std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+      if (!lb || !ub || !step || *step <= 0)
+        return fail("a loop of the nest has bounds that are not constants");
+      int64_t trips = *ub > *lb ? llvm::divideCeil(*ub - *lb, *step) : 0;
+      plan.tripCounts.push_back(trips);
+      (llvm::is_contained(parallel, loop) ? plan.points : plan.iterations) *=
+          trips;
+    }
+    if (plan.points == 0 || plan.iterations == 0)
+      return fail("the nest has no iterations");
+    // The row's slice over every level of the nest: each op's ancestor in
+    // the chain body that holds it.
+    auto bodyAncestor = [&](Operation *op) -> Operation * {
+      for (scf::ForOp loop : chain)
+        if (Operation *top = loop.getBody()->findAncestorOpInBlock(*op))
+          if (!llvm::is_contained(chain, top))
+            return top;
+      return nullptr;
+    };
+    DenseSet<Operation *> slice;
+    SmallVector<Value> worklist{partition.row};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      if (llvm::any_of(parallel, [&](scf::ForOp loop) {
+            return loop.getInductionVar() == v;
+          }))
+        return fail("the row depends on a loop spread over threads");
+      Operation *def = v.getDefiningOp();
+      if (!def || !outer->isAncestor(def))
+        continue;
+      Operation *top = bodyAncestor(def);
+      if (!top)
+        return fail("the row is computed by a loop of the nest");
+      if (!slice.insert(top).second)
+        continue;
+      WalkResult walk = top->walk([&](Operation *nested) {
+        if (!isMemoryEffectFree(nested) && !isa<memref::LoadOp>(nested) &&
+            nested->getNumRegions() == 0)
+          return WalkResult::interrupt();
+        worklist.append(nested->operand_begin(), nested->operand_end());
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return fail("the row is computed by an op that writes memory");
+    }
+    outer->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (slice.contains(op))
+        plan.rowSlice.insert(op);
+    });
+    return plan;
+  }
+
   /// The buffer and indices of a memref.load or memref.store.
   static std::pair<Value, ValueRange> accessedAt(Operation *op) {
     if (auto load = dyn_cast<memref::LoadOp>(op))
@@ -933,6 +1024,17 @@ struct EffGpuFormKernelsPass
           partition = std::move(*matched);
       }
     }
+    // A partitioned nest with static loops: one block per partition,
+    // compacting its hits (else every thread scans every iteration).
+    std::string whyNotCompacted;
+    if (partition) {
+      FailureOr<CompactedScatter> plan =
+          matchCompactedScatter(chain, parallel, *partition, whyNotCompacted);
+      if (succeeded(plan)) {
+        formCompactedScatter(outer, chain, parallel, *partition, *plan);
+        return success();
+      }
+    }
     // Thread dimensions: the partition (slowest, so a warp shares it when
     // the spread loops have a multiple of 32 iterations), then the spread
     // loops, innermost fastest.
@@ -958,7 +1060,9 @@ struct EffGpuFormKernelsPass
                         Twine(partition->count) + " partitions of " +
                         Twine(partition->chunk) +
                         (partition->chunk == 1 ? " row" : " rows") +
-                        " (each row's owner applies its updates in order)");
+                        " (each row's owner applies its updates in order; "
+                        "not compacted: " +
+                        whyNotCompacted + ")");
     else if (parallel.empty())
       remark(outer, "loop nest without independent loops: one thread (rows "
                     "not partitioned: " +
@@ -1055,6 +1159,224 @@ struct EffGpuFormKernelsPass
     ++numKernels;
     outer.erase();
     return success();
+  }
+
+  /// A row-partitioned nest as one block per partition that walks the
+  /// serial iterations blockDim at a time. Each thread evaluates the row
+  /// (its slice only) of one iteration of the chunk and, when the block owns
+  /// it (`row mod count`), sets its bit in a workgroup bitmask (atomic OR:
+  /// the mask's value does not depend on the order); after a barrier every
+  /// thread walks the mask's set bits in ascending order (count trailing
+  /// zeros) and runs the whole body for each hit at the spread points it
+  /// owns. Each element of a written row has one writer, which applies the
+  /// row's updates in the serial order: the bits of the serial loops. The
+  /// mask has three buffers, rotated per chunk, so one barrier per chunk
+  /// separates setting, reading and clearing.
+  void formCompactedScatter(scf::ForOp outer, ArrayRef<scf::ForOp> chain,
+                            ArrayRef<scf::ForOp> parallel,
+                            const RowPartition &partition,
+                            const CompactedScatter &plan) {
+    OpBuilder b(outer);
+    Location loc = outer.getLoc();
+    MLIRContext *ctx = b.getContext();
+    int64_t count = std::min(partition.rows, kScatterPartitions);
+    // One spread point per thread up to 1024 of them, at least `blockSize`
+    // threads so that a chunk scans that many iterations.
+    int64_t threads = std::clamp<int64_t>(llvm::alignTo(plan.points, 32),
+                                          blockSize, 1024);
+    int64_t words = threads / 32;
+    int64_t chunks = llvm::divideCeil(plan.iterations, threads);
+    remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
+                      Twine(chain.size()) +
+                      " loops spread over threads, the written rows split "
+                      "over " +
+                      Twine(count) + " partitions (row mod " + Twine(count) +
+                      "), one block each: " + Twine(threads) +
+                      " threads compact the hits of " + Twine(threads) +
+                      " serial iterations at a time (compacted scatter; "
+                      "each row's owner applies its updates in order)");
+
+    auto maskType = MemRefType::get(
+        {3 * words}, b.getI32Type(), MemRefLayoutAttrInterface{},
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    Value one = indexConstant(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, indexConstant(b, loc, std::min(count, int64_t(maxBlocks))), one,
+        one, indexConstant(b, loc, threads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, TypeRange{maskType});
+    launch->setAttr(kKernelAttrName, b.getStringAttr("compacted-scatter"));
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointToStart(&body);
+    Value mask = launch.getWorkgroupAttributions().front();
+    Value tid = launch.getThreadIds().x;
+    Value zero32 = arith::ConstantIntOp::create(b, loc, 0, 32);
+    Value wordsValue = indexConstant(b, loc, words);
+
+    // Maps the induction variables of the serial (or spread) loops of the
+    // chain to the point `linear` of their linearised space.
+    auto mapLoops = [&](OpBuilder &nb, IRMapping &mapping, Value linear,
+                        bool spread) {
+      SmallVector<scf::ForOp> loops;
+      SmallVector<Value> sizes;
+      for (auto [loop, trips] : llvm::zip(chain, plan.tripCounts)) {
+        if (llvm::is_contained(parallel, loop) != spread)
+          continue;
+        loops.push_back(loop);
+        sizes.push_back(indexConstant(nb, loc, trips));
+      }
+      for (auto [loop, k] : llvm::zip(loops, delinearize(nb, loc, linear, sizes))) {
+        Value offset = nb.createOrFold<arith::MulIOp>(loc, k, loop.getStep());
+        mapping.map(loop.getInductionVar(),
+                    nb.createOrFold<arith::AddIOp>(loc, loop.getLowerBound(),
+                                                   offset));
+      }
+    };
+    // Clones the ops of every level of the chain (those ahead of the next
+    // loop: the ops after it neither store nor feed it) that `keep` takes.
+    auto cloneBodies = [&](OpBuilder &nb, IRMapping &mapping,
+                           function_ref<bool(Operation *)> keep) {
+      for (auto [i, constLoop] : llvm::enumerate(chain)) {
+        scf::ForOp loop = constLoop;
+        Operation *next = i + 1 < chain.size() ? chain[i + 1] : nullptr;
+        for (Operation &op : loop.getBody()->without_terminator()) {
+          if (&op == next)
+            break;
+          if (keep(&op))
+            nb.clone(op, mapping);
+        }
+      }
+    };
+    // The word owners clear the words of mask buffer `at`.
+    auto clearWords = [&](OpBuilder &nb, Value at) {
+      Value isOwner = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult,
+                                            tid, wordsValue);
+      auto ifOwner = scf::IfOp::create(nb, loc, isOwner, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(nb);
+      nb.setInsertionPoint(ifOwner.thenBlock()->getTerminator());
+      memref::StoreOp::create(nb, loc, zero32, mask,
+                              arith::AddIOp::create(nb, loc, at, tid).getResult());
+    };
+
+    auto partitions =
+        scf::ForOp::create(b, loc, launch.getBlockIds().x,
+                           indexConstant(b, loc, count), launch.getGridSize().x);
+    b.setInsertionPointToStart(partitions.getBody());
+    Value part = partitions.getInductionVar();
+    gpu::BarrierOp::create(b, loc);
+    clearWords(b, indexConstant(b, loc, 0));
+    gpu::BarrierOp::create(b, loc);
+    auto chunkLoop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0),
+                                        indexConstant(b, loc, chunks), one);
+    b.setInsertionPointToStart(chunkLoop.getBody());
+    Value c = chunkLoop.getInductionVar();
+    Value three = indexConstant(b, loc, 3);
+    Value current = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, c, three), wordsValue);
+    Value nextBuffer = arith::MulIOp::create(
+        b, loc,
+        arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, c, one),
+                               three),
+        wordsValue);
+    clearWords(b, nextBuffer);
+    Value chunkStart =
+        arith::MulIOp::create(b, loc, c, indexConstant(b, loc, threads));
+
+    // Phase 1: the row of iteration chunkStart + tid; flag it when owned.
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Value s = arith::AddIOp::create(b, loc, chunkStart, tid);
+      if (plan.iterations % threads != 0) {
+        Value inRange = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, s,
+            indexConstant(b, loc, plan.iterations));
+        auto ifIn = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+        b.setInsertionPoint(ifIn.thenBlock()->getTerminator());
+      }
+      IRMapping mapping;
+      mapLoops(b, mapping, s, /*spread=*/false);
+      cloneBodies(b, mapping,
+                  [&](Operation *op) { return plan.rowSlice.contains(op); });
+      Value row = mapping.lookupOrDefault(partition.row);
+      Value owned;
+      if (count == partition.rows) {
+        owned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row,
+                                      part);
+      } else {
+        // Rows out of [0, rows) (bad indices) have no owner.
+        Value inTable =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                  indexConstant(b, loc, partition.rows));
+        Value mine = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq,
+            arith::RemUIOp::create(b, loc, row, indexConstant(b, loc, count)),
+            part);
+        owned = arith::AndIOp::create(b, loc, inTable, mine);
+      }
+      auto ifOwned = scf::IfOp::create(b, loc, owned, /*withElse=*/false);
+      b.setInsertionPoint(ifOwned.thenBlock()->getTerminator());
+      Value lane = arith::IndexCastOp::create(
+          b, loc, b.getI32Type(),
+          arith::RemUIOp::create(b, loc, tid, indexConstant(b, loc, 32)));
+      Value bit = arith::ShLIOp::create(
+          b, loc, arith::ConstantIntOp::create(b, loc, 1, 32), lane);
+      Value word = arith::AddIOp::create(
+          b, loc, current,
+          arith::DivUIOp::create(b, loc, tid, indexConstant(b, loc, 32)));
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, bit, mask,
+                                  ValueRange{word});
+    }
+    gpu::BarrierOp::create(b, loc);
+
+    // Phase 2: every hit of the chunk in order, at this thread's points.
+    auto wordLoop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0),
+                                       wordsValue, one);
+    b.setInsertionPointToStart(wordLoop.getBody());
+    Value w = wordLoop.getInductionVar();
+    Value bits = memref::LoadOp::create(
+        b, loc, mask, ValueRange{arith::AddIOp::create(b, loc, current, w)});
+    Value wordStart = arith::AddIOp::create(
+        b, loc, chunkStart,
+        arith::MulIOp::create(b, loc, w, indexConstant(b, loc, 32)));
+    Type i32 = b.getI32Type();
+    scf::WhileOp::create(
+        b, loc, TypeRange{i32}, ValueRange{bits},
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value any = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
+                                            args[0], zero32);
+          scf::ConditionOp::create(nb, nloc, any, args);
+        },
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value left = args[0];
+          Value first = arith::IndexCastUIOp::create(
+              nb, nloc, nb.getIndexType(),
+              math::CountTrailingZerosOp::create(nb, nloc, left));
+          Value s = arith::AddIOp::create(nb, nloc, wordStart, first);
+          auto pointLoop = scf::ForOp::create(
+              nb, nloc, tid, indexConstant(nb, nloc, plan.points),
+              indexConstant(nb, nloc, threads));
+          {
+            OpBuilder::InsertionGuard guard(nb);
+            nb.setInsertionPointToStart(pointLoop.getBody());
+            IRMapping mapping;
+            mapLoops(nb, mapping, s, /*spread=*/false);
+            mapLoops(nb, mapping, pointLoop.getInductionVar(),
+                     /*spread=*/true);
+            cloneBodies(nb, mapping, [](Operation *) { return true; });
+          }
+          // Clear the lowest set bit.
+          Value rest = arith::AndIOp::create(
+              nb, nloc, left,
+              arith::SubIOp::create(
+                  nb, nloc, left,
+                  arith::ConstantIntOp::create(nb, nloc, 1, 32)));
+          scf::YieldOp::create(nb, nloc, rest);
+        });
+    sinkGlobals(launch);
+    ++numKernels;
+    outer.erase();
   }
 
   /// Kernels read constant globals from the GPU module: a `memref.get_global`
