@@ -1161,13 +1161,37 @@ struct EffGpuFormKernelsPass
     return success();
   }
 
+  /// The position of the lowest set bit of the nonzero i32 `word`, in
+  /// arith alone (a binary search over the isolated bit, five masks), so
+  /// the NVVM and the emulated CPU lowerings take it as they are.
+  static Value lowestSetBit(OpBuilder &b, Location loc, Value word) {
+    auto i32 = [&](uint32_t v) {
+      return arith::ConstantIntOp::create(b, loc, static_cast<int32_t>(v), 32);
+    };
+    Value zero = i32(0);
+    Value bit = arith::AndIOp::create(
+        b, loc, word, arith::SubIOp::create(b, loc, zero, word));
+    Value position = zero;
+    for (auto [mask, weight] :
+         {std::pair<uint32_t, uint32_t>{0xFFFF0000u, 16}, {0xFF00FF00u, 8},
+          {0xF0F0F0F0u, 4}, {0xCCCCCCCCu, 2}, {0xAAAAAAAAu, 1}}) {
+      Value hit = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(b, loc, bit, i32(mask)), zero);
+      position = arith::AddIOp::create(
+          b, loc, position,
+          arith::SelectOp::create(b, loc, hit, i32(weight), zero));
+    }
+    return position;
+  }
+
   /// A row-partitioned nest as one block per partition that walks the
   /// serial iterations blockDim at a time. Each thread evaluates the row
   /// (its slice only) of one iteration of the chunk and, when the block owns
   /// it (`row mod count`), sets its bit in a workgroup bitmask (atomic OR:
   /// the mask's value does not depend on the order); after a barrier every
-  /// thread walks the mask's set bits in ascending order (count trailing
-  /// zeros) and runs the whole body for each hit at the spread points it
+  /// thread walks the mask's set bits in ascending order (lowest set bit
+  /// first) and runs the whole body for each hit at the spread points it
   /// owns. Each element of a written row has one writer, which applies the
   /// row's updates in the serial order: the bits of the serial loops. The
   /// mask has three buffers, rotated per chunk, so one barrier per chunk
@@ -1351,8 +1375,7 @@ struct EffGpuFormKernelsPass
         [&](OpBuilder &nb, Location nloc, ValueRange args) {
           Value left = args[0];
           Value first = arith::IndexCastUIOp::create(
-              nb, nloc, nb.getIndexType(),
-              math::CountTrailingZerosOp::create(nb, nloc, left));
+              nb, nloc, nb.getIndexType(), lowestSetBit(nb, nloc, left));
           Value s = arith::AddIOp::create(nb, nloc, wordStart, first);
           auto pointLoop = scf::ForOp::create(
               nb, nloc, tid, indexConstant(nb, nloc, plan.points),

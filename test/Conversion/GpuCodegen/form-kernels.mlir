@@ -286,7 +286,7 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 // compacting its hits (compacted scatter): thread i computes the row of
 // token chunk + i only and ORs its bit into a workgroup mask when the block
 // owns it; after a barrier every thread walks the set bits in ascending
-// order (count trailing zeros) and applies each hit's body at its feature.
+// order (lowest set bit first) and applies each hit's body at its feature.
 
 // CHECK-LABEL: func.func @embedding_scatter
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c256{{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{.*}}) {{.*}}workgroup(%[[MASK:.*]] : memref<24xi32, #gpu.address_space<workgroup>>)
@@ -308,7 +308,6 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 // CHECK:       scf.for %[[W:.*]] =
 // CHECK:         memref.load %[[MASK]]
 // CHECK:         scf.while
-// CHECK:           math.cttz
 // CHECK:           scf.for %[[F:.*]] = %[[TID]] to %c64{{.*}} step %c256
 // CHECK:             memref.load %{{.*}} : memref<8x32xi64>
 // CHECK:             memref.load %{{.*}}[%{{.*}}, %[[F]]] : memref<256x64xf32>
