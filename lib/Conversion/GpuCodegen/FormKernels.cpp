@@ -1185,6 +1185,32 @@ struct EffGpuFormKernelsPass
     return position;
   }
 
+  /// Calls `body` with the index (as `index`) of each set bit of the i32
+  /// `word`, lowest first, in an scf.while that clears them one by one.
+  static void forEachSetBit(OpBuilder &b, Location loc, Value word,
+                            function_ref<void(OpBuilder &, Value)> body) {
+    Type i32 = b.getI32Type();
+    Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+    scf::WhileOp::create(
+        b, loc, TypeRange{i32}, ValueRange{word},
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value any = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
+                                            args[0], zero);
+          scf::ConditionOp::create(nb, nloc, any, args);
+        },
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value left = args[0];
+          body(nb, arith::IndexCastUIOp::create(nb, nloc, nb.getIndexType(),
+                                                lowestSetBit(nb, nloc, left)));
+          Value rest = arith::AndIOp::create(
+              nb, nloc, left,
+              arith::SubIOp::create(
+                  nb, nloc, left,
+                  arith::ConstantIntOp::create(nb, nloc, 1, 32)));
+          scf::YieldOp::create(nb, nloc, rest);
+        });
+  }
+
   /// A row-partitioned nest as one block per partition that walks the
   /// serial iterations blockDim at a time. Each thread evaluates the row
   /// (its slice only) of one iteration of the chunk and, when the block owns
@@ -1193,9 +1219,10 @@ struct EffGpuFormKernelsPass
   /// thread walks the mask's set bits in ascending order (lowest set bit
   /// first) and runs the whole body for each hit at the spread points it
   /// owns. Each element of a written row has one writer, which applies the
-  /// row's updates in the serial order: the bits of the serial loops. The
-  /// mask has three buffers, rotated per chunk, so one barrier per chunk
-  /// separates setting, reading and clearing.
+  /// row's updates in the serial order: the bits of the serial loops. A
+  /// summary word per chunk (bit w: word w has a hit) lets the walk skip
+  /// empty words. The mask has three buffers, rotated per chunk, so one
+  /// barrier per chunk separates setting, reading and clearing.
   void formCompactedScatter(scf::ForOp outer, ArrayRef<scf::ForOp> chain,
                             ArrayRef<scf::ForOp> parallel,
                             const RowPartition &partition,
@@ -1208,7 +1235,9 @@ struct EffGpuFormKernelsPass
     // threads so that a chunk scans that many iterations.
     int64_t threads = std::clamp<int64_t>(llvm::alignTo(plan.points, 32),
                                           blockSize, 1024);
-    int64_t words = threads / 32;
+    // Per mask buffer: a summary word (bit w: word w has a hit), then one
+    // bit per thread.
+    int64_t words = threads / 32 + 1;
     int64_t chunks = llvm::divideCeil(plan.iterations, threads);
     remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
                       Twine(chain.size()) +
@@ -1346,57 +1375,43 @@ struct EffGpuFormKernelsPass
           arith::RemUIOp::create(b, loc, tid, indexConstant(b, loc, 32)));
       Value bit = arith::ShLIOp::create(
           b, loc, arith::ConstantIntOp::create(b, loc, 1, 32), lane);
+      Value w = arith::DivUIOp::create(b, loc, tid, indexConstant(b, loc, 32));
       Value word = arith::AddIOp::create(
-          b, loc, current,
-          arith::DivUIOp::create(b, loc, tid, indexConstant(b, loc, 32)));
+          b, loc, current, arith::AddIOp::create(b, loc, w, one));
       memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, bit, mask,
                                   ValueRange{word});
+      Value wordBit = arith::ShLIOp::create(
+          b, loc, arith::ConstantIntOp::create(b, loc, 1, 32),
+          arith::IndexCastOp::create(b, loc, b.getI32Type(), w));
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, wordBit,
+                                  mask, ValueRange{current});
     }
     gpu::BarrierOp::create(b, loc);
 
-    // Phase 2: every hit of the chunk in order, at this thread's points.
-    auto wordLoop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0),
-                                       wordsValue, one);
-    b.setInsertionPointToStart(wordLoop.getBody());
-    Value w = wordLoop.getInductionVar();
-    Value bits = memref::LoadOp::create(
-        b, loc, mask, ValueRange{arith::AddIOp::create(b, loc, current, w)});
-    Value wordStart = arith::AddIOp::create(
-        b, loc, chunkStart,
-        arith::MulIOp::create(b, loc, w, indexConstant(b, loc, 32)));
-    Type i32 = b.getI32Type();
-    scf::WhileOp::create(
-        b, loc, TypeRange{i32}, ValueRange{bits},
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          Value any = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
-                                            args[0], zero32);
-          scf::ConditionOp::create(nb, nloc, any, args);
-        },
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          Value left = args[0];
-          Value first = arith::IndexCastUIOp::create(
-              nb, nloc, nb.getIndexType(), lowestSetBit(nb, nloc, left));
-          Value s = arith::AddIOp::create(nb, nloc, wordStart, first);
-          auto pointLoop = scf::ForOp::create(
-              nb, nloc, tid, indexConstant(nb, nloc, plan.points),
-              indexConstant(nb, nloc, threads));
-          {
-            OpBuilder::InsertionGuard guard(nb);
-            nb.setInsertionPointToStart(pointLoop.getBody());
-            IRMapping mapping;
-            mapLoops(nb, mapping, s, /*spread=*/false);
-            mapLoops(nb, mapping, pointLoop.getInductionVar(),
-                     /*spread=*/true);
-            cloneBodies(nb, mapping, [](Operation *) { return true; });
-          }
-          // Clear the lowest set bit.
-          Value rest = arith::AndIOp::create(
-              nb, nloc, left,
-              arith::SubIOp::create(
-                  nb, nloc, left,
-                  arith::ConstantIntOp::create(nb, nloc, 1, 32)));
-          scf::YieldOp::create(nb, nloc, rest);
-        });
+    // Phase 2: every hit of the chunk in order, at this thread's points:
+    // the summary's set bits pick the words, the words' the iterations.
+    Value summary = memref::LoadOp::create(b, loc, mask, ValueRange{current});
+    forEachSetBit(b, loc, summary, [&](OpBuilder &nb, Value w) {
+      Value bits = memref::LoadOp::create(
+          nb, loc, mask,
+          ValueRange{arith::AddIOp::create(
+              nb, loc, current, arith::AddIOp::create(nb, loc, w, one))});
+      Value wordStart = arith::AddIOp::create(
+          nb, loc, chunkStart,
+          arith::MulIOp::create(nb, loc, w, indexConstant(nb, loc, 32)));
+      forEachSetBit(nb, loc, bits, [&](OpBuilder &hb, Value bit) {
+        Value s = arith::AddIOp::create(hb, loc, wordStart, bit);
+        auto pointLoop = scf::ForOp::create(
+            hb, loc, tid, indexConstant(hb, loc, plan.points),
+            indexConstant(hb, loc, threads));
+        OpBuilder::InsertionGuard guard(hb);
+        hb.setInsertionPointToStart(pointLoop.getBody());
+        IRMapping mapping;
+        mapLoops(hb, mapping, s, /*spread=*/false);
+        mapLoops(hb, mapping, pointLoop.getInductionVar(), /*spread=*/true);
+        cloneBodies(hb, mapping, [](Operation *) { return true; });
+      });
+    });
     sinkGlobals(launch);
     ++numKernels;
     outer.erase();

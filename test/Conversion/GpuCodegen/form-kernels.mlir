@@ -285,11 +285,13 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 // partitioned over blocks (row mod 256: one row per block), each block
 // compacting its hits (compacted scatter): thread i computes the row of
 // token chunk + i only and ORs its bit into a workgroup mask when the block
-// owns it; after a barrier every thread walks the set bits in ascending
-// order (lowest set bit first) and applies each hit's body at its feature.
+// owns it (and the word's bit into a summary word); after a barrier every
+// thread walks the set bits in ascending order (lowest set bit first, the
+// summary picking the nonzero words) and applies each hit's body at its
+// feature.
 
 // CHECK-LABEL: func.func @embedding_scatter
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c256{{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{.*}}) {{.*}}workgroup(%[[MASK:.*]] : memref<24xi32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c256{{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{.*}}) {{.*}}workgroup(%[[MASK:.*]] : memref<27xi32, #gpu.address_space<workgroup>>)
 // CHECK:   scf.for %[[PART:.*]] = %{{.*}} to %c256{{.*}} step
 // CHECK:     gpu.barrier
 // CHECK:     memref.store %c0_i32, %[[MASK]]
@@ -304,8 +306,10 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 // CHECK:       %[[OWN:.*]] = arith.cmpi eq, %[[ROW]], %[[PART]]
 // CHECK:       scf.if %[[OWN]] {
 // CHECK:         memref.atomic_rmw ori %{{.*}}, %[[MASK]]
+// CHECK:         memref.atomic_rmw ori %{{.*}}, %[[MASK]]
 // CHECK:       gpu.barrier
-// CHECK:       scf.for %[[W:.*]] =
+// CHECK:       %[[SUMMARY:.*]] = memref.load %[[MASK]]
+// CHECK:       scf.while (%{{.*}} = %[[SUMMARY]])
 // CHECK:         memref.load %[[MASK]]
 // CHECK:         scf.while
 // CHECK:           scf.for %[[F:.*]] = %[[TID]] to %c64{{.*}} step %c256
@@ -341,10 +345,11 @@ func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %
 // normalized for negatives): 512 partitions (row mod 512, rows out of the
 // table owned by none), one block of 768 threads each (one feature per
 // thread), scanning the 4096 tokens 768 at a time (6 chunks, the last
-// partial), with a three-buffer mask of 24 words each.
+// partial), with a three-buffer mask of 25 words each (a summary word, then
+// one bit per thread).
 
 // CHECK-LABEL: func.func @embedding_scatter_gpt2
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512{{.*}}) threads({{.*}}) in (%{{.*}} = %c768{{.*}}) {{.*}}workgroup(%{{.*}} : memref<72xi32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512{{.*}}) threads({{.*}}) in (%{{.*}} = %c768{{.*}}) {{.*}}workgroup(%{{.*}} : memref<75xi32, #gpu.address_space<workgroup>>)
 // CHECK:   scf.for %[[PART:.*]] = %{{.*}} to %c512{{.*}} step
 // CHECK:     scf.for %{{.*}} = %{{.*}} to %c6{{.*}} step
 // CHECK:       arith.cmpi ult, %{{.*}}, %c4096
