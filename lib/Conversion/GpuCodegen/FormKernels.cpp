@@ -845,6 +845,13 @@ struct EffGpuFormKernelsPass
     /// The ops of the chain's bodies (at any level) the row depends on, in
     /// program order.
     SetVector<Operation *> rowSlice;
+    /// A read-modify-write body (the nest's only written buffer loaded once
+    /// and stored once, at the top of the innermost body): the load, the
+    /// store, and the innermost body's ops that depend on the load (the
+    /// store included). Null when the body is of another form.
+    memref::LoadOp update;
+    memref::StoreOp store;
+    DenseSet<Operation *> dependent;
   };
 
   /// Partitions of a compacted scatter: rows are owned by `row mod count`,
@@ -919,7 +926,49 @@ struct EffGpuFormKernelsPass
       if (slice.contains(op))
         plan.rowSlice.insert(op);
     });
+    scf::ForOp innermost = chain.back();
+    matchReadModifyWrite(innermost.getBody(), outer, plan);
     return plan;
+  }
+
+  /// Fills `plan`'s update, store and dependent ops when the nest's only
+  /// store and the only load of its buffer are top-level ops of the
+  /// innermost body `innermost`, the load first.
+  static void matchReadModifyWrite(Block *innermost, scf::ForOp outer,
+                                   CompactedScatter &plan) {
+    SmallVector<memref::StoreOp> stores;
+    outer->walk([&](memref::StoreOp store) { stores.push_back(store); });
+    if (stores.size() != 1)
+      return;
+    memref::StoreOp store = stores.front();
+    SmallVector<memref::LoadOp> loads;
+    outer->walk([&](memref::LoadOp load) {
+      if (load.getMemRef() == store.getMemRef())
+        loads.push_back(load);
+    });
+    if (loads.size() != 1)
+      return;
+    memref::LoadOp update = loads.front();
+    if (update->getBlock() != innermost || store->getBlock() != innermost ||
+        !update->isBeforeInBlock(store))
+      return;
+    DenseSet<Operation *> dependent{update};
+    for (Operation &op : llvm::make_range(std::next(update->getIterator()),
+                                          innermost->without_terminator().end())) {
+      bool uses = &op == store.getOperation();
+      op.walk([&](Operation *nested) {
+        for (Value v : nested->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (Operation *top = innermost->findAncestorOpInBlock(*def);
+                top && dependent.contains(top))
+              uses = true;
+      });
+      if (uses)
+        dependent.insert(&op);
+    }
+    plan.update = update;
+    plan.store = store;
+    plan.dependent = std::move(dependent);
   }
 
   /// The buffer and indices of a memref.load or memref.store.
@@ -1390,6 +1439,14 @@ struct EffGpuFormKernelsPass
 
     // Phase 2: every hit of the chunk in order, at this thread's points:
     // the summary's set bits pick the words, the words' the iterations.
+    if (plan.update && plan.points <= threads) {
+      emitBatchedHits(b, loc, plan, mask, current, chunkStart, tid, threads,
+                      mapLoops, cloneBodies);
+      sinkGlobals(launch);
+      ++numKernels;
+      outer.erase();
+      return;
+    }
     Value summary = memref::LoadOp::create(b, loc, mask, ValueRange{current});
     forEachSetBit(b, loc, summary, [&](OpBuilder &nb, Value w) {
       Value bits = memref::LoadOp::create(
@@ -1415,6 +1472,182 @@ struct EffGpuFormKernelsPass
     sinkGlobals(launch);
     ++numKernels;
     outer.erase();
+  }
+
+  /// Hits a compacted scatter's thread applies at once: their independent
+  /// loads (the gradient's) are in flight together. Four keep GPT-2's
+  /// 768-thread blocks at 40 registers, two blocks per SM (eight took 58 to
+  /// 68 registers: one block per SM).
+  static constexpr int64_t kHitBatch = 4;
+
+  /// Phase 2 of a compacted scatter whose body is a read-modify-write and
+  /// whose threads own at most one spread point each: the thread takes the
+  /// chunk's hits kHitBatch at a time (a cursor over the summary and the
+  /// words), runs the ops that do not depend on the loaded element for all
+  /// of them (so their loads overlap), then the dependent ops hit after hit,
+  /// in order. A hit at the same element as the thread's previous one (a
+  /// frequent token's row) takes the value that hit stored instead of
+  /// loading it back: the same value, without waiting on memory.
+  void emitBatchedHits(
+      OpBuilder &b, Location loc, const CompactedScatter &plan, Value mask,
+      Value current, Value chunkStart, Value tid, int64_t threads,
+      function_ref<void(OpBuilder &, IRMapping &, Value, bool)> mapLoops,
+      function_ref<void(OpBuilder &, IRMapping &,
+                        function_ref<bool(Operation *)>)>
+          cloneBodies) {
+    OpBuilder::InsertionGuard guard(b);
+    memref::LoadOp update = plan.update;
+    memref::StoreOp store = plan.store;
+    if (plan.points < threads) {
+      Value worker = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           tid,
+                                           indexConstant(b, loc, plan.points));
+      auto ifWorker = scf::IfOp::create(b, loc, worker, /*withElse=*/false);
+      b.setInsertionPoint(ifWorker.thenBlock()->getTerminator());
+    }
+    Type i32 = b.getI32Type();
+    Type indexType = b.getIndexType();
+    Type element = update.getType();
+    unsigned rank = update.getIndices().size();
+    Value zero32 = arith::ConstantIntOp::create(b, loc, 0, 32);
+    Value one32 = arith::ConstantIntOp::create(b, loc, 1, 32);
+    Value one = indexConstant(b, loc, 1);
+    // Cursor (summary, bits, word start), then the previous hit (valid,
+    // indices, stored value).
+    SmallVector<Value> init{
+        memref::LoadOp::create(b, loc, mask, ValueRange{current}), zero32,
+        chunkStart, arith::ConstantIntOp::create(b, loc, 0, 1)};
+    for (unsigned i = 0; i < rank; ++i)
+      init.push_back(indexConstant(b, loc, 0));
+    init.push_back(
+        arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(element))));
+    SmallVector<Type> types = llvm::map_to_vector(
+        init, [](Value v) { return v.getType(); });
+    auto clearLowest = [&](OpBuilder &nb, Value word) {
+      return arith::AndIOp::create(nb, loc, word,
+                                   arith::SubIOp::create(nb, loc, word, one32))
+          .getResult();
+    };
+    scf::WhileOp::create(
+        b, loc, types, init,
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          Value more = arith::OrIOp::create(
+              nb, loc,
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, args[0],
+                                    zero32),
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, args[1],
+                                    zero32));
+          scf::ConditionOp::create(nb, loc, more, args);
+        },
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          Value summary = args[0], bits = args[1], wordStart = args[2];
+          // Take up to kHitBatch hits; the first always exists (a summary
+          // bit marks a nonzero word). Missing ones repeat the first
+          // iteration, so their loads stay in bounds.
+          SmallVector<Value> valid, iterations;
+          for (int64_t k = 0; k < kHitBatch; ++k) {
+            Value needWord = arith::AndIOp::create(
+                nb, loc,
+                arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq, bits,
+                                      zero32),
+                arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne,
+                                      summary, zero32));
+            auto next = scf::IfOp::create(nb, loc, TypeRange{i32, i32, indexType},
+                                          needWord, /*withElse=*/true);
+            {
+              OpBuilder::InsertionGuard g(nb);
+              nb.setInsertionPointToStart(next.thenBlock());
+              Value w = arith::IndexCastUIOp::create(
+                  nb, loc, indexType, lowestSetBit(nb, loc, summary));
+              Value word = memref::LoadOp::create(
+                  nb, loc, mask,
+                  ValueRange{arith::AddIOp::create(
+                      nb, loc, current, arith::AddIOp::create(nb, loc, w, one))});
+              Value start = arith::AddIOp::create(
+                  nb, loc, chunkStart,
+                  arith::MulIOp::create(nb, loc, w, indexConstant(nb, loc, 32)));
+              scf::YieldOp::create(
+                  nb, loc, ValueRange{clearLowest(nb, summary), word, start});
+              nb.setInsertionPointToStart(next.elseBlock());
+              scf::YieldOp::create(nb, loc,
+                                   ValueRange{summary, bits, wordStart});
+            }
+            summary = next.getResult(0);
+            bits = next.getResult(1);
+            wordStart = next.getResult(2);
+            Value s = arith::AddIOp::create(
+                nb, loc, wordStart,
+                arith::IndexCastUIOp::create(nb, loc, indexType,
+                                             lowestSetBit(nb, loc, bits)));
+            Value isHit = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne,
+                                                bits, zero32);
+            if (k > 0)
+              s = arith::SelectOp::create(nb, loc, isHit, s, iterations.front());
+            valid.push_back(isHit);
+            iterations.push_back(s);
+            bits = clearLowest(nb, bits);
+          }
+          // The independent ops of every hit.
+          SmallVector<IRMapping> mappings(kHitBatch);
+          for (auto [mapping, s] : llvm::zip(mappings, iterations)) {
+            mapLoops(nb, mapping, s, /*spread=*/false);
+            mapLoops(nb, mapping, tid, /*spread=*/true);
+            cloneBodies(nb, mapping, [&](Operation *op) {
+              return !plan.dependent.contains(op);
+            });
+          }
+          // The dependent ops, hit after hit.
+          SmallVector<Value> previous(args.drop_front(3));
+          for (int64_t k = 0; k < kHitBatch; ++k) {
+            IRMapping &mapping = mappings[k];
+            OpBuilder::InsertionGuard g(nb);
+            scf::IfOp ifHit;
+            if (k > 0) {
+              ifHit = scf::IfOp::create(
+                  nb, loc, TypeRange(ValueRange(previous)), valid[k],
+                  /*withElse=*/true);
+              nb.setInsertionPointToStart(ifHit.elseBlock());
+              scf::YieldOp::create(nb, loc, previous);
+              nb.setInsertionPointToStart(ifHit.thenBlock());
+            }
+            SmallVector<Value> indices = llvm::map_to_vector(
+                update.getIndices(),
+                [&](Value v) { return mapping.lookupOrDefault(v); });
+            Value same = previous.front();
+            for (auto [index, before] :
+                 llvm::zip(indices, ArrayRef<Value>(previous).slice(1, rank)))
+              same = arith::AndIOp::create(
+                  nb, loc, same,
+                  arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq,
+                                        index, before));
+            auto forward = scf::IfOp::create(nb, loc, TypeRange{element}, same,
+                                             /*withElse=*/true);
+            {
+              OpBuilder::InsertionGuard g2(nb);
+              nb.setInsertionPointToStart(forward.thenBlock());
+              scf::YieldOp::create(nb, loc, previous.back());
+              nb.setInsertionPointToStart(forward.elseBlock());
+              scf::YieldOp::create(
+                  nb, loc, nb.clone(*update, mapping)->getResult(0));
+            }
+            mapping.map(update.getResult(), forward.getResult(0));
+            for (Operation &op : update->getBlock()->without_terminator())
+              if (plan.dependent.contains(&op) && &op != update)
+                nb.clone(op, mapping);
+            SmallVector<Value> now{arith::ConstantIntOp::create(nb, loc, 1, 1)};
+            now.append(indices);
+            now.push_back(mapping.lookupOrDefault(store.getValueToStore()));
+            if (!ifHit) {
+              previous = now;
+              continue;
+            }
+            scf::YieldOp::create(nb, loc, now);
+            previous = SmallVector<Value>(ifHit.getResults());
+          }
+          SmallVector<Value> yielded{summary, bits, wordStart};
+          yielded.append(previous);
+          scf::YieldOp::create(nb, loc, yielded);
+        });
   }
 
   /// Kernels read constant globals from the GPU module: a `memref.get_global`

@@ -285,10 +285,11 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 // partitioned over blocks (row mod 256: one row per block), each block
 // compacting its hits (compacted scatter): thread i computes the row of
 // token chunk + i only and ORs its bit into a workgroup mask when the block
-// owns it (and the word's bit into a summary word); after a barrier every
-// thread walks the set bits in ascending order (lowest set bit first, the
-// summary picking the nonzero words) and applies each hit's body at its
-// feature.
+// owns it (and the word's bit into a summary word); after a barrier each
+// thread owning a feature takes the set bits in ascending order (lowest set
+// bit first, the summary picking the nonzero words), four at a time: the
+// four hits' gradient loads first, then their read-modify-writes in
+// order, a hit at the element the previous one stored taking that value.
 
 // CHECK-LABEL: func.func @embedding_scatter
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c256{{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{.*}}) {{.*}}workgroup(%[[MASK:.*]] : memref<27xi32, #gpu.address_space<workgroup>>)
@@ -308,15 +309,20 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 // CHECK:         memref.atomic_rmw ori %{{.*}}, %[[MASK]]
 // CHECK:         memref.atomic_rmw ori %{{.*}}, %[[MASK]]
 // CHECK:       gpu.barrier
-// CHECK:       %[[SUMMARY:.*]] = memref.load %[[MASK]]
-// CHECK:       scf.while (%{{.*}} = %[[SUMMARY]])
-// CHECK:         memref.load %[[MASK]]
-// CHECK:         scf.while
-// CHECK:           scf.for %[[F:.*]] = %[[TID]] to %c64{{.*}} step %c256
-// CHECK:             memref.load %{{.*}} : memref<8x32xi64>
-// CHECK:             memref.load %{{.*}}[%{{.*}}, %[[F]]] : memref<256x64xf32>
-// CHECK:             memref.load %{{.*}}[%{{.*}}, %{{.*}}, %[[F]]] : memref<8x32x64xf32>
-// CHECK:             memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[F]]] : memref<256x64xf32>
+// CHECK:       %[[WORKER:.*]] = arith.cmpi ult, %[[TID]], %c64
+// CHECK:       scf.if %[[WORKER]] {
+// CHECK:         %[[SUMMARY:.*]] = memref.load %[[MASK]]
+// CHECK:         scf.while (%{{.*}} = %[[SUMMARY]], {{.*}}) : (i32, i32, index, i1, index, index, f32)
+// CHECK:           scf.if %{{.*}} -> (i32, i32, index) {
+// CHECK:             memref.load %[[MASK]]
+// The four hits' gradient loads, then their updates in order.
+// CHECK-COUNT-4:   memref.load %{{.*}}[%{{.*}}, %{{.*}}, %[[TID]]] : memref<8x32x64xf32>
+// CHECK-NOT:       memref.store
+// CHECK:           scf.if %{{.*}} -> (f32) {
+// CHECK:           } else {
+// CHECK:             memref.load %{{.*}}[%{{.*}}, %[[TID]]] : memref<256x64xf32>
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[TID]]] : memref<256x64xf32>
+// CHECK:           scf.if %{{.*}} -> (i1, index, index, f32) {
 // CHECK: } {eff.kernel = "compacted-scatter"}
 func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %table: memref<256x64xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
@@ -391,13 +397,14 @@ func.func @embedding_scatter_gpt2(%idx: memref<4x1024xi64>, %dy: memref<4x1024x7
 // partitioned over blocks (32 rows: one each).
 
 // CHECK-LABEL: func.func @scatter_axis1
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c32{{.*}})
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c32{{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in
 // CHECK:   scf.for %[[PART:.*]] =
 // CHECK:     arith.cmpi eq, %{{.*}}, %[[PART]]
-// CHECK:     scf.for %[[P:.*]] = %{{.*}} to %c160{{.*}} step %c256
-// CHECK:       arith.remui %[[P]], %c16
-// CHECK:       arith.divui %[[P]], %c16
-// CHECK:       memref.store
+// CHECK:     arith.cmpi ult, %[[TID]], %c160
+// CHECK:       scf.while
+// CHECK:         arith.remui %[[TID]], %c16
+// CHECK:         arith.divui %[[TID]], %c16
+// CHECK:         memref.store
 // CHECK: } {eff.kernel = "compacted-scatter"}
 func.func @scatter_axis1(%idx: memref<12xi32>, %dy: memref<10x12x16xf32>, %table: memref<10x32x16xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
