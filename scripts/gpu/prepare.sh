@@ -15,7 +15,7 @@
 #                               [--bench-config gpt2|tiny] [--no-bench]
 #                               [--only-attention] [--bench-effc FLAG]...
 # --bench-effc FLAG: an extra effc flag for the benchmark's GPT-2 (repeat it
-# for several), e.g. --bench-effc --cuda-fused-attention.
+# for several), e.g. --bench-effc --remat --bench-effc selective.
 # --only-attention: only the runtime (effrun and libeffrt_attention_check.so,
 # for scripts/gpu/run.sh --only-attention); the suite and the benchmark of
 # an earlier prepare are left as they are. About a minute.

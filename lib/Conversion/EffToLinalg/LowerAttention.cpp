@@ -19,7 +19,7 @@
 // key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
 // kernel draws exactly the masks of the unfused graph.
 //
-// With the policy's cudaAttention (the cuda target, --cuda-fused-attention)
+// With the policy's cudaAttention (the cuda target)
 // the calls are `effrt_cuda_attention_fwd` / `effrt_cuda_attention_bwd`
 // (runtime/src/cuda/Attention.cu) on device pointers: f16/bf16 operands of
 // head size 64 or 128 as they are (tensor cores, f32 accumulation), f32 of
