@@ -735,10 +735,12 @@ struct EffGpuFormKernelsPass
     DenseSet<Operation *> rowSlice;
   };
 
-  /// The threads a partitioned nest aims for: at GPT-2's 768 columns 171
-  /// partitions, one wave of 513 blocks of 256 threads. Every thread scans
-  /// all iterations of the serial loops (reading each token's row), so more
-  /// partitions would mostly add redundant scans.
+  /// The threads a per-thread partitioned nest (the fallback of the
+  /// compacted scatter: dynamic loops, a row that depends on a spread loop)
+  /// aims for: at 768 columns 171 partitions, one wave of 513 blocks of 256
+  /// threads. Every thread scans all iterations of the serial loops
+  /// (reading each token's row), so more partitions would mostly add
+  /// redundant scans.
   static constexpr int64_t kPartitionTargetThreads = int64_t(1) << 17;
 
   /// The row partition of a nest whose serial loops are not spread, or the
