@@ -955,8 +955,9 @@ struct EffGpuFormKernelsPass
         !update->isBeforeInBlock(store))
       return;
     DenseSet<Operation *> dependent{update};
-    for (Operation &op : llvm::make_range(std::next(update->getIterator()),
-                                          innermost->without_terminator().end())) {
+    for (Operation &op :
+         llvm::make_range(std::next(update->getIterator()),
+                          innermost->without_terminator().end())) {
       bool uses = &op == store.getOperation();
       op.walk([&](Operation *nested) {
         for (Value v : nested->getOperands())
@@ -1223,9 +1224,11 @@ struct EffGpuFormKernelsPass
     Value bit = arith::AndIOp::create(
         b, loc, word, arith::SubIOp::create(b, loc, zero, word));
     Value position = zero;
-    for (auto [mask, weight] :
-         {std::pair<uint32_t, uint32_t>{0xFFFF0000u, 16}, {0xFF00FF00u, 8},
-          {0xF0F0F0F0u, 4}, {0xCCCCCCCCu, 2}, {0xAAAAAAAAu, 1}}) {
+    for (auto [mask, weight] : {std::pair<uint32_t, uint32_t>{0xFFFF0000u, 16},
+                                {0xFF00FF00u, 8},
+                                {0xF0F0F0F0u, 4},
+                                {0xCCCCCCCCu, 2},
+                                {0xAAAAAAAAu, 1}}) {
       Value hit = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::ne,
           arith::AndIOp::create(b, loc, bit, i32(mask)), zero);
@@ -1284,8 +1287,8 @@ struct EffGpuFormKernelsPass
     int64_t count = std::min(partition.rows, kScatterPartitions);
     // One spread point per thread up to 1024 of them, at least `blockSize`
     // threads so that a chunk scans that many iterations.
-    int64_t threads = std::clamp<int64_t>(llvm::alignTo(plan.points, 32),
-                                          blockSize, 1024);
+    int64_t threads =
+        std::clamp<int64_t>(llvm::alignTo(plan.points, 32), blockSize, 1024);
     // Per mask buffer: a summary word (bit w: word w has a hit), then one
     // bit per thread.
     int64_t words = threads / 32 + 1;
@@ -1331,11 +1334,12 @@ struct EffGpuFormKernelsPass
         loops.push_back(loop);
         sizes.push_back(indexConstant(nb, loc, trips));
       }
-      for (auto [loop, k] : llvm::zip(loops, delinearize(nb, loc, linear, sizes))) {
+      for (auto [loop, k] :
+           llvm::zip(loops, delinearize(nb, loc, linear, sizes))) {
         Value offset = nb.createOrFold<arith::MulIOp>(loc, k, loop.getStep());
-        mapping.map(loop.getInductionVar(),
-                    nb.createOrFold<arith::AddIOp>(loc, loop.getLowerBound(),
-                                                   offset));
+        mapping.map(
+            loop.getInductionVar(),
+            nb.createOrFold<arith::AddIOp>(loc, loop.getLowerBound(), offset));
       }
     };
     // Clones the ops of every level of the chain (those ahead of the next
@@ -1360,13 +1364,14 @@ struct EffGpuFormKernelsPass
       auto ifOwner = scf::IfOp::create(nb, loc, isOwner, /*withElse=*/false);
       OpBuilder::InsertionGuard guard(nb);
       nb.setInsertionPoint(ifOwner.thenBlock()->getTerminator());
-      memref::StoreOp::create(nb, loc, zero32, mask,
-                              arith::AddIOp::create(nb, loc, at, tid).getResult());
+      memref::StoreOp::create(
+          nb, loc, zero32, mask,
+          arith::AddIOp::create(nb, loc, at, tid).getResult());
     };
 
-    auto partitions =
-        scf::ForOp::create(b, loc, launch.getBlockIds().x,
-                           indexConstant(b, loc, count), launch.getGridSize().x);
+    auto partitions = scf::ForOp::create(b, loc, launch.getBlockIds().x,
+                                         indexConstant(b, loc, count),
+                                         launch.getGridSize().x);
     b.setInsertionPointToStart(partitions.getBody());
     Value part = partitions.getInductionVar();
     gpu::BarrierOp::create(b, loc);
@@ -1393,9 +1398,9 @@ struct EffGpuFormKernelsPass
       OpBuilder::InsertionGuard guard(b);
       Value s = arith::AddIOp::create(b, loc, chunkStart, tid);
       if (plan.iterations % threads != 0) {
-        Value inRange = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ult, s,
-            indexConstant(b, loc, plan.iterations));
+        Value inRange =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, s,
+                                  indexConstant(b, loc, plan.iterations));
         auto ifIn = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
         b.setInsertionPoint(ifIn.thenBlock()->getTerminator());
       }
@@ -1406,8 +1411,8 @@ struct EffGpuFormKernelsPass
       Value row = mapping.lookupOrDefault(partition.row);
       Value owned;
       if (count == partition.rows) {
-        owned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row,
-                                      part);
+        owned =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, part);
       } else {
         // Rows out of [0, rows) (bad indices) have no owner.
         Value inTable =
@@ -1427,8 +1432,8 @@ struct EffGpuFormKernelsPass
       Value bit = arith::ShLIOp::create(
           b, loc, arith::ConstantIntOp::create(b, loc, 1, 32), lane);
       Value w = arith::DivUIOp::create(b, loc, tid, indexConstant(b, loc, 32));
-      Value word = arith::AddIOp::create(
-          b, loc, current, arith::AddIOp::create(b, loc, w, one));
+      Value word = arith::AddIOp::create(b, loc, current,
+                                         arith::AddIOp::create(b, loc, w, one));
       memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, bit, mask,
                                   ValueRange{word});
       Value wordBit = arith::ShLIOp::create(
@@ -1460,9 +1465,9 @@ struct EffGpuFormKernelsPass
           arith::MulIOp::create(nb, loc, w, indexConstant(nb, loc, 32)));
       forEachSetBit(nb, loc, bits, [&](OpBuilder &hb, Value bit) {
         Value s = arith::AddIOp::create(hb, loc, wordStart, bit);
-        auto pointLoop = scf::ForOp::create(
-            hb, loc, tid, indexConstant(hb, loc, plan.points),
-            indexConstant(hb, loc, threads));
+        auto pointLoop = scf::ForOp::create(hb, loc, tid,
+                                            indexConstant(hb, loc, plan.points),
+                                            indexConstant(hb, loc, threads));
         OpBuilder::InsertionGuard guard(hb);
         hb.setInsertionPointToStart(pointLoop.getBody());
         IRMapping mapping;
@@ -1501,9 +1506,9 @@ struct EffGpuFormKernelsPass
     memref::LoadOp update = plan.update;
     memref::StoreOp store = plan.store;
     if (plan.points < threads) {
-      Value worker = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                           tid,
-                                           indexConstant(b, loc, plan.points));
+      Value worker =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                indexConstant(b, loc, plan.points));
       auto ifWorker = scf::IfOp::create(b, loc, worker, /*withElse=*/false);
       b.setInsertionPoint(ifWorker.thenBlock()->getTerminator());
     }
@@ -1521,10 +1526,10 @@ struct EffGpuFormKernelsPass
         chunkStart, arith::ConstantIntOp::create(b, loc, 0, 1)};
     for (unsigned i = 0; i < rank; ++i)
       init.push_back(indexConstant(b, loc, 0));
-    init.push_back(
-        arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(element))));
-    SmallVector<Type> types = llvm::map_to_vector(
-        init, [](Value v) { return v.getType(); });
+    init.push_back(arith::ConstantOp::create(
+        b, loc, cast<TypedAttr>(b.getZeroAttr(element))));
+    SmallVector<Type> types =
+        llvm::map_to_vector(init, [](Value v) { return v.getType(); });
     auto clearLowest = [&](OpBuilder &nb, Value word) {
       return arith::AndIOp::create(nb, loc, word,
                                    arith::SubIOp::create(nb, loc, word, one32))
@@ -1554,8 +1559,9 @@ struct EffGpuFormKernelsPass
                                       zero32),
                 arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne,
                                       summary, zero32));
-            auto next = scf::IfOp::create(nb, loc, TypeRange{i32, i32, indexType},
-                                          needWord, /*withElse=*/true);
+            auto next =
+                scf::IfOp::create(nb, loc, TypeRange{i32, i32, indexType},
+                                  needWord, /*withElse=*/true);
             {
               OpBuilder::InsertionGuard g(nb);
               nb.setInsertionPointToStart(next.thenBlock());
@@ -1564,10 +1570,12 @@ struct EffGpuFormKernelsPass
               Value word = memref::LoadOp::create(
                   nb, loc, mask,
                   ValueRange{arith::AddIOp::create(
-                      nb, loc, current, arith::AddIOp::create(nb, loc, w, one))});
+                      nb, loc, current,
+                      arith::AddIOp::create(nb, loc, w, one))});
               Value start = arith::AddIOp::create(
                   nb, loc, chunkStart,
-                  arith::MulIOp::create(nb, loc, w, indexConstant(nb, loc, 32)));
+                  arith::MulIOp::create(nb, loc, w,
+                                        indexConstant(nb, loc, 32)));
               scf::YieldOp::create(
                   nb, loc, ValueRange{clearLowest(nb, summary), word, start});
               nb.setInsertionPointToStart(next.elseBlock());
@@ -1581,10 +1589,11 @@ struct EffGpuFormKernelsPass
                 nb, loc, wordStart,
                 arith::IndexCastUIOp::create(nb, loc, indexType,
                                              lowestSetBit(nb, loc, bits)));
-            Value isHit = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne,
-                                                bits, zero32);
+            Value isHit = arith::CmpIOp::create(
+                nb, loc, arith::CmpIPredicate::ne, bits, zero32);
             if (k > 0)
-              s = arith::SelectOp::create(nb, loc, isHit, s, iterations.front());
+              s = arith::SelectOp::create(nb, loc, isHit, s,
+                                          iterations.front());
             valid.push_back(isHit);
             iterations.push_back(s);
             bits = clearLowest(nb, bits);
@@ -1612,9 +1621,10 @@ struct EffGpuFormKernelsPass
               scf::YieldOp::create(nb, loc, previous);
               nb.setInsertionPointToStart(ifHit.thenBlock());
             }
-            SmallVector<Value> indices = llvm::map_to_vector(
-                update.getIndices(),
-                [&](Value v) { return mapping.lookupOrDefault(v); });
+            SmallVector<Value> indices =
+                llvm::map_to_vector(update.getIndices(), [&](Value v) {
+                  return mapping.lookupOrDefault(v);
+                });
             Value same = previous.front();
             for (auto [index, before] :
                  llvm::zip(indices, ArrayRef<Value>(previous).slice(1, rank)))
@@ -1629,8 +1639,8 @@ struct EffGpuFormKernelsPass
               nb.setInsertionPointToStart(forward.thenBlock());
               scf::YieldOp::create(nb, loc, previous.back());
               nb.setInsertionPointToStart(forward.elseBlock());
-              scf::YieldOp::create(
-                  nb, loc, nb.clone(*update, mapping)->getResult(0));
+              scf::YieldOp::create(nb, loc,
+                                   nb.clone(*update, mapping)->getResult(0));
             }
             mapping.map(update.getResult(), forward.getResult(0));
             for (Operation &op : update->getBlock()->without_terminator())

@@ -72,8 +72,8 @@ struct TestEmulateGpuLaunchesPass
     return "Run 1-D gpu.launch bodies as host loops over blocks and threads";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect,
-                    scf::SCFDialect>();
+    registry
+        .insert<arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect>();
   }
 
   void runOnOperation() override {
@@ -241,8 +241,8 @@ struct TestEmulateGpuLaunchesPass
             b, loc, b.getIntegerAttr(type.getElementType(), -1));
         scf::ForOp::create(
             b, loc, zero,
-            arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)), one,
-            {}, [&](OpBuilder &nb, Location nloc, Value i, ValueRange) {
+            arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)), one, {},
+            [&](OpBuilder &nb, Location nloc, Value i, ValueRange) {
               memref::StoreOp::create(nb, nloc, ones, buffer, i);
               scf::YieldOp::create(nb, nloc);
             });
@@ -260,8 +260,7 @@ struct TestEmulateGpuLaunchesPass
   }
 
   static bool holdsBarrier(Operation *op) {
-    return op
-        ->walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
+    return op->walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
         .wasInterrupted();
   }
 
