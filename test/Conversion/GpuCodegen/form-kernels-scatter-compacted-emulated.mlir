@@ -11,12 +11,19 @@
 //   more than a block's 1024 threads: some threads take two points), 7 rows
 //   (7 partitions, one row each), a hot row and a negative index;
 // - @interleaved: serial, spread, serial loops (4, 24, 9), the row computed
-//   from an op of the outer serial loop's body and the inner one's.
+//   from an op of the outer serial loop's body and the inner one's;
+// - @two_tables: two tables updated at the same row (not a single
+//   read-modify-write: hits are applied one at a time), one of them
+//   h = h / 2 + dy, whose bits depend on the order even more.
+// In @token and @interleaved (read-modify-writes, at most one point per
+// thread) each thread takes four hits at a time and forwards a repeated
+// element's value; @wide (two points for some threads) and @two_tables
+// apply one hit at a time.
 // The step runs once lowered for the CPU as it is (the serial loops) and
 // once after eff-gpu-form-kernels with the launches emulated, at the default
 // block size and at block-size=32 max-blocks=5 (64 threads for the token
 // nest: 5 chunks, the three mask buffers each reused; 5 blocks striding over
-// 512 partitions). All three print every element's bits; the runs are
+// 512 partitions). All four print every element's bits; the runs are
 // identical, and numpy adding each row's updates in order in float32 gives
 // the same bits (Inputs/scatter_compacted_reference.py). The data are not
 // exact in f32 (n/3), so the order of each row's additions shows in the bits.
@@ -35,14 +42,17 @@
 // REMARK: remark: loop nest: 1 of 3 loops spread over threads, the written rows split over 512 partitions (row mod 512), one block each: 256 threads compact the hits of 256 serial iterations at a time (compacted scatter
 // REMARK: remark: loop nest: 2 of 3 loops spread over threads, the written rows split over 7 partitions (row mod 7), one block each: 1024 threads
 // REMARK: remark: loop nest: 1 of 3 loops spread over threads, the written rows split over 13 partitions (row mod 13), one block each: 256 threads
+// REMARK: remark: loop nest: 1 of 2 loops spread over threads, the written rows split over 9 partitions (row mod 9), one block each: 256 threads
 
 // CHECK: token: 40040 values bit-identical to numpy (row 5: 50 updates)
 // CHECK: wide: 8400 values bit-identical to numpy
 // CHECK: interleaved: 312 values bit-identical to numpy
+// CHECK: two tables: 288 values bit-identical to numpy
 
 func.func @step(%idx: memref<3x100xi64>, %dy: memref<3x100x40xf32>, %table: memref<1001x40xf32>,
                 %idx2: memref<50xi64>, %dy2: memref<50x40x30xf32>, %table2: memref<7x40x30xf32>,
-                %idx3: memref<36xi64>, %dy3: memref<36x24xf32>, %table3: memref<13x24xf32>)
+                %idx3: memref<36xi64>, %dy3: memref<36x24xf32>, %table3: memref<13x24xf32>,
+                %g4: memref<9x16xf32>, %h4: memref<9x16xf32>)
     attributes {eff.arena_arg = 0 : i64} {
   %zero = arith.constant 0.0 : f32
   %c0 = arith.constant 0 : index
@@ -61,6 +71,8 @@ func.func @step(%idx: memref<3x100xi64>, %dy: memref<3x100x40xf32>, %table: memr
   linalg.fill ins(%zero : f32) outs(%table : memref<1001x40xf32>)
   linalg.fill ins(%zero : f32) outs(%table2 : memref<7x40x30xf32>)
   linalg.fill ins(%zero : f32) outs(%table3 : memref<13x24xf32>)
+  linalg.fill ins(%zero : f32) outs(%g4 : memref<9x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%h4 : memref<9x16xf32>)
   // @token
   scf.for %b = %c0 to %c3 step %c1 {
     scf.for %t = %c0 to %c100 step %c1 {
@@ -109,6 +121,28 @@ func.func @step(%idx: memref<3x100xi64>, %dy: memref<3x100x40xf32>, %table: memr
         %new = arith.addf %old, %d : f32
         memref.store %new, %table3[%row, %f] : memref<13x24xf32>
       }
+    }
+  }
+  // @two_tables: the first 20 tokens of @token's indices (mod 9).
+  %half = arith.constant 0.5 : f32
+  %c16 = arith.constant 16 : index
+  %c20 = arith.constant 20 : index
+  scf.for %t = %c0 to %c20 step %c1 {
+    scf.for %f = %c0 to %c16 step %c1 {
+      %x = memref.load %idx[%c0, %t] : memref<3x100xi64>
+      %r = arith.index_cast %x : i64 to index
+      %neg = arith.cmpi slt, %r, %c0 : index
+      %wrapped = arith.addi %r, %c1001 : index
+      %row1001 = arith.select %neg, %wrapped, %r : index
+      %row = arith.remui %row1001, %c9 : index
+      %d = memref.load %dy[%c0, %t, %f] : memref<3x100x40xf32>
+      %g = memref.load %g4[%row, %f] : memref<9x16xf32>
+      %gn = arith.addf %g, %d : f32
+      memref.store %gn, %g4[%row, %f] : memref<9x16xf32>
+      %h = memref.load %h4[%row, %f] : memref<9x16xf32>
+      %hh = arith.mulf %h, %half : f32
+      %hn = arith.addf %hh, %d : f32
+      memref.store %hn, %h4[%row, %f] : memref<9x16xf32>
     }
   }
   return
@@ -245,10 +279,13 @@ func.func @main() {
   %table = memref.alloc() : memref<1001x40xf32>
   %table2 = memref.alloc() : memref<7x40x30xf32>
   %table3 = memref.alloc() : memref<13x24xf32>
-  func.call @step(%idx, %dy, %table, %idx2, %dy2, %table2, %idx3, %dy3, %table3)
+  %g4 = memref.alloc() : memref<9x16xf32>
+  %h4 = memref.alloc() : memref<9x16xf32>
+  func.call @step(%idx, %dy, %table, %idx2, %dy2, %table2, %idx3, %dy3, %table3, %g4, %h4)
     : (memref<3x100xi64>, memref<3x100x40xf32>, memref<1001x40xf32>,
        memref<50xi64>, memref<50x40x30xf32>, memref<7x40x30xf32>,
-       memref<36xi64>, memref<36x24xf32>, memref<13x24xf32>) -> ()
+       memref<36xi64>, memref<36x24xf32>, memref<13x24xf32>,
+       memref<9x16xf32>, memref<9x16xf32>) -> ()
   %td = memref.cast %table : memref<1001x40xf32> to memref<?x?xf32>
   func.call @print_bits(%td) : (memref<?x?xf32>) -> ()
   %t2c = memref.collapse_shape %table2 [[0], [1, 2]] : memref<7x40x30xf32> into memref<7x1200xf32>
@@ -256,5 +293,12 @@ func.func @main() {
   func.call @print_bits(%t2d) : (memref<?x?xf32>) -> ()
   %t3d = memref.cast %table3 : memref<13x24xf32> to memref<?x?xf32>
   func.call @print_bits(%t3d) : (memref<?x?xf32>) -> ()
+  %gh = memref.alloc() : memref<18x16xf32>
+  %gpart = memref.subview %gh[0, 0] [9, 16] [1, 1] : memref<18x16xf32> to memref<9x16xf32, strided<[16, 1]>>
+  %hpart = memref.subview %gh[9, 0] [9, 16] [1, 1] : memref<18x16xf32> to memref<9x16xf32, strided<[16, 1], offset: 144>>
+  memref.copy %g4, %gpart : memref<9x16xf32> to memref<9x16xf32, strided<[16, 1]>>
+  memref.copy %h4, %hpart : memref<9x16xf32> to memref<9x16xf32, strided<[16, 1], offset: 144>>
+  %ghd = memref.cast %gh : memref<18x16xf32> to memref<?x?xf32>
+  func.call @print_bits(%ghd) : (memref<?x?xf32>) -> ()
   return
 }

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """numpy's side of form-kernels-scatter-compacted-emulated.mlir: recomputes
-the test's three scatter-adds with its data, adding each row's updates in
+the test's four scatter-adds with its data, adding each row's updates in
 the serial order in float32, and compares the bits with what the emulated
 kernels printed.
 
     scatter_compacted_reference.py OUTPUT
 
-OUTPUT holds the runner's three prints (each table's bits as int32), their
-headers dropped. Prints one line per table; exits 1 on a mismatch.
+OUTPUT holds the runner's four prints (each table's bits as int32, the two
+tables of @two_tables stacked), their headers dropped. Prints one line per table; exits 1 on a mismatch.
 """
 import re
 import sys
@@ -54,6 +54,20 @@ def interleaved():
     return scatter(idx, matrix(36, 24), 13)
 
 
+def two_tables():
+    """g[r] += dy and h[r] = h[r] / 2 + dy for the first 20 tokens, rows
+    mod 9, as @two_tables."""
+    idx, _ = token()
+    dy = matrix(300, 40)[:20, :16]
+    g = np.zeros((9, 16), np.float32)
+    h = np.zeros((9, 16), np.float32)
+    for r, d in zip(idx[:20], dy):
+        r = (r + 1001 if r < 0 else r) % 9
+        g[r] = g[r] + d
+        h[r] = h[r] * np.float32(0.5) + d
+    return np.concatenate([g, h])
+
+
 def main():
     text = open(sys.argv[1]).read()
     blocks = [re.findall(r"-?\d+", block)
@@ -64,7 +78,8 @@ def main():
     for name, want, got, note in (
             ("token", table, blocks[0], f" (row 5: {hot} updates)"),
             ("wide", wide(), blocks[1], ""),
-            ("interleaved", interleaved(), blocks[2], "")):
+            ("interleaved", interleaved(), blocks[2], ""),
+            ("two tables", two_tables(), blocks[3], "")):
         want = want.view(np.int32).reshape(-1)
         got = np.array([int(x) for x in got], np.int64)
         if got.shape != want.shape or not np.array_equal(got, want):
