@@ -214,10 +214,10 @@ def prepare(args):
     batches = [int(b) for b in args.batches.split(",")] if args.batches \
         else cfg["batches"]
     effc = os.path.join(args.bin, "effc")
-    variants = {}
-    for B in batches:
-        effx = "gpt2.b%d.effx" % B
-        report = "gpt2.b%d.report.json" % B
+
+    def compile_batch(B, stem, extra):
+        """Compiles the model at batch B; the variant's entry of bench.json."""
+        effx, report = stem + ".effx", stem + ".report.json"
         cmd = [effc, onnx_path, "-o", os.path.join(out, effx),
                "--target", args.target,
                "--shape", "idx=%d,%d" % (B, T),
@@ -226,7 +226,7 @@ def prepare(args):
                "--lr", repr(OPT["lr"]), "--beta1", repr(OPT["beta1"]),
                "--beta2", repr(OPT["beta2"]), "--eps", repr(OPT["eps"]),
                "--weight-decay", repr(OPT["weight_decay"]),
-               "--report-json", os.path.join(out, report)] + args.effc
+               "--report-json", os.path.join(out, report)] + extra
         t1 = time.time()
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True)
@@ -235,17 +235,28 @@ def prepare(args):
             # still measures PyTorch.
             msg = (r.stderr.strip() or r.stdout.strip() or "no output")
             msg = "effc failed: " + msg.splitlines()[-1][:300]
-            variants[str(B)] = dict(effx=effx, report=report, error=msg)
-            print("FAILED batch %d: %s" % (B, msg), flush=True)
-            continue
+            print("FAILED %s: %s" % (stem, msg), flush=True)
+            return dict(effx=effx, report=report, error=msg)
         planned = json.load(open(os.path.join(out, report)))["total_bytes"]
-        variants[str(B)] = dict(effx=effx, report=report, planned=planned)
-        print("compiled batch %d: %s, %.1f MB, planned %.2f GiB (%.0f s)" % (
-            B, effx, os.path.getsize(os.path.join(out, effx)) / 1e6,
+        print("compiled %s: %s, %.1f MB, planned %.2f GiB (%.0f s)" % (
+            stem, effx, os.path.getsize(os.path.join(out, effx)) / 1e6,
             planned / 2**30, time.time() - t1), flush=True)
+        return dict(effx=effx, report=report, planned=planned)
+
+    variants = {str(B): compile_batch(B, "gpt2.b%d" % B, args.effc)
+                for B in batches}
+    # The largest batch again with --remat REMAT: the memory side of the
+    # trade (a second effopt row in the table).
+    remat_variants = {}
+    if args.remat and "--remat" not in args.effc:
+        B = max(batches)
+        v = compile_batch(B, "gpt2.b%d.remat-%s" % (B, args.remat),
+                          args.effc + ["--remat", args.remat])
+        v["remat"] = args.remat
+        remat_variants[str(B)] = v
     os.remove(onnx_path)   # 500 MB of zeros; the .effx files hold the step
     json.dump(dict(config=args.config, cfg=cfg, target=args.target,
-                   variants=variants, opt=OPT, torch=torch.__version__,
+                   variants=variants, remat_variants=remat_variants, opt=OPT, torch=torch.__version__,
                    created=time.strftime("%Y-%m-%d %H:%M:%S")),
               open(os.path.join(out, "bench.json"), "w"), indent=1)
     print("gpu_vs_torch.py prepare: %d .effx in %s (%.0f s)" % (
@@ -412,10 +423,11 @@ def torch_run(cfg, weights, data, B, steps, warmup, device, compiled):
     return losses, float(np.median(times[warmup:])), peak, reserved
 
 
-def effopt_run(args, bench, B, weights, data, steps, warmup, device, work):
-    """(losses, ms per timed step, log rows, process footprint) or raises
-    RuntimeError with effrun's message."""
-    v = bench["variants"][str(B)]
+def effopt_run(args, v, B, weights, data, steps, warmup, device, work,
+               profile):
+    """(losses, ms per timed step, log rows, process footprint) of the
+    compiled variant v (an entry of bench.json) or raises RuntimeError with
+    effrun's message."""
     if "error" in v:
         raise RuntimeError(v["error"])
     effx = os.path.join(args.dir, v["effx"])
@@ -449,7 +461,7 @@ def effopt_run(args, bench, B, weights, data, steps, warmup, device, work):
         effrun(["--steps", str(warmup + steps), "--resume", init,
                 "--log", log])
     run_s = time.perf_counter() - t0
-    if args.profile:
+    if profile:
         try:
             result_profile = ncu_profile(args, effx, npz, init, work)
         except Exception as e:   # noqa: BLE001 - a profile never fails the bench
@@ -533,21 +545,32 @@ def ncu_profile(args, effx, npz, init, work):
                 own_bytes=sum(k["bytes"] for k in own))
 
 
-def say_profile(say, prof, copy_gbs, gemm_floor_ms):
+def say_profile(say, prof, copy_gbs, gemm_rows):
+    """The profile's summary; gemm_rows: gemm_probe's rows (None: no
+    probe). With fused attention (effrt_attn kernels) the step's cuBLASLt
+    GEMMs are the linear layers only, so that is the floor they meet."""
     if prof is None:
         return
     if "error" in prof:
         say("profile: %s" % prof["error"])
         return
     total = prof["gemm_s"] + prof["own_s"]
+    fused_attention = any(k["name"].startswith("effrt_attn")
+                          for k in prof["kernels"])
+    gemm_floor_ms = None
+    if gemm_rows:
+        gemm_floor_ms = sum(r["ms"] * r["count"] for r in gemm_rows
+                            if not (fused_attention and
+                                    r["gemm"].startswith("attn")))
     say("")
     say("profile (ncu, one eager effrun step; %.0f s): %d kernels, %.2f ms "
         "of kernel time" % (prof["seconds"], len(prof["kernels"]),
                             total * 1e3))
     say("  GEMMs (cuBLASLt kernels): %d, %.2f ms%s" % (
         prof["gemm_n"], prof["gemm_s"] * 1e3,
-        "; cuBLAS alone on the step's shapes %.2f ms: %.2fx (goal <= 1.10)"
-        % (gemm_floor_ms, prof["gemm_s"] * 1e3 / gemm_floor_ms)
+        "; cuBLAS alone on the step's %sshapes %.2f ms: %.2fx (goal <= 1.10)"
+        % ("linear-layer " if fused_attention else "", gemm_floor_ms,
+           prof["gemm_s"] * 1e3 / gemm_floor_ms)
         if gemm_floor_ms else ""))
     if prof["own_s"] > 0:
         bw = prof["own_bytes"] / prof["own_s"] / 1e9
@@ -738,28 +761,37 @@ def run(args):
         say("UNSUPPORTED torch.compile: PyTorch %s has none" %
             torch.__version__)
     status = "PASS"
-    try:
-        losses, ms_log, ms_wall, rows, footprint, n, prof = effopt_run(
-            args, bench, B, weights, data, steps, warmup, device, work)
-        planned = bench["variants"][str(B)].get("planned")
-        # The slower of the two (the wall clock includes the warm-up steps).
-        ms = max(ms_log, ms_wall)
-        say("effopt: %.2f ms/step in effrun's log (median), %.2f by the "
-            "wall clock (all %d steps, loading subtracted)" % (
-                ms_log, ms_wall, warmup + steps))
-        systems["effopt"] = dict(losses=losses, ms=ms, ms_log=ms_log,
-                                 ms_wall=ms_wall, planned=planned,
+    # effopt as compiled (profiled), then the --remat variant, if any.
+    runs = [("effopt", bench["variants"][str(B)], args.profile)]
+    rv = bench.get("remat_variants", {}).get(str(B))
+    if rv:
+        runs.append(("effopt remat %s" % rv["remat"], rv, False))
+    for name, v, profile in runs:
+        try:
+            losses, ms_log, ms_wall, rows, footprint, n, prof = effopt_run(
+                args, v, B, weights, data, steps, warmup, device, work,
+                profile)
+            # The slower of the two (the wall clock includes the warm-up
+            # steps).
+            ms = max(ms_log, ms_wall)
+            say("%s: %.2f ms/step in effrun's log (median), %.2f by the "
+                "wall clock (all %d steps, loading subtracted)" % (
+                    name, ms_log, ms_wall, warmup + steps))
+            systems[name] = dict(losses=losses, ms=ms, ms_log=ms_log,
+                                 ms_wall=ms_wall, planned=v.get("planned"),
                                  allocated=rows[0].get("allocated_bytes"),
                                  device=rows[0].get("device_bytes"),
-                                 footprint=footprint, tensors_loaded=n)
-        result["profile"] = prof
-        if n != len(weights):
-            say("FAIL effopt: %d of the %d weights are in effrun's checkpoint"
-                % (n, len(weights)))
+                                 footprint=footprint, tensors_loaded=n,
+                                 effopt=True)
+            if profile:
+                result["profile"] = prof
+            if n != len(weights):
+                say("FAIL %s: %d of the %d weights are in effrun's "
+                    "checkpoint" % (name, n, len(weights)))
+                status = "FAIL"
+        except RuntimeError as e:
+            say("FAIL %s: %s" % (name, e))
             status = "FAIL"
-    except RuntimeError as e:
-        say("FAIL effopt: %s" % e)
-        status = "FAIL"
 
     # Losses: every system's first steps against eager's (bf16: loose).
     ref = systems["torch eager"]["losses"]
@@ -774,18 +806,20 @@ def run(args):
         say("%s %s: losses of %d steps vs eager: worst rel.err %.2e%s" % (
             "PASS" if ok else "FAIL", name, len(got), worst,
             "" if ok else " (> %.0e)" % args.loss_rtol))
-        if not ok and name == "effopt":
+        if not ok and s.get("effopt"):
             status = "FAIL"
-    if "effopt" in systems:
-        s = systems["effopt"]
+    for name, s in systems.items():
+        if not s.get("effopt"):
+            continue
         if s["device"] is None and device.type == "cuda":
-            say("FAIL effopt: effrun's log has no device_bytes (the drop of "
-                "cuMemGetInfo's free bytes across the model's allocation)")
+            say("FAIL %s: effrun's log has no device_bytes (the drop of "
+                "cuMemGetInfo's free bytes across the model's allocation)"
+                % name)
             status = "FAIL"
         elif s["device"] is not None and not (
                 s["planned"] <= s["device"] < s["planned"] + (8 << 20)):
-            say("FAIL effopt: planned %d bytes, device_bytes %d" % (
-                s["planned"], s["device"]))
+            say("FAIL %s: planned %d bytes, device_bytes %d" % (
+                name, s["planned"], s["device"]))
             status = "FAIL"
 
     # The table.
@@ -794,7 +828,7 @@ def run(args):
     say("")
     say("batch %d x %d tokens; MFU = tokens/s x %.3g FLOP/token / %.0f "
         "TFLOP/s" % (B, cfg["block_size"], fpt, PEAK_BF16_FLOPS / 1e12))
-    say("%-14s %9s %11s %7s %10s %10s %10s %s" % (
+    say("%-22s %9s %11s %7s %10s %10s %10s %s" % (
         "system", "ms/step", "tokens/s", "MFU", "peak GiB", "planned",
         "device", "notes"))
     compiled_tps = None
@@ -806,24 +840,29 @@ def run(args):
             compiled_tps = (tps, s.get("peak"))
         peak = s.get("peak", s.get("footprint"))
         note = s.get("note", "")
-        if name == "effopt":
+        if s.get("effopt"):
             note = "peak = whole effrun process (cudaMemGetInfo), " \
                    "allocated %s" % gib(s.get("allocated"))
-        say("%-14s %9.2f %11.0f %6.1f%% %10s %10s %10s %s" % (
+        say("%-22s %9.2f %11.0f %6.1f%% %10s %10s %10s %s" % (
             name, s["ms"], tps, 100 * s["mfu"], gib(peak),
             gib(s.get("planned")), gib(s.get("device")), note))
-    if compiled_tps and "effopt" in systems:
-        e = systems["effopt"]
+    result["ratios_vs_compile"] = {}
+    for name, e in systems.items():
+        if not (compiled_tps and e.get("effopt")):
+            continue
         mem = e.get("device") or e.get("planned")
-        result["ratio_tokens_vs_compile"] = e["tokens_per_s"] / compiled_tps[0]
-        result["ratio_memory_vs_compile"] = (mem / compiled_tps[1]
-                                             if compiled_tps[1] else None)
-        say("effopt / torch.compile: %.2fx tokens/s (goal >= 1.0), %s x "
+        tokens_ratio = e["tokens_per_s"] / compiled_tps[0]
+        memory_ratio = mem / compiled_tps[1] if compiled_tps[1] else None
+        result["ratios_vs_compile"][name] = dict(tokens=tokens_ratio,
+                                                 memory=memory_ratio)
+        if name == "effopt":
+            result["ratio_tokens_vs_compile"] = tokens_ratio
+            result["ratio_memory_vs_compile"] = memory_ratio
+        say("%s / torch.compile: %.2fx tokens/s (goal >= 1.0), %s x "
             "peak memory (goal <= 0.8; effopt's device bytes or plan vs "
             "max_memory_allocated)" % (
-                result["ratio_tokens_vs_compile"],
-                "%.2f" % result["ratio_memory_vs_compile"]
-                if result["ratio_memory_vs_compile"] else "-"))
+                name, tokens_ratio,
+                "%.2f" % memory_ratio if memory_ratio else "-"))
     result["systems"] = systems
 
     # Probes.
@@ -851,7 +890,7 @@ def run(args):
             "; effopt's step %.2f ms: GEMMs alone would be %.0f%% of it"
             % (systems["effopt"]["ms"], 100 * gemm_ms /
                systems["effopt"]["ms"]) if "effopt" in systems else ""))
-        say_profile(say, result.get("profile"), cp["gb_per_s"], gemm_ms)
+        say_profile(say, result.get("profile"), cp["gb_per_s"], rows)
     else:
         say_profile(say, result.get("profile"), None, None)
     return finish(status)
@@ -868,6 +907,9 @@ def main():
     p.add_argument("--batches", default="", help="default: the config's")
     p.add_argument("--effc", action="append", default=[],
                    help="an extra effc flag")
+    p.add_argument("--remat", default="selective",
+                   help="also compile the largest batch with --remat REMAT "
+                        "(a second effopt row; '' for none)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--effrun", required=True)

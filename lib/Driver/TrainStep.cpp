@@ -194,12 +194,11 @@ StringRef stringifyFrozenStorage(FrozenStorage storage) {
   return nameOf(&TrainStepOptions::quantizeFrozen, storage);
 }
 
-/// Whether attention runs on kernels the target uses only when asked
-/// (--cuda-fused-attention on cuda).
-static bool optInAttention(const TrainStepOptions &options,
-                           const TargetBackend &backend) {
-  return options.fuseAttention && options.cudaFusedAttention &&
-         backend.hasOptInAttentionKernels();
+/// Whether attention runs on the target's own kernels (cuda's).
+static bool targetAttentionKernels(const TrainStepOptions &options,
+                                   const TargetBackend &backend) {
+  return options.fuseAttention && backend.supportsFusedAttention() &&
+         !backend.getAttentionKernels().empty();
 }
 
 void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
@@ -208,14 +207,13 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   abi.alignment = backend.getAlignment();
   // Attention as one op first: autocast keeps it in f32 and autodiff uses
   // its rule, which saves no Tq x Tk probabilities.
-  // Only where the target has an attention kernel (cuda: only when asked;
-  // otherwise attention runs as batched GEMMs and softmax kernels there).
-  bool optIn = optInAttention(options, backend);
-  if (options.fuseAttention && (backend.supportsFusedAttention() || optIn)) {
+  // Only where the target has an attention kernel.
+  bool ownKernels = targetAttentionKernels(options, backend);
+  if (options.fuseAttention && backend.supportsFusedAttention()) {
     EffFuseAttentionPassOptions fuse;
-    // Opt-in kernels take less (cuda's: no mask but the causal one).
-    if (optIn)
-      fuse.kernels = backend.getName().str();
+    // A target's own kernels take less (cuda's: no mask but the causal one).
+    if (ownKernels)
+      fuse.kernels = backend.getAttentionKernels().str();
     pm.addPass(createEffFuseAttentionPass(fuse));
   }
   if (options.mode == StepMode::Forward) {
@@ -243,7 +241,7 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     autocast.precision = stringifyPrecision(options.precision).str();
     // cuda's attention kernels run f16/bf16 on tensor cores (PyTorch's
     // autocast runs scaled_dot_product_attention in low precision too).
-    autocast.lowPrecisionAttention = optIn;
+    autocast.lowPrecisionAttention = ownKernels;
     pm.addPass(createEffAutocastPass(autocast));
   }
   pm.addPass(createEffAutodiffPass());
@@ -370,8 +368,8 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
     policy.lowPrecisionProducts = options.lowPrecisionProducts;
   if (!options.convolution.empty())
     policy.convolution = options.convolution;
-  if (optInAttention(options, backend))
-    policy.attention = backend.getName().str();
+  if (targetAttentionKernels(options, backend))
+    policy.attention = backend.getAttentionKernels().str();
   policy.threads = options.effectiveThreads();
   pm.addPass(createConvertEffToLinalgPass(policy));
   pm.addPass(createCanonicalizerPass());

@@ -380,11 +380,52 @@ double maxError(const std::vector<double> &a, const std::vector<double> &b,
   return e;
 }
 
-using KernelFwd16 = void (*)(const void *, const void *, const void *, void *,
-                             float *, int, int, float, int);
+/// How the operands lie in memory.
+enum class Layout {
+  /// [heads, T, D] each.
+  Contiguous,
+  /// As a GPT's projections: q, k, v side by side in one [B1, T, 3, B2, D]
+  /// buffer (dq, dk, dv likewise in another), o and dO [B1, T, B2, D];
+  /// rows `pad` elements longer than they need to be.
+  Packed,
+};
+
+/// Where element (head, row, d) of an operand lies: strides and offset.
+struct Placement {
+  EffrtAttnStrides strides;
+  long long offset;
+  long long at(int b2Count, int head, int row, int d) const {
+    return offset + (head / b2Count) * strides.b1 +
+           (head % b2Count) * strides.b2 + row * strides.t + d;
+  }
+};
+
+/// Contiguous [heads, T, D] values placed as `p` into `into`.
+std::vector<double> place(const std::vector<double> &values, const Placement &p,
+                          int heads, int b2Count, int T, int D,
+                          std::vector<double> into) {
+  for (int h = 0; h < heads; ++h)
+    for (int t = 0; t < T; ++t)
+      for (int d = 0; d < D; ++d)
+        into[p.at(b2Count, h, t, d)] = values[(size_t(h) * T + t) * D + d];
+  return into;
+}
+
+/// The contiguous [heads, T, D] view of an operand placed as `p`.
+std::vector<double> gather(const std::vector<double> &buffer,
+                           const Placement &p, int heads, int b2Count, int T,
+                           int D) {
+  std::vector<double> out(size_t(heads) * T * D);
+  for (int h = 0; h < heads; ++h)
+    for (int t = 0; t < T; ++t)
+      for (int d = 0; d < D; ++d)
+        out[(size_t(h) * T + t) * D + d] = buffer[p.at(b2Count, h, t, d)];
+  return out;
+}
 
 bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
-             double qScale) {
+             double qScale, Layout layout = Layout::Contiguous, int b2 = 0,
+             int pad = 0) {
   std::mt19937 rng(1234 + D + Tq * 7 + Tk * 13 + type * 5 + causal);
   size_t nq = size_t(heads) * Tq * D, nk = size_t(heads) * Tk * D;
   std::vector<double> q = randomRounded(nq, type, rng, qScale),
@@ -392,17 +433,74 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
                       v = randomRounded(nk, type, rng, 1.0),
                       dO = randomRounded(nq, type, rng, 1.0);
   float scale = 1.0f / std::sqrt(float(D));
-  Buffer bq = makeBuffer(q, type), bk = makeBuffer(k, type),
-         bv = makeBuffer(v, type), bdo = makeBuffer(dO, type);
-  Buffer bo = emptyBuffer(nq, type), bdq = emptyBuffer(nq, type),
-         bdk = emptyBuffer(nk, type), bdv = emptyBuffer(nk, type);
+  bool packed = layout == Layout::Packed;
+  // Placements (packed needs Tq == Tk: one projection).
+  int b2Count = packed ? b2 : heads;
+  int b1Count = heads / b2Count;
+  Placement pq, pk, pv, po, pdo, pdq, pdk, pdv;
+  size_t qkvSize = 0, outSize = 0;
+  if (!packed) {
+    pq = po = pdo = pdq = {{(long long)b2Count * Tq * D, (long long)Tq * D, D},
+                           0};
+    pk = pv = pdk = pdv = {{(long long)b2Count * Tk * D, (long long)Tk * D, D},
+                           0};
+  } else {
+    long long row = 3LL * b2Count * D + pad;
+    EffrtAttnStrides qkv{Tq * row, D, row};
+    pq = pdq = {qkv, 0};
+    pk = pdk = {qkv, (long long)b2Count * D};
+    pv = pdv = {qkv, 2LL * b2Count * D};
+    long long orow = (long long)b2Count * D + pad;
+    po = pdo = {{Tq * orow, D, orow}, 0};
+    qkvSize = size_t(b1Count) * Tq * row;
+    outSize = size_t(b1Count) * Tq * orow;
+  }
+  EffrtAttnLayout L{};
+  L.q = pq.strides, L.k = pk.strides, L.v = pv.strides, L.o = po.strides;
+  L.dout = pdo.strides, L.dq = pdq.strides, L.dk = pdk.strides;
+  L.dv = pdv.strides;
+  L.b2Count = b2Count;
+  Buffer bq, bk, bv, bdo, bo, bdq, bdk, bdv;
+  if (!packed) {
+    bq = makeBuffer(q, type), bk = makeBuffer(k, type);
+    bv = makeBuffer(v, type), bdo = makeBuffer(dO, type);
+    bo = emptyBuffer(nq, type), bdq = emptyBuffer(nq, type);
+    bdk = emptyBuffer(nk, type), bdv = emptyBuffer(nk, type);
+  } else {
+    // q, k, v in one buffer, dq, dk, dv in another (its padding stays NaN).
+    std::vector<double> qkv(qkvSize, 0.0);
+    qkv = place(q, pq, heads, b2Count, Tq, D, qkv);
+    qkv = place(k, pk, heads, b2Count, Tk, D, qkv);
+    qkv = place(v, pv, heads, b2Count, Tk, D, qkv);
+    bq = makeBuffer(qkv, type);
+    bdo = makeBuffer(place(dO, pdo, heads, b2Count, Tq, D,
+                           std::vector<double>(outSize, 0.0)),
+                     type);
+    bo = emptyBuffer(outSize, type);
+    bdq = emptyBuffer(qkvSize, type);
+  }
+  auto element = [&](Buffer &b, long long offset) -> void * {
+    return type == F32 ? static_cast<void *>(b.single.data() + offset)
+                       : static_cast<void *>(b.half.data() + offset);
+  };
   std::vector<float> lse(size_t(heads) * Tq, std::nanf("")),
       delta(size_t(heads) * Tq, std::nanf(""));
-  const void *Q = bq.data(type), *K = bk.data(type), *V = bv.data(type),
-             *DO = bdo.data(type);
-  void *O = bo.data(type), *DQ = bdq.data(type), *DK = bdk.data(type),
-       *DV = bdv.data(type);
-  float *L = lse.data(), *Delta = delta.data();
+  const void *Q = element(bq, pq.offset),
+             *K = element(packed ? bq : bk, pk.offset),
+             *V = element(packed ? bq : bv, pv.offset), *DO = bdo.data(type);
+  void *O = bo.data(type), *DQ = element(bdq, pdq.offset),
+       *DK = element(packed ? bdq : bdk, pdk.offset),
+       *DV = element(packed ? bdq : bdv, pdv.offset);
+  // As Attention.cpp's rowsAligned16 decides.
+  L.vec16 = type == F32 ? 0 : 1;
+  for (const void *p : {Q, K, V, DO})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      L.vec16 = 0;
+  for (const EffrtAttnStrides &st : {L.q, L.k, L.v, L.dout})
+    for (long long x : {st.b1, st.b2, st.t})
+      if (x % 8 != 0)
+        L.vec16 = 0;
+  float *Lse = lse.data(), *Delta = delta.data();
   int c = causal ? 1 : 0;
   unsigned h = unsigned(heads);
   auto blocks = [](int n, int per) { return unsigned((n + per - 1) / per); };
@@ -411,68 +509,71 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
   if (type == F32) {
     emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
       effrt_attn_fwd_f32((const float *)Q, (const float *)K, (const float *)V,
-                         (float *)O, L, Tq, Tk, D, scale, c);
+                         (float *)O, Lse, Tq, Tk, D, scale, c, L);
     });
   } else {
-    unsigned smem = 3 * tileBytes(64, D);
+    unsigned smem = 5 * tileBytes(64, D);
     emu::launch(blocks(Tq, 64), h, 128, smem, [&] {
       if (type == BF16 && D == 64)
         effrt_attn_fwd_bf16_d64(
             (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
-            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, L, Tq, Tk, scale, c);
+            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, Lse, Tq, Tk, scale, c,
+            L);
       else if (type == BF16)
         effrt_attn_fwd_bf16_d128(
             (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
-            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, L, Tq, Tk, scale, c);
+            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, Lse, Tq, Tk, scale, c,
+            L);
       else if (D == 64)
         effrt_attn_fwd_f16_d64((const __half *)Q, (const __half *)K,
-                               (const __half *)V, (__half *)O, L, Tq, Tk, scale,
-                               c);
+                               (const __half *)V, (__half *)O, Lse, Tq, Tk,
+                               scale, c, L);
       else
         effrt_attn_fwd_f16_d128((const __half *)Q, (const __half *)K,
-                                (const __half *)V, (__half *)O, L, Tq, Tk,
-                                scale, c);
+                                (const __half *)V, (__half *)O, Lse, Tq, Tk,
+                                scale, c, L);
     });
   }
   long long rows = (long long)heads * Tq;
   emu::launch(blocks(int(rows), 8), 1, 256, 0, [&] {
     if (type == F32)
       effrt_attn_rowdot_f32((const float *)O, (const float *)DO, Delta, rows,
-                            D);
+                            D, Tq, L);
     else if (type == BF16)
       effrt_attn_rowdot_bf16((const __nv_bfloat16 *)O,
-                             (const __nv_bfloat16 *)DO, Delta, rows, D);
+                             (const __nv_bfloat16 *)DO, Delta, rows, D, Tq,
+                             L);
     else
       effrt_attn_rowdot_f16((const __half *)O, (const __half *)DO, Delta, rows,
-                            D);
+                            D, Tq, L);
   });
   if (type == F32) {
     emu::launch(blocks(Tk, 8), h, 256, 0, [&] {
       effrt_attn_bwd_kv_f32((const float *)Q, (const float *)K,
-                            (const float *)V, L, Delta, (const float *)DO,
-                            (float *)DK, (float *)DV, Tq, Tk, D, scale, c);
+                            (const float *)V, Lse, Delta, (const float *)DO,
+                            (float *)DK, (float *)DV, Tq, Tk, D, scale, c, L);
     });
     emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
       effrt_attn_bwd_q_f32((const float *)Q, (const float *)K, (const float *)V,
-                           L, Delta, (const float *)DO, (float *)DQ, Tq, Tk, D,
-                           scale, c);
+                           Lse, Delta, (const float *)DO, (float *)DQ, Tq, Tk,
+                           D, scale, c, L);
     });
   } else {
     int keyRows = D == 128 ? 32 : 64;
-    unsigned kvSmem = 2 * tileBytes(64, D) + 2 * tileBytes(keyRows, D) +
-                      unsigned(2 * keyRows * sizeof(float));
-    unsigned qSmem = 4 * tileBytes(64, D);
+    unsigned kvSmem = 2 * tileBytes(64, D) + 4 * tileBytes(keyRows, D) +
+                      unsigned(4 * keyRows * sizeof(float));
+    unsigned qSmem = 6 * tileBytes(64, D);
 #define EFFRT_BWD(TY, T, DD)                                                   \
   do {                                                                         \
     emu::launch(blocks(Tk, 64), h, 128, kvSmem, [&] {                          \
       effrt_attn_bwd_kv_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V, \
-                                     L, Delta, (const T *)DO, (T *)DK,         \
-                                     (T *)DV, Tq, Tk, scale, c);               \
+                                     Lse, Delta, (const T *)DO, (T *)DK,       \
+                                     (T *)DV, Tq, Tk, scale, c, L);            \
     });                                                                        \
     emu::launch(blocks(Tq, 64), h, 128, qSmem, [&] {                           \
       effrt_attn_bwd_q_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V,  \
-                                    L, Delta, (const T *)DO, (T *)DQ, Tq, Tk,  \
-                                    scale, c);                                 \
+                                    Lse, Delta, (const T *)DO, (T *)DQ, Tq,    \
+                                    Tk, scale, c, L);                          \
     });                                                                        \
   } while (0)
     if (type == BF16 && D == 64)
@@ -491,19 +592,31 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
   const double tolerance = type == F32 ? 1e-4 : 2e-2;
   const char *names[] = {"f32", "f16", "bf16"};
   char label[128];
-  std::snprintf(label, sizeof label, "%s d%d %s %dx%dx%d", names[type], D,
-                causal ? "causal" : "full", heads, Tq, Tk);
+  std::snprintf(label, sizeof label, "%s d%d %s %dx%dx%d%s", names[type], D,
+                causal ? "causal" : "full", heads, Tq, Tk,
+                !packed ? ""
+                : pad   ? " packed, rows not 16-byte aligned"
+                        : " packed");
   bool ok = true;
   std::string line;
   struct Item {
     const char *name;
     std::vector<double> got;
     const std::vector<double> &want;
-  } items[] = {{"o", values(bo, type), r.o},
-               {"lse", lse64, r.lse},
-               {"dq", values(bdq, type), r.dq},
-               {"dk", values(bdk, type), r.dk},
-               {"dv", values(bdv, type), r.dv}};
+  } items[] = {
+      {"o", packed ? gather(values(bo, type), po, heads, b2Count, Tq, D)
+                   : values(bo, type),
+       r.o},
+      {"lse", lse64, r.lse},
+      {"dq", packed ? gather(values(bdq, type), pdq, heads, b2Count, Tq, D)
+                    : values(bdq, type),
+       r.dq},
+      {"dk", packed ? gather(values(bdq, type), pdk, heads, b2Count, Tk, D)
+                    : values(bdk, type),
+       r.dk},
+      {"dv", packed ? gather(values(bdq, type), pdv, heads, b2Count, Tk, D)
+                    : values(bdv, type),
+       r.dv}};
   for (const Item &item : items) {
     double magnitude;
     double e = maxError(item.got, item.want, &magnitude);
@@ -531,6 +644,19 @@ int main() {
   (runCase(F32, 64, true, 2, 130, 77, 2.0) ? passed : failed) += 1;
   // Tq < Tk: keys no query sees get zero gradients.
   (runCase(F16, 64, true, 1, 40, 150, 1.0) ? passed : failed) += 1;
+  // Operands read and written in place (AttentionLayout.h): q, k, v out of
+  // one [B1, T, 3, B2, D] projection, o and dO [B1, T, B2, D], dq, dk, dv
+  // into one buffer like the projection; 2 x 2 heads. Rows padded by two
+  // elements are not 16-byte aligned: the 2-byte tile loads.
+  for (Type type : {BF16, F16, F32})
+    (runCase(type, 64, true, 4, 77, 77, 1.0, Layout::Packed, 2) ? passed
+                                                                : failed) += 1;
+  (runCase(BF16, 128, false, 4, 77, 77, 1.0, Layout::Packed, 2) ? passed
+                                                                : failed) += 1;
+  (runCase(BF16, 64, true, 4, 77, 77, 1.0, Layout::Packed, 2, 2) ? passed
+                                                                 : failed) += 1;
+  (runCase(F32, 64, false, 4, 77, 77, 1.0, Layout::Packed, 2, 1) ? passed
+                                                                 : failed) += 1;
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

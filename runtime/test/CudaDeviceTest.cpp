@@ -206,12 +206,15 @@ TEST(cudaAttentionRefusesWhatItCannotRun) {
     return p;
   };
   alignas(16) static char buffer[64];
-  const void *aligned = buffer, *odd = buffer + 2;
+  // Operands as checkAttention takes them: address, strides, written.
+  const EffrtAttnStrides rows{1024 * 64, 1024 * 64, 64}, oddRows{0, 0, 3};
+  AttentionOperand aligned{buffer, rows, true}, odd{buffer + 2, rows, false},
+      oddResult{buffer, oddRows, true}, oddInput{buffer, oddRows, false};
   for (int32_t type : {1, 2})
     for (int64_t d : {64, 128})
       CHECK(checkAttention(problem(type, d), {aligned, aligned}).empty());
   for (int64_t d : {1, 3, 64, 100, 128})
-    CHECK(checkAttention(problem(0, d), {odd}).empty());
+    CHECK(checkAttention(problem(0, d), {odd, oddResult}).empty());
   CHECK(checkAttention(problem(2, 96), {aligned}) ==
         "head dimension 96 is not supported for bf16 (64 and 128 are)");
   CHECK(checkAttention(problem(1, 32), {aligned}) ==
@@ -220,8 +223,21 @@ TEST(cudaAttentionRefusesWhatItCannotRun) {
         "head dimension 256 is not supported for f32 (1 to 128 are)");
   CHECK(checkAttention(problem(3, 64), {aligned}) ==
         "element type 3 is none of 0 (f32), 1 (f16), 2 (bf16)");
+  // Two-byte aligned 16-bit operands and odd strides of a result: the
+  // results are stored two elements at a time. Inputs with odd strides are
+  // read two bytes at a time.
   CHECK(checkAttention(problem(2, 64), {aligned, odd})
-            .rfind("bf16 operands must be 16-byte aligned", 0) == 0);
+            .rfind("bf16 operands must be 4-byte aligned", 0) == 0);
+  CHECK(checkAttention(problem(1, 64), {aligned, oddResult}) ==
+        "f16 results need even strides (one has 0, 0, 3)");
+  CHECK(checkAttention(problem(1, 64), {aligned, oddInput}).empty());
+  CHECK(rowsAligned16({aligned}));
+  CHECK(!rowsAligned16({aligned, oddInput}));
+  CHECK(!rowsAligned16({{buffer + 4, rows, false}}));
+  AttentionProblem badHeads = problem(2, 64);
+  badHeads.b2 = 5;
+  CHECK(checkAttention(badHeads, {aligned}) ==
+        "384 heads are not B1 x 5 heads");
   AttentionProblem noKeys = problem(2, 64);
   noKeys.tk = 0;
   CHECK(checkAttention(noKeys, {aligned}) ==

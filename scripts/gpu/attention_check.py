@@ -10,6 +10,9 @@ stream, and compares:
     error of PyTorch's own scaled_dot_product_attention in the same dtype
     (plus a small floor): causal and not, D 64 and 128, bf16/fp16/f32, T
     not a multiple of the tiles, Tq != Tk;
+  - operands read and written in place through strides (q, k, v as views
+    of one [B, T, 3, H, D] projection, o and dO [B, T, H, D], dq, dk, dv
+    into one [B, T, 3, H, D] gradient), as compiled steps call them;
   - determinism: two backward runs equal bit for bit;
   - a refusal: an unsupported head dimension is one error line;
 and times forward + backward at GPT-2 124M's shape (32 x 12 x 1024 x 64,
@@ -56,7 +59,23 @@ def load_library(path):
     lib.effrt_attention_check_fwd.argtypes = [P, P, P, P, P, P, I64, I64, I64, I64, F, I32, I32]
     lib.effrt_attention_check_bwd.restype = ctypes.c_int
     lib.effrt_attention_check_bwd.argtypes = [P] * 11 + [I64, I64, I64, I64, F, I32, I32]
+    lib.effrt_attention_check_fwd_strided.restype = ctypes.c_int
+    lib.effrt_attention_check_fwd_strided.argtypes = (
+        [P] * 6 + [I64] * 5 + [F, I32, I32, P])
+    lib.effrt_attention_check_bwd_strided.restype = ctypes.c_int
+    lib.effrt_attention_check_bwd_strided.argtypes = (
+        [P] * 11 + [I64] * 5 + [F, I32, I32, P])
     return lib
+
+
+def strides_of(*tensors):
+    """The B1, B2, T element strides of [B1, B2, T, D] views (D contiguous),
+    as the int64 array the strided entry points take."""
+    values = []
+    for t in tensors:
+        assert t.stride(3) == 1, "D must be contiguous"
+        values += [t.stride(0), t.stride(1), t.stride(2)]
+    return (ctypes.c_int64 * len(values))(*values)
 
 
 class Kernels:
@@ -90,6 +109,94 @@ class Kernels:
             lse.data_ptr(), dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
             delta.data_ptr(), B * H, Tq, k.shape[2], D, scale, int(causal), type_code))
         return dq, dk, dv
+
+
+    def forward_into(self, q, k, v, o, scale, causal, type_code):
+        """The strided forward: q, k, v, o any [B, H, T, D] views."""
+        torch = self.torch
+        B, H, Tq, D = q.shape
+        lse = torch.empty(B, H, Tq, dtype=torch.float32, device=q.device)
+        self._check(self.lib.effrt_attention_check_fwd_strided(
+            self._stream(), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+            lse.data_ptr(), B * H, H, Tq, k.shape[2], D, scale, int(causal), type_code,
+            strides_of(q, k, v, o)))
+        return lse
+
+    def backward_into(self, q, k, v, o, lse, dout, dq, dk, dv, scale, causal,
+                      type_code):
+        """The strided backward: every operand any [B, H, T, D] view."""
+        torch = self.torch
+        B, H, Tq, D = q.shape
+        delta = torch.empty(B * H * Tq, dtype=torch.float32, device=q.device)
+        self._check(self.lib.effrt_attention_check_bwd_strided(
+            self._stream(), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+            lse.data_ptr(), dout.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+            delta.data_ptr(), B * H, H, Tq, k.shape[2], D, scale, int(causal), type_code,
+            strides_of(q, k, v, o, dout, dq, dk, dv)))
+
+
+def packed_views(torch, B, H, T, D, dt, gen=None, fill=None):
+    """q, k, v as [B, H, T, D] views of one [B, T, 3, H, D] tensor."""
+    if fill is None:
+        qkv = torch.randn(B, T, 3, H, D, device="cuda", generator=gen).to(dt)
+    else:
+        qkv = torch.full((B, T, 3, H, D), fill, device="cuda", dtype=dt)
+    return qkv, [qkv[:, :, i].transpose(1, 2) for i in range(3)]
+
+
+def check_packed(torch, kernels, results, gen):
+    """The strided entry points on a GPT's layout against the same float64
+    reference; the padding of dq, dk, dv's buffer must stay untouched."""
+    dtypes = {F32: torch.float32, F16: torch.float16, BF16: torch.bfloat16}
+    ok = True
+    for type_code, D in ((BF16, 64), (F16, 128), (F32, 64)):
+        B, H, T = 2, 4, 300
+        dt = dtypes[type_code]
+        name = f"attention:{TYPE_NAMES[type_code]}-d{D}-causal-packed-{B}x{H}x{T}"
+        line = {"check": name}
+        try:
+            _, (q, k, v) = packed_views(torch, B, H, T, D, dt, gen)
+            o_bthd = torch.full((B, T, H, D), float("nan"), device="cuda", dtype=dt)
+            o = o_bthd.transpose(1, 2)
+            dout = torch.randn(B, T, H, D, device="cuda", generator=gen).to(dt).transpose(1, 2)
+            grad, (dq, dk, dv) = packed_views(torch, B, H, T, D, dt, fill=float("nan"))
+            scale = 1.0 / math.sqrt(D)
+            lse = kernels.forward_into(q, k, v, o, scale, True, type_code)
+            kernels.backward_into(q, k, v, o, lse, dout, dq, dk, dv, scale, True, type_code)
+            torch.cuda.synchronize()
+            ro, rlse, rdq, rdk, rdv = reference(torch, q, k, v, dout, scale, True)
+            to, tdq, tdk, tdv = torch_low_precision(torch, q.contiguous(), k.contiguous(),
+                                                    v.contiguous(), dout.contiguous(),
+                                                    scale, True)
+            floor = 1e-3 if type_code != F32 else 1e-5
+            fails, errs = [], {}
+            for label, ours, ref, theirs in (("o", o, ro, to), ("dq", dq, rdq, tdq),
+                                             ("dk", dk, rdk, tdk), ("dv", dv, rdv, tdv)):
+                e, et = max_err(ours, ref), max_err(theirs, ref)
+                tol = 2.0 * et + floor * max(1.0, ref.abs().max().item())
+                errs[label] = {"err": e, "torch_err": et, "tol": tol}
+                if not math.isfinite(e) or e > tol:
+                    fails.append(f"{label} {e:.3g} > {tol:.3g} (torch {et:.3g})")
+            e = max_err(lse, rlse)
+            errs["lse"] = {"err": e}
+            if not math.isfinite(e) or e > (2e-3 if type_code != F32 else 1e-4):
+                fails.append(f"lse {e:.3g}")
+            if torch.isnan(grad).any() or torch.isnan(o_bthd).any():
+                fails.append("an element of o or of the gradient buffer was not written")
+            line["errors"] = errs
+            summary = " ".join(f"{k} {v['err']:.2e}" for k, v in errs.items())
+            line["status"] = "FAIL" if fails else "PASS"
+            print(f"{line['status']} {name}" + (f": {'; '.join(fails)}" if fails else "")
+                  + f"  [{summary}]")
+            ok = ok and not fails
+        except Exception as e:  # noqa: BLE001
+            ok = False
+            line["status"] = "FAIL"
+            line["error"] = str(e)
+            print(f"FAIL {name}: {e}")
+            torch.cuda.synchronize()
+        results.append(line)
+    return ok
 
 
 def reference(torch, q, k, v, dout, scale, causal):
@@ -192,6 +299,8 @@ def run_checks(torch, kernels, results):
                         torch.cuda.synchronize()
                     results.append(line)
 
+    ok = check_packed(torch, kernels, results, gen) and ok
+
     # Determinism: the backward twice, bits equal (no atomics).
     name = "attention:deterministic-bwd-bf16-d64-causal"
     try:
@@ -283,6 +392,20 @@ def bench(torch, kernels, results):
     flops_fwd = 4.0 * B * H * T * T * D / 2
     row["effrt_fwd_tflops"] = flops_fwd / ours_fwd / 1e9
     row["effrt_bwd_tflops"] = 2.5 * flops_fwd / ours_bwd / 1e9
+    # The layout a compiled GPT step calls them with: q, k, v in place in
+    # the [B, T, 3, H, D] projection, o and dO [B, T, H, D].
+    _, (pq, pk, pv) = packed_views(torch, B, H, T, D, torch.bfloat16, gen)
+    po = torch.empty(B, T, H, D, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+    pdo = dout.transpose(1, 2).contiguous().transpose(1, 2)
+    _, (pdq, pdk, pdv) = packed_views(torch, B, H, T, D, torch.bfloat16, fill=0.0)
+    plse = kernels.forward_into(pq, pk, pv, po, scale, True, BF16)
+    row["effrt_packed_fwd_ms"] = time_ms(
+        torch, lambda: kernels.forward_into(pq, pk, pv, po, scale, True, BF16))
+    row["effrt_packed_bwd_ms"] = time_ms(
+        torch, lambda: kernels.backward_into(pq, pk, pv, po, plse, pdo, pdq, pdk, pdv,
+                                             scale, True, BF16))
+    print(f"BENCH attention 32x12x1024x64 bf16 causal, packed [B, T, 3, H, D] operands: "
+          f"effrt fwd {row['effrt_packed_fwd_ms']:.3f} ms, bwd {row['effrt_packed_bwd_ms']:.3f} ms")
     print(f"BENCH attention 32x12x1024x64 bf16 causal: effrt fwd {ours_fwd:.3f} ms "
           f"({row['effrt_fwd_tflops']:.0f} TFLOP/s), bwd {ours_bwd:.3f} ms "
           f"({row['effrt_bwd_tflops']:.0f} TFLOP/s), fwd+bwd {ours_fwd + ours_bwd:.3f} ms; "

@@ -14,18 +14,21 @@
 # usage: scripts/gpu/prepare.sh [--target cuda|cpu] [--out DIR] [--bin BUILD/bin]
 #                               [--bench-config gpt2|tiny] [--no-bench]
 #                               [--only-attention] [--bench-effc FLAG]...
+#                               [--conv]
 # --bench-effc FLAG: an extra effc flag for the benchmark's GPT-2 (repeat it
-# for several), e.g. --bench-effc --cuda-fused-attention.
+# for several), e.g. --bench-effc --remat --bench-effc selective.
 # --only-attention: only the runtime (effrun and libeffrt_attention_check.so,
 # for scripts/gpu/run.sh --only-attention); the suite and the benchmark of
 # an earlier prepare are left as they are. About a minute.
+# --conv: also ResNet-18 for bench/gpu_conv.py (im2col + cuBLASLt against
+# cuDNN; run.sh --conv runs it). About a minute more.
 # --target cpu --bench-config tiny: the dry run that proves the flow on CPU
 # (then scripts/gpu/run.sh --dir DIR --device-kind cpu).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
-TARGET=cuda OUT=build-gpu BIN=build/bin BENCH_CONFIG=gpt2 BENCH=1 ONLY_ATTENTION=0
+TARGET=cuda OUT=build-gpu BIN=build/bin BENCH_CONFIG=gpt2 BENCH=1 ONLY_ATTENTION=0 CONV=0
 BENCH_EFFC=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
     --no-bench) BENCH=0; shift ;;
     --only-attention) ONLY_ATTENTION=1; shift ;;
     --bench-effc) BENCH_EFFC+=("--effc=$2"); shift 2 ;;
+    --conv) CONV=1; shift ;;
     *) echo "prepare.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -59,7 +63,7 @@ T0=$(date +%s)
 if [ "$ONLY_ATTENTION" = 1 ]; then
   rm -rf "$OUT/rt" "$OUT/out"
 else
-  rm -rf "$OUT/suite" "$OUT/bench" "$OUT/rt" "$OUT/out"
+  rm -rf "$OUT/suite" "$OUT/bench" "$OUT/conv" "$OUT/rt" "$OUT/out"
 fi
 mkdir -p "$OUT"
 
@@ -74,6 +78,12 @@ if [ "$BENCH" = 1 ] && [ "$ONLY_ATTENTION" = 0 ]; then
   echo "== bench: GPT-2 ($BENCH_CONFIG) and effc --target $TARGET"
   "$PY" bench/gpu_vs_torch.py prepare --out "$OUT/bench" --bin "$BIN" \
     --target "$TARGET" --config "$BENCH_CONFIG" "${BENCH_EFFC[@]}"
+fi
+
+if [ "$CONV" = 1 ] && [ "$ONLY_ATTENTION" = 0 ]; then
+  echo "== conv: ResNet-18 and effc --target $TARGET"
+  if [ "$TARGET" = cuda ]; then conv_args=(); else conv_args=(--batch 2 --size 32 --precision fp32); fi
+  "$PY" bench/gpu_conv.py prepare --out "$OUT/conv" --bin "$BIN" --target "$TARGET" "${conv_args[@]}"
 fi
 
 echo "== runtime: cmake -S runtime (alone, as there: no MLIR)"
@@ -134,7 +144,7 @@ echo "$glibc $glibcxx" > "$OUT/rt/needs.txt"
 size=$(du -sb "$OUT" | cut -f1)
 echo
 echo "== $OUT: $((size / 1024)) KiB ($(find "$OUT" -type f | wc -l) files; effrun needs $glibc $glibcxx)"
-du -sh "$OUT"/suite "$OUT"/bench "$OUT"/rt 2>/dev/null | sed 's/^/   /' || true
+du -sh "$OUT"/suite "$OUT"/bench "$OUT"/conv "$OUT"/rt 2>/dev/null | sed 's/^/   /' || true
 if [ "$size" -gt "$PACK_ABOVE" ]; then
   # The device code makes .effx files large: xz them (about half); run.sh
   # unpacks them there (Python's lzma).

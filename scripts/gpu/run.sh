@@ -17,9 +17,11 @@
 # usage: scripts/gpu/run.sh [--dir build-gpu] [--device-kind cuda|cpu]
 #          [--only CHECK-PREFIXES] [--no-suite] [--no-bench] [--bench-steps N]
 #          [--suite-timeout S] [--bench-timeout S] [--budget S] [--profile]
-#          [--attention] [--only-attention]
+#          [--attention] [--only-attention] [--conv]
 # --only-attention: only step 4 (the folder needs only rt/, e.g. from
 # scripts/gpu/prepare.sh --only-attention); --attention adds it to 2 and 3.
+# --conv: after the benchmark, bench/gpu_conv.py (ResNet-18: effopt's
+# im2col + cuBLASLt against cuDNN; prepare.sh --conv), $OUT/gpu_conv.json.
 # --profile: the benchmark also runs one effrun step under Nsight Compute
 # (each kernel's time and DRAM bytes: GEMMs vs cuBLAS alone, effopt's
 # kernels vs the copy bandwidth); about a minute more.
@@ -30,6 +32,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 DIR=build-gpu KIND=cuda ONLY="" SUITE=1 BENCH=1 BENCH_STEPS=10 PROFILE=
 SUITE_TIMEOUT=240 BENCH_TIMEOUT=330 BUDGET=540 ATTENTION=0 ATTENTION_TIMEOUT=90
+CONV=0 CONV_TIMEOUT=120
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE=--profile; shift ;;
     --attention) ATTENTION=1; shift ;;
     --only-attention) ATTENTION=1; SUITE=0; BENCH=0; shift ;;
+    --conv) CONV=1; shift ;;
     *) echo "run.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -146,6 +150,8 @@ if [ "$BENCH" = 1 ] && [ "$left" -lt 60 ]; then
   echo "FAIL bench: not run, $left s left of the $BUDGET s budget"; worst 1; bench_rc=1
 elif [ "$BENCH" = 1 ] && [ -f "$DIR/bench/bench.json" ]; then
   left=$(( BUDGET - ($(date +%s) - T0) - 15 ))
+  # What the convolutions need stays theirs.
+  if [ "$CONV" = 1 ]; then left=$(( left - CONV_TIMEOUT )); fi
   if [ "$left" -lt "$BENCH_TIMEOUT" ]; then BENCH_TIMEOUT=$left; fi
   echo "== $(date -u +%H:%M:%S) benchmark (at most $BENCH_TIMEOUT s)"
   timeout "$BENCH_TIMEOUT" "$PYTHON" bench/gpu_vs_torch.py run --dir "$DIR/bench" \
@@ -156,6 +162,25 @@ elif [ "$BENCH" = 1 ] && [ -f "$DIR/bench/bench.json" ]; then
   worst "$rc"; bench_rc=$rc
 fi
 
+# 5. Convolutions: ResNet-18, effopt against cuDNN.
+if [ "$CONV" = 1 ]; then
+  left=$(( BUDGET - ($(date +%s) - T0) - 10 ))
+  if [ ! -f "$DIR/conv/conv.json" ]; then
+    echo "FAIL conv: $DIR has no conv/ (scripts/gpu/prepare.sh --conv)"; worst 1; conv_rc=1
+  elif [ "$left" -lt 30 ]; then
+    echo "FAIL conv: not run, $left s left of the $BUDGET s budget"; worst 1; conv_rc=1
+  else
+    if [ "$left" -lt "$CONV_TIMEOUT" ]; then CONV_TIMEOUT=$left; fi
+    echo "== $(date -u +%H:%M:%S) convolutions (at most $CONV_TIMEOUT s)"
+    timeout "$CONV_TIMEOUT" "$PYTHON" bench/gpu_conv.py run --dir "$DIR/conv" \
+      --effrun "$EFFRUN" --device-kind "$KIND" --out "$OUT" \
+      2>&1 | tee "$OUT/gpu_conv.log"
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" -eq 124 ]; then echo "FAIL conv: timed out after $CONV_TIMEOUT s"; rc=1; fi
+    worst "$rc"; conv_rc=$rc
+  fi
+fi
+
 word() { case "$1" in 0) echo PASS ;; 3) echo UNSUPPORTED ;; "") echo not-run ;; *) echo FAIL ;; esac; }
-echo "== run.sh: suite $(word "${suite_rc:-}"), bench $(word "${bench_rc:-}"), attention $(word "${attention_rc:-}") in $(( $(date +%s) - T0 )) s; files in $OUT"
+echo "== run.sh: suite $(word "${suite_rc:-}"), bench $(word "${bench_rc:-}"), attention $(word "${attention_rc:-}"), conv $(word "${conv_rc:-}") in $(( $(date +%s) - T0 )) s; files in $OUT"
 exit "$status"

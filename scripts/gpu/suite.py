@@ -14,9 +14,9 @@ has no GPU:
       the same device from the same initial state and batches, and checks:
         train:*     losses and final state against PyTorch (fp32: TF32 off
                     on both sides, tolerances of the CPU E2E tests;
-                    bf16/fp16: loose, bounded); *-fattn: the same with
-                    effc --cuda-fused-attention (the runtime's attention
-                    kernels called from compiled code)
+                    bf16/fp16: loose, bounded; attention on the runtime's
+                    kernels, effc's default); *-unfused: the same with
+                    effc --fuse-attention=false (batched GEMMs + softmax)
         remat:*     --remat selective/full bit-identical to none (losses
                     and every checkpoint tensor)
         resume:*    6 steps == 3 steps, --save, --resume, 3 more (bits)
@@ -237,12 +237,13 @@ def prepare(args):
         if target != "cpu":
             # The CPU twin: resumes the GPU's checkpoints (xdev checks).
             compile_variant(case, "cpu", onnx_path, flags, tgt="cpu")
-            # The runtime's attention kernels from compiled code (opt-in:
-            # effc --cuda-fused-attention; head size 16 runs them in f32).
-            compile_variant(case, "fp32-fattn", onnx_path,
-                            flags + ["--cuda-fused-attention"])
-            compile_variant(case, "bf16-fattn", onnx_path, flags + [
-                "--precision", "bf16", "--cuda-fused-attention"])
+            # Attention unfused (batched GEMMs and softmax kernels); the
+            # variants above run the runtime's attention kernels (head size
+            # 16 runs them in f32).
+            compile_variant(case, "fp32-unfused", onnx_path,
+                            flags + ["--fuse-attention=false"])
+            compile_variant(case, "bf16-unfused", onnx_path, flags + [
+                "--precision", "bf16", "--fuse-attention=false"])
             # ZeRO stages 1 and 3 with their collectives kept at one rank:
             # NCCL's all-reduce, reduce-scatter and all-gather run in the
             # step on one GPU (effrun --nccl; nccl:* checks).
@@ -1043,8 +1044,8 @@ def device_info(kind):
 
 
 CHECKS = ["train:mlp-fp32", "train:cnn-fp32", "train:gpt-fp32",
-          "train:gpt-bf16", "train:gpt-fp16", "train:gpt-fp32-fattn",
-          "train:gpt-bf16-fattn", "train:llama-fp32",
+          "train:gpt-bf16", "train:gpt-fp16", "train:gpt-fp32-unfused",
+          "train:gpt-bf16-unfused", "train:llama-fp32",
           "train:lora-gpt-fp32", "remat:gpt-selective", "remat:gpt-full",
           "remat:cnn-selective", "resume:gpt-fp32", "graphs:gpt-fp32",
           "nccl:gpt-zero1", "nccl:gpt-zero3",
@@ -1113,8 +1114,8 @@ def run(args):
         if "gpt" in cases:
             for tag in ("fp32", "bf16", "fp16"):
                 r.check_train(cases["gpt"], tag, tag)
-            for tag, precision in (("fp32-fattn", "fp32"),
-                                   ("bf16-fattn", "bf16")):
+            for tag, precision in (("fp32-unfused", "fp32"),
+                                   ("bf16-unfused", "bf16")):
                 r.check_train(cases["gpt"], tag, precision)
         if "llama" in cases:
             r.check_train(cases["llama"], "fp32", "fp32")

@@ -353,13 +353,6 @@ static cl::opt<bool> fuseAttention(
     cl::desc("Recognise attention (MatMul-Softmax-MatMul chains) as one "
              "tiled op that stores no Tq x Tk scores (default true)"),
     cl::init(true), cl::cat(category));
-static cl::opt<bool> cudaFusedAttention(
-    "cuda-fused-attention",
-    cl::desc("--target cuda: fuse attention (causal or unmasked, no dropout) "
-             "and run it with the runtime's FlashAttention-2 kernels in the "
-             "autocast precision (experimental: not yet verified on a GPU; "
-             "off by default)"),
-    cl::init(false), cl::cat(category));
 static cl::opt<int64_t> maxThreads(
     "max-threads",
     cl::desc("The most threads the step runs on (effrun --threads; default "
@@ -539,28 +532,15 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.convolution = convolution.getValue();
   step.maxThreads = maxThreads.getValue();
   step.fuseAttention = fuseAttention.getValue();
-  step.cudaFusedAttention = cudaFusedAttention.getValue();
   // A target without an attention kernel computes attention unfused (the
-  // pipeline skips eff-fuse-attention there); asking for it is an error,
-  // unless the target's opt-in kernels are asked for too.
+  // pipeline skips eff-fuse-attention there); asking for it is an error.
   if (const effopt::TargetBackend *backend =
-          effopt::lookupTargetBackend(step.target)) {
-    if (cudaFusedAttention && !backend->hasOptInAttentionKernels())
-      die("--cuda-fused-attention: target " + step.target +
-          " has no opt-in attention kernels (only --target cuda has)");
-    if (cudaFusedAttention && !fuseAttention)
-      die("--cuda-fused-attention runs fused attention: it contradicts "
-          "--fuse-attention=false");
-    if (!backend->supportsFusedAttention() && !cudaFusedAttention &&
+          effopt::lookupTargetBackend(step.target))
+    if (!backend->supportsFusedAttention() &&
         fuseAttention.getNumOccurrences() && fuseAttention)
       die("--fuse-attention: target " + step.target +
-          " has no verified fused attention kernel yet (attention runs as "
-          "batched GEMMs and softmax kernels); drop the flag" +
-          (backend->hasOptInAttentionKernels()
-               ? std::string(", or add --cuda-fused-attention for the "
-                             "experimental kernels")
-               : std::string()));
-  }
+          " has no fused attention kernel (attention runs as batched GEMMs "
+          "and softmax kernels); drop the flag");
   step.attachMemoryReport = report || !reportJson.empty() || !reportSvg.empty();
   if (lora.getNumOccurrences())
     if (Error error = applyLoraSpec(step, lora))

@@ -638,12 +638,18 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     the token loops serial and spreads the feature loop). When the serial
     loops write rows chosen by data (every access to a written buffer in
     the innermost body, at one index list whose only value computed in the
-    nest is the row), the rows are also split into ranges, one more thread
-    dimension ("owner computes", about 2^17 threads): each thread runs the
-    serial loops in order and updates only the rows of its range, so every
+    nest is the row), the rows are partitioned ("owner computes"), so every
     element has one writer applying its updates in the serial order — the
-    same bits as the serial loops, no atomics. Other nests stay as they
-    are, with a remark saying why.
+    same bits as the serial loops, no atomics on the data. With static
+    loops and a row that only the serial loops pick, one block per
+    partition (rows owned by `row mod 512`) walks the serial iterations
+    blockDim at a time, each thread computing one iteration's row and
+    flagging it in a workgroup bitmask, then every thread applies the
+    chunk's hits in order at its spread points ("compacted-scatter");
+    otherwise the rows are split into ranges, one more thread dimension
+    (about 2^17 threads) whose threads each run the serial loops and
+    update only the rows of their range. Other nests stay as they are,
+    with a remark saying why.
 
     Anything that would still read or write memory on the host afterwards
     (an unknown op with memory effects, a host `memref.load` whose value the

@@ -329,16 +329,8 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
       *this, "fuse-attention",
       llvm::cl::desc("Recognise attention chains as eff.attention "
                      "(eff-fuse-attention): tiled, no Tq x Tk buffer; only "
-                     "on targets with an attention kernel (cuda: only with "
-                     "cuda-fused-attention)"),
+                     "on targets with an attention kernel"),
       llvm::cl::init(true)};
-  Option<bool> cudaFusedAttention{
-      *this, "cuda-fused-attention",
-      llvm::cl::desc("cuda: fuse attention (causal or unmasked, no "
-                     "dropout) and run it with the runtime's FlashAttention-2 "
-                     "kernels in the autocast precision; experimental, not "
-                     "yet verified on a GPU"),
-      llvm::cl::init(false)};
   Option<std::string> convolution{
       *this, "convolution",
       llvm::cl::desc("Override the target's convolutions (im2col, direct, library)"),

@@ -101,12 +101,11 @@ public:
   /// runs only where it does).
   virtual bool supportsFusedAttention() const { return true; }
 
-  /// Whether the target has attention kernels it uses only when asked
-  /// (effc --cuda-fused-attention: cuda's, not yet verified on a GPU).
-  /// Asked, eff-fuse-attention fuses what they run (kernels=<target>),
-  /// eff-autocast runs attention in low precision and eff.attention lowers
-  /// to them (convert-eff-to-linalg attention=<target>).
-  virtual bool hasOptInAttentionKernels() const { return false; }
+  /// The target's own attention kernels ("": the tiled linalg lowering
+  /// every target can run). Named, eff-fuse-attention fuses only what they
+  /// run (kernels=<name>), eff-autocast runs attention in low precision and
+  /// eff.attention lowers to them (convert-eff-to-linalg attention=<name>).
+  virtual llvm::StringRef getAttentionKernels() const { return ""; }
 
   /// Appends passes that reshape the fused linalg ops on tensors for the
   /// target (after eff-fuse-elementwise, before bufferization: whatever

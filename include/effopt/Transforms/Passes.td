@@ -499,7 +499,7 @@ def EffFuseAttentionPass : Pass<"eff-fuse-attention", "::mlir::ModuleOp"> {
     from a trainable parameter (a learned bias needs its Tq x Tk gradient), leading
     dimensions that broadcast, rank other than 3 or 4.
 
-    With `kernels=cuda` (effc --cuda-fused-attention) it fuses only what
+    With `kernels=cuda` (effc --target cuda) it fuses only what
     effrt's CUDA attention kernels run: no mask other than the causal one,
     no dropout, the values' head size the queries', at most 128; any other
     chain stays unfused (batched products and softmax kernels).

@@ -80,8 +80,7 @@ struct ConvertEffToLinalgPass
     MLIRContext *ctx = &getContext();
     // First, while the transposes around attention are still eff ops that
     // the kernels' strides can replace.
-    if (!policy->cudaAttention &&
-        failed(lowering::lowerCpuAttention(getOperation(), *policy)))
+    if (failed(lowering::lowerAttentionCalls(getOperation(), *policy)))
       return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,

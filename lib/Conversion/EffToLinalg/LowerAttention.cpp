@@ -19,14 +19,17 @@
 // key eff.dropout's lowering would hash with (buildDropoutKey), so the fused
 // kernel draws exactly the masks of the unfused graph.
 //
-// With the policy's cudaAttention (the cuda target, --cuda-fused-attention)
-// the calls are `effrt_cuda_attention_fwd` / `effrt_cuda_attention_bwd`
-// (runtime/src/cuda/Attention.cu) on device pointers: f16/bf16 operands of
-// head size 64 or 128 as they are (tensor cores, f32 accumulation), f32 of
-// head size up to 128, other f16/bf16 head sizes widened to f32 around the
-// call; the lse stays f32, the backward's workspace is rowsum(dO * o). Those
-// kernels take no mask other than the causal one and no dropout
-// (eff-fuse-attention kernels=cuda fuses nothing else).
+// With the policy's cudaAttention (the cuda target) the calls are
+// `effrt_cuda_attention_fwd_strided` / `effrt_cuda_attention_bwd_strided`
+// (runtime/src/cuda/Attention.cu) on device pointers, made before the
+// conversion too, with the same folding of transposes into strides:
+// f16/bf16 operands of head size 64 or 128 as they are (tensor cores, f32
+// accumulation), f32 of head size up to 128. Other f16/bf16 head sizes are
+// widened to f32 around a call during the conversion
+// (`effrt_cuda_attention_fwd` / `_bwd` on contiguous copies). The lse stays
+// f32, the backward's workspace is rowsum(dO * o). Those kernels take no
+// mask other than the causal one and no dropout (eff-fuse-attention
+// kernels=cuda fuses nothing else).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +51,10 @@ constexpr StringLiteral kForwardKernel = "effrt_attention_fwd_tiled_f32";
 constexpr StringLiteral kBackwardKernel = "effrt_attention_bwd_tiled_f32";
 constexpr StringLiteral kCudaForwardKernel = "effrt_cuda_attention_fwd";
 constexpr StringLiteral kCudaBackwardKernel = "effrt_cuda_attention_bwd";
+constexpr StringLiteral kCudaForwardStrided =
+    "effrt_cuda_attention_fwd_strided";
+constexpr StringLiteral kCudaBackwardStrided =
+    "effrt_cuda_attention_bwd_strided";
 
 /// The shape of the problem: leading dimensions as [B1, B2] (rank 3: B1 =
 /// 1), and the mask's element strides against [B1, B2, Tq, Tk].
@@ -450,17 +457,66 @@ struct CudaAttentionGradLowering : OpRewritePattern<AttentionGradOp> {
   }
 };
 
+/// eff.attention -> effrt_cuda_attention_fwd_strided: operands read in
+/// place, the output written in its transposing user's layout.
+LogicalResult lowerCudaForward(RewriterBase &rewriter, AttentionOp op,
+                               const CudaAttentionPlan &plan) {
+  rewriter.setInsertionPoint(op);
+  RuntimeCall call(rewriter, op.getLoc());
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
+    addStrided(call, v);
+  OutputLayout output = outputLayout(op.getOutput());
+  addOutput(call, output);
+  Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
+  addCudaOptions(call, op, plan.shape, plan.run);
+  call.call(op->getParentOfType<ModuleOp>(), kCudaForwardStrided);
+  replaceOutput(rewriter, call, op.getOutput(), output);
+  rewriter.replaceAllUsesWith(op.getLse(),
+                              call.asTensor(lse, op.getLse().getType()));
+  rewriter.eraseOp(op);
+  return success();
+}
+
+/// eff.attention_grad -> effrt_cuda_attention_bwd_strided.
+LogicalResult lowerCudaBackward(RewriterBase &rewriter, AttentionGradOp op,
+                                const CudaAttentionPlan &plan) {
+  const AttentionShape &s = plan.shape;
+  rewriter.setInsertionPoint(op);
+  RuntimeCall call(rewriter, op.getLoc());
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
+    addStrided(call, v);
+  call.addInput(op.getLse());
+  addStrided(call, op.getOutputGrad());
+  SmallVector<OutputLayout> grads;
+  for (Value result : op.getResults()) {
+    grads.push_back(outputLayout(result));
+    addOutput(call, grads.back());
+  }
+  call.addWorkspace(RankedTensorType::get(
+      {effrt_cuda_attention_bwd_workspace(s.b1, s.b2, s.tq)},
+      rewriter.getF32Type()));
+  addCudaOptions(call, op, s, plan.run);
+  call.call(op->getParentOfType<ModuleOp>(), kCudaBackwardStrided);
+  for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
+    replaceOutput(rewriter, call, result, grad);
+  rewriter.eraseOp(op);
+  return success();
+}
+
 } // namespace
 
 void populateAttentionLowering(RewritePatternSet &patterns,
                                const LoweringPolicy &policy) {
-  // The CPU kernels are called before the conversion (lowerCpuAttention).
+  // The CPU kernels, and the CUDA ones in their own type, are called
+  // before the conversion (lowerAttentionCalls); what is left here is CUDA
+  // attention widened to f32.
   if (policy.cudaAttention)
     patterns.add<CudaAttentionLowering, CudaAttentionGradLowering>(
         patterns.getContext());
 }
 
-LogicalResult lowerCpuAttention(Operation *root, const LoweringPolicy &policy) {
+LogicalResult lowerAttentionCalls(Operation *root,
+                                  const LoweringPolicy &policy) {
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
     if (isa<AttentionOp, AttentionGradOp>(op))
@@ -470,6 +526,23 @@ LogicalResult lowerCpuAttention(Operation *root, const LoweringPolicy &policy) {
   // In program order: a forward's output is replaced before the gradient
   // that reads it looks through to its buffer.
   for (Operation *op : ops) {
+    if (policy.cudaAttention) {
+      FailureOr<CudaAttentionPlan> plan =
+          isa<AttentionOp>(op) ? planCudaAttention(cast<AttentionOp>(op))
+                               : planCudaAttention(cast<AttentionGradOp>(op));
+      if (failed(plan))
+        return failure();
+      // Widened to f32: contiguous copies, during the conversion.
+      if (plan->run != plan->element)
+        continue;
+      LogicalResult lowered =
+          isa<AttentionOp>(op)
+              ? lowerCudaForward(rewriter, cast<AttentionOp>(op), *plan)
+              : lowerCudaBackward(rewriter, cast<AttentionGradOp>(op), *plan);
+      if (failed(lowered))
+        return failure();
+      continue;
+    }
     if (failed(checkF32(op, op->getOperands())))
       return failure();
     LogicalResult lowered =

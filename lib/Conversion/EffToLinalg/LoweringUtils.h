@@ -303,12 +303,13 @@ void populateCollectiveLowering(mlir::RewritePatternSet &patterns,
 void populateAttentionLowering(mlir::RewritePatternSet &patterns,
                                const LoweringPolicy &policy);
 /// Lowers every eff.attention / eff.attention_grad under `root` to the CPU
-/// kernels before the other eff ops are lowered, folding the transposes
-/// around them (their operands', outputs' and gradients') into the
-/// kernels' strides. Fails (with an error on the op) on what the kernels
-/// cannot run.
-mlir::LogicalResult lowerCpuAttention(mlir::Operation *root,
-                                      const LoweringPolicy &policy);
+/// kernels, or with the policy's cudaAttention to the CUDA ones (those the
+/// kernels run in the op's own type), before the other eff ops are lowered,
+/// folding the transposes around them (their operands', outputs' and
+/// gradients') into the kernels' strides. Fails (with an error on the op)
+/// on what the kernels cannot run.
+mlir::LogicalResult lowerAttentionCalls(mlir::Operation *root,
+                                        const LoweringPolicy &policy);
 
 } // namespace effopt::lowering
 

@@ -1147,10 +1147,12 @@ struct EffGpuFormKernelsPass
     DenseSet<Operation *> rowSlice;
   };
 
-  /// The threads a partitioned nest aims for: at GPT-2's 768 columns 171
-  /// partitions, one wave of 513 blocks of 256 threads. Every thread scans
-  /// all iterations of the serial loops (reading each token's row), so more
-  /// partitions would mostly add redundant scans.
+  /// The threads a per-thread partitioned nest (the fallback of the
+  /// compacted scatter: dynamic loops, a row that depends on a spread loop)
+  /// aims for: at 768 columns 171 partitions, one wave of 513 blocks of 256
+  /// threads. Every thread scans all iterations of the serial loops
+  /// (reading each token's row), so more partitions would mostly add
+  /// redundant scans.
   static constexpr int64_t kPartitionTargetThreads = int64_t(1) << 17;
 
   /// The row partition of a nest whose serial loops are not spread, or the
@@ -1241,6 +1243,147 @@ struct EffGpuFormKernelsPass
     if (partition.count < 2)
       return fail("one partition would hold every row");
     return partition;
+  }
+
+  /// A row-partitioned nest that one block per partition runs with its
+  /// hits compacted (see formCompactedScatter): every loop of the nest has
+  /// a static trip count and carries nothing, and the row depends on the
+  /// serial loops only.
+  struct CompactedScatter {
+    /// Per loop of the chain, its static trip count.
+    SmallVector<int64_t> tripCounts;
+    /// The serial iterations (linearised, the last serial loop fastest)
+    /// and the spread points (likewise).
+    int64_t iterations = 1;
+    int64_t points = 1;
+    /// The ops of the chain's bodies (at any level) the row depends on, in
+    /// program order.
+    SetVector<Operation *> rowSlice;
+    /// A read-modify-write body (the nest's only written buffer loaded once
+    /// and stored once, at the top of the innermost body): the load, the
+    /// store, and the innermost body's ops that depend on the load (the
+    /// store included). Null when the body is of another form.
+    memref::LoadOp update;
+    memref::StoreOp store;
+    DenseSet<Operation *> dependent;
+  };
+
+  /// Partitions of a compacted scatter: rows are owned by `row mod count`,
+  /// one block each; about two waves of 768-thread blocks on an H100 (2 per
+  /// SM), so a block that meets a frequent row does not hold up a wave.
+  /// Each block scans every serial iteration once, blockDim at a time.
+  static constexpr int64_t kScatterPartitions = 512;
+
+  /// Whether the partitioned nest `chain` can be a compacted scatter, or
+  /// why not (for the remark).
+  static FailureOr<CompactedScatter>
+  matchCompactedScatter(ArrayRef<scf::ForOp> chain,
+                        ArrayRef<scf::ForOp> parallel,
+                        const RowPartition &partition, std::string &whyNot) {
+    auto fail = [&](StringRef reason) {
+      whyNot = reason.str();
+      return failure();
+    };
+    scf::ForOp outer = chain.front();
+    CompactedScatter plan;
+    for (scf::ForOp loop : chain) {
+      if (!loop.getInitArgs().empty())
+        return fail("a loop of the nest carries values");
+      std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+      std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound());
+      std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+      if (!lb || !ub || !step || *step <= 0)
+        return fail("a loop of the nest has bounds that are not constants");
+      int64_t trips = *ub > *lb ? llvm::divideCeil(*ub - *lb, *step) : 0;
+      plan.tripCounts.push_back(trips);
+      (llvm::is_contained(parallel, loop) ? plan.points : plan.iterations) *=
+          trips;
+    }
+    if (plan.points == 0 || plan.iterations == 0)
+      return fail("the nest has no iterations");
+    // The row's slice over every level of the nest: each op's ancestor in
+    // the chain body that holds it.
+    auto bodyAncestor = [&](Operation *op) -> Operation * {
+      for (scf::ForOp loop : chain)
+        if (Operation *top = loop.getBody()->findAncestorOpInBlock(*op))
+          if (!llvm::is_contained(chain, top))
+            return top;
+      return nullptr;
+    };
+    DenseSet<Operation *> slice;
+    SmallVector<Value> worklist{partition.row};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      if (llvm::any_of(parallel, [&](scf::ForOp loop) {
+            return loop.getInductionVar() == v;
+          }))
+        return fail("the row depends on a loop spread over threads");
+      Operation *def = v.getDefiningOp();
+      if (!def || !outer->isAncestor(def))
+        continue;
+      Operation *top = bodyAncestor(def);
+      if (!top)
+        return fail("the row is computed by a loop of the nest");
+      if (!slice.insert(top).second)
+        continue;
+      WalkResult walk = top->walk([&](Operation *nested) {
+        if (!isMemoryEffectFree(nested) && !isa<memref::LoadOp>(nested) &&
+            nested->getNumRegions() == 0)
+          return WalkResult::interrupt();
+        worklist.append(nested->operand_begin(), nested->operand_end());
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return fail("the row is computed by an op that writes memory");
+    }
+    outer->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (slice.contains(op))
+        plan.rowSlice.insert(op);
+    });
+    scf::ForOp innermost = chain.back();
+    matchReadModifyWrite(innermost.getBody(), outer, plan);
+    return plan;
+  }
+
+  /// Fills `plan`'s update, store and dependent ops when the nest's only
+  /// store and the only load of its buffer are top-level ops of the
+  /// innermost body `innermost`, the load first.
+  static void matchReadModifyWrite(Block *innermost, scf::ForOp outer,
+                                   CompactedScatter &plan) {
+    SmallVector<memref::StoreOp> stores;
+    outer->walk([&](memref::StoreOp store) { stores.push_back(store); });
+    if (stores.size() != 1)
+      return;
+    memref::StoreOp store = stores.front();
+    SmallVector<memref::LoadOp> loads;
+    outer->walk([&](memref::LoadOp load) {
+      if (load.getMemRef() == store.getMemRef())
+        loads.push_back(load);
+    });
+    if (loads.size() != 1)
+      return;
+    memref::LoadOp update = loads.front();
+    if (update->getBlock() != innermost || store->getBlock() != innermost ||
+        !update->isBeforeInBlock(store))
+      return;
+    DenseSet<Operation *> dependent{update};
+    for (Operation &op :
+         llvm::make_range(std::next(update->getIterator()),
+                          innermost->without_terminator().end())) {
+      bool uses = &op == store.getOperation();
+      op.walk([&](Operation *nested) {
+        for (Value v : nested->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (Operation *top = innermost->findAncestorOpInBlock(*def);
+                top && dependent.contains(top))
+              uses = true;
+      });
+      if (uses)
+        dependent.insert(&op);
+    }
+    plan.update = update;
+    plan.store = store;
+    plan.dependent = std::move(dependent);
   }
 
   /// The buffer and indices of a memref.load or memref.store.
@@ -1345,6 +1488,17 @@ struct EffGpuFormKernelsPass
           partition = std::move(*matched);
       }
     }
+    // A partitioned nest with static loops: one block per partition,
+    // compacting its hits (else every thread scans every iteration).
+    std::string whyNotCompacted;
+    if (partition) {
+      FailureOr<CompactedScatter> plan =
+          matchCompactedScatter(chain, parallel, *partition, whyNotCompacted);
+      if (succeeded(plan)) {
+        formCompactedScatter(outer, chain, parallel, *partition, *plan);
+        return success();
+      }
+    }
     // Thread dimensions: the partition (slowest, so a warp shares it when
     // the spread loops have a multiple of 32 iterations), then the spread
     // loops, innermost fastest.
@@ -1370,7 +1524,9 @@ struct EffGpuFormKernelsPass
                         Twine(partition->count) + " partitions of " +
                         Twine(partition->chunk) +
                         (partition->chunk == 1 ? " row" : " rows") +
-                        " (each row's owner applies its updates in order)");
+                        " (each row's owner applies its updates in order; "
+                        "not compacted: " +
+                        whyNotCompacted + ")");
     else if (parallel.empty())
       remark(outer, "loop nest without independent loops: one thread (rows "
                     "not partitioned: " +
@@ -1467,6 +1623,455 @@ struct EffGpuFormKernelsPass
     ++numKernels;
     outer.erase();
     return success();
+  }
+
+  /// The position of the lowest set bit of the nonzero i32 `word`, in
+  /// arith alone (a binary search over the isolated bit, five masks), so
+  /// the NVVM and the emulated CPU lowerings take it as they are.
+  static Value lowestSetBit(OpBuilder &b, Location loc, Value word) {
+    auto i32 = [&](uint32_t v) {
+      return arith::ConstantIntOp::create(b, loc, static_cast<int32_t>(v), 32);
+    };
+    Value zero = i32(0);
+    Value bit = arith::AndIOp::create(
+        b, loc, word, arith::SubIOp::create(b, loc, zero, word));
+    Value position = zero;
+    for (auto [mask, weight] : {std::pair<uint32_t, uint32_t>{0xFFFF0000u, 16},
+                                {0xFF00FF00u, 8},
+                                {0xF0F0F0F0u, 4},
+                                {0xCCCCCCCCu, 2},
+                                {0xAAAAAAAAu, 1}}) {
+      Value hit = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(b, loc, bit, i32(mask)), zero);
+      position = arith::AddIOp::create(
+          b, loc, position,
+          arith::SelectOp::create(b, loc, hit, i32(weight), zero));
+    }
+    return position;
+  }
+
+  /// Calls `body` with the index (as `index`) of each set bit of the i32
+  /// `word`, lowest first, in an scf.while that clears them one by one.
+  static void forEachSetBit(OpBuilder &b, Location loc, Value word,
+                            function_ref<void(OpBuilder &, Value)> body) {
+    Type i32 = b.getI32Type();
+    Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+    scf::WhileOp::create(
+        b, loc, TypeRange{i32}, ValueRange{word},
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value any = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
+                                            args[0], zero);
+          scf::ConditionOp::create(nb, nloc, any, args);
+        },
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value left = args[0];
+          body(nb, arith::IndexCastUIOp::create(nb, nloc, nb.getIndexType(),
+                                                lowestSetBit(nb, nloc, left)));
+          Value rest = arith::AndIOp::create(
+              nb, nloc, left,
+              arith::SubIOp::create(
+                  nb, nloc, left,
+                  arith::ConstantIntOp::create(nb, nloc, 1, 32)));
+          scf::YieldOp::create(nb, nloc, rest);
+        });
+  }
+
+  /// A row-partitioned nest as one block per partition that walks the
+  /// serial iterations blockDim at a time. Each thread evaluates the row
+  /// (its slice only) of one iteration of the chunk and, when the block owns
+  /// it (`row mod count`), sets its bit in a workgroup bitmask (atomic OR:
+  /// the mask's value does not depend on the order); after a barrier every
+  /// thread walks the mask's set bits in ascending order (lowest set bit
+  /// first) and runs the whole body for each hit at the spread points it
+  /// owns. Each element of a written row has one writer, which applies the
+  /// row's updates in the serial order: the bits of the serial loops. A
+  /// summary word per chunk (bit w: word w has a hit) lets the walk skip
+  /// empty words. The mask has three buffers, rotated per chunk, so one
+  /// barrier per chunk separates setting, reading and clearing.
+  void formCompactedScatter(scf::ForOp outer, ArrayRef<scf::ForOp> chain,
+                            ArrayRef<scf::ForOp> parallel,
+                            const RowPartition &partition,
+                            const CompactedScatter &plan) {
+    OpBuilder b(outer);
+    Location loc = outer.getLoc();
+    MLIRContext *ctx = b.getContext();
+    int64_t count = std::min(partition.rows, kScatterPartitions);
+    // One spread point per thread up to 1024 of them, at least `blockSize`
+    // threads so that a chunk scans that many iterations.
+    int64_t threads =
+        std::clamp<int64_t>(llvm::alignTo(plan.points, 32), blockSize, 1024);
+    // Per mask buffer: a summary word (bit w: word w has a hit), then one
+    // bit per thread.
+    int64_t words = threads / 32 + 1;
+    int64_t chunks = llvm::divideCeil(plan.iterations, threads);
+    remark(outer, "loop nest: " + Twine(parallel.size()) + " of " +
+                      Twine(chain.size()) +
+                      " loops spread over threads, the written rows split "
+                      "over " +
+                      Twine(count) + " partitions (row mod " + Twine(count) +
+                      "), one block each: " + Twine(threads) +
+                      " threads compact the hits of " + Twine(threads) +
+                      " serial iterations at a time (compacted scatter; "
+                      "each row's owner applies its updates in order)");
+
+    auto maskType = MemRefType::get(
+        {3 * words}, b.getI32Type(), MemRefLayoutAttrInterface{},
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+    Value one = indexConstant(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, indexConstant(b, loc, std::min(count, int64_t(maxBlocks))), one,
+        one, indexConstant(b, loc, threads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, TypeRange{maskType});
+    launch->setAttr(kKernelAttrName, b.getStringAttr("compacted-scatter"));
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointToStart(&body);
+    Value mask = launch.getWorkgroupAttributions().front();
+    Value tid = launch.getThreadIds().x;
+    Value zero32 = arith::ConstantIntOp::create(b, loc, 0, 32);
+    Value wordsValue = indexConstant(b, loc, words);
+
+    // Maps the induction variables of the serial (or spread) loops of the
+    // chain to the point `linear` of their linearised space.
+    auto mapLoops = [&](OpBuilder &nb, IRMapping &mapping, Value linear,
+                        bool spread) {
+      SmallVector<scf::ForOp> loops;
+      SmallVector<Value> sizes;
+      for (auto [loop, trips] : llvm::zip(chain, plan.tripCounts)) {
+        if (llvm::is_contained(parallel, loop) != spread)
+          continue;
+        loops.push_back(loop);
+        sizes.push_back(indexConstant(nb, loc, trips));
+      }
+      for (auto [loop, k] :
+           llvm::zip(loops, delinearize(nb, loc, linear, sizes))) {
+        Value offset = nb.createOrFold<arith::MulIOp>(loc, k, loop.getStep());
+        mapping.map(
+            loop.getInductionVar(),
+            nb.createOrFold<arith::AddIOp>(loc, loop.getLowerBound(), offset));
+      }
+    };
+    // Clones the ops of every level of the chain (those ahead of the next
+    // loop: the ops after it neither store nor feed it) that `keep` takes.
+    auto cloneBodies = [&](OpBuilder &nb, IRMapping &mapping,
+                           function_ref<bool(Operation *)> keep) {
+      for (auto [i, constLoop] : llvm::enumerate(chain)) {
+        scf::ForOp loop = constLoop;
+        Operation *next = i + 1 < chain.size() ? chain[i + 1] : nullptr;
+        for (Operation &op : loop.getBody()->without_terminator()) {
+          if (&op == next)
+            break;
+          if (keep(&op))
+            nb.clone(op, mapping);
+        }
+      }
+    };
+    // The word owners clear the words of mask buffer `at`.
+    auto clearWords = [&](OpBuilder &nb, Value at) {
+      Value isOwner = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult,
+                                            tid, wordsValue);
+      auto ifOwner = scf::IfOp::create(nb, loc, isOwner, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(nb);
+      nb.setInsertionPoint(ifOwner.thenBlock()->getTerminator());
+      memref::StoreOp::create(
+          nb, loc, zero32, mask,
+          arith::AddIOp::create(nb, loc, at, tid).getResult());
+    };
+
+    auto partitions = scf::ForOp::create(b, loc, launch.getBlockIds().x,
+                                         indexConstant(b, loc, count),
+                                         launch.getGridSize().x);
+    b.setInsertionPointToStart(partitions.getBody());
+    Value part = partitions.getInductionVar();
+    gpu::BarrierOp::create(b, loc);
+    clearWords(b, indexConstant(b, loc, 0));
+    gpu::BarrierOp::create(b, loc);
+    auto chunkLoop = scf::ForOp::create(b, loc, indexConstant(b, loc, 0),
+                                        indexConstant(b, loc, chunks), one);
+    b.setInsertionPointToStart(chunkLoop.getBody());
+    Value c = chunkLoop.getInductionVar();
+    Value three = indexConstant(b, loc, 3);
+    Value current = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, c, three), wordsValue);
+    Value nextBuffer = arith::MulIOp::create(
+        b, loc,
+        arith::RemUIOp::create(b, loc, arith::AddIOp::create(b, loc, c, one),
+                               three),
+        wordsValue);
+    clearWords(b, nextBuffer);
+    Value chunkStart =
+        arith::MulIOp::create(b, loc, c, indexConstant(b, loc, threads));
+
+    // Phase 1: the row of iteration chunkStart + tid; flag it when owned.
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Value s = arith::AddIOp::create(b, loc, chunkStart, tid);
+      if (plan.iterations % threads != 0) {
+        Value inRange =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, s,
+                                  indexConstant(b, loc, plan.iterations));
+        auto ifIn = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+        b.setInsertionPoint(ifIn.thenBlock()->getTerminator());
+      }
+      IRMapping mapping;
+      mapLoops(b, mapping, s, /*spread=*/false);
+      cloneBodies(b, mapping,
+                  [&](Operation *op) { return plan.rowSlice.contains(op); });
+      Value row = mapping.lookupOrDefault(partition.row);
+      Value owned;
+      if (count == partition.rows) {
+        owned =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, part);
+      } else {
+        // Rows out of [0, rows) (bad indices) have no owner.
+        Value inTable =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                  indexConstant(b, loc, partition.rows));
+        Value mine = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq,
+            arith::RemUIOp::create(b, loc, row, indexConstant(b, loc, count)),
+            part);
+        owned = arith::AndIOp::create(b, loc, inTable, mine);
+      }
+      auto ifOwned = scf::IfOp::create(b, loc, owned, /*withElse=*/false);
+      b.setInsertionPoint(ifOwned.thenBlock()->getTerminator());
+      Value lane = arith::IndexCastOp::create(
+          b, loc, b.getI32Type(),
+          arith::RemUIOp::create(b, loc, tid, indexConstant(b, loc, 32)));
+      Value bit = arith::ShLIOp::create(
+          b, loc, arith::ConstantIntOp::create(b, loc, 1, 32), lane);
+      Value w = arith::DivUIOp::create(b, loc, tid, indexConstant(b, loc, 32));
+      Value word = arith::AddIOp::create(b, loc, current,
+                                         arith::AddIOp::create(b, loc, w, one));
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, bit, mask,
+                                  ValueRange{word});
+      Value wordBit = arith::ShLIOp::create(
+          b, loc, arith::ConstantIntOp::create(b, loc, 1, 32),
+          arith::IndexCastOp::create(b, loc, b.getI32Type(), w));
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::ori, wordBit,
+                                  mask, ValueRange{current});
+    }
+    gpu::BarrierOp::create(b, loc);
+
+    // Phase 2: every hit of the chunk in order, at this thread's points:
+    // the summary's set bits pick the words, the words' the iterations.
+    if (plan.update && plan.points <= threads) {
+      emitBatchedHits(b, loc, plan, mask, current, chunkStart, tid, threads,
+                      mapLoops, cloneBodies);
+      sinkGlobals(launch);
+      ++numKernels;
+      outer.erase();
+      return;
+    }
+    Value summary = memref::LoadOp::create(b, loc, mask, ValueRange{current});
+    forEachSetBit(b, loc, summary, [&](OpBuilder &nb, Value w) {
+      Value bits = memref::LoadOp::create(
+          nb, loc, mask,
+          ValueRange{arith::AddIOp::create(
+              nb, loc, current, arith::AddIOp::create(nb, loc, w, one))});
+      Value wordStart = arith::AddIOp::create(
+          nb, loc, chunkStart,
+          arith::MulIOp::create(nb, loc, w, indexConstant(nb, loc, 32)));
+      forEachSetBit(nb, loc, bits, [&](OpBuilder &hb, Value bit) {
+        Value s = arith::AddIOp::create(hb, loc, wordStart, bit);
+        auto pointLoop = scf::ForOp::create(hb, loc, tid,
+                                            indexConstant(hb, loc, plan.points),
+                                            indexConstant(hb, loc, threads));
+        OpBuilder::InsertionGuard guard(hb);
+        hb.setInsertionPointToStart(pointLoop.getBody());
+        IRMapping mapping;
+        mapLoops(hb, mapping, s, /*spread=*/false);
+        mapLoops(hb, mapping, pointLoop.getInductionVar(), /*spread=*/true);
+        cloneBodies(hb, mapping, [](Operation *) { return true; });
+      });
+    });
+    sinkGlobals(launch);
+    ++numKernels;
+    outer.erase();
+  }
+
+  /// Hits a compacted scatter's thread applies at once: their independent
+  /// loads (the gradient's) are in flight together. Four keep GPT-2's
+  /// 768-thread blocks at 40 registers, two blocks per SM (eight took 58 to
+  /// 68 registers: one block per SM).
+  static constexpr int64_t kHitBatch = 4;
+
+  /// Phase 2 of a compacted scatter whose body is a read-modify-write and
+  /// whose threads own at most one spread point each: the thread takes the
+  /// chunk's hits kHitBatch at a time (a cursor over the summary and the
+  /// words), runs the ops that do not depend on the loaded element for all
+  /// of them (so their loads overlap), then the dependent ops hit after hit,
+  /// in order. A hit at the same element as the thread's previous one (a
+  /// frequent token's row) takes the value that hit stored instead of
+  /// loading it back: the same value, without waiting on memory.
+  void emitBatchedHits(
+      OpBuilder &b, Location loc, const CompactedScatter &plan, Value mask,
+      Value current, Value chunkStart, Value tid, int64_t threads,
+      function_ref<void(OpBuilder &, IRMapping &, Value, bool)> mapLoops,
+      function_ref<void(OpBuilder &, IRMapping &,
+                        function_ref<bool(Operation *)>)>
+          cloneBodies) {
+    OpBuilder::InsertionGuard guard(b);
+    memref::LoadOp update = plan.update;
+    memref::StoreOp store = plan.store;
+    if (plan.points < threads) {
+      Value worker =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                indexConstant(b, loc, plan.points));
+      auto ifWorker = scf::IfOp::create(b, loc, worker, /*withElse=*/false);
+      b.setInsertionPoint(ifWorker.thenBlock()->getTerminator());
+    }
+    Type i32 = b.getI32Type();
+    Type indexType = b.getIndexType();
+    Type element = update.getType();
+    unsigned rank = update.getIndices().size();
+    Value zero32 = arith::ConstantIntOp::create(b, loc, 0, 32);
+    Value one32 = arith::ConstantIntOp::create(b, loc, 1, 32);
+    Value one = indexConstant(b, loc, 1);
+    // Cursor (summary, bits, word start), then the previous hit (valid,
+    // indices, stored value).
+    SmallVector<Value> init{
+        memref::LoadOp::create(b, loc, mask, ValueRange{current}), zero32,
+        chunkStart, arith::ConstantIntOp::create(b, loc, 0, 1)};
+    for (unsigned i = 0; i < rank; ++i)
+      init.push_back(indexConstant(b, loc, 0));
+    init.push_back(arith::ConstantOp::create(
+        b, loc, cast<TypedAttr>(b.getZeroAttr(element))));
+    SmallVector<Type> types =
+        llvm::map_to_vector(init, [](Value v) { return v.getType(); });
+    auto clearLowest = [&](OpBuilder &nb, Value word) {
+      return arith::AndIOp::create(nb, loc, word,
+                                   arith::SubIOp::create(nb, loc, word, one32))
+          .getResult();
+    };
+    scf::WhileOp::create(
+        b, loc, types, init,
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          Value more = arith::OrIOp::create(
+              nb, loc,
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, args[0],
+                                    zero32),
+              arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne, args[1],
+                                    zero32));
+          scf::ConditionOp::create(nb, loc, more, args);
+        },
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          Value summary = args[0], bits = args[1], wordStart = args[2];
+          // Take up to kHitBatch hits; the first always exists (a summary
+          // bit marks a nonzero word). Missing ones repeat the first
+          // iteration, so their loads stay in bounds.
+          SmallVector<Value> valid, iterations;
+          for (int64_t k = 0; k < kHitBatch; ++k) {
+            Value needWord = arith::AndIOp::create(
+                nb, loc,
+                arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq, bits,
+                                      zero32),
+                arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ne,
+                                      summary, zero32));
+            auto next =
+                scf::IfOp::create(nb, loc, TypeRange{i32, i32, indexType},
+                                  needWord, /*withElse=*/true);
+            {
+              OpBuilder::InsertionGuard g(nb);
+              nb.setInsertionPointToStart(next.thenBlock());
+              Value w = arith::IndexCastUIOp::create(
+                  nb, loc, indexType, lowestSetBit(nb, loc, summary));
+              Value word = memref::LoadOp::create(
+                  nb, loc, mask,
+                  ValueRange{arith::AddIOp::create(
+                      nb, loc, current,
+                      arith::AddIOp::create(nb, loc, w, one))});
+              Value start = arith::AddIOp::create(
+                  nb, loc, chunkStart,
+                  arith::MulIOp::create(nb, loc, w,
+                                        indexConstant(nb, loc, 32)));
+              scf::YieldOp::create(
+                  nb, loc, ValueRange{clearLowest(nb, summary), word, start});
+              nb.setInsertionPointToStart(next.elseBlock());
+              scf::YieldOp::create(nb, loc,
+                                   ValueRange{summary, bits, wordStart});
+            }
+            summary = next.getResult(0);
+            bits = next.getResult(1);
+            wordStart = next.getResult(2);
+            Value s = arith::AddIOp::create(
+                nb, loc, wordStart,
+                arith::IndexCastUIOp::create(nb, loc, indexType,
+                                             lowestSetBit(nb, loc, bits)));
+            Value isHit = arith::CmpIOp::create(
+                nb, loc, arith::CmpIPredicate::ne, bits, zero32);
+            if (k > 0)
+              s = arith::SelectOp::create(nb, loc, isHit, s,
+                                          iterations.front());
+            valid.push_back(isHit);
+            iterations.push_back(s);
+            bits = clearLowest(nb, bits);
+          }
+          // The independent ops of every hit.
+          SmallVector<IRMapping> mappings(kHitBatch);
+          for (auto [mapping, s] : llvm::zip(mappings, iterations)) {
+            mapLoops(nb, mapping, s, /*spread=*/false);
+            mapLoops(nb, mapping, tid, /*spread=*/true);
+            cloneBodies(nb, mapping, [&](Operation *op) {
+              return !plan.dependent.contains(op);
+            });
+          }
+          // The dependent ops, hit after hit.
+          SmallVector<Value> previous(args.drop_front(3));
+          for (int64_t k = 0; k < kHitBatch; ++k) {
+            IRMapping &mapping = mappings[k];
+            OpBuilder::InsertionGuard g(nb);
+            scf::IfOp ifHit;
+            if (k > 0) {
+              ifHit = scf::IfOp::create(
+                  nb, loc, TypeRange(ValueRange(previous)), valid[k],
+                  /*withElse=*/true);
+              nb.setInsertionPointToStart(ifHit.elseBlock());
+              scf::YieldOp::create(nb, loc, previous);
+              nb.setInsertionPointToStart(ifHit.thenBlock());
+            }
+            SmallVector<Value> indices =
+                llvm::map_to_vector(update.getIndices(), [&](Value v) {
+                  return mapping.lookupOrDefault(v);
+                });
+            Value same = previous.front();
+            for (auto [index, before] :
+                 llvm::zip(indices, ArrayRef<Value>(previous).slice(1, rank)))
+              same = arith::AndIOp::create(
+                  nb, loc, same,
+                  arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq,
+                                        index, before));
+            auto forward = scf::IfOp::create(nb, loc, TypeRange{element}, same,
+                                             /*withElse=*/true);
+            {
+              OpBuilder::InsertionGuard g2(nb);
+              nb.setInsertionPointToStart(forward.thenBlock());
+              scf::YieldOp::create(nb, loc, previous.back());
+              nb.setInsertionPointToStart(forward.elseBlock());
+              scf::YieldOp::create(nb, loc,
+                                   nb.clone(*update, mapping)->getResult(0));
+            }
+            mapping.map(update.getResult(), forward.getResult(0));
+            for (Operation &op : update->getBlock()->without_terminator())
+              if (plan.dependent.contains(&op) && &op != update)
+                nb.clone(op, mapping);
+            SmallVector<Value> now{arith::ConstantIntOp::create(nb, loc, 1, 1)};
+            now.append(indices);
+            now.push_back(mapping.lookupOrDefault(store.getValueToStore()));
+            if (!ifHit) {
+              previous = now;
+              continue;
+            }
+            scf::YieldOp::create(nb, loc, now);
+            previous = SmallVector<Value>(ifHit.getResults());
+          }
+          SmallVector<Value> yielded{summary, bits, wordStart};
+          yielded.append(previous);
+          scf::YieldOp::create(nb, loc, yielded);
+        });
   }
 
   /// Kernels read constant globals from the GPU module: a `memref.get_global`

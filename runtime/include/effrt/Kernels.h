@@ -333,6 +333,28 @@ void effrt_cuda_attention_bwd(const void *q, const void *k, const void *v,
                               float *workspace, int64_t B1, int64_t B2,
                               int64_t Tq, int64_t Tk, int64_t D, int64_t Dv,
                               float scale, int32_t causal, int32_t type);
+/* The same on operands of any layout with D contiguous: each tensor X is
+ * followed by its element strides of B1, B2 and T (q, k, v read in place
+ * from a [B, T, H, D] projection; o and the gradients written in the layout
+ * their users read). lse and the workspace stay contiguous. f16/bf16
+ * operands: 4-byte aligned, results with even strides; rows 16-byte aligned
+ * are loaded 16 bytes at a time. */
+void effrt_cuda_attention_fwd_strided(
+    const void *q, int64_t qB1, int64_t qB2, int64_t qT, const void *k,
+    int64_t kB1, int64_t kB2, int64_t kT, const void *v, int64_t vB1,
+    int64_t vB2, int64_t vT, void *o, int64_t oB1, int64_t oB2, int64_t oT,
+    float *lse, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D,
+    int64_t Dv, float scale, int32_t causal, int32_t type);
+void effrt_cuda_attention_bwd_strided(
+    const void *q, int64_t qB1, int64_t qB2, int64_t qT, const void *k,
+    int64_t kB1, int64_t kB2, int64_t kT, const void *v, int64_t vB1,
+    int64_t vB2, int64_t vT, const void *o, int64_t oB1, int64_t oB2,
+    int64_t oT, const float *lse, const void *dout, int64_t dB1, int64_t dB2,
+    int64_t dT, void *dq, int64_t dqB1, int64_t dqB2, int64_t dqT, void *dk,
+    int64_t dkB1, int64_t dkB2, int64_t dkT, void *dv, int64_t dvB1,
+    int64_t dvB2, int64_t dvT, float *workspace, int64_t B1, int64_t B2,
+    int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale, int32_t causal,
+    int32_t type);
 static inline int64_t effrt_cuda_attention_bwd_workspace(int64_t B1,
                                                          int64_t B2,
                                                          int64_t Tq) {

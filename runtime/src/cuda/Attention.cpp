@@ -52,8 +52,30 @@ bool cuda::attentionKernelsBuilt() {
 #endif
 }
 
-std::string cuda::checkAttention(const AttentionProblem &p,
-                                 std::initializer_list<const void *> operands) {
+EffrtAttnLayout cuda::contiguousLayout(const AttentionProblem &p) {
+  EffrtAttnLayout layout{};
+  int64_t b2 = p.b2 > 0 ? p.b2 : 1;
+  EffrtAttnStrides queries{b2 * p.tq * p.d, p.tq * p.d, p.d};
+  EffrtAttnStrides keys{b2 * p.tk * p.d, p.tk * p.d, p.d};
+  layout.q = layout.o = layout.dout = layout.dq = queries;
+  layout.k = layout.v = layout.dk = layout.dv = keys;
+  layout.b2Count = static_cast<int>(b2);
+  return layout;
+}
+
+bool cuda::rowsAligned16(std::initializer_list<AttentionOperand> operands) {
+  for (const AttentionOperand &a : operands) {
+    if (reinterpret_cast<uintptr_t>(a.data) % 16 != 0)
+      return false;
+    for (long long stride : {a.strides.b1, a.strides.b2, a.strides.t})
+      if (stride % 8 != 0) // 8 two-byte elements
+        return false;
+  }
+  return true;
+}
+
+std::string cuda::checkAttention(
+    const AttentionProblem &p, std::initializer_list<AttentionOperand> operands) {
   if (p.type < 0 || p.type > 2)
     return "element type " + std::to_string(p.type) +
            " is none of 0 (f32), 1 (f16), 2 (bf16)";
@@ -64,6 +86,9 @@ std::string cuda::checkAttention(const AttentionProblem &p,
   if (p.tq > INT32_MAX || p.tk > INT32_MAX)
     return "sequences of " + std::to_string(p.tq) + " queries and " +
            std::to_string(p.tk) + " keys are too long (at most 2^31 - 1)";
+  if (p.b2 < 1 || (p.heads > 0 && p.heads % p.b2 != 0))
+    return std::to_string(p.heads) + " heads are not B1 x " +
+           std::to_string(p.b2) + " heads";
   if (p.heads > kMaxGridY)
     return std::to_string(p.heads) + " heads (batch x heads) are too many " +
            "(at most 65535)";
@@ -74,11 +99,18 @@ std::string cuda::checkAttention(const AttentionProblem &p,
     return "head dimension " + std::to_string(p.d) + " is not supported for " +
            typeSuffix(p.type) + " (64 and 128 are)";
   if (p.type != 0)
-    for (const void *operand : operands)
-      if (reinterpret_cast<uintptr_t>(operand) % 16 != 0)
+    for (const AttentionOperand &a : operands) {
+      if (reinterpret_cast<uintptr_t>(a.data) % 4 != 0)
         return std::string(typeSuffix(p.type)) +
-               " operands must be 16-byte aligned (one is at " +
-               std::to_string(reinterpret_cast<uintptr_t>(operand)) + ")";
+               " operands must be 4-byte aligned (one is at " +
+               std::to_string(reinterpret_cast<uintptr_t>(a.data)) + ")";
+      if (a.written && (a.strides.b1 % 2 || a.strides.b2 % 2 || a.strides.t % 2))
+        return std::string(typeSuffix(p.type)) +
+               " results need even strides (one has " +
+               std::to_string(a.strides.b1) + ", " +
+               std::to_string(a.strides.b2) + ", " +
+               std::to_string(a.strides.t) + ")";
+    }
   return "";
 }
 
@@ -121,19 +153,20 @@ AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
         return k;
       };
       // Dynamic shared memory of the tensor-core kernels (the f32 ones have
-      // static arrays): forward Q, K, V tiles; key pass K, V (64 rows), Q,
-      // dO (64 rows, 32 for D = 128) and two floats per query; query pass
-      // Q, dO, K, V.
+      // static arrays); the streamed tiles twice (double-buffered):
+      // forward Q, 2 x (K, V); key pass K, V (64 rows), 2 x (Q, dO (64
+      // rows, 32 for D = 128) and two floats per query); query pass Q, dO,
+      // 2 x (K, V).
       int64_t keyPassRows = d == 128 ? 32 : 64;
       kernels_[Forward][v] =
-          find("effrt_attn_fwd_" + suffix, type ? 3 * tileBytes(64, d) : 0);
+          find("effrt_attn_fwd_" + suffix, type ? 5 * tileBytes(64, d) : 0);
       kernels_[BackwardKey][v] =
           find("effrt_attn_bwd_kv_" + suffix,
-               type ? 2 * tileBytes(64, d) + 2 * tileBytes(keyPassRows, d) +
-                          static_cast<unsigned>(2 * keyPassRows * sizeof(float))
+               type ? 2 * tileBytes(64, d) + 4 * tileBytes(keyPassRows, d) +
+                          static_cast<unsigned>(4 * keyPassRows * sizeof(float))
                     : 0);
       kernels_[BackwardQuery][v] =
-          find("effrt_attn_bwd_q_" + suffix, type ? 4 * tileBytes(64, d) : 0);
+          find("effrt_attn_bwd_q_" + suffix, type ? 6 * tileBytes(64, d) : 0);
       kernels_[RowDot][v] =
           find(std::string("effrt_attn_rowdot_") + typeSuffix(type), 0);
     }
@@ -159,10 +192,18 @@ void AttentionKernels::launch(const Kernel &kernel, CUstream stream,
 }
 
 void AttentionKernels::forward(CUstream stream, const AttentionProblem &p,
-                               const void *q, const void *k, const void *v,
-                               void *o, float *lse) const {
-  if (std::string why = checkAttention(p, {q, k, v, o}); !why.empty())
+                               EffrtAttnLayout layout, const void *q,
+                               const void *k, const void *v, void *o,
+                               float *lse) const {
+  std::initializer_list<AttentionOperand> loaded = {
+      {q, layout.q, false}, {k, layout.k, false}, {v, layout.v, false}};
+  if (std::string why = checkAttention(
+          p, {loaded.begin()[0], loaded.begin()[1], loaded.begin()[2],
+              {o, layout.o, true}});
+      !why.empty())
     fail("attention: ", why);
+  layout.b2Count = static_cast<int>(p.b2);
+  layout.vec16 = p.type != 0 && rowsAligned16(loaded) ? 1 : 0;
   if (p.heads == 0 || p.tq == 0)
     return;
   int tq = static_cast<int>(p.tq), tk = static_cast<int>(p.tk),
@@ -171,12 +212,14 @@ void AttentionKernels::forward(CUstream stream, const AttentionProblem &p,
   unsigned heads = static_cast<unsigned>(p.heads);
   const Kernel &kernel = kernels_[Forward][variant(p.type, p.d)];
   if (p.type == 0) {
-    void *params[] = {&q, &k, &v, &o, &lse, &tq, &tk, &d, &scale, &causal};
+    void *params[] = {&q,  &k, &v,     &o,      &lse,
+                      &tq, &tk, &d, &scale, &causal, &layout};
     launch(kernel, stream,
            static_cast<unsigned>((p.tq + kF32Rows - 1) / kF32Rows), heads,
            kF32Threads, params);
   } else {
-    void *params[] = {&q, &k, &v, &o, &lse, &tq, &tk, &scale, &causal};
+    void *params[] = {&q,  &k,  &v,     &o,      &lse,
+                      &tq, &tk, &scale, &causal, &layout};
     launch(kernel, stream,
            static_cast<unsigned>((p.tq + kMmaRows - 1) / kMmaRows), heads,
            kMmaThreads, params);
@@ -184,13 +227,22 @@ void AttentionKernels::forward(CUstream stream, const AttentionProblem &p,
 }
 
 void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
-                                const void *q, const void *k, const void *v,
-                                const void *o, const float *lse,
-                                const void *dout, void *dq, void *dk, void *dv,
-                                float *delta) const {
-  if (std::string why = checkAttention(p, {q, k, v, o, dout, dq, dk, dv});
+                                EffrtAttnLayout layout, const void *q,
+                                const void *k, const void *v, const void *o,
+                                const float *lse, const void *dout, void *dq,
+                                void *dk, void *dv, float *delta) const {
+  std::initializer_list<AttentionOperand> loaded = {{q, layout.q, false},
+                                                    {k, layout.k, false},
+                                                    {v, layout.v, false},
+                                                    {dout, layout.dout, false}};
+  if (std::string why = checkAttention(
+          p, {loaded.begin()[0], loaded.begin()[1], loaded.begin()[2],
+              loaded.begin()[3], {o, layout.o, false}, {dq, layout.dq, true},
+              {dk, layout.dk, true}, {dv, layout.dv, true}});
       !why.empty())
     fail("attention: ", why);
+  layout.b2Count = static_cast<int>(p.b2);
+  layout.vec16 = p.type != 0 && rowsAligned16(loaded) ? 1 : 0;
   if (p.heads == 0 || (p.tq == 0 && p.tk == 0))
     return;
   if (p.tq == 0)
@@ -205,7 +257,7 @@ void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
   // delta = rowsum(dO * o), a warp per row.
   long long rows = static_cast<long long>(p.heads * p.tq);
   {
-    void *params[] = {&o, &dout, &delta, &rows, &d};
+    void *params[] = {&o, &dout, &delta, &rows, &d, &tq, &layout};
     int64_t rowsPerBlock = kRowDotThreads / 32;
     launch(kernels_[RowDot][v8], stream,
            static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), 1,
@@ -213,24 +265,24 @@ void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
   }
   const float *deltaIn = delta;
   if (p.type == 0) {
-    void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,  &dk,
-                         &dv, &tq, &tk, &d,   &scale,   &causal};
+    void *keyParams[] = {&q,  &k,  &v,  &lse,   &deltaIn, &dout,  &dk,
+                         &dv, &tq, &tk, &d, &scale,   &causal, &layout};
     launch(kernels_[BackwardKey][v8], stream,
            static_cast<unsigned>((p.tk + kF32Rows - 1) / kF32Rows), heads,
            kF32Threads, keyParams);
-    void *queryParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,
-                           &dq, &tq, &tk, &d,   &scale,   &causal};
+    void *queryParams[] = {&q,  &k,  &v,  &lse,   &deltaIn, &dout,
+                           &dq, &tq, &tk, &d, &scale,   &causal, &layout};
     launch(kernels_[BackwardQuery][v8], stream,
            static_cast<unsigned>((p.tq + kF32Rows - 1) / kF32Rows), heads,
            kF32Threads, queryParams);
   } else {
-    void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,
-                         &dk, &dv, &tq, &tk,  &scale,   &causal};
+    void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,   &dk,
+                         &dv, &tq, &tk, &scale, &causal, &layout};
     launch(kernels_[BackwardKey][v8], stream,
            static_cast<unsigned>((p.tk + kMmaRows - 1) / kMmaRows), heads,
            kMmaThreads, keyParams);
-    void *queryParams[] = {&q,  &k,  &v,  &lse,   &deltaIn, &dout,
-                           &dq, &tq, &tk, &scale, &causal};
+    void *queryParams[] = {&q,  &k,     &v,      &lse,   &deltaIn, &dout,
+                           &dq, &tq, &tk, &scale, &causal, &layout};
     launch(kernels_[BackwardQuery][v8], stream,
            static_cast<unsigned>((p.tq + kMmaRows - 1) / kMmaRows), heads,
            kMmaThreads, queryParams);

@@ -1,7 +1,8 @@
 //===- Attention.cu - FlashAttention-2 kernels of target cuda -------------===//
 //
-// Fused attention on contiguous [heads, T, D] tensors (eff.attention's
-// operands with B1 x B2 flattened): the forward writes o and each query
+// Fused attention on [B1, B2, T, D] tensors with D contiguous and any other
+// strides (AttentionLayout.h: a [B, T, H, D] projection is read as it lies,
+// no transposes): the forward writes o and each query
 // row's log-sum-exp (natural log, f32) with an online softmax over key
 // tiles; the backward recomputes the probabilities from the log-sum-exp and
 // uses D = rowsum(dO * o). Nothing Tq x Tk is ever in memory.
@@ -18,7 +19,9 @@
 // the A fragments of the product with V (FlashAttention-2's register
 // reuse). Tiles are staged in shared memory with rows padded by 16 bytes,
 // which makes both the 32-bit fragment loads and the transposed 16-bit ones
-// conflict-free.
+// conflict-free. The streamed tiles are double-buffered: the next tile is
+// copied with cp.async (global to shared, no registers) while the current
+// one is multiplied, so the loads hide behind the tensor-core work.
 //
 // Determinism: no atomics. The backward runs three kernels: D per row, dK
 // and dV per key tile (queries streamed past it), dQ per query tile (keys
@@ -38,6 +41,8 @@
 #define EFFRT_DYNAMIC_SHARED(name) extern __shared__ uint4 name[]
 #endif
 
+#include "AttentionLayout.h"
+
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
@@ -49,6 +54,13 @@ __device__ __forceinline__ float negInf() {
   return -__int_as_float(0x7f800000);
 }
 __device__ __forceinline__ float posInf() { return __int_as_float(0x7f800000); }
+
+/// The element offset of head `head` (b1 * b2Count + b2) of an operand.
+__device__ __forceinline__ long long headOffset(const EffrtAttnStrides &s,
+                                                const EffrtAttnLayout &L,
+                                                long long head) {
+  return (head / L.b2Count) * s.b1 + (head % L.b2Count) * s.b2;
+}
 
 /// What differs between bf16 and f16: packing two floats and the mma.
 template <typename T> struct Elem;
@@ -115,20 +127,81 @@ __device__ __forceinline__ uint32_t ldPair(const T *p, int stride) {
 /// padding keep rows 16-byte aligned and fragment loads conflict-free.
 template <int D> __host__ __device__ constexpr int rowStride() { return D + 8; }
 
-/// Rows [row0, row0 + ROWS) of a [rows, D] matrix into shared memory,
-/// zeros past `rows` (so masked products stay finite). 16-byte loads: the
-/// host checks the alignment.
+/// Rows [row0, row0 + ROWS) of a [rows, D] matrix whose rows are `stride`
+/// elements apart into shared memory, zeros past `rows` (so masked products
+/// stay finite). 16-byte loads where the host found every row aligned
+/// (`vec16`), else 2-byte ones.
 template <typename T, int D, int ROWS>
 __device__ __forceinline__ void loadTile(T *dst, const T *src, int row0,
-                                         int rows) {
+                                         int rows, long long stride,
+                                         int vec16) {
+  if (vec16) {
+    constexpr int kChunks = D * sizeof(T) / 16;
+    constexpr int kPerChunk = 16 / sizeof(T);
+    for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
+      int r = i / kChunks, c = (i % kChunks) * kPerChunk;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (row0 + r < rows)
+        v = *reinterpret_cast<const uint4 *>(src + (row0 + r) * stride + c);
+      *reinterpret_cast<uint4 *>(dst + r * rowStride<D>() + c) = v;
+    }
+    return;
+  }
+  const uint16_t *from = reinterpret_cast<const uint16_t *>(src);
+  uint16_t *to = reinterpret_cast<uint16_t *>(dst);
+  for (int i = threadIdx.x; i < ROWS * D; i += kThreads) {
+    int r = i / D, c = i % D;
+    to[r * rowStride<D>() + c] =
+        row0 + r < rows ? from[(row0 + r) * stride + c] : uint16_t(0);
+  }
+}
+
+/// 16 bytes from global to shared memory without passing through registers
+/// (cp.async, sm_80+); complete once cpAsyncWait says so.
+__device__ __forceinline__ void cpAsync16(void *dst, const void *src) {
+#ifdef EFFRT_ATTENTION_EMULATION
+  memcpy(dst, src, 16);
+#else
+  unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared),
+               "l"(src));
+#endif
+}
+
+/// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void cpAsyncCommit() {
+#ifndef EFFRT_ATTENTION_EMULATION
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/// Waits until at most N committed groups are still in flight (this
+/// thread's copies; a __syncthreads makes every thread's visible).
+template <int N> __device__ __forceinline__ void cpAsyncWait() {
+#ifndef EFFRT_ATTENTION_EMULATION
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/// loadTile issued asynchronously where rows are 16-byte aligned (rows past
+/// `rows` zeroed by plain stores); otherwise loadTile itself.
+template <typename T, int D, int ROWS>
+__device__ __forceinline__ void loadTileAsync(T *dst, const T *src, int row0,
+                                              int rows, long long stride,
+                                              int vec16) {
+  if (!vec16) {
+    loadTile<T, D, ROWS>(dst, src, row0, rows, stride, 0);
+    return;
+  }
   constexpr int kChunks = D * sizeof(T) / 16;
   constexpr int kPerChunk = 16 / sizeof(T);
   for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
     int r = i / kChunks, c = (i % kChunks) * kPerChunk;
-    uint4 v = make_uint4(0, 0, 0, 0);
+    T *to = dst + r * rowStride<D>() + c;
     if (row0 + r < rows)
-      v = *reinterpret_cast<const uint4 *>(src + (int64_t)(row0 + r) * D + c);
-    *reinterpret_cast<uint4 *>(dst + r * rowStride<D>() + c) = v;
+      cpAsync16(to, src + (row0 + r) * stride + c);
+    else
+      *reinterpret_cast<uint4 *>(to) = make_uint4(0, 0, 0, 0);
   }
 }
 
@@ -223,20 +296,22 @@ __device__ __forceinline__ float quadSum(float x) {
 }
 
 /// Stores the 16 x D accumulators of rows `row` (fragment rows g and
-/// g + 8), times `mul0` / `mul1`, rows at or past `rows` left out.
+/// g + 8; rows `stride` elements apart, even: the host checks), times
+/// `mul0` / `mul1`, rows at or past `rows` left out.
 template <typename T, int D>
-__device__ __forceinline__ void storeRows(T *dst, const float (*acc)[4],
-                                          int row, int rows, float mul0,
-                                          float mul1, int g, int t) {
+__device__ __forceinline__ void storeRows(T *dst, long long stride,
+                                          const float (*acc)[4], int row,
+                                          int rows, float mul0, float mul1,
+                                          int g, int t) {
   int r0 = row + g, r1 = r0 + 8;
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) {
     int col = n * 8 + 2 * t;
     if (r0 < rows)
-      *reinterpret_cast<uint32_t *>(dst + (int64_t)r0 * D + col) =
+      *reinterpret_cast<uint32_t *>(dst + r0 * stride + col) =
           Elem<T>::pack(acc[n][0] * mul0, acc[n][1] * mul0);
     if (r1 < rows)
-      *reinterpret_cast<uint32_t *>(dst + (int64_t)r1 * D + col) =
+      *reinterpret_cast<uint32_t *>(dst + r1 * stride + col) =
           Elem<T>::pack(acc[n][2] * mul1, acc[n][3] * mul1);
   }
 }
@@ -248,24 +323,26 @@ __device__ __forceinline__ void storeRows(T *dst, const float (*acc)[4],
 /// One block: BM query rows of one head (grid x: query tiles, y: heads).
 template <typename T, int D, int BM, int BN>
 __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
-                           int Tq, int Tk, float scale, int causal) {
+                           int Tq, int Tk, float scale, int causal,
+                           const EffrtAttnLayout &L) {
   static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
+  // Q, then two buffers of the K and V tiles (buffer b: K at
+  // KV0 + 2 b BN S, V BN S after it).
   T *Qs = reinterpret_cast<T *>(smem);
-  T *Ks = Qs + BM * S;
-  T *Vs = Ks + BN * S;
+  T *KV0 = Qs + BM * S;
   const int64_t head = blockIdx.y;
   const int q0 = blockIdx.x * BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  q += head * Tq * D;
-  k += head * Tk * D;
-  v += head * Tk * D;
-  o += head * Tq * D;
+  q += headOffset(L.q, L, head);
+  k += headOffset(L.k, L, head);
+  v += headOffset(L.v, L, head);
+  o += headOffset(L.o, L, head);
   lse += head * Tq;
 
-  loadTile<T, D, BM>(Qs, q, q0, Tq);
+  loadTile<T, D, BM>(Qs, q, q0, Tq, L.q.t, L.vec16);
   const float c = scale * kLog2e; // scores in log2 units: exp2f
   const int row = warp * 16;      // the warp's rows in the tile
   const int qi[2] = {q0 + row + g, q0 + row + g + 8};
@@ -276,14 +353,23 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
   float rowMax[2] = {negInf(), negInf()}, rowSum[2] = {0.0f, 0.0f};
 
   const int end = causal ? min(Tk, q0 + BM) : Tk;
-  for (int j0 = 0; j0 < end; j0 += BN) {
-    __syncthreads(); // the previous tiles are read (and Q is stored)
-    loadTile<T, D, BN>(Ks, k, j0, Tk);
-    loadTile<T, D, BN>(Vs, v, j0, Tk);
-    __syncthreads();
+  loadTileAsync<T, D, BN>(KV0, k, 0, Tk, L.k.t, L.vec16);
+  loadTileAsync<T, D, BN>(KV0 + BN * S, v, 0, Tk, L.v.t, L.vec16);
+  cpAsyncCommit();
+  for (int j0 = 0, it = 0; j0 < end; j0 += BN, ++it) {
+    const T *Ks = KV0 + (it & 1) * 2 * BN * S, *Vs = Ks + BN * S;
+    if (j0 + BN < end) { // the next tiles, into the other buffer
+      T *next = KV0 + (~it & 1) * 2 * BN * S;
+      loadTileAsync<T, D, BN>(next, k, j0 + BN, Tk, L.k.t, L.vec16);
+      loadTileAsync<T, D, BN>(next + BN * S, v, j0 + BN, Tk, L.v.t, L.vec16);
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
+    }
+    __syncthreads(); // this tile (and Q) stored by every thread
     // Under causal masking, a tile past the warp's last row adds nothing.
-    if (causal && j0 > q0 + row + 15)
-      continue;
+    if (!(causal && j0 > q0 + row + 15)) {
     float s[BN / 8][4];
     productAbT<T, D, BN>(s, Qs, row, Ks, g, t);
     float tileMax[2] = {rowMax[0], rowMax[1]};
@@ -325,6 +411,8 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
       acc[n][3] *= alpha[1];
     }
     accumulatePB<T, D, BN>(acc, s, Vs, g, t);
+    }
+    __syncthreads(); // every warp is done with this tile before it refills
   }
 
   float inv[2];
@@ -336,7 +424,8 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
     if (t == 0 && qi[r] < Tq)
       lse[qi[r]] = l > 0.0f ? (rowMax[r] + log2f(l)) * kLn2 : negInf();
   }
-  storeRows<T, D>(o + (int64_t)q0 * D, acc, row, Tq - q0, inv[0], inv[1], g, t);
+  storeRows<T, D>(o + q0 * L.o.t, L.o.t, acc, row, Tq - q0, inv[0], inv[1], g,
+                  t);
 }
 
 //===----------------------------------------------------------------------===//
@@ -350,31 +439,33 @@ template <typename T, int D, int BM, int BN>
 __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
                                const float *lse, const float *delta,
                                const T *dout, T *dk, T *dv, int Tq, int Tk,
-                               float scale, int causal) {
+                               float scale, int causal,
+                               const EffrtAttnLayout &L) {
   static_assert(BN == 16 * kWarps, "a warp owns 16 keys");
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
+  // K and V, then two buffers of the Q and dO tiles (buffer b: Q at
+  // QdO0 + 2 b BM S, dO BM S after it), then two of the queries' lse and
+  // delta (buffer b: 2 b BM floats from stats0, lse then delta).
   T *Ks = reinterpret_cast<T *>(smem);
   T *Vs = Ks + BN * S;
-  T *Qs = Vs + BN * S;
-  T *dOs = Qs + BM * S;
-  float *lse2s = reinterpret_cast<float *>(dOs + BM * S);
-  float *deltas = lse2s + BM;
+  T *QdO0 = Vs + BN * S;
+  float *stats0 = reinterpret_cast<float *>(QdO0 + 4 * BM * S);
   const int64_t head = blockIdx.y;
   const int j0 = blockIdx.x * BN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  q += head * Tq * D;
-  k += head * Tk * D;
-  v += head * Tk * D;
-  dout += head * Tq * D;
-  dk += head * Tk * D;
-  dv += head * Tk * D;
+  q += headOffset(L.q, L, head);
+  k += headOffset(L.k, L, head);
+  v += headOffset(L.v, L, head);
+  dout += headOffset(L.dout, L, head);
+  dk += headOffset(L.dk, L, head);
+  dv += headOffset(L.dv, L, head);
   lse += head * Tq;
   delta += head * Tq;
 
-  loadTile<T, D, BN>(Ks, k, j0, Tk);
-  loadTile<T, D, BN>(Vs, v, j0, Tk);
+  loadTile<T, D, BN>(Ks, k, j0, Tk, L.k.t, L.vec16);
+  loadTile<T, D, BN>(Vs, v, j0, Tk, L.v.t, L.vec16);
   const float c = scale * kLog2e;
   const int row = warp * 16;
   const int kj[2] = {j0 + row + g, j0 + row + g + 8};
@@ -387,18 +478,41 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
 
   // Query i sees key j iff j <= i: tiles before j0 see none of these keys.
   const int start = causal ? j0 / BM * BM : 0;
-  for (int i0 = start; i0 < Tq; i0 += BM) {
-    __syncthreads();
-    loadTile<T, D, BM>(Qs, q, i0, Tq);
-    loadTile<T, D, BM>(dOs, dout, i0, Tq);
+  // Each query tile: Q and dO asynchronously, the statistics with plain
+  // stores. The first into buffer 0:
+  if (start < Tq) {
+    loadTileAsync<T, D, BM>(QdO0, q, start, Tq, L.q.t, L.vec16);
+    loadTileAsync<T, D, BM>(QdO0 + BM * S, dout, start, Tq, L.dout.t,
+                            L.vec16);
     for (int i = threadIdx.x; i < BM; i += kThreads) {
-      bool in = i0 + i < Tq;
-      lse2s[i] = in ? lse[i0 + i] * kLog2e : posInf();
-      deltas[i] = in ? delta[i0 + i] : 0.0f;
+      bool in = start + i < Tq;
+      stats0[i] = in ? lse[start + i] * kLog2e : posInf();
+      stats0[BM + i] = in ? delta[start + i] : 0.0f;
     }
-    __syncthreads();
-    if (causal && i0 + BM - 1 < j0 + row)
-      continue; // every query of the tile is before the warp's keys
+  }
+  cpAsyncCommit();
+  for (int i0 = start, it = 0; i0 < Tq; i0 += BM, ++it) {
+    const T *Qs = QdO0 + (it & 1) * 2 * BM * S, *dOs = Qs + BM * S;
+    const float *lse2s = stats0 + (it & 1) * 2 * BM, *deltas = lse2s + BM;
+    if (i0 + BM < Tq) {
+      int next = ~it & 1, n0 = i0 + BM;
+      T *nextQ = QdO0 + next * 2 * BM * S;
+      float *nextStats = stats0 + next * 2 * BM;
+      loadTileAsync<T, D, BM>(nextQ, q, n0, Tq, L.q.t, L.vec16);
+      loadTileAsync<T, D, BM>(nextQ + BM * S, dout, n0, Tq, L.dout.t, L.vec16);
+      for (int i = threadIdx.x; i < BM; i += kThreads) {
+        bool in = n0 + i < Tq;
+        nextStats[i] = in ? lse[n0 + i] * kLog2e : posInf();
+        nextStats[BM + i] = in ? delta[n0 + i] : 0.0f;
+      }
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
+    }
+    __syncthreads(); // this tile (and K, V) stored by every thread
+    // Unless every query of the tile is before the warp's keys.
+    if (!(causal && i0 + BM - 1 < j0 + row)) {
     float p[BM / 8][4], ds[BM / 8][4];
     productAbT<T, D, BM>(p, Ks, row, Qs, g, t);
     productAbT<T, D, BM>(ds, Vs, row, dOs, g, t);
@@ -415,9 +529,13 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
       }
     accumulatePB<T, D, BM>(dV, p, dOs, g, t);
     accumulatePB<T, D, BM>(dK, ds, Qs, g, t);
+    }
+    __syncthreads(); // every warp is done with this tile before it refills
   }
-  storeRows<T, D>(dk + (int64_t)j0 * D, dK, row, Tk - j0, scale, scale, g, t);
-  storeRows<T, D>(dv + (int64_t)j0 * D, dV, row, Tk - j0, 1.0f, 1.0f, g, t);
+  storeRows<T, D>(dk + j0 * L.dk.t, L.dk.t, dK, row, Tk - j0, scale, scale, g,
+                  t);
+  storeRows<T, D>(dv + j0 * L.dv.t, L.dv.t, dV, row, Tk - j0, 1.0f, 1.0f, g,
+                  t);
 }
 
 /// dQ of BM queries (grid x: query tiles, y: heads); key tiles of BN keys
@@ -426,28 +544,29 @@ template <typename T, int D, int BM, int BN>
 __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
                                  const float *lse, const float *delta,
                                  const T *dout, T *dq, int Tq, int Tk,
-                                 float scale, int causal) {
+                                 float scale, int causal,
+                                 const EffrtAttnLayout &L) {
   static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
+  // Q and dO, then two buffers of the K and V tiles (as the forward's).
   T *Qs = reinterpret_cast<T *>(smem);
   T *dOs = Qs + BM * S;
-  T *Ks = dOs + BM * S;
-  T *Vs = Ks + BN * S;
+  T *KV0 = dOs + BM * S;
   const int64_t head = blockIdx.y;
   const int q0 = blockIdx.x * BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  q += head * Tq * D;
-  k += head * Tk * D;
-  v += head * Tk * D;
-  dout += head * Tq * D;
-  dq += head * Tq * D;
+  q += headOffset(L.q, L, head);
+  k += headOffset(L.k, L, head);
+  v += headOffset(L.v, L, head);
+  dout += headOffset(L.dout, L, head);
+  dq += headOffset(L.dq, L, head);
   lse += head * Tq;
   delta += head * Tq;
 
-  loadTile<T, D, BM>(Qs, q, q0, Tq);
-  loadTile<T, D, BM>(dOs, dout, q0, Tq);
+  loadTile<T, D, BM>(Qs, q, q0, Tq, L.q.t, L.vec16);
+  loadTile<T, D, BM>(dOs, dout, q0, Tq, L.dout.t, L.vec16);
   const float c = scale * kLog2e;
   const int row = warp * 16;
   const int qi[2] = {q0 + row + g, q0 + row + g + 8};
@@ -463,13 +582,22 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
     dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
 
   const int end = causal ? min(Tk, q0 + BM) : Tk;
-  for (int j0 = 0; j0 < end; j0 += BN) {
-    __syncthreads();
-    loadTile<T, D, BN>(Ks, k, j0, Tk);
-    loadTile<T, D, BN>(Vs, v, j0, Tk);
-    __syncthreads();
-    if (causal && j0 > q0 + row + 15)
-      continue;
+  loadTileAsync<T, D, BN>(KV0, k, 0, Tk, L.k.t, L.vec16);
+  loadTileAsync<T, D, BN>(KV0 + BN * S, v, 0, Tk, L.v.t, L.vec16);
+  cpAsyncCommit();
+  for (int j0 = 0, it = 0; j0 < end; j0 += BN, ++it) {
+    const T *Ks = KV0 + (it & 1) * 2 * BN * S, *Vs = Ks + BN * S;
+    if (j0 + BN < end) {
+      T *next = KV0 + (~it & 1) * 2 * BN * S;
+      loadTileAsync<T, D, BN>(next, k, j0 + BN, Tk, L.k.t, L.vec16);
+      loadTileAsync<T, D, BN>(next + BN * S, v, j0 + BN, Tk, L.v.t, L.vec16);
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
+    }
+    __syncthreads(); // this tile (and Q, dO) stored by every thread
+    if (!(causal && j0 > q0 + row + 15)) {
     float p[BN / 8][4], ds[BN / 8][4];
     productAbT<T, D, BN>(p, Qs, row, Ks, g, t);
     productAbT<T, D, BN>(ds, dOs, row, Vs, g, t);
@@ -484,8 +612,11 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
         ds[n][e] = pe * (ds[n][e] - dl[r]);
       }
     accumulatePB<T, D, BN>(dQ, ds, Ks, g, t);
+    }
+    __syncthreads(); // every warp is done with this tile before it refills
   }
-  storeRows<T, D>(dq + (int64_t)q0 * D, dQ, row, Tq - q0, scale, scale, g, t);
+  storeRows<T, D>(dq + q0 * L.dq.t, L.dq.t, dQ, row, Tq - q0, scale, scale, g,
+                  t);
 }
 
 //===----------------------------------------------------------------------===//
@@ -508,16 +639,17 @@ __device__ __forceinline__ float warpSum(float x) {
   return x;
 }
 
-/// Rows [row0, row0 + ROWS) of a [rows, D] f32 matrix into shared memory
-/// (stride kF32Stride, zeros past `rows`).
+/// Rows [row0, row0 + ROWS) of a [rows, D] f32 matrix whose rows are
+/// `stride` elements apart into shared memory (stride kF32Stride, zeros
+/// past `rows`).
 template <int ROWS>
 __device__ __forceinline__ void loadTileF32(float *dst, const float *src,
                                             int row0, int rows, int D,
-                                            int threads) {
+                                            long long stride, int threads) {
   for (int i = threadIdx.x; i < ROWS * D; i += threads) {
     int r = i / D, col = i % D;
     dst[r * kF32Stride + col] =
-        row0 + r < rows ? src[(int64_t)(row0 + r) * D + col] : 0.0f;
+        row0 + r < rows ? src[(row0 + r) * stride + col] : 0.0f;
   }
 }
 
@@ -531,27 +663,27 @@ __device__ __forceinline__ float dotF32(const float *a, const float *b, int D) {
 /// grid x: blocks of kF32Rows query rows, y: heads.
 __device__ void forwardF32(const float *q, const float *k, const float *v,
                            float *o, float *lse, int Tq, int Tk, int D,
-                           float scale, int causal) {
+                           float scale, int causal, const EffrtAttnLayout &L) {
   __shared__ float Ks[kF32Tile * kF32Stride], Vs[kF32Tile * kF32Stride];
   __shared__ float Qs[kF32Rows * kF32Stride];
   constexpr int threads = kF32Rows * 32;
   const int64_t head = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int r0 = blockIdx.x * kF32Rows, i = r0 + warp;
-  q += head * Tq * D;
-  k += head * Tk * D;
-  v += head * Tk * D;
-  o += head * Tq * D;
+  q += headOffset(L.q, L, head);
+  k += headOffset(L.k, L, head);
+  v += headOffset(L.v, L, head);
+  o += headOffset(L.o, L, head);
   lse += head * Tq;
-  loadTileF32<kF32Rows>(Qs, q, r0, Tq, D, threads);
+  loadTileF32<kF32Rows>(Qs, q, r0, Tq, D, L.q.t, threads);
   const float *qRow = Qs + warp * kF32Stride;
   float acc[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
   float rowMax = negInf(), rowSum = 0.0f;
   const int end = causal ? min(Tk, r0 + kF32Rows) : Tk;
   for (int j0 = 0; j0 < end; j0 += kF32Tile) {
     __syncthreads();
-    loadTileF32<kF32Tile>(Ks, k, j0, Tk, D, threads);
-    loadTileF32<kF32Tile>(Vs, v, j0, Tk, D, threads);
+    loadTileF32<kF32Tile>(Ks, k, j0, Tk, D, L.k.t, threads);
+    loadTileF32<kF32Tile>(Vs, v, j0, Tk, D, L.v.t, threads);
     __syncthreads();
     if (i >= Tq)
       continue;
@@ -581,7 +713,7 @@ __device__ void forwardF32(const float *q, const float *k, const float *v,
 #pragma unroll
   for (int a = 0; a < kF32MaxD / 32; ++a)
     if (lane + 32 * a < D)
-      o[(int64_t)i * D + lane + 32 * a] = acc[a] * inv;
+      o[i * L.o.t + lane + 32 * a] = acc[a] * inv;
   if (lane == 0)
     lse[i] = rowSum > 0.0f ? rowMax + logf(rowSum) : negInf();
 }
@@ -590,28 +722,29 @@ __device__ void forwardF32(const float *q, const float *k, const float *v,
 __device__ void backwardQueryF32(const float *q, const float *k, const float *v,
                                  const float *lse, const float *delta,
                                  const float *dout, float *dq, int Tq, int Tk,
-                                 int D, float scale, int causal) {
+                                 int D, float scale, int causal,
+                                 const EffrtAttnLayout &L) {
   __shared__ float Ks[kF32Tile * kF32Stride], Vs[kF32Tile * kF32Stride];
   __shared__ float Qs[kF32Rows * kF32Stride], dOs[kF32Rows * kF32Stride];
   constexpr int threads = kF32Rows * 32;
   const int64_t head = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int r0 = blockIdx.x * kF32Rows, i = r0 + warp;
-  q += head * Tq * D;
-  k += head * Tk * D;
-  v += head * Tk * D;
-  dout += head * Tq * D;
-  dq += head * Tq * D;
-  loadTileF32<kF32Rows>(Qs, q, r0, Tq, D, threads);
-  loadTileF32<kF32Rows>(dOs, dout, r0, Tq, D, threads);
+  q += headOffset(L.q, L, head);
+  k += headOffset(L.k, L, head);
+  v += headOffset(L.v, L, head);
+  dout += headOffset(L.dout, L, head);
+  dq += headOffset(L.dq, L, head);
+  loadTileF32<kF32Rows>(Qs, q, r0, Tq, D, L.q.t, threads);
+  loadTileF32<kF32Rows>(dOs, dout, r0, Tq, D, L.dout.t, threads);
   const float l = i < Tq ? lse[head * Tq + i] : 0.0f;
   const float dl = i < Tq ? delta[head * Tq + i] : 0.0f;
   float acc[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int end = causal ? min(Tk, r0 + kF32Rows) : Tk;
   for (int j0 = 0; j0 < end; j0 += kF32Tile) {
     __syncthreads();
-    loadTileF32<kF32Tile>(Ks, k, j0, Tk, D, threads);
-    loadTileF32<kF32Tile>(Vs, v, j0, Tk, D, threads);
+    loadTileF32<kF32Tile>(Ks, k, j0, Tk, D, L.k.t, threads);
+    loadTileF32<kF32Tile>(Vs, v, j0, Tk, D, L.v.t, threads);
     __syncthreads();
     if (i >= Tq)
       continue;
@@ -637,14 +770,15 @@ __device__ void backwardQueryF32(const float *q, const float *k, const float *v,
 #pragma unroll
   for (int a = 0; a < kF32MaxD / 32; ++a)
     if (lane + 32 * a < D)
-      dq[(int64_t)i * D + lane + 32 * a] = acc[a] * scale;
+      dq[i * L.dq.t + lane + 32 * a] = acc[a] * scale;
 }
 
 /// dK and dV: a warp per key row, query tiles streamed past.
 __device__ void backwardKeyF32(const float *q, const float *k, const float *v,
                                const float *lse, const float *delta,
                                const float *dout, float *dk, float *dv, int Tq,
-                               int Tk, int D, float scale, int causal) {
+                               int Tk, int D, float scale, int causal,
+                               const EffrtAttnLayout &L) {
   __shared__ float Qs[kF32Tile * kF32Stride], dOs[kF32Tile * kF32Stride];
   __shared__ float Ks[kF32Rows * kF32Stride], Vs[kF32Rows * kF32Stride];
   __shared__ float lses[kF32Tile], deltas[kF32Tile];
@@ -652,23 +786,23 @@ __device__ void backwardKeyF32(const float *q, const float *k, const float *v,
   const int64_t head = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int r0 = blockIdx.x * kF32Rows, j = r0 + warp;
-  q += head * Tq * D;
-  k += head * Tk * D;
-  v += head * Tk * D;
-  dout += head * Tq * D;
-  dk += head * Tk * D;
-  dv += head * Tk * D;
+  q += headOffset(L.q, L, head);
+  k += headOffset(L.k, L, head);
+  v += headOffset(L.v, L, head);
+  dout += headOffset(L.dout, L, head);
+  dk += headOffset(L.dk, L, head);
+  dv += headOffset(L.dv, L, head);
   lse += head * Tq;
   delta += head * Tq;
-  loadTileF32<kF32Rows>(Ks, k, r0, Tk, D, threads);
-  loadTileF32<kF32Rows>(Vs, v, r0, Tk, D, threads);
+  loadTileF32<kF32Rows>(Ks, k, r0, Tk, D, L.k.t, threads);
+  loadTileF32<kF32Rows>(Vs, v, r0, Tk, D, L.v.t, threads);
   float accK[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
   float accV[kF32MaxD / 32] = {0.0f, 0.0f, 0.0f, 0.0f};
   const int start = causal ? r0 / kF32Tile * kF32Tile : 0;
   for (int i0 = start; i0 < Tq; i0 += kF32Tile) {
     __syncthreads();
-    loadTileF32<kF32Tile>(Qs, q, i0, Tq, D, threads);
-    loadTileF32<kF32Tile>(dOs, dout, i0, Tq, D, threads);
+    loadTileF32<kF32Tile>(Qs, q, i0, Tq, D, L.q.t, threads);
+    loadTileF32<kF32Tile>(dOs, dout, i0, Tq, D, L.dout.t, threads);
     for (int x = threadIdx.x; x < kF32Tile; x += threads) {
       lses[x] = i0 + x < Tq ? lse[i0 + x] : 0.0f;
       deltas[x] = i0 + x < Tq ? delta[i0 + x] : 0.0f;
@@ -701,22 +835,26 @@ __device__ void backwardKeyF32(const float *q, const float *k, const float *v,
 #pragma unroll
   for (int a = 0; a < kF32MaxD / 32; ++a)
     if (lane + 32 * a < D) {
-      dk[(int64_t)j * D + lane + 32 * a] = accK[a] * scale;
-      dv[(int64_t)j * D + lane + 32 * a] = accV[a];
+      dk[j * L.dk.t + lane + 32 * a] = accK[a] * scale;
+      dv[j * L.dv.t + lane + 32 * a] = accV[a];
     }
 }
 
-/// delta[r] = sum_d dout[r, d] * o[r, d] for `rows` rows, a warp per row.
+/// delta[r] = sum_d dout[r, d] * o[r, d] for the `rows` = heads x Tq rows
+/// (row r: query r % Tq of head r / Tq), a warp per row.
 template <typename T>
 __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
-                       int D) {
+                       int D, int Tq, const EffrtAttnLayout &L) {
   int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   int lane = threadIdx.x % 32;
   if (r >= rows)
     return;
+  long long head = r / Tq, i = r % Tq;
+  const T *oRow = o + headOffset(L.o, L, head) + i * L.o.t;
+  const T *dRow = dout + headOffset(L.dout, L, head) + i * L.dout.t;
   float s = 0.0f;
   for (int d = lane; d < D; d += 32)
-    s = fmaf(toFloat(dout[r * D + d]), toFloat(o[r * D + d]), s);
+    s = fmaf(toFloat(dRow[d]), toFloat(oRow[d]), s);
   s = warpSum(s);
   if (lane == 0)
     delta[r] = s;
@@ -733,24 +871,26 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       effrt_attn_fwd_##TY##_d##D(const T *q, const T *k, const T *v, T *o,     \
                                  float *lse, int Tq, int Tk, float scale,      \
-                                 int causal) {                                 \
-    forwardMma<T, D, 64, 64>(q, k, v, o, lse, Tq, Tk, scale, causal);          \
+                                 int causal, EffrtAttnLayout L) {              \
+    forwardMma<T, D, 64, 64>(q, k, v, o, lse, Tq, Tk, scale, causal, L);       \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       effrt_attn_bwd_kv_##TY##_d##D(const T *q, const T *k, const T *v,        \
                                     const float *lse, const float *delta,      \
                                     const T *dout, T *dk, T *dv, int Tq,       \
-                                    int Tk, float scale, int causal) {         \
+                                    int Tk, float scale, int causal,           \
+                                    EffrtAttnLayout L) {                       \
     backwardKeyMma<T, D, BWD_BM, 64>(q, k, v, lse, delta, dout, dk, dv, Tq,    \
-                                     Tk, scale, causal);                       \
+                                     Tk, scale, causal, L);                    \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
       effrt_attn_bwd_q_##TY##_d##D(const T *q, const T *k, const T *v,         \
                                    const float *lse, const float *delta,       \
                                    const T *dout, T *dq, int Tq, int Tk,       \
-                                   float scale, int causal) {                  \
+                                   float scale, int causal,                    \
+                                   EffrtAttnLayout L) {                        \
     backwardQueryMma<T, D, 64, 64>(q, k, v, lse, delta, dout, dq, Tq, Tk,      \
-                                   scale, causal);                             \
+                                   scale, causal, L);                          \
   }
 
 // The key pass of D = 128 streams 32 queries at a time: dK and dV take 128
@@ -763,30 +903,33 @@ EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, 32)
 extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
     effrt_attn_fwd_f32(const float *q, const float *k, const float *v, float *o,
                        float *lse, int Tq, int Tk, int D, float scale,
-                       int causal) {
-  forwardF32(q, k, v, o, lse, Tq, Tk, D, scale, causal);
+                       int causal, EffrtAttnLayout L) {
+  forwardF32(q, k, v, o, lse, Tq, Tk, D, scale, causal, L);
 }
 
 extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
     effrt_attn_bwd_kv_f32(const float *q, const float *k, const float *v,
                           const float *lse, const float *delta,
                           const float *dout, float *dk, float *dv, int Tq,
-                          int Tk, int D, float scale, int causal) {
-  backwardKeyF32(q, k, v, lse, delta, dout, dk, dv, Tq, Tk, D, scale, causal);
+                          int Tk, int D, float scale, int causal,
+                          EffrtAttnLayout L) {
+  backwardKeyF32(q, k, v, lse, delta, dout, dk, dv, Tq, Tk, D, scale, causal,
+                 L);
 }
 
 extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
     effrt_attn_bwd_q_f32(const float *q, const float *k, const float *v,
                          const float *lse, const float *delta,
                          const float *dout, float *dq, int Tq, int Tk, int D,
-                         float scale, int causal) {
-  backwardQueryF32(q, k, v, lse, delta, dout, dq, Tq, Tk, D, scale, causal);
+                         float scale, int causal, EffrtAttnLayout L) {
+  backwardQueryF32(q, k, v, lse, delta, dout, dq, Tq, Tk, D, scale, causal, L);
 }
 
 #define EFFRT_ATTN_ROWDOT(TY, T)                                               \
   extern "C" __global__ void __launch_bounds__(256) effrt_attn_rowdot_##TY(    \
-      const T *o, const T *dout, float *delta, long long rows, int D) {        \
-    rowDot<T>(o, dout, delta, rows, D);                                        \
+      const T *o, const T *dout, float *delta, long long rows, int D, int Tq,  \
+      EffrtAttnLayout L) {                                                     \
+    rowDot<T>(o, dout, delta, rows, D, Tq, L);                                 \
   }
 EFFRT_ATTN_ROWDOT(bf16, __nv_bfloat16)
 EFFRT_ATTN_ROWDOT(f16, __half)

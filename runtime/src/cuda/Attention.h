@@ -11,6 +11,7 @@
 #ifndef EFFRT_SRC_CUDA_ATTENTION_H
 #define EFFRT_SRC_CUDA_ATTENTION_H
 
+#include "AttentionLayout.h"
 #include "CudaApi.h"
 
 #include <cstdint>
@@ -21,24 +22,40 @@ namespace effrt::cuda {
 
 class Driver;
 
-/// One call: `heads` contiguous [T, D] slices of q, k, v, o (and dO, dQ,
-/// dK, dV), lse [heads, Tq] in f32; `type` as effrt_cuda_gemm's (0 f32,
-/// 1 f16, 2 bf16).
+/// One call: `heads` = B1 x B2 [T, D] slices of q, k, v, o (and dO, dQ,
+/// dK, dV) laid out as an EffrtAttnLayout says, lse [heads, Tq] in f32;
+/// `type` as effrt_cuda_gemm's (0 f32, 1 f16, 2 bf16).
 struct AttentionProblem {
-  int64_t heads = 0, tq = 0, tk = 0, d = 0;
+  int64_t heads = 0, b2 = 1, tq = 0, tk = 0, d = 0;
   float scale = 1.0f;
   bool causal = false;
   int32_t type = 0;
+};
+
+/// Every operand of `p` contiguous ([B1, B2, T, D] row-major).
+EffrtAttnLayout contiguousLayout(const AttentionProblem &p);
+
+/// One operand for checkAttention: its address and strides, and whether
+/// the kernels store to it.
+struct AttentionOperand {
+  const void *data;
+  EffrtAttnStrides strides;
+  bool written;
 };
 
 /// Whether this runtime holds the kernels (nvcc was found when it was
 /// built).
 bool attentionKernelsBuilt();
 
-/// Why the kernels cannot run `p` with these operands (all 16-byte aligned
-/// for f16/bf16), or "" when they can.
+/// Why the kernels cannot run `p` with these operands, or "" when they
+/// can: f16/bf16 operands need 4-byte aligned addresses and even strides
+/// (results are stored two elements at a time).
 std::string checkAttention(const AttentionProblem &p,
-                           std::initializer_list<const void *> operands);
+                           std::initializer_list<AttentionOperand> operands);
+
+/// Whether every row of these f16/bf16 operands starts 16-byte aligned
+/// (the kernels then load tiles 16 bytes at a time).
+bool rowsAligned16(std::initializer_list<AttentionOperand> operands);
 
 /// The kernels loaded into one context; unloaded with it.
 class AttentionKernels {
@@ -51,14 +68,17 @@ public:
   AttentionKernels(const AttentionKernels &) = delete;
   AttentionKernels &operator=(const AttentionKernels &) = delete;
 
-  /// o and lse, queued on `stream`. Throws Error for a problem
-  /// checkAttention refuses.
-  void forward(CUstream stream, const AttentionProblem &p, const void *q,
-               const void *k, const void *v, void *o, float *lse) const;
+  /// o and lse, queued on `stream`; the operands laid out as `layout`
+  /// says (its q, k, v, o). Throws Error for a problem checkAttention
+  /// refuses.
+  void forward(CUstream stream, const AttentionProblem &p,
+               EffrtAttnLayout layout, const void *q, const void *k,
+               const void *v, void *o, float *lse) const;
   /// dq, dk, dv, queued on `stream`; `delta` holds heads x Tq floats
   /// (rowsum(dO * o), computed here).
-  void backward(CUstream stream, const AttentionProblem &p, const void *q,
-                const void *k, const void *v, const void *o, const float *lse,
+  void backward(CUstream stream, const AttentionProblem &p,
+                EffrtAttnLayout layout, const void *q, const void *k,
+                const void *v, const void *o, const float *lse,
                 const void *dout, void *dq, void *dk, void *dv,
                 float *delta) const;
 

@@ -91,9 +91,27 @@ effrt_attention_check_fwd(void *stream, const void *q, const void *k,
                           int64_t tq, int64_t tk, int64_t d, float scale,
                           int32_t causal, int32_t type) {
   return guarded([&] {
-    kernelsOfCurrentContext().forward(
-        static_cast<CUstream>(stream),
-        problem(heads, tq, tk, d, scale, causal, type), q, k, v, o, lse);
+    AttentionProblem p = problem(heads, tq, tk, d, scale, causal, type);
+    kernelsOfCurrentContext().forward(static_cast<CUstream>(stream), p,
+                                      contiguousLayout(p), q, k, v, o, lse);
+  });
+}
+
+/// The forward on operands of any layout: `b2` heads per B1, `strides`
+/// the B1, B2 and T element strides of q, k, v and o (12 values).
+__attribute__((visibility("default"))) int effrt_attention_check_fwd_strided(
+    void *stream, const void *q, const void *k, const void *v, void *o,
+    float *lse, int64_t heads, int64_t b2, int64_t tq, int64_t tk, int64_t d,
+    float scale, int32_t causal, int32_t type, const int64_t *strides) {
+  return guarded([&] {
+    AttentionProblem p = problem(heads, tq, tk, d, scale, causal, type);
+    p.b2 = b2;
+    EffrtAttnLayout layout = contiguousLayout(p);
+    EffrtAttnStrides *fields[] = {&layout.q, &layout.k, &layout.v, &layout.o};
+    for (int i = 0; i < 4; ++i)
+      *fields[i] = {strides[3 * i], strides[3 * i + 1], strides[3 * i + 2]};
+    kernelsOfCurrentContext().forward(static_cast<CUstream>(stream), p, layout,
+                                      q, k, v, o, lse);
   });
 }
 
@@ -104,10 +122,32 @@ __attribute__((visibility("default"))) int effrt_attention_check_bwd(
     float *delta, int64_t heads, int64_t tq, int64_t tk, int64_t d, float scale,
     int32_t causal, int32_t type) {
   return guarded([&] {
-    kernelsOfCurrentContext().backward(
-        static_cast<CUstream>(stream),
-        problem(heads, tq, tk, d, scale, causal, type), q, k, v, o, lse, dout,
-        dq, dk, dv, delta);
+    AttentionProblem p = problem(heads, tq, tk, d, scale, causal, type);
+    kernelsOfCurrentContext().backward(static_cast<CUstream>(stream), p,
+                                       contiguousLayout(p), q, k, v, o, lse,
+                                       dout, dq, dk, dv, delta);
+  });
+}
+
+/// The backward on operands of any layout: `strides` the B1, B2 and T
+/// element strides of q, k, v, o, dout, dq, dk and dv (24 values).
+__attribute__((visibility("default"))) int effrt_attention_check_bwd_strided(
+    void *stream, const void *q, const void *k, const void *v, const void *o,
+    const float *lse, const void *dout, void *dq, void *dk, void *dv,
+    float *delta, int64_t heads, int64_t b2, int64_t tq, int64_t tk, int64_t d,
+    float scale, int32_t causal, int32_t type, const int64_t *strides) {
+  return guarded([&] {
+    AttentionProblem p = problem(heads, tq, tk, d, scale, causal, type);
+    p.b2 = b2;
+    EffrtAttnLayout layout = contiguousLayout(p);
+    EffrtAttnStrides *fields[] = {&layout.q,    &layout.k,  &layout.v,
+                                  &layout.o,    &layout.dout, &layout.dq,
+                                  &layout.dk,   &layout.dv};
+    for (int i = 0; i < 8; ++i)
+      *fields[i] = {strides[3 * i], strides[3 * i + 1], strides[3 * i + 2]};
+    kernelsOfCurrentContext().backward(static_cast<CUstream>(stream), p, layout,
+                                       q, k, v, o, lse, dout, dq, dk, dv,
+                                       delta);
   });
 }
 

@@ -52,6 +52,8 @@ void *const effrt_cuda_symbols[] = {
     reinterpret_cast<void *>(&effrt_cuda_gemm_batched),
     reinterpret_cast<void *>(&effrt_cuda_attention_fwd),
     reinterpret_cast<void *>(&effrt_cuda_attention_bwd),
+    reinterpret_cast<void *>(&effrt_cuda_attention_fwd_strided),
+    reinterpret_cast<void *>(&effrt_cuda_attention_bwd_strided),
     reinterpret_cast<void *>(&effrt_cuda_allreduce_sum_f32),
     reinterpret_cast<void *>(&effrt_cuda_reduce_scatter_sum_f32),
     reinterpret_cast<void *>(&effrt_cuda_all_gather_f32),

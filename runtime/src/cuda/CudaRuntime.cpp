@@ -475,6 +475,7 @@ AttentionProblem attentionProblem(int64_t B1, int64_t B2, int64_t Tq,
          " for values is not supported on cuda");
   AttentionProblem p;
   p.heads = B1 * B2;
+  p.b2 = B2 > 0 ? B2 : 1;
   p.tq = Tq;
   p.tk = Tk;
   p.d = D;
@@ -485,6 +486,52 @@ AttentionProblem attentionProblem(int64_t B1, int64_t B2, int64_t Tq,
 }
 } // namespace
 
+extern "C" void effrt_cuda_attention_fwd_strided(
+    const void *q, int64_t qB1, int64_t qB2, int64_t qT, const void *k,
+    int64_t kB1, int64_t kB2, int64_t kT, const void *v, int64_t vB1,
+    int64_t vB2, int64_t vT, void *o, int64_t oB1, int64_t oB2, int64_t oT,
+    float *lse, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D,
+    int64_t Dv, float scale, int32_t causal, int32_t type) {
+  onDevice("effrt_cuda_attention_fwd_strided", [&](ActiveDevice &d) {
+    AttentionProblem p =
+        attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
+    EffrtAttnLayout layout = contiguousLayout(p);
+    layout.q = {qB1, qB2, qT};
+    layout.k = {kB1, kB2, kT};
+    layout.v = {vB1, vB2, vT};
+    layout.o = {oB1, oB2, oT};
+    d.attentionKernels().forward(d.stream(), p, layout, q, k, v, o, lse);
+  });
+}
+
+extern "C" void effrt_cuda_attention_bwd_strided(
+    const void *q, int64_t qB1, int64_t qB2, int64_t qT, const void *k,
+    int64_t kB1, int64_t kB2, int64_t kT, const void *v, int64_t vB1,
+    int64_t vB2, int64_t vT, const void *o, int64_t oB1, int64_t oB2,
+    int64_t oT, const float *lse, const void *dout, int64_t dB1, int64_t dB2,
+    int64_t dT, void *dq, int64_t dqB1, int64_t dqB2, int64_t dqT, void *dk,
+    int64_t dkB1, int64_t dkB2, int64_t dkT, void *dv, int64_t dvB1,
+    int64_t dvB2, int64_t dvT, float *workspace, int64_t B1, int64_t B2,
+    int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale, int32_t causal,
+    int32_t type) {
+  onDevice("effrt_cuda_attention_bwd_strided", [&](ActiveDevice &d) {
+    AttentionProblem p =
+        attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
+    EffrtAttnLayout layout{};
+    layout.q = {qB1, qB2, qT};
+    layout.k = {kB1, kB2, kT};
+    layout.v = {vB1, vB2, vT};
+    layout.o = {oB1, oB2, oT};
+    layout.dout = {dB1, dB2, dT};
+    layout.dq = {dqB1, dqB2, dqT};
+    layout.dk = {dkB1, dkB2, dkT};
+    layout.dv = {dvB1, dvB2, dvT};
+    d.attentionKernels().backward(d.stream(), p, layout, q, k, v, o, lse, dout,
+                                  dq, dk, dv, workspace);
+  });
+}
+
+// The contiguous entry points (code compiled before the strided ones).
 extern "C" void effrt_cuda_attention_fwd(const void *q, const void *k,
                                          const void *v, void *o, float *lse,
                                          int64_t B1, int64_t B2, int64_t Tq,
@@ -494,7 +541,8 @@ extern "C" void effrt_cuda_attention_fwd(const void *q, const void *k,
   onDevice("effrt_cuda_attention_fwd", [&](ActiveDevice &d) {
     AttentionProblem p =
         attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
-    d.attentionKernels().forward(d.stream(), p, q, k, v, o, lse);
+    d.attentionKernels().forward(d.stream(), p, contiguousLayout(p), q, k, v,
+                                 o, lse);
   });
 }
 
@@ -506,8 +554,8 @@ extern "C" void effrt_cuda_attention_bwd(
   onDevice("effrt_cuda_attention_bwd", [&](ActiveDevice &d) {
     AttentionProblem p =
         attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type);
-    d.attentionKernels().backward(d.stream(), p, q, k, v, o, lse, dout, dq, dk,
-                                  dv, workspace);
+    d.attentionKernels().backward(d.stream(), p, contiguousLayout(p), q, k, v,
+                                  o, lse, dout, dq, dk, dv, workspace);
   });
 }
 

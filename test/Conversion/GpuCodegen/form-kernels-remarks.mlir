@@ -99,20 +99,75 @@ func.func @long_rows(%x: memref<8x4097xf32>, %s: memref<8xf32>) attributes {eff.
 // -----
 
 // A scatter-add with repeated rows: the row picked by the index is
-// partitioned over threads (owner computes), the remark says how.
+// partitioned over blocks (owner computes), each block compacting its hits;
+// the remark says how.
 
 // CHECK-LABEL: func.func @scatter_partitioned
-// CHECK: scf.if
-// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+// CHECK: gpu.barrier
+// CHECK: } {eff.kernel = "compacted-scatter"}
 func.func @scatter_partitioned(%idx: memref<32xi64>, %dy: memref<32x64xf32>, %table: memref<100x64xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
-  // expected-remark @below {{loop nest: 1 of 2 loops spread over threads, the written rows split over 100 partitions of 1 row (each row's owner applies its updates in order)}}
+  // expected-remark @below {{loop nest: 1 of 2 loops spread over threads, the written rows split over 100 partitions (row mod 100), one block each: 256 threads compact the hits of 256 serial iterations at a time (compacted scatter; each row's owner applies its updates in order)}}
   scf.for %t = %c0 to %c32 step %c1 {
     scf.for %f = %c0 to %c64 step %c1 {
       %i = memref.load %idx[%t] : memref<32xi64>
+      %row = arith.index_cast %i : i64 to index
+      %old = memref.load %table[%row, %f] : memref<100x64xf32>
+      %d = memref.load %dy[%t, %f] : memref<32x64xf32>
+      %new = arith.addf %old, %d : f32
+      memref.store %new, %table[%row, %f] : memref<100x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// The same with a token count known only at run time: partitioned over
+// threads, each scanning every token (compacting needs static loops).
+
+// CHECK-LABEL: func.func @scatter_dynamic_not_compacted
+// CHECK: scf.if
+// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+func.func @scatter_dynamic_not_compacted(%idx: memref<?xi64>, %dy: memref<?x64xf32>, %table: memref<100x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %idx, %c0 : memref<?xi64>
+  // expected-remark @below {{loop nest: 1 of 2 loops spread over threads, the written rows split over 100 partitions of 1 row (each row's owner applies its updates in order; not compacted: a loop of the nest has bounds that are not constants)}}
+  scf.for %t = %c0 to %n step %c1 {
+    scf.for %f = %c0 to %c64 step %c1 {
+      %i = memref.load %idx[%t] : memref<?xi64>
+      %row = arith.index_cast %i : i64 to index
+      %old = memref.load %table[%row, %f] : memref<100x64xf32>
+      %d = memref.load %dy[%t, %f] : memref<?x64xf32>
+      %new = arith.addf %old, %d : f32
+      memref.store %new, %table[%row, %f] : memref<100x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A scatter whose row depends on the spread loop (one index per element,
+// ScatterElements' shape): a block cannot own the rows of a whole chunk of
+// iterations, so threads own them.
+
+// CHECK-LABEL: func.func @scatter_elements_not_compacted
+// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+func.func @scatter_elements_not_compacted(%idx: memref<32x64xi64>, %dy: memref<32x64xf32>, %table: memref<100x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  // expected-remark @below {{loop nest: 1 of 2 loops spread over threads, the written rows split over 100 partitions of 1 row (each row's owner applies its updates in order; not compacted: the row depends on a loop spread over threads)}}
+  scf.for %t = %c0 to %c32 step %c1 {
+    scf.for %f = %c0 to %c64 step %c1 {
+      %i = memref.load %idx[%t, %f] : memref<32x64xi64>
       %row = arith.index_cast %i : i64 to index
       %old = memref.load %table[%row, %f] : memref<100x64xf32>
       %d = memref.load %dy[%t, %f] : memref<32x64xf32>

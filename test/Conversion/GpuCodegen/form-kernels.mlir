@@ -581,29 +581,50 @@ func.func @accumulation_loop(%in: memref<64xf32>, %acc: memref<16xf32>) attribut
 // -----
 
 // An embedding gradient's scatter-add: tokens may repeat, so the token loops
-// run in order inside each thread; the feature loop indexes every access of
-// the written table, so its iterations are spread over threads. The row the
-// data picks is partitioned too (owner computes): 256 x 64 threads, thread
-// (k, f) updates row k only, in token order. k is the slowest thread
-// coordinate (a warp shares it); the row is computed before the guard, the
-// table and the gradient are only read by the row's owner.
+// stay serial; the feature loop indexes every access of the written table,
+// so its iterations are spread over threads. The rows the data picks are
+// partitioned over blocks (row mod 256: one row per block), each block
+// compacting its hits (compacted scatter): thread i computes the row of
+// token chunk + i only and ORs its bit into a workgroup mask when the block
+// owns it (and the word's bit into a summary word); after a barrier each
+// thread owning a feature takes the set bits in ascending order (lowest set
+// bit first, the summary picking the nonzero words), four at a time: the
+// four hits' gradient loads first, then their read-modify-writes in
+// order, a hit at the element the previous one stored taking that value.
 
 // CHECK-LABEL: func.func @embedding_scatter
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c64{{.*}}) threads({{.*}}) in (%{{.*}} = %c256
-// CHECK:   scf.for %[[P:.*]] = %{{.*}} to %c16384 step
-// CHECK:     %[[F:.*]] = arith.remui %[[P]], %c64
-// CHECK:     %[[K:.*]] = arith.divui %[[P]], %c64
-// CHECK:     scf.for %[[B:.*]] = %c0 to %c8 step %c1
-// CHECK:       scf.for %[[T:.*]] = %c0 to %c32 step %c1
-// CHECK:         %[[I:.*]] = memref.load %{{.*}}[%[[B]], %[[T]]] : memref<8x32xi64>
-// CHECK:         %[[ROW:.*]] = arith.index_cast %[[I]]
-// CHECK:         %[[OFF:.*]] = arith.subi %[[ROW]], %[[K]]
-// CHECK:         %[[OWN:.*]] = arith.cmpi ult, %[[OFF]], %{{.*}}
-// CHECK:         scf.if %[[OWN]] {
-// CHECK:           memref.load %{{.*}}[%[[ROW]], %[[F]]] : memref<256x64xf32>
-// CHECK:           memref.load %{{.*}}[%[[B]], %[[T]], %[[F]]] : memref<8x32x64xf32>
-// CHECK:           memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[F]]] : memref<256x64xf32>
-// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c256{{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{.*}}) {{.*}}workgroup(%[[MASK:.*]] : memref<27xi32, #gpu.address_space<workgroup>>)
+// CHECK:   scf.for %[[PART:.*]] = %{{.*}} to %c256{{.*}} step
+// CHECK:     gpu.barrier
+// CHECK:     memref.store %c0_i32, %[[MASK]]
+// CHECK:     gpu.barrier
+// CHECK:     scf.for %[[C:.*]] = %{{.*}} to %c1{{.*}} step
+// CHECK:       %[[CS:.*]] = arith.muli %[[C]], %c256
+// CHECK:       %[[S:.*]] = arith.addi %[[CS]], %[[TID]]
+// CHECK:       %[[T:.*]] = arith.remui %[[S]], %c32
+// CHECK:       %[[B:.*]] = arith.divui %[[S]], %c32
+// CHECK:       %[[I:.*]] = memref.load %{{.*}}[%[[B]], %[[T]]] : memref<8x32xi64>
+// CHECK:       %[[ROW:.*]] = arith.index_cast %[[I]]
+// CHECK:       %[[OWN:.*]] = arith.cmpi eq, %[[ROW]], %[[PART]]
+// CHECK:       scf.if %[[OWN]] {
+// CHECK:         memref.atomic_rmw ori %{{.*}}, %[[MASK]]
+// CHECK:         memref.atomic_rmw ori %{{.*}}, %[[MASK]]
+// CHECK:       gpu.barrier
+// CHECK:       %[[WORKER:.*]] = arith.cmpi ult, %[[TID]], %c64
+// CHECK:       scf.if %[[WORKER]] {
+// CHECK:         %[[SUMMARY:.*]] = memref.load %[[MASK]]
+// CHECK:         scf.while (%{{.*}} = %[[SUMMARY]], {{.*}}) : (i32, i32, index, i1, index, index, f32)
+// CHECK:           scf.if %{{.*}} -> (i32, i32, index) {
+// CHECK:             memref.load %[[MASK]]
+// The four hits' gradient loads, then their updates in order.
+// CHECK-COUNT-4:   memref.load %{{.*}}[%{{.*}}, %{{.*}}, %[[TID]]] : memref<8x32x64xf32>
+// CHECK-NOT:       memref.store
+// CHECK:           scf.if %{{.*}} -> (f32) {
+// CHECK:           } else {
+// CHECK:             memref.load %{{.*}}[%{{.*}}, %[[TID]]] : memref<256x64xf32>
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[TID]]] : memref<256x64xf32>
+// CHECK:           scf.if %{{.*}} -> (i1, index, index, f32) {
+// CHECK: } {eff.kernel = "compacted-scatter"}
 func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %table: memref<256x64xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -628,20 +649,23 @@ func.func @embedding_scatter(%idx: memref<8x32xi64>, %dy: memref<8x32x64xf32>, %
 // -----
 
 // GPT-2's token embedding gradient (50257 x 768, 4 x 1024 tokens, indices
-// normalized for negatives): 171 partitions of 294 rows, 171 x 768 threads
-// (about 2^17; 24 whole warps per partition), one wave of 513 blocks.
+// normalized for negatives): 512 partitions (row mod 512, rows out of the
+// table owned by none), one block of 768 threads each (one feature per
+// thread), scanning the 4096 tokens 768 at a time (6 chunks, the last
+// partial), with a three-buffer mask of 25 words each (a summary word, then
+// one bit per thread).
 
 // CHECK-LABEL: func.func @embedding_scatter_gpt2
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c513{{.*}}) threads({{.*}}) in (%{{.*}} = %c256
-// CHECK:   scf.for %[[P:.*]] = %{{.*}} to %c131328 step
-// CHECK:     %[[K:.*]] = arith.divui %[[P]], %c768
-// CHECK:     %[[FIRST:.*]] = arith.muli %[[K]], %c294
-// CHECK:     scf.for
-// CHECK:       scf.for
-// CHECK:         %[[ROW:.*]] = arith.select
-// CHECK:         %[[OFF:.*]] = arith.subi %[[ROW]], %[[FIRST]]
-// CHECK:         arith.cmpi ult, %[[OFF]], %c294
-// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512{{.*}}) threads({{.*}}) in (%{{.*}} = %c768{{.*}}) {{.*}}workgroup(%{{.*}} : memref<75xi32, #gpu.address_space<workgroup>>)
+// CHECK:   scf.for %[[PART:.*]] = %{{.*}} to %c512{{.*}} step
+// CHECK:     scf.for %{{.*}} = %{{.*}} to %c6{{.*}} step
+// CHECK:       arith.cmpi ult, %{{.*}}, %c4096
+// CHECK:       %[[ROW:.*]] = arith.select
+// CHECK:       %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %c50257
+// CHECK:       %[[MOD:.*]] = arith.remui %[[ROW]], %c512
+// CHECK:       %[[MINE:.*]] = arith.cmpi eq, %[[MOD]], %[[PART]]
+// CHECK:       arith.andi %[[IN]], %[[MINE]]
+// CHECK: } {eff.kernel = "compacted-scatter"}
 func.func @embedding_scatter_gpt2(%idx: memref<4x1024xi64>, %dy: memref<4x1024x768xf32>, %table: memref<50257x768xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -670,18 +694,19 @@ func.func @embedding_scatter_gpt2(%idx: memref<4x1024xi64>, %dy: memref<4x1024x7
 // -----
 
 // A scatter along a middle axis (Gather axis=1's gradient): both outer
-// feature loops are spread, the rows picked by the index are partitioned.
+// feature loops are spread (160 points), the rows picked by the index are
+// partitioned over blocks (32 rows: one each).
 
 // CHECK-LABEL: func.func @scatter_axis1
-// CHECK: gpu.launch
-// CHECK:   scf.for %[[P:.*]] = %{{.*}} to %c5120 step
-// CHECK:     arith.remui %[[P]], %c16
-// CHECK:     arith.divui %{{.*}}, %c10
-// CHECK:     scf.for
-// CHECK-NOT:   scf.for
-// CHECK:       scf.if
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c32{{.*}}) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in
+// CHECK:   scf.for %[[PART:.*]] =
+// CHECK:     arith.cmpi eq, %{{.*}}, %[[PART]]
+// CHECK:     arith.cmpi ult, %[[TID]], %c160
+// CHECK:       scf.while
+// CHECK:         arith.remui %[[TID]], %c16
+// CHECK:         arith.divui %[[TID]], %c16
 // CHECK:         memref.store
-// CHECK: } {eff.kernel = "partitioned-loop-nest"}
+// CHECK: } {eff.kernel = "compacted-scatter"}
 func.func @scatter_axis1(%idx: memref<12xi32>, %dy: memref<10x12x16xf32>, %table: memref<10x32x16xf32>) attributes {eff.arena_arg = 0 : i64} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -77,8 +77,8 @@ struct TestEmulateGpuLaunchesPass
     return "Run 1-D gpu.launch bodies as host loops over blocks and threads";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect,
-                    scf::SCFDialect>();
+    registry
+        .insert<arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect>();
   }
 
   void runOnOperation() override {
@@ -95,6 +95,10 @@ struct TestEmulateGpuLaunchesPass
     Block &body = launch.getBody().front();
     if (!llvm::hasSingleElement(launch.getBody()))
       return launch.emitOpError("emulation needs a single-block body");
+    if (launch.getBody()
+            .walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      return emulateWithBarriers(launch);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     IRMapping base;
@@ -297,6 +301,170 @@ struct TestEmulateGpuLaunchesPass
     launch.erase();
     return success();
   }
+
+  /// A body with gpu.barrier ops, at its top level or in scf.for loops
+  /// whose bounds every thread of the block agrees on: the code between
+  /// barriers runs for each thread in turn (a host loop over the threads),
+  /// the loops that hold barriers run once per block around them, and pure
+  /// ops of block-uniform values (block ids, sizes, those loops' induction
+  /// variables) run once per block. Threads exchange values only through
+  /// memory: workgroup attributions become host buffers, filled with ones
+  /// when each block starts (shared memory starts undefined). A thread's
+  /// value used across a barrier is an error.
+  LogicalResult emulateWithBarriers(gpu::LaunchOp launch) {
+    Location loc = launch.getLoc();
+    OpBuilder b(launch);
+    Block &body = launch.getBody().front();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    gpu::KernelDim3 blocks = launch.getBlockIds(),
+                    threads = launch.getThreadIds(),
+                    gridSize = launch.getGridSize(),
+                    blockSize = launch.getBlockSize();
+    IRMapping mapping;
+    mapping.map(blocks.y, zero);
+    mapping.map(blocks.z, zero);
+    mapping.map(threads.y, zero);
+    mapping.map(threads.z, zero);
+    mapping.map(gridSize.x, launch.getGridSizeX());
+    mapping.map(gridSize.y, launch.getGridSizeY());
+    mapping.map(gridSize.z, launch.getGridSizeZ());
+    mapping.map(blockSize.x, launch.getBlockSizeX());
+    mapping.map(blockSize.y, launch.getBlockSizeY());
+    mapping.map(blockSize.z, launch.getBlockSizeZ());
+    uniform.clear();
+    for (Value v : {blocks.x, blocks.y, blocks.z, gridSize.x, gridSize.y,
+                    gridSize.z, blockSize.x, blockSize.y, blockSize.z})
+      uniform.insert(v);
+    SmallVector<Value> buffers;
+    for (BlockArgument attribution : launch.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(attribution.getType());
+      if (!type.hasStaticShape() || type.getRank() != 1 ||
+          !type.getElementType().isSignlessInteger())
+        return launch.emitOpError(
+            "emulation needs 1-D static integer workgroup buffers");
+      Value buffer = memref::AllocOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+      buffers.push_back(buffer);
+      mapping.map(attribution, buffer);
+      uniform.insert(attribution);
+    }
+    auto blockLoop =
+        scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(blockLoop.getBody());
+      mapping.map(blocks.x, blockLoop.getInductionVar());
+      for (Value buffer : buffers) {
+        auto type = cast<MemRefType>(buffer.getType());
+        Value ones = arith::ConstantOp::create(
+            b, loc, b.getIntegerAttr(type.getElementType(), -1));
+        scf::ForOp::create(
+            b, loc, zero,
+            arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)), one, {},
+            [&](OpBuilder &nb, Location nloc, Value i, ValueRange) {
+              memref::StoreOp::create(nb, nloc, ones, buffer, i);
+              scf::YieldOp::create(nb, nloc);
+            });
+      }
+      SmallVector<Operation *> ops;
+      for (Operation &op : body.without_terminator())
+        ops.push_back(&op);
+      if (failed(emitPhases(b, launch, ops, mapping)))
+        return failure();
+    }
+    for (Value buffer : buffers)
+      memref::DeallocOp::create(b, loc, buffer);
+    launch.erase();
+    return success();
+  }
+
+  static bool holdsBarrier(Operation *op) {
+    return op->walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
+        .wasInterrupted();
+  }
+
+  bool isUniform(gpu::LaunchOp launch, Value v) {
+    return uniform.contains(v) ||
+           !launch->isAncestor(v.getParentRegion()->getParentOp());
+  }
+
+  /// Emits `ops` (one block's ops, in order) at `b`, per the scheme of
+  /// emulateWithBarriers.
+  LogicalResult emitPhases(OpBuilder &b, gpu::LaunchOp launch,
+                           ArrayRef<Operation *> ops, IRMapping &mapping) {
+    SmallVector<Operation *> phase;
+    auto flush = [&]() -> LogicalResult {
+      if (phase.empty())
+        return success();
+      DenseSet<Operation *> inPhase(phase.begin(), phase.end());
+      for (Operation *op : phase)
+        for (Operation *user : op->getUsers()) {
+          Operation *top = op->getBlock()->findAncestorOpInBlock(*user);
+          if (!top || !inPhase.contains(top))
+            return op->emitOpError(
+                "emulation: a thread's value is used across a barrier");
+        }
+      Location loc = launch.getLoc();
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      scf::ForOp::create(
+          b, loc, zero, launch.getBlockSizeX(), one, {},
+          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
+            IRMapping threadMapping = mapping;
+            threadMapping.map(launch.getThreadIds().x, tx);
+            for (Operation *op : phase)
+              nb.clone(*op, threadMapping);
+            scf::YieldOp::create(nb, nloc);
+          });
+      phase.clear();
+      return success();
+    };
+    for (Operation *op : ops) {
+      if (isa<gpu::BarrierOp>(op)) {
+        if (failed(flush()))
+          return failure();
+        continue;
+      }
+      if (holdsBarrier(op)) {
+        if (failed(flush()))
+          return failure();
+        auto loop = dyn_cast<scf::ForOp>(op);
+        if (!loop || !loop.getInitArgs().empty() ||
+            !llvm::all_of(loop->getOperands(),
+                          [&](Value v) { return isUniform(launch, v); }))
+          return op->emitOpError("emulation needs barriers at the top level "
+                                 "or in scf.for loops with uniform bounds");
+        auto copy = scf::ForOp::create(
+            b, loop.getLoc(), mapping.lookupOrDefault(loop.getLowerBound()),
+            mapping.lookupOrDefault(loop.getUpperBound()),
+            mapping.lookupOrDefault(loop.getStep()));
+        mapping.map(loop.getInductionVar(), copy.getInductionVar());
+        uniform.insert(loop.getInductionVar());
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(copy.getBody()->getTerminator());
+        SmallVector<Operation *> inner;
+        for (Operation &nested : loop.getBody()->without_terminator())
+          inner.push_back(&nested);
+        if (failed(emitPhases(b, launch, inner, mapping)))
+          return failure();
+        continue;
+      }
+      if (op->getNumRegions() == 0 && isMemoryEffectFree(op) &&
+          llvm::all_of(op->getOperands(),
+                       [&](Value v) { return isUniform(launch, v); })) {
+        b.clone(*op, mapping);
+        for (Value result : op->getResults())
+          uniform.insert(result);
+        continue;
+      }
+      phase.push_back(op);
+    }
+    return flush();
+  }
+
+  /// Values every thread of a block agrees on (see emulateWithBarriers).
+  DenseSet<Value> uniform;
 };
 
 } // namespace

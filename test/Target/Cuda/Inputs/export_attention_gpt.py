@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Exports a one-layer GPT with causal attention of head size 64 and no
-dropout (what effc --cuda-fused-attention fuses) to ONNX, as
+dropout (what effc --target cuda fuses) to ONNX, as
 examples/export_examples.py exports its GPT (training mode, opset 17).
 
     export_attention_gpt.py OUT.onnx [HEADS]
