@@ -533,8 +533,7 @@ struct EffGpuFormKernelsPass
         while (op->getNextNode() != epilogue)
           op->getNextNode()->moveBefore(op);
       std::string epilogueRemark =
-          epilogue ? "; the elementwise op after it runs in its epilogue"
-                   : "";
+          epilogue ? "; the elementwise op after it runs in its epilogue" : "";
       if (succeeded(combiners) && rowReduction &&
           isShortRowReduction(op, sizes, parallelDims, reductionDims)) {
         int64_t rowsPerBlock = 0;
@@ -827,8 +826,8 @@ struct EffGpuFormKernelsPass
                                           indexConstant(b, loc, 0));
     auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
     b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    SmallVector<Value> stored = storeCombined(b, op, ivs, combiners, totals,
-                                              foldedInitials.lookup(op));
+    SmallVector<Value> stored =
+        storeCombined(b, op, ivs, combiners, totals, foldedInitials.lookup(op));
     if (epilogue)
       emitEpilogue(b, op, epilogue, ivs, parallelDims, stored);
     return launch;
@@ -965,8 +964,8 @@ struct EffGpuFormKernelsPass
       Type element = type.getElementType();
       if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
         return 1;
-      widestBytes = std::max<int64_t>(widestBytes,
-                                      element.getIntOrFloatBitWidth() / 8);
+      widestBytes =
+          std::max<int64_t>(widestBytes, element.getIntOrFloatBitWidth() / 8);
       varying.push_back(type);
     }
     if (widestBytes == 0)
@@ -986,12 +985,12 @@ struct EffGpuFormKernelsPass
   /// payload once per element in order from the accumulators `carried`,
   /// yielded.
   static void emitVectorReductionStep(OpBuilder &b, Location loc,
-                                      linalg::GenericOp op,
-                                      ArrayRef<Value> ivs, unsigned r,
-                                      int64_t width, Value v,
+                                      linalg::GenericOp op, ArrayRef<Value> ivs,
+                                      unsigned r, int64_t width, Value v,
                                       ValueRange carried) {
     SmallVector<Value> pointIvs(ivs);
-    Value first = arith::MulIOp::create(b, loc, v, indexConstant(b, loc, width));
+    Value first =
+        arith::MulIOp::create(b, loc, v, indexConstant(b, loc, width));
     pointIvs[r] = first;
     DenseMap<unsigned, Value> vectors, scalars;
     for (OpOperand *input : op.getDpsInputOperands()) {
@@ -1092,10 +1091,10 @@ struct EffGpuFormKernelsPass
     // allows (16-byte loads), else one element.
     int64_t width = warpVectorWidth(op, sizes, reductionDims, vectorBytes);
     if (width > 1) {
-      Value vectors = indexConstant(
-          b, loc, *getConstantIntValue(count) / width);
-      end = inRange ? Value(arith::SelectOp::create(
-                          b, loc, inRange, vectors, indexConstant(b, loc, 0)))
+      Value vectors =
+          indexConstant(b, loc, *getConstantIntValue(count) / width);
+      end = inRange ? Value(arith::SelectOp::create(b, loc, inRange, vectors,
+                                                    indexConstant(b, loc, 0)))
                     : vectors;
     }
     auto partial = scf::ForOp::create(
@@ -1105,8 +1104,8 @@ struct EffGpuFormKernelsPass
             emitVectorReductionStep(nb, nloc, op, ivs, reductionDims.front(),
                                     width, r, carried);
           else
-            emitReductionStep(nb, nloc, op, ivs, reductionDims,
-                              reductionSizes, r, carried);
+            emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
+                              r, carried);
         });
     SmallVector<Value> totals;
     for (unsigned k = 0, e = combiners.size(); k < e; ++k)
@@ -1121,8 +1120,8 @@ struct EffGpuFormKernelsPass
       isStorer = arith::AndIOp::create(b, loc, isStorer, inRange);
     auto ifStorer = scf::IfOp::create(b, loc, isStorer, /*withElse=*/false);
     b.setInsertionPointToStart(&ifStorer.getThenRegion().front());
-    SmallVector<Value> stored = storeCombined(b, op, ivs, combiners, totals,
-                                              foldedInitials.lookup(op));
+    SmallVector<Value> stored =
+        storeCombined(b, op, ivs, combiners, totals, foldedInitials.lookup(op));
     if (epilogue)
       emitEpilogue(b, op, epilogue, ivs, parallelDims, stored);
     return launch;

@@ -192,8 +192,7 @@ static ByteRange byteRangeOf(Value value) {
     if (!def)
       break;
     if (auto view = dyn_cast<memref::ViewOp>(def)) {
-      std::optional<int64_t> shift =
-          getConstantIntValue(view.getByteShift());
+      std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
       if (!shift)
         return {range.root, 0, std::nullopt};
       range.begin += *shift;
@@ -204,8 +203,8 @@ static ByteRange byteRangeOf(Value value) {
             def)) {
       // Same elements, same bytes (identity layouts only).
       auto sourceType = dyn_cast<MemRefType>(def->getOperand(0).getType());
-      if (!sourceType || !sourceType.getLayout().isIdentity() ||
-          !type || !type.getLayout().isIdentity())
+      if (!sourceType || !sourceType.getLayout().isIdentity() || !type ||
+          !type.getLayout().isIdentity())
         return {def->getOperand(0), 0, std::nullopt};
       range.root = def->getOperand(0);
       continue;

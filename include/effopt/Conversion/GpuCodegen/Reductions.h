@@ -80,10 +80,9 @@ bool mayOverlap(mlir::Value a, mlir::Value b);
 /// read those) and overlap an output of the reduction only when they are
 /// the same memory written at the same point (in place). `sizes` are the
 /// reduction's loop sizes. Null when there is none.
-mlir::linalg::GenericOp
-matchEpilogue(mlir::linalg::GenericOp reduction,
-              llvm::ArrayRef<mlir::Value> sizes,
-              llvm::ArrayRef<unsigned> parallelDims);
+mlir::linalg::GenericOp matchEpilogue(mlir::linalg::GenericOp reduction,
+                                      llvm::ArrayRef<mlir::Value> sizes,
+                                      llvm::ArrayRef<unsigned> parallelDims);
 
 } // namespace effopt
 
