@@ -613,7 +613,9 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
       payload's combine op and lane 0 folds in the initial value and
       stores. Other rows take one block per output element (fewer threads
       for short rows, 1024 for a single output), threads stride over the
-      linearised reduction space from the combiner's identity, then
+      linearised reduction space from the combiner's identity (16 bytes of
+      contiguous, aligned neighbours at a time where the layout allows, as
+      the warps), then
       `gpu.all_reduce` (warp shuffles and workgroup memory) combines them
       and thread 0 folds in the initial value. Both combine in a tree fixed
       by the shapes (the same bits on every run). Each output's combiner (`addf`, `mulf`, `maximumf`,
@@ -681,6 +683,8 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Elementwise kernels whose threads take 16 bytes at a time">,
     Statistic<"numBlockReductions", "block-reductions",
               "Reductions combined across a block">,
+    Statistic<"numVectorizedBlockReductions", "vectorized-block-reductions",
+              "Block reductions whose threads take 16 bytes of a row at a time">,
     Statistic<"numWarpReductions", "warp-reductions",
               "Short-row reductions combined within a warp, several rows a block">,
     Statistic<"numFoldedFills", "folded-fills",

@@ -10,7 +10,7 @@
 // sums (64-bit and narrow shuffles), an i1 "any", initial values other
 // than the identity; fills folded into the reductions after them, and
 // elementwise ops run in a reduction's epilogue (in place, from two
-// outputs, after a block reduction).
+// outputs, after a block reduction, whose threads load 4 floats at a time).
 
 // RUN: effopt-opt %s --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --convert-math-to-llvm --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.cpu

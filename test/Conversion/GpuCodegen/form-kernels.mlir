@@ -179,14 +179,15 @@ func.func @partial_block_bf16(%x: memref<20x100xbf16>, %s: memref<20xbf16>) attr
 
 // Rows longer than 4096 elements keep one block per row (blockSize
 // threads) striding from the identity, combined by gpu.all_reduce; thread
-// 0 folds in the initial value with the payload's own combiner.
+// 0 folds in the initial value with the payload's own combiner. 5001
+// elements: no whole vectors, one element per thread and step.
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func.func @long_row_max
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%[[SX:.*]] = %c256
 // CHECK:   %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
-// CHECK:   %[[PARTIAL:.*]] = scf.for %[[R:.*]] = %[[TX]] to %c5000{{.*}} step %[[SX]] iter_args(%[[ACC:.*]] = %[[NEG_INF]]) -> (f32)
+// CHECK:   %[[PARTIAL:.*]] = scf.for %[[R:.*]] = %[[TX]] to %c5001{{.*}} step %[[SX]] iter_args(%[[ACC:.*]] = %[[NEG_INF]]) -> (f32)
 // CHECK:     %[[X:.*]] = memref.load %{{.*}}[%[[BX]], %[[R]]]
 // CHECK:     %[[M:.*]] = arith.maximumf %[[X]], %[[ACC]]
 // CHECK:     scf.yield %[[M]]
@@ -196,12 +197,36 @@ func.func @partial_block_bf16(%x: memref<20x100xbf16>, %s: memref<20xbf16>) attr
 // CHECK:     %[[RES:.*]] = arith.maximumf %[[TOTAL]], %[[INIT]]
 // CHECK:     memref.store %[[RES]], %{{.*}}[%[[BX]]]
 // CHECK: } {eff.kernel = "block-reduction"}
-func.func @long_row_max(%x: memref<4x5000xf32>, %m: memref<4xf32>) attributes {eff.arena_arg = 0 : i64} {
+func.func @long_row_max(%x: memref<4x5001xf32>, %m: memref<4xf32>) attributes {eff.arena_arg = 0 : i64} {
   linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
-      ins(%x : memref<4x5000xf32>) outs(%m : memref<4xf32>) {
+      ins(%x : memref<4x5001xf32>) outs(%m : memref<4xf32>) {
   ^bb0(%in: f32, %out: f32):
     %r = arith.maximumf %in, %out : f32
     linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// The same for a cross-entropy's rows of bf16 logits (50304 wide): threads
+// take 8 neighbours (16 bytes) at a time, 50304 / 8 = 6288 vectors, the
+// payload once per element in order.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @long_row_max_vectors
+// CHECK: gpu.launch
+// CHECK:   scf.for %[[V:.*]] = %{{.*}} to %c6288{{.*}} step
+// CHECK:     vector.load %{{.*}} {alignment = 16 : i64} : memref<4x50304xbf16>, vector<8xbf16>
+// CHECK-COUNT-8: arith.maximumf
+// CHECK:   gpu.all_reduce {{ *}}maximumf
+// CHECK: } {eff.kernel = "block-reduction"}
+func.func @long_row_max_vectors(%x: memref<4x50304xbf16>, %m: memref<4xbf16>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x50304xbf16>) outs(%m : memref<4xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %r = arith.maximumf %in, %out : bf16
+    linalg.yield %r : bf16
   }
   return
 }
