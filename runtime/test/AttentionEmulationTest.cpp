@@ -512,7 +512,7 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
                          (float *)O, Lse, Tq, Tk, D, scale, c, L);
     });
   } else {
-    unsigned smem = 5 * tileBytes(64, D);
+    unsigned smem = 3 * tileBytes(64, D);
     emu::launch(blocks(Tq, 64), h, 128, smem, [&] {
       if (type == BF16 && D == 64)
         effrt_attn_fwd_bf16_d64(
@@ -560,9 +560,9 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
     });
   } else {
     int keyRows = D == 128 ? 32 : 64;
-    unsigned kvSmem = 2 * tileBytes(64, D) + 4 * tileBytes(keyRows, D) +
-                      unsigned(4 * keyRows * sizeof(float));
-    unsigned qSmem = 6 * tileBytes(64, D);
+    unsigned kvSmem = 2 * tileBytes(64, D) + 2 * tileBytes(keyRows, D) +
+                      unsigned(2 * keyRows * sizeof(float));
+    unsigned qSmem = 4 * tileBytes(64, D);
 #define EFFRT_BWD(TY, T, DD)                                                   \
   do {                                                                         \
     emu::launch(blocks(Tk, 64), h, 128, kvSmem, [&] {                          \

@@ -153,20 +153,19 @@ AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
         return k;
       };
       // Dynamic shared memory of the tensor-core kernels (the f32 ones have
-      // static arrays); the streamed tiles twice (double-buffered):
-      // forward Q, 2 x (K, V); key pass K, V (64 rows), 2 x (Q, dO (64
-      // rows, 32 for D = 128) and two floats per query); query pass Q, dO,
-      // 2 x (K, V).
+      // static arrays): forward Q, K, V tiles; key pass K, V (64 rows), Q,
+      // dO (64 rows, 32 for D = 128) and two floats per query; query pass
+      // Q, dO, K, V.
       int64_t keyPassRows = d == 128 ? 32 : 64;
       kernels_[Forward][v] =
-          find("effrt_attn_fwd_" + suffix, type ? 5 * tileBytes(64, d) : 0);
+          find("effrt_attn_fwd_" + suffix, type ? 3 * tileBytes(64, d) : 0);
       kernels_[BackwardKey][v] =
           find("effrt_attn_bwd_kv_" + suffix,
-               type ? 2 * tileBytes(64, d) + 4 * tileBytes(keyPassRows, d) +
-                          static_cast<unsigned>(4 * keyPassRows * sizeof(float))
+               type ? 2 * tileBytes(64, d) + 2 * tileBytes(keyPassRows, d) +
+                          static_cast<unsigned>(2 * keyPassRows * sizeof(float))
                     : 0);
       kernels_[BackwardQuery][v] =
-          find("effrt_attn_bwd_q_" + suffix, type ? 6 * tileBytes(64, d) : 0);
+          find("effrt_attn_bwd_q_" + suffix, type ? 4 * tileBytes(64, d) : 0);
       kernels_[RowDot][v] =
           find(std::string("effrt_attn_rowdot_") + typeSuffix(type), 0);
     }

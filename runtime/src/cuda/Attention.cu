@@ -19,9 +19,7 @@
 // the A fragments of the product with V (FlashAttention-2's register
 // reuse). Tiles are staged in shared memory with rows padded by 16 bytes,
 // which makes both the 32-bit fragment loads and the transposed 16-bit ones
-// conflict-free. The streamed tiles are double-buffered: the next tile is
-// copied with cp.async (global to shared, no registers) while the current
-// one is multiplied, so the loads hide behind the tensor-core work.
+// conflict-free.
 //
 // Determinism: no atomics. The backward runs three kernels: D per row, dK
 // and dV per key tile (queries streamed past it), dQ per query tile (keys
@@ -156,55 +154,6 @@ __device__ __forceinline__ void loadTile(T *dst, const T *src, int row0,
   }
 }
 
-/// 16 bytes from global to shared memory without passing through registers
-/// (cp.async, sm_80+); complete once cpAsyncWait says so.
-__device__ __forceinline__ void cpAsync16(void *dst, const void *src) {
-#ifdef EFFRT_ATTENTION_EMULATION
-  memcpy(dst, src, 16);
-#else
-  unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared),
-               "l"(src));
-#endif
-}
-
-/// Closes the group of copies issued since the last commit.
-__device__ __forceinline__ void cpAsyncCommit() {
-#ifndef EFFRT_ATTENTION_EMULATION
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-/// Waits until at most N committed groups are still in flight (this
-/// thread's copies; a __syncthreads makes every thread's visible).
-template <int N> __device__ __forceinline__ void cpAsyncWait() {
-#ifndef EFFRT_ATTENTION_EMULATION
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
-
-/// loadTile issued asynchronously where rows are 16-byte aligned (rows past
-/// `rows` zeroed by plain stores); otherwise loadTile itself.
-template <typename T, int D, int ROWS>
-__device__ __forceinline__ void loadTileAsync(T *dst, const T *src, int row0,
-                                              int rows, long long stride,
-                                              int vec16) {
-  if (!vec16) {
-    loadTile<T, D, ROWS>(dst, src, row0, rows, stride, 0);
-    return;
-  }
-  constexpr int kChunks = D * sizeof(T) / 16;
-  constexpr int kPerChunk = 16 / sizeof(T);
-  for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
-    int r = i / kChunks, c = (i % kChunks) * kPerChunk;
-    T *to = dst + r * rowStride<D>() + c;
-    if (row0 + r < rows)
-      cpAsync16(to, src + (row0 + r) * stride + c);
-    else
-      *reinterpret_cast<uint4 *>(to) = make_uint4(0, 0, 0, 0);
-  }
-}
-
 /// The A fragment (16 x 16, k-step kk) of rows [row, row + 16) of a tile in
 /// shared memory.
 template <typename T, int D>
@@ -328,10 +277,9 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
   static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
-  // Q, then two buffers of the K and V tiles (buffer b: K at
-  // KV0 + 2 b BN S, V BN S after it).
   T *Qs = reinterpret_cast<T *>(smem);
-  T *KV0 = Qs + BM * S;
+  T *Ks = Qs + BM * S;
+  T *Vs = Ks + BN * S;
   const int64_t head = blockIdx.y;
   const int q0 = blockIdx.x * BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -353,23 +301,14 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
   float rowMax[2] = {negInf(), negInf()}, rowSum[2] = {0.0f, 0.0f};
 
   const int end = causal ? min(Tk, q0 + BM) : Tk;
-  loadTileAsync<T, D, BN>(KV0, k, 0, Tk, L.k.t, L.vec16);
-  loadTileAsync<T, D, BN>(KV0 + BN * S, v, 0, Tk, L.v.t, L.vec16);
-  cpAsyncCommit();
-  for (int j0 = 0, it = 0; j0 < end; j0 += BN, ++it) {
-    const T *Ks = KV0 + (it & 1) * 2 * BN * S, *Vs = Ks + BN * S;
-    if (j0 + BN < end) { // the next tiles, into the other buffer
-      T *next = KV0 + (~it & 1) * 2 * BN * S;
-      loadTileAsync<T, D, BN>(next, k, j0 + BN, Tk, L.k.t, L.vec16);
-      loadTileAsync<T, D, BN>(next + BN * S, v, j0 + BN, Tk, L.v.t, L.vec16);
-      cpAsyncCommit();
-      cpAsyncWait<1>();
-    } else {
-      cpAsyncWait<0>();
-    }
-    __syncthreads(); // this tile (and Q) stored by every thread
+  for (int j0 = 0; j0 < end; j0 += BN) {
+    __syncthreads(); // the previous tiles are read (and Q is stored)
+    loadTile<T, D, BN>(Ks, k, j0, Tk, L.k.t, L.vec16);
+    loadTile<T, D, BN>(Vs, v, j0, Tk, L.v.t, L.vec16);
+    __syncthreads();
     // Under causal masking, a tile past the warp's last row adds nothing.
-    if (!(causal && j0 > q0 + row + 15)) {
+    if (causal && j0 > q0 + row + 15)
+      continue;
     float s[BN / 8][4];
     productAbT<T, D, BN>(s, Qs, row, Ks, g, t);
     float tileMax[2] = {rowMax[0], rowMax[1]};
@@ -411,8 +350,6 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
       acc[n][3] *= alpha[1];
     }
     accumulatePB<T, D, BN>(acc, s, Vs, g, t);
-    }
-    __syncthreads(); // every warp is done with this tile before it refills
   }
 
   float inv[2];
@@ -444,13 +381,12 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
   static_assert(BN == 16 * kWarps, "a warp owns 16 keys");
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
-  // K and V, then two buffers of the Q and dO tiles (buffer b: Q at
-  // QdO0 + 2 b BM S, dO BM S after it), then two of the queries' lse and
-  // delta (buffer b: 2 b BM floats from stats0, lse then delta).
   T *Ks = reinterpret_cast<T *>(smem);
   T *Vs = Ks + BN * S;
-  T *QdO0 = Vs + BN * S;
-  float *stats0 = reinterpret_cast<float *>(QdO0 + 4 * BM * S);
+  T *Qs = Vs + BN * S;
+  T *dOs = Qs + BM * S;
+  float *lse2s = reinterpret_cast<float *>(dOs + BM * S);
+  float *deltas = lse2s + BM;
   const int64_t head = blockIdx.y;
   const int j0 = blockIdx.x * BN;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -478,41 +414,18 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
 
   // Query i sees key j iff j <= i: tiles before j0 see none of these keys.
   const int start = causal ? j0 / BM * BM : 0;
-  // Each query tile: Q and dO asynchronously, the statistics with plain
-  // stores. The first into buffer 0:
-  if (start < Tq) {
-    loadTileAsync<T, D, BM>(QdO0, q, start, Tq, L.q.t, L.vec16);
-    loadTileAsync<T, D, BM>(QdO0 + BM * S, dout, start, Tq, L.dout.t,
-                            L.vec16);
+  for (int i0 = start; i0 < Tq; i0 += BM) {
+    __syncthreads();
+    loadTile<T, D, BM>(Qs, q, i0, Tq, L.q.t, L.vec16);
+    loadTile<T, D, BM>(dOs, dout, i0, Tq, L.dout.t, L.vec16);
     for (int i = threadIdx.x; i < BM; i += kThreads) {
-      bool in = start + i < Tq;
-      stats0[i] = in ? lse[start + i] * kLog2e : posInf();
-      stats0[BM + i] = in ? delta[start + i] : 0.0f;
+      bool in = i0 + i < Tq;
+      lse2s[i] = in ? lse[i0 + i] * kLog2e : posInf();
+      deltas[i] = in ? delta[i0 + i] : 0.0f;
     }
-  }
-  cpAsyncCommit();
-  for (int i0 = start, it = 0; i0 < Tq; i0 += BM, ++it) {
-    const T *Qs = QdO0 + (it & 1) * 2 * BM * S, *dOs = Qs + BM * S;
-    const float *lse2s = stats0 + (it & 1) * 2 * BM, *deltas = lse2s + BM;
-    if (i0 + BM < Tq) {
-      int next = ~it & 1, n0 = i0 + BM;
-      T *nextQ = QdO0 + next * 2 * BM * S;
-      float *nextStats = stats0 + next * 2 * BM;
-      loadTileAsync<T, D, BM>(nextQ, q, n0, Tq, L.q.t, L.vec16);
-      loadTileAsync<T, D, BM>(nextQ + BM * S, dout, n0, Tq, L.dout.t, L.vec16);
-      for (int i = threadIdx.x; i < BM; i += kThreads) {
-        bool in = n0 + i < Tq;
-        nextStats[i] = in ? lse[n0 + i] * kLog2e : posInf();
-        nextStats[BM + i] = in ? delta[n0 + i] : 0.0f;
-      }
-      cpAsyncCommit();
-      cpAsyncWait<1>();
-    } else {
-      cpAsyncWait<0>();
-    }
-    __syncthreads(); // this tile (and K, V) stored by every thread
-    // Unless every query of the tile is before the warp's keys.
-    if (!(causal && i0 + BM - 1 < j0 + row)) {
+    __syncthreads();
+    if (causal && i0 + BM - 1 < j0 + row)
+      continue; // every query of the tile is before the warp's keys
     float p[BM / 8][4], ds[BM / 8][4];
     productAbT<T, D, BM>(p, Ks, row, Qs, g, t);
     productAbT<T, D, BM>(ds, Vs, row, dOs, g, t);
@@ -529,8 +442,6 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
       }
     accumulatePB<T, D, BM>(dV, p, dOs, g, t);
     accumulatePB<T, D, BM>(dK, ds, Qs, g, t);
-    }
-    __syncthreads(); // every warp is done with this tile before it refills
   }
   storeRows<T, D>(dk + j0 * L.dk.t, L.dk.t, dK, row, Tk - j0, scale, scale, g,
                   t);
@@ -549,10 +460,10 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
   static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
-  // Q and dO, then two buffers of the K and V tiles (as the forward's).
   T *Qs = reinterpret_cast<T *>(smem);
   T *dOs = Qs + BM * S;
-  T *KV0 = dOs + BM * S;
+  T *Ks = dOs + BM * S;
+  T *Vs = Ks + BN * S;
   const int64_t head = blockIdx.y;
   const int q0 = blockIdx.x * BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -582,22 +493,13 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
     dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
 
   const int end = causal ? min(Tk, q0 + BM) : Tk;
-  loadTileAsync<T, D, BN>(KV0, k, 0, Tk, L.k.t, L.vec16);
-  loadTileAsync<T, D, BN>(KV0 + BN * S, v, 0, Tk, L.v.t, L.vec16);
-  cpAsyncCommit();
-  for (int j0 = 0, it = 0; j0 < end; j0 += BN, ++it) {
-    const T *Ks = KV0 + (it & 1) * 2 * BN * S, *Vs = Ks + BN * S;
-    if (j0 + BN < end) {
-      T *next = KV0 + (~it & 1) * 2 * BN * S;
-      loadTileAsync<T, D, BN>(next, k, j0 + BN, Tk, L.k.t, L.vec16);
-      loadTileAsync<T, D, BN>(next + BN * S, v, j0 + BN, Tk, L.v.t, L.vec16);
-      cpAsyncCommit();
-      cpAsyncWait<1>();
-    } else {
-      cpAsyncWait<0>();
-    }
-    __syncthreads(); // this tile (and Q, dO) stored by every thread
-    if (!(causal && j0 > q0 + row + 15)) {
+  for (int j0 = 0; j0 < end; j0 += BN) {
+    __syncthreads();
+    loadTile<T, D, BN>(Ks, k, j0, Tk, L.k.t, L.vec16);
+    loadTile<T, D, BN>(Vs, v, j0, Tk, L.v.t, L.vec16);
+    __syncthreads();
+    if (causal && j0 > q0 + row + 15)
+      continue;
     float p[BN / 8][4], ds[BN / 8][4];
     productAbT<T, D, BN>(p, Qs, row, Ks, g, t);
     productAbT<T, D, BN>(ds, dOs, row, Vs, g, t);
@@ -612,8 +514,6 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
         ds[n][e] = pe * (ds[n][e] - dl[r]);
       }
     accumulatePB<T, D, BN>(dQ, ds, Ks, g, t);
-    }
-    __syncthreads(); // every warp is done with this tile before it refills
   }
   storeRows<T, D>(dq + q0 * L.dq.t, L.dq.t, dQ, row, Tq - q0, scale, scale, g,
                   t);
