@@ -244,6 +244,9 @@ def prepare(args):
                             flags + ["--fuse-attention=false"])
             compile_variant(case, "bf16-unfused", onnx_path, flags + [
                 "--precision", "bf16", "--fuse-attention=false"])
+            compile_variant(case, "fp16-unfused", onnx_path, flags + [
+                "--precision", "fp16", "--loss-scale", "static",
+                "--loss-scale-init", "1024", "--fuse-attention=false"])
             # ZeRO stages 1 and 3 with their collectives kept at one rank:
             # NCCL's all-reduce, reduce-scatter and all-gather run in the
             # step on one GPU (effrun --nccl; nccl:* checks).
@@ -1045,7 +1048,7 @@ def device_info(kind):
 
 CHECKS = ["train:mlp-fp32", "train:cnn-fp32", "train:gpt-fp32",
           "train:gpt-bf16", "train:gpt-fp16", "train:gpt-fp32-unfused",
-          "train:gpt-bf16-unfused", "train:llama-fp32",
+          "train:gpt-bf16-unfused", "train:gpt-fp16-unfused", "train:llama-fp32",
           "train:lora-gpt-fp32", "remat:gpt-selective", "remat:gpt-full",
           "remat:cnn-selective", "resume:gpt-fp32", "graphs:gpt-fp32",
           "nccl:gpt-zero1", "nccl:gpt-zero3",
@@ -1115,7 +1118,8 @@ def run(args):
             for tag in ("fp32", "bf16", "fp16"):
                 r.check_train(cases["gpt"], tag, tag)
             for tag, precision in (("fp32-unfused", "fp32"),
-                                   ("bf16-unfused", "bf16")):
+                                   ("bf16-unfused", "bf16"),
+                                   ("fp16-unfused", "fp16")):
                 r.check_train(cases["gpt"], tag, precision)
         if "llama" in cases:
             r.check_train(cases["llama"], "fp32", "fp32")
