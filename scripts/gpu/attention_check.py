@@ -144,6 +144,32 @@ def packed_views(torch, B, H, T, D, dt, gen=None, fill=None):
     return qkv, [qkv[:, :, i].transpose(1, 2) for i in range(3)]
 
 
+def judge(torch, type_code, ours, q, k, v, dout, scale, causal):
+    """(fails, errors) of our o, lse, dq, dk, dv against the float64
+    reference, each within twice PyTorch's own low-precision error plus a
+    floor (lse: an absolute bound)."""
+    o, lse, dq, dk, dv = ours
+    ro, rlse, rdq, rdk, rdv = reference(torch, q, k, v, dout, scale, causal)
+    to, tdq, tdk, tdv = torch_low_precision(torch, q.contiguous(), k.contiguous(),
+                                            v.contiguous(), dout.contiguous(),
+                                            scale, causal)
+    floor = 1e-3 if type_code != F32 else 1e-5
+    fails, errs = [], {}
+    for label, mine, ref, theirs in (("o", o, ro, to), ("dq", dq, rdq, tdq),
+                                     ("dk", dk, rdk, tdk), ("dv", dv, rdv, tdv)):
+        e, et = max_err(mine, ref), max_err(theirs, ref)
+        tol = 2.0 * et + floor * max(1.0, ref.abs().max().item())
+        errs[label] = {"err": e, "torch_err": et, "tol": tol}
+        if not math.isfinite(e) or e > tol:
+            fails.append(f"{label} {e:.3g} > {tol:.3g} (torch {et:.3g})")
+    e = max_err(lse, rlse)
+    tol = 2e-3 if type_code != F32 else 1e-4
+    errs["lse"] = {"err": e, "tol": tol}
+    if not math.isfinite(e) or e > tol:
+        fails.append(f"lse {e:.3g} > {tol:.3g}")
+    return fails, errs
+
+
 def check_packed(torch, kernels, results, gen):
     """The strided entry points on a GPT's layout against the same float64
     reference; the padding of dq, dk, dv's buffer must stay untouched."""
@@ -164,23 +190,8 @@ def check_packed(torch, kernels, results, gen):
             lse = kernels.forward_into(q, k, v, o, scale, True, type_code)
             kernels.backward_into(q, k, v, o, lse, dout, dq, dk, dv, scale, True, type_code)
             torch.cuda.synchronize()
-            ro, rlse, rdq, rdk, rdv = reference(torch, q, k, v, dout, scale, True)
-            to, tdq, tdk, tdv = torch_low_precision(torch, q.contiguous(), k.contiguous(),
-                                                    v.contiguous(), dout.contiguous(),
-                                                    scale, True)
-            floor = 1e-3 if type_code != F32 else 1e-5
-            fails, errs = [], {}
-            for label, ours, ref, theirs in (("o", o, ro, to), ("dq", dq, rdq, tdq),
-                                             ("dk", dk, rdk, tdk), ("dv", dv, rdv, tdv)):
-                e, et = max_err(ours, ref), max_err(theirs, ref)
-                tol = 2.0 * et + floor * max(1.0, ref.abs().max().item())
-                errs[label] = {"err": e, "torch_err": et, "tol": tol}
-                if not math.isfinite(e) or e > tol:
-                    fails.append(f"{label} {e:.3g} > {tol:.3g} (torch {et:.3g})")
-            e = max_err(lse, rlse)
-            errs["lse"] = {"err": e}
-            if not math.isfinite(e) or e > (2e-3 if type_code != F32 else 1e-4):
-                fails.append(f"lse {e:.3g}")
+            fails, errs = judge(torch, type_code, (o, lse, dq, dk, dv), q, k, v, dout,
+                                scale, True)
             if torch.isnan(grad).any() or torch.isnan(o_bthd).any():
                 fails.append("an element of o or of the gradient buffer was not written")
             line["errors"] = errs
@@ -262,26 +273,8 @@ def run_checks(torch, kernels, results):
                         dq, dk, dv = kernels.backward(q, k, v, o, lse, dout, scale,
                                                       causal, type_code)
                         torch.cuda.synchronize()
-                        ro, rlse, rdq, rdk, rdv = reference(torch, q, k, v, dout, scale, causal)
-                        to, tdq, tdk, tdv = torch_low_precision(torch, q, k, v, dout,
-                                                                scale, causal)
-                        floor = 1e-3 if type_code != F32 else 1e-5
-                        fails = []
-                        errs = {}
-                        for label, ours, ref, theirs in (("o", o, ro, to), ("dq", dq, rdq, tdq),
-                                                         ("dk", dk, rdk, tdk), ("dv", dv, rdv, tdv)):
-                            e = max_err(ours, ref)
-                            et = max_err(theirs, ref)
-                            scale_ref = ref.abs().max().item()
-                            tol = 2.0 * et + floor * max(1.0, scale_ref)
-                            errs[label] = {"err": e, "torch_err": et, "tol": tol}
-                            if not math.isfinite(e) or e > tol:
-                                fails.append(f"{label} {e:.3g} > {tol:.3g} (torch {et:.3g})")
-                        e = max_err(lse, rlse)
-                        tol = 2e-3 if type_code != F32 else 1e-4
-                        errs["lse"] = {"err": e, "tol": tol}
-                        if not math.isfinite(e) or e > tol:
-                            fails.append(f"lse {e:.3g} > {tol:.3g}")
+                        fails, errs = judge(torch, type_code, (o, lse, dq, dk, dv),
+                                            q, k, v, dout, scale, causal)
                         line["errors"] = errs
                         summary = " ".join(f"{k} {v['err']:.2e}" for k, v in errs.items())
                         if fails:

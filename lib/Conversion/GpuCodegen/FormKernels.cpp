@@ -599,26 +599,12 @@ struct EffGpuFormKernelsPass
       return 1;
     int64_t widestBytes = 0;
     for (OpOperand &operand : op->getOpOperands()) {
-      auto type = dyn_cast<MemRefType>(operand.get().getType());
-      if (!type)
+      if (!isa<MemRefType>(operand.get().getType()))
         continue;
-      AffineMap map = op.getMatchingIndexingMap(&operand);
-      if (!map.isFunctionOfDim(last)) {
-        if (op.isDpsInit(&operand))
-          return 1;
-        continue;
-      }
-      auto lastExpr = dyn_cast<AffineDimExpr>(map.getResults().back());
-      if (!lastExpr || lastExpr.getPosition() != last)
+      int64_t bytes = vectorElementBytes(op, operand, last);
+      if (bytes < 0 || (bytes == 0 && op.isDpsInit(&operand)))
         return 1;
-      for (AffineExpr expr : map.getResults().drop_back())
-        if (expr.isFunctionOfDim(last))
-          return 1;
-      Type element = type.getElementType();
-      if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
-        return 1;
-      widestBytes = std::max<int64_t>(widestBytes,
-                                      element.getIntOrFloatBitWidth() / 8);
+      widestBytes = std::max(widestBytes, bytes);
     }
     if (widestBytes == 0)
       return 1;
@@ -633,6 +619,27 @@ struct EffGpuFormKernelsPass
         return 1;
     }
     return width;
+  }
+
+  /// How memref operand `operand` of `op` varies along loop dimension
+  /// `dim`, for vector access: 0 when it does not, its element's bytes when
+  /// `dim` indexes its last (contiguous) dimension and no other, with a
+  /// byte-sized element, -1 otherwise (no vectors).
+  static int64_t vectorElementBytes(linalg::GenericOp op, OpOperand &operand,
+                                    unsigned dim) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (!map.isFunctionOfDim(dim))
+      return 0;
+    auto lastExpr = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (!lastExpr || lastExpr.getPosition() != dim)
+      return -1;
+    for (AffineExpr expr : map.getResults().drop_back())
+      if (expr.isFunctionOfDim(dim))
+        return -1;
+    Type element = cast<MemRefType>(operand.get().getType()).getElementType();
+    if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+      return -1;
+    return element.getIntOrFloatBitWidth() / 8;
   }
 
   /// Whether every run of `width` elements of `type`'s contiguous dimension
@@ -965,20 +972,14 @@ struct EffGpuFormKernelsPass
     SmallVector<MemRefType> varying;
     for (OpOperand *input : op.getDpsInputOperands()) {
       auto type = dyn_cast<MemRefType>(input->get().getType());
-      AffineMap map = op.getMatchingIndexingMap(input);
-      if (!type || !map.isFunctionOfDim(r))
+      if (!type)
         continue;
-      auto lastExpr = dyn_cast<AffineDimExpr>(map.getResults().back());
-      if (!lastExpr || lastExpr.getPosition() != r)
+      int64_t bytes = vectorElementBytes(op, *input, r);
+      if (bytes < 0)
         return 1;
-      for (AffineExpr expr : map.getResults().drop_back())
-        if (expr.isFunctionOfDim(r))
-          return 1;
-      Type element = type.getElementType();
-      if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
-        return 1;
-      widestBytes =
-          std::max<int64_t>(widestBytes, element.getIntOrFloatBitWidth() / 8);
+      if (bytes == 0)
+        continue;
+      widestBytes = std::max(widestBytes, bytes);
       varying.push_back(type);
     }
     if (widestBytes == 0)
