@@ -250,6 +250,59 @@ void addStrided(RuntimeCall &call, Value v) {
   call.addStridedInput(layout.source, layout.kernelDims());
 }
 
+/// The operands both targets' strided forward calls start with: q, k, v
+/// read in place, the output in its transposing user's layout, the lse.
+struct ForwardOperands {
+  OutputLayout output;
+  Value lse;
+};
+ForwardOperands addForwardOperands(RuntimeCall &call, AttentionOp op) {
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
+    addStrided(call, v);
+  ForwardOperands operands{outputLayout(op.getOutput()), Value()};
+  addOutput(call, operands.output);
+  operands.lse =
+      call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
+  return operands;
+}
+
+/// Calls `kernel` and replaces the op's results by what it wrote.
+void finishForward(RewriterBase &rewriter, RuntimeCall &call, AttentionOp op,
+                   const ForwardOperands &operands, StringRef kernel) {
+  call.call(op->getParentOfType<ModuleOp>(), kernel);
+  replaceOutput(rewriter, call, op.getOutput(), operands.output);
+  rewriter.replaceAllUsesWith(
+      op.getLse(), call.asTensor(operands.lse, op.getLse().getType()));
+  rewriter.eraseOp(op);
+}
+
+/// The operands both targets' strided backward calls start with: q, k, v
+/// and o in place, the lse, dO in place, dq, dk, dv in their users'
+/// layouts (returned).
+SmallVector<OutputLayout> addBackwardOperands(RuntimeCall &call,
+                                              AttentionGradOp op) {
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
+    addStrided(call, v);
+  call.addInput(op.getLse());
+  addStrided(call, op.getOutputGrad());
+  SmallVector<OutputLayout> grads;
+  for (Value result : op.getResults()) {
+    grads.push_back(outputLayout(result));
+    addOutput(call, grads.back());
+  }
+  return grads;
+}
+
+/// Calls `kernel` and replaces the op's gradients by what it wrote.
+void finishBackward(RewriterBase &rewriter, RuntimeCall &call,
+                    AttentionGradOp op, ArrayRef<OutputLayout> grads,
+                    StringRef kernel) {
+  call.call(op->getParentOfType<ModuleOp>(), kernel);
+  for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
+    replaceOutput(rewriter, call, result, grad);
+  rewriter.eraseOp(op);
+}
+
 /// eff.attention -> effrt_attention_fwd_strided_f32.
 LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op,
                            const LoweringPolicy &policy) {
@@ -257,22 +310,14 @@ LogicalResult lowerForward(RewriterBase &rewriter, AttentionOp op,
       shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
   rewriter.setInsertionPoint(op);
   RuntimeCall call(rewriter, op.getLoc());
-  for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
-    addStrided(call, v);
-  OutputLayout output = outputLayout(op.getOutput());
-  addOutput(call, output);
-  Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
+  ForwardOperands operands = addForwardOperands(call, op);
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
   int64_t tile = effrt_attention_tile(s.tq, s.tk, op.getCausal());
   int64_t tiles = (s.tq + tile - 1) / tile;
   addWorkspace(call, tile, s.b1 * s.b2 * tiles, policy.threads,
                effrt_attention_fwd_slot_floats(tile, s.d, s.dv));
-  call.call(op->getParentOfType<ModuleOp>(), kForwardKernel);
-  replaceOutput(rewriter, call, op.getOutput(), output);
-  rewriter.replaceAllUsesWith(op.getLse(),
-                              call.asTensor(lse, op.getLse().getType()));
-  rewriter.eraseOp(op);
+  finishForward(rewriter, call, op, operands, kForwardKernel);
   return success();
 }
 
@@ -283,24 +328,13 @@ LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op,
       shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
   rewriter.setInsertionPoint(op);
   RuntimeCall call(rewriter, op.getLoc());
-  for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
-    addStrided(call, v);
-  call.addInput(op.getLse());
-  addStrided(call, op.getOutputGrad());
-  SmallVector<OutputLayout> grads;
-  for (Value result : op.getResults()) {
-    grads.push_back(outputLayout(result));
-    addOutput(call, grads.back());
-  }
+  SmallVector<OutputLayout> grads = addBackwardOperands(call, op);
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
   int64_t tile = effrt_attention_tile(s.tq, s.tk, op.getCausal());
   addWorkspace(call, tile, s.b1 * s.b2, policy.threads,
                effrt_attention_bwd_slot_floats(tile, s.tq, s.tk, s.d, s.dv));
-  call.call(op->getParentOfType<ModuleOp>(), kBackwardKernel);
-  for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
-    replaceOutput(rewriter, call, result, grad);
-  rewriter.eraseOp(op);
+  finishBackward(rewriter, call, op, grads, kBackwardKernel);
   return success();
 }
 
@@ -463,17 +497,9 @@ LogicalResult lowerCudaForward(RewriterBase &rewriter, AttentionOp op,
                                const CudaAttentionPlan &plan) {
   rewriter.setInsertionPoint(op);
   RuntimeCall call(rewriter, op.getLoc());
-  for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
-    addStrided(call, v);
-  OutputLayout output = outputLayout(op.getOutput());
-  addOutput(call, output);
-  Value lse = call.addOutput(cast<RankedTensorType>(op.getLse().getType()));
+  ForwardOperands operands = addForwardOperands(call, op);
   addCudaOptions(call, op, plan.shape, plan.run);
-  call.call(op->getParentOfType<ModuleOp>(), kCudaForwardStrided);
-  replaceOutput(rewriter, call, op.getOutput(), output);
-  rewriter.replaceAllUsesWith(op.getLse(),
-                              call.asTensor(lse, op.getLse().getType()));
-  rewriter.eraseOp(op);
+  finishForward(rewriter, call, op, operands, kCudaForwardStrided);
   return success();
 }
 
@@ -483,23 +509,12 @@ LogicalResult lowerCudaBackward(RewriterBase &rewriter, AttentionGradOp op,
   const AttentionShape &s = plan.shape;
   rewriter.setInsertionPoint(op);
   RuntimeCall call(rewriter, op.getLoc());
-  for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
-    addStrided(call, v);
-  call.addInput(op.getLse());
-  addStrided(call, op.getOutputGrad());
-  SmallVector<OutputLayout> grads;
-  for (Value result : op.getResults()) {
-    grads.push_back(outputLayout(result));
-    addOutput(call, grads.back());
-  }
+  SmallVector<OutputLayout> grads = addBackwardOperands(call, op);
   call.addWorkspace(RankedTensorType::get(
       {effrt_cuda_attention_bwd_workspace(s.b1, s.b2, s.tq)},
       rewriter.getF32Type()));
   addCudaOptions(call, op, s, plan.run);
-  call.call(op->getParentOfType<ModuleOp>(), kCudaBackwardStrided);
-  for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
-    replaceOutput(rewriter, call, result, grad);
-  rewriter.eraseOp(op);
+  finishBackward(rewriter, call, op, grads, kCudaBackwardStrided);
   return success();
 }
 
