@@ -170,6 +170,28 @@ def judge(torch, type_code, ours, q, k, v, dout, scale, causal):
     return fails, errs
 
 
+def run_check(torch, results, name, body):
+    """Runs one check: body() returns (fails, errors); prints its line,
+    appends it to results, returns whether it passed. An exception is a
+    failure with its message."""
+    line = {"check": name}
+    try:
+        fails, errs = body()
+        line["errors"] = errs
+        summary = " ".join(f"{k} {v['err']:.2e}" for k, v in errs.items())
+        line["status"] = "FAIL" if fails else "PASS"
+        print(f"{line['status']} {name}" + (f": {'; '.join(fails)}" if fails else "")
+              + f"  max err {summary}")
+    except Exception as e:  # noqa: BLE001
+        fails = [str(e)]
+        line["status"] = "FAIL"
+        line["error"] = str(e)
+        print(f"FAIL {name}: {e}")
+        torch.cuda.synchronize()
+    results.append(line)
+    return not fails
+
+
 def check_packed(torch, kernels, results, gen):
     """The strided entry points on a GPT's layout against the same float64
     reference; the padding of dq, dk, dv's buffer must stay untouched."""
@@ -179,8 +201,8 @@ def check_packed(torch, kernels, results, gen):
         B, H, T = 2, 4, 300
         dt = dtypes[type_code]
         name = f"attention:{TYPE_NAMES[type_code]}-d{D}-causal-packed-{B}x{H}x{T}"
-        line = {"check": name}
-        try:
+
+        def body():
             _, (q, k, v) = packed_views(torch, B, H, T, D, dt, gen)
             o_bthd = torch.full((B, T, H, D), float("nan"), device="cuda", dtype=dt)
             o = o_bthd.transpose(1, 2)
@@ -194,19 +216,8 @@ def check_packed(torch, kernels, results, gen):
                                 scale, True)
             if torch.isnan(grad).any() or torch.isnan(o_bthd).any():
                 fails.append("an element of o or of the gradient buffer was not written")
-            line["errors"] = errs
-            summary = " ".join(f"{k} {v['err']:.2e}" for k, v in errs.items())
-            line["status"] = "FAIL" if fails else "PASS"
-            print(f"{line['status']} {name}" + (f": {'; '.join(fails)}" if fails else "")
-                  + f"  [{summary}]")
-            ok = ok and not fails
-        except Exception as e:  # noqa: BLE001
-            ok = False
-            line["status"] = "FAIL"
-            line["error"] = str(e)
-            print(f"FAIL {name}: {e}")
-            torch.cuda.synchronize()
-        results.append(line)
+            return fails, errs
+        ok = run_check(torch, results, name, body) and ok
     return ok
 
 
@@ -267,30 +278,15 @@ def run_checks(torch, kernels, results):
                     v = torch.randn(B, H, Tk, D, device="cuda", generator=gen).to(dt)
                     dout = torch.randn(B, H, Tq, D, device="cuda", generator=gen).to(dt)
                     scale = 1.0 / math.sqrt(D)
-                    line = {"check": name}
-                    try:
+
+                    def body():
                         o, lse = kernels.forward(q, k, v, scale, causal, type_code)
                         dq, dk, dv = kernels.backward(q, k, v, o, lse, dout, scale,
                                                       causal, type_code)
                         torch.cuda.synchronize()
-                        fails, errs = judge(torch, type_code, (o, lse, dq, dk, dv),
-                                            q, k, v, dout, scale, causal)
-                        line["errors"] = errs
-                        summary = " ".join(f"{k} {v['err']:.2e}" for k, v in errs.items())
-                        if fails:
-                            ok = False
-                            line["status"] = "FAIL"
-                            print(f"FAIL {name}: {'; '.join(fails)}  [{summary}]")
-                        else:
-                            line["status"] = "PASS"
-                            print(f"PASS {name}  max err {summary}")
-                    except Exception as e:  # noqa: BLE001
-                        ok = False
-                        line["status"] = "FAIL"
-                        line["error"] = str(e)
-                        print(f"FAIL {name}: {e}")
-                        torch.cuda.synchronize()
-                    results.append(line)
+                        return judge(torch, type_code, (o, lse, dq, dk, dv),
+                                     q, k, v, dout, scale, causal)
+                    ok = run_check(torch, results, name, body) and ok
 
     ok = check_packed(torch, kernels, results, gen) and ok
 

@@ -815,27 +815,13 @@ struct EffGpuFormKernelsPass
          llvm::zip(parallelDims,
                    delinearize(b, loc, launch.getBlockIds().x, parallelSizes)))
       ivs[d] = iv;
-    SmallVector<Value> identities;
-    for (const Combiner &c : combiners)
-      identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
-    // Threads take `width` neighbours of the row at a time where the layout
-    // allows (16-byte loads: a cross-entropy's bf16 logits are read at the
-    // copy bandwidth, not two bytes per thread and step), else one element.
-    int64_t width = warpVectorWidth(op, sizes, reductionDims, vectorBytes);
-    Value end = width > 1 ? indexConstant(b, loc, *getConstantIntValue(count) /
-                                                      width)
-                          : count;
-    auto partial = scf::ForOp::create(
-        b, loc, launch.getThreadIds().x, end, launch.getBlockSize().x,
-        identities,
-        [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
-          if (width > 1)
-            emitVectorReductionStep(nb, nloc, op, ivs, reductionDims.front(),
-                                    width, r, carried);
-          else
-            emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
-                              r, carried);
-        });
+    // 16-byte loads of the row where the layout allows: a cross-entropy's
+    // bf16 logits are read at the copy bandwidth, not two bytes per thread
+    // and step.
+    int64_t width = 1;
+    scf::ForOp partial = emitPartialReduction(
+        b, op, ivs, sizes, reductionDims, combiners, launch.getThreadIds().x,
+        launch.getBlockSize().x, /*active=*/Value(), width);
     if (width > 1)
       ++numVectorizedBlockReductions;
     SmallVector<Value> totals;
@@ -1043,6 +1029,43 @@ struct EffGpuFormKernelsPass
     scf::YieldOp::create(b, loc, accumulators);
   }
 
+  /// The walk of one thread (a lane) of a block (warp) reduction over the
+  /// row at `ivs`: from `start` by `step` over its elements, or its vectors
+  /// of `width` (set here: warpVectorWidth, 16-byte loads) neighbours where
+  /// the layout allows, accumulating from the combiners' identities; none
+  /// of it where `active` (if set) is false.
+  scf::ForOp emitPartialReduction(OpBuilder &b, linalg::GenericOp op,
+                                  ArrayRef<Value> ivs, ArrayRef<Value> sizes,
+                                  ArrayRef<unsigned> reductionDims,
+                                  ArrayRef<Combiner> combiners, Value start,
+                                  Value step, Value active, int64_t &width) {
+    Location loc = op.getLoc();
+    SmallVector<Value> reductionSizes;
+    for (unsigned d : reductionDims)
+      reductionSizes.push_back(sizes[d]);
+    Value count = product(b, loc, reductionSizes);
+    width = warpVectorWidth(op, sizes, reductionDims, vectorBytes);
+    Value end = width > 1 ? indexConstant(b, loc, *getConstantIntValue(count) /
+                                                      width)
+                          : count;
+    if (active)
+      end = arith::SelectOp::create(b, loc, active, end,
+                                    indexConstant(b, loc, 0));
+    SmallVector<Value> identities;
+    for (const Combiner &c : combiners)
+      identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
+    return scf::ForOp::create(
+        b, loc, start, end, step, identities,
+        [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
+          if (width > 1)
+            emitVectorReductionStep(nb, nloc, op, ivs, reductionDims.front(),
+                                    width, r, carried);
+          else
+            emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
+                              r, carried);
+        });
+  }
+
   /// One warp per output point, `rowsPerBlock` (set here) of them per
   /// block: the lanes stride over the linearised reduction dims from the
   /// identity, a butterfly of shuffles combines the warp (warpAllReduce),
@@ -1057,13 +1080,10 @@ struct EffGpuFormKernelsPass
                                   linalg::GenericOp epilogue,
                                   int64_t &rowsPerBlock) {
     Location loc = op.getLoc();
-    SmallVector<Value> parallelSizes, reductionSizes;
+    SmallVector<Value> parallelSizes;
     for (unsigned d : parallelDims)
       parallelSizes.push_back(sizes[d]);
-    for (unsigned d : reductionDims)
-      reductionSizes.push_back(sizes[d]);
     Value points = product(b, loc, parallelSizes);
-    Value count = product(b, loc, reductionSizes);
     std::optional<int64_t> staticPoints = getConstantIntValue(points);
     rowsPerBlock = blockSize / kWarpSize;
     if (staticPoints)
@@ -1087,40 +1107,17 @@ struct EffGpuFormKernelsPass
         arith::DivUIOp::create(b, loc, tx, warpSize));
     // Only a partial last block has warps without a row.
     Value inRange;
-    Value end = count;
-    if (!staticPoints || *staticPoints % rowsPerBlock != 0) {
+    if (!staticPoints || *staticPoints % rowsPerBlock != 0)
       inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
                                       points);
-      end = arith::SelectOp::create(b, loc, inRange, count,
-                                    indexConstant(b, loc, 0));
-    }
     SmallVector<Value> ivs(sizes.size());
     for (auto [d, iv] :
          llvm::zip(parallelDims, delinearize(b, loc, row, parallelSizes)))
       ivs[d] = iv;
-    SmallVector<Value> identities;
-    for (const Combiner &c : combiners)
-      identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
-    // Lanes take `width` neighbours of the row at a time where the layout
-    // allows (16-byte loads), else one element.
-    int64_t width = warpVectorWidth(op, sizes, reductionDims, vectorBytes);
-    if (width > 1) {
-      Value vectors =
-          indexConstant(b, loc, *getConstantIntValue(count) / width);
-      end = inRange ? Value(arith::SelectOp::create(b, loc, inRange, vectors,
-                                                    indexConstant(b, loc, 0)))
-                    : vectors;
-    }
-    auto partial = scf::ForOp::create(
-        b, loc, lane, end, warpSize, identities,
-        [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
-          if (width > 1)
-            emitVectorReductionStep(nb, nloc, op, ivs, reductionDims.front(),
-                                    width, r, carried);
-          else
-            emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
-                              r, carried);
-        });
+    int64_t width = 1;
+    scf::ForOp partial =
+        emitPartialReduction(b, op, ivs, sizes, reductionDims, combiners, lane,
+                             warpSize, inRange, width);
     SmallVector<Value> totals;
     for (unsigned k = 0, e = combiners.size(); k < e; ++k)
       totals.push_back(warpAllReduce(
