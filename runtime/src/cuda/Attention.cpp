@@ -98,6 +98,11 @@ std::string cuda::checkAttention(
   if (p.type != 0 && p.d != 64 && p.d != 128)
     return "head dimension " + std::to_string(p.d) + " is not supported for " +
            typeSuffix(p.type) + " (64 and 128 are)";
+  // The kernels step between a tile's rows with 32-bit offsets.
+  for (const AttentionOperand &a : operands)
+    if (a.strides.t < 0 || a.strides.t >= (1LL << 24))
+      return "a row stride of " + std::to_string(a.strides.t) +
+             " elements is not supported (0 to 2^24 - 1 are)";
   if (p.type != 0)
     for (const AttentionOperand &a : operands) {
       if (reinterpret_cast<uintptr_t>(a.data) % 4 != 0)

@@ -128,19 +128,23 @@ template <int D> __host__ __device__ constexpr int rowStride() { return D + 8; }
 /// Rows [row0, row0 + ROWS) of a [rows, D] matrix whose rows are `stride`
 /// elements apart into shared memory, zeros past `rows` (so masked products
 /// stay finite). 16-byte loads where the host found every row aligned
-/// (`vec16`), else 2-byte ones.
+/// (`vec16`), else 2-byte ones. One 64-bit offset to row0, then 32-bit
+/// ones inside the tile (the host keeps `stride` under 2^24).
 template <typename T, int D, int ROWS>
 __device__ __forceinline__ void loadTile(T *dst, const T *src, int row0,
                                          int rows, long long stride,
                                          int vec16) {
+  src += row0 * stride;
+  rows -= row0;
+  const int rowStep = static_cast<int>(stride);
   if (vec16) {
     constexpr int kChunks = D * sizeof(T) / 16;
     constexpr int kPerChunk = 16 / sizeof(T);
     for (int i = threadIdx.x; i < ROWS * kChunks; i += kThreads) {
       int r = i / kChunks, c = (i % kChunks) * kPerChunk;
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (row0 + r < rows)
-        v = *reinterpret_cast<const uint4 *>(src + (row0 + r) * stride + c);
+      if (r < rows)
+        v = *reinterpret_cast<const uint4 *>(src + r * rowStep + c);
       *reinterpret_cast<uint4 *>(dst + r * rowStride<D>() + c) = v;
     }
     return;
@@ -150,7 +154,7 @@ __device__ __forceinline__ void loadTile(T *dst, const T *src, int row0,
   for (int i = threadIdx.x; i < ROWS * D; i += kThreads) {
     int r = i / D, c = i % D;
     to[r * rowStride<D>() + c] =
-        row0 + r < rows ? from[(row0 + r) * stride + c] : uint16_t(0);
+        r < rows ? from[r * rowStep + c] : uint16_t(0);
   }
 }
 
@@ -246,21 +250,23 @@ __device__ __forceinline__ float quadSum(float x) {
 
 /// Stores the 16 x D accumulators of rows `row` (fragment rows g and
 /// g + 8; rows `stride` elements apart, even: the host checks), times
-/// `mul0` / `mul1`, rows at or past `rows` left out.
+/// `mul0` / `mul1`, rows at or past `rows` left out (32-bit offsets: the
+/// host keeps `stride` under 2^24).
 template <typename T, int D>
 __device__ __forceinline__ void storeRows(T *dst, long long stride,
                                           const float (*acc)[4], int row,
                                           int rows, float mul0, float mul1,
                                           int g, int t) {
+  const int rowStep = static_cast<int>(stride);
   int r0 = row + g, r1 = r0 + 8;
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) {
     int col = n * 8 + 2 * t;
     if (r0 < rows)
-      *reinterpret_cast<uint32_t *>(dst + r0 * stride + col) =
+      *reinterpret_cast<uint32_t *>(dst + r0 * rowStep + col) =
           Elem<T>::pack(acc[n][0] * mul0, acc[n][1] * mul0);
     if (r1 < rows)
-      *reinterpret_cast<uint32_t *>(dst + r1 * stride + col) =
+      *reinterpret_cast<uint32_t *>(dst + r1 * rowStep + col) =
           Elem<T>::pack(acc[n][2] * mul1, acc[n][3] * mul1);
   }
 }
@@ -546,10 +552,12 @@ template <int ROWS>
 __device__ __forceinline__ void loadTileF32(float *dst, const float *src,
                                             int row0, int rows, int D,
                                             long long stride, int threads) {
+  src += row0 * stride;
+  rows -= row0;
+  const int rowStep = static_cast<int>(stride);
   for (int i = threadIdx.x; i < ROWS * D; i += threads) {
     int r = i / D, col = i % D;
-    dst[r * kF32Stride + col] =
-        row0 + r < rows ? src[(row0 + r) * stride + col] : 0.0f;
+    dst[r * kF32Stride + col] = r < rows ? src[r * rowStep + col] : 0.0f;
   }
 }
 
