@@ -669,7 +669,10 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
            "Emit a remark per kernel naming its strategy">,
     Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
            "Bytes an elementwise thread loads and stores at a time where "
-           "layouts allow (0 or the element size: one element per thread)">
+           "layouts allow (0 or the element size: one element per thread)">,
+    Option<"rowGroups", "row-groups", "bool", /*default=*/"true",
+           "Run chains of row reductions and row-wise ops (layer norm, "
+           "softmax and their backward) as one kernel, one warp per row">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -692,7 +695,11 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     Statistic<"numFusedEpilogues", "fused-epilogues",
               "Elementwise ops run in the epilogue of the reduction before them">,
     Statistic<"numSerialFallbacks", "serial-fallbacks",
-              "Reductions whose combiner was not recognised (thread per output)">
+              "Reductions whose combiner was not recognised (thread per output)">,
+    Statistic<"numRowGroups", "row-groups",
+              "Chains of row ops run as one kernel, one warp per row">,
+    Statistic<"numRowGroupMembers", "row-group-ops",
+              "Ops run inside row groups">
   ];
 }
 

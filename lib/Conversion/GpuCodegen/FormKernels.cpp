@@ -9,6 +9,7 @@
 #include "effopt/Conversion/Passes.h"
 
 #include "effopt/Conversion/GpuCodegen/Reductions.h"
+#include "effopt/Conversion/GpuCodegen/RowGroups.h"
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
 
@@ -272,6 +273,18 @@ static SmallVector<Value> emitPayload(OpBuilder &b, linalg::GenericOp op,
   return yielded;
 }
 
+/// Operand values known without a load (operand number -> value): a row
+/// group's per-row values, in registers.
+using GivenOperands = DenseMap<unsigned, Value>;
+
+/// `given` as a preset of emitPayload: each operand's block argument.
+static IRMapping presetFor(linalg::GenericOp op, const GivenOperands &given) {
+  IRMapping preset;
+  for (auto [n, value] : given)
+    preset.map(op.getMatchingBlockArgument(&op->getOpOperand(n)), value);
+  return preset;
+}
+
 /// One step of a loop over the linearised reduction dims of `op` at the
 /// output point `ivs` (reduction entries unset): the payload at reduction
 /// index `r` from the accumulators `carried`, yielded.
@@ -279,13 +292,15 @@ static void emitReductionStep(OpBuilder &b, Location loc, linalg::GenericOp op,
                               ArrayRef<Value> ivs,
                               ArrayRef<unsigned> reductionDims,
                               ArrayRef<Value> reductionSizes, Value r,
-                              ValueRange carried) {
+                              ValueRange carried,
+                              const GivenOperands &given = GivenOperands()) {
   SmallVector<Value> pointIvs(ivs);
   for (auto [d, iv] :
        llvm::zip(reductionDims, delinearize(b, loc, r, reductionSizes)))
     pointIvs[d] = iv;
-  scf::YieldOp::create(
-      b, loc, emitPayload(b, op, pointIvs, SmallVector<Value>(carried)));
+  scf::YieldOp::create(b, loc,
+                       emitPayload(b, op, pointIvs, SmallVector<Value>(carried),
+                                   presetFor(op, given)));
 }
 
 /// Stores `values` into the outputs of `op` at `ivs`.
@@ -418,10 +433,15 @@ struct EffGpuFormKernelsPass
     for (Operation &op : block)
       ops.push_back(&op);
     for (Operation *op : ops) {
-      // Erased: it runs in a reduction's epilogue.
-      if (fusedEpilogues.contains(op))
+      // Erased: it runs in a reduction's epilogue or a row group.
+      if (fusedEpilogues.contains(op) || grouped.contains(op))
         continue;
       if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+        if (rowGroups)
+          if (std::optional<RowGroup> group = bestRowGroupAt(generic)) {
+            formRowGroup(*group);
+            continue;
+          }
         if (failed(formGeneric(generic)))
           return failure();
         continue;
@@ -464,6 +484,11 @@ struct EffGpuFormKernelsPass
   /// Elementwise ops formed into the epilogue of the reduction before them
   /// (and erased).
   DenseSet<Operation *> fusedEpilogues;
+
+  /// Members of row groups formed (and erased).
+  DenseSet<Operation *> grouped;
+  /// Fills folded into the reductions of the row group being formed.
+  int64_t foldedFills = 0;
 
   /// A loop stays on the host when it holds library calls or fusion groups
   /// (the gradient-accumulation loop, NF4 tile loops).
@@ -664,7 +689,7 @@ struct EffGpuFormKernelsPass
   /// scalar load of the others, the payload once per lane, vector stores.
   static void emitVectorPoint(OpBuilder &b, linalg::GenericOp op,
                               ArrayRef<Value> vectorIvs, unsigned last,
-                              int64_t width) {
+                              int64_t width, const GivenOperands &given = GivenOperands()) {
     Location loc = op.getLoc();
     SmallVector<Value> ivs(vectorIvs);
     ivs[last] = arith::MulIOp::create(b, loc, vectorIvs[last],
@@ -679,6 +704,10 @@ struct EffGpuFormKernelsPass
       auto type = dyn_cast<MemRefType>(operand.get().getType());
       if (arg.use_empty() || !type)
         continue;
+      if (Value value = given.lookup(operand.getOperandNumber())) {
+        scalars[operand.getOperandNumber()] = value;
+        continue;
+      }
       AffineMap map = op.getMatchingIndexingMap(&operand);
       SmallVector<Value> indices = applyMap(b, loc, map, ivs);
       if (map.isFunctionOfDim(last))
@@ -818,7 +847,7 @@ struct EffGpuFormKernelsPass
     // 16-byte loads of the row where the layout allows: a cross-entropy's
     // bf16 logits are read at the copy bandwidth, not two bytes per thread
     // and step.
-    int64_t width = 1;
+    int64_t width = 0;
     scf::ForOp partial = emitPartialReduction(
         b, op, ivs, sizes, reductionDims, combiners, launch.getThreadIds().x,
         launch.getBlockSize().x, /*active=*/Value(), width);
@@ -987,7 +1016,8 @@ struct EffGpuFormKernelsPass
   static void emitVectorReductionStep(OpBuilder &b, Location loc,
                                       linalg::GenericOp op, ArrayRef<Value> ivs,
                                       unsigned r, int64_t width, Value v,
-                                      ValueRange carried) {
+                                      ValueRange carried,
+                                      const GivenOperands &given) {
     SmallVector<Value> pointIvs(ivs);
     Value first =
         arith::MulIOp::create(b, loc, v, indexConstant(b, loc, width));
@@ -998,6 +1028,10 @@ struct EffGpuFormKernelsPass
       auto type = dyn_cast<MemRefType>(input->get().getType());
       if (arg.use_empty() || !type)
         continue;
+      if (Value value = given.lookup(input->getOperandNumber())) {
+        scalars[input->getOperandNumber()] = value;
+        continue;
+      }
       AffineMap map = op.getMatchingIndexingMap(input);
       SmallVector<Value> indices = applyMap(b, loc, map, pointIvs);
       Type element = type.getElementType();
@@ -1031,20 +1065,23 @@ struct EffGpuFormKernelsPass
 
   /// The walk of one thread (a lane) of a block (warp) reduction over the
   /// row at `ivs`: from `start` by `step` over its elements, or its vectors
-  /// of `width` (set here: warpVectorWidth, 16-byte loads) neighbours where
-  /// the layout allows, accumulating from the combiners' identities; none
-  /// of it where `active` (if set) is false.
+  /// of `width` neighbours (set here where 0: warpVectorWidth, 16-byte
+  /// loads where the layout allows; a row group's width otherwise),
+  /// accumulating from the combiners' identities; none of it where
+  /// `active` (if set) is false. `given` operands are not loaded.
   scf::ForOp emitPartialReduction(OpBuilder &b, linalg::GenericOp op,
                                   ArrayRef<Value> ivs, ArrayRef<Value> sizes,
                                   ArrayRef<unsigned> reductionDims,
                                   ArrayRef<Combiner> combiners, Value start,
-                                  Value step, Value active, int64_t &width) {
+                                  Value step, Value active, int64_t &width,
+                                  const GivenOperands &given = GivenOperands()) {
     Location loc = op.getLoc();
     SmallVector<Value> reductionSizes;
     for (unsigned d : reductionDims)
       reductionSizes.push_back(sizes[d]);
     Value count = product(b, loc, reductionSizes);
-    width = warpVectorWidth(op, sizes, reductionDims, vectorBytes);
+    if (width <= 0)
+      width = warpVectorWidth(op, sizes, reductionDims, vectorBytes);
     Value end = width > 1 ? indexConstant(b, loc, *getConstantIntValue(count) /
                                                       width)
                           : count;
@@ -1059,10 +1096,10 @@ struct EffGpuFormKernelsPass
         [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
           if (width > 1)
             emitVectorReductionStep(nb, nloc, op, ivs, reductionDims.front(),
-                                    width, r, carried);
+                                    width, r, carried, given);
           else
             emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
-                              r, carried);
+                              r, carried, given);
         });
   }
 
@@ -1114,7 +1151,7 @@ struct EffGpuFormKernelsPass
     for (auto [d, iv] :
          llvm::zip(parallelDims, delinearize(b, loc, row, parallelSizes)))
       ivs[d] = iv;
-    int64_t width = 1;
+    int64_t width = 0;
     scf::ForOp partial =
         emitPartialReduction(b, op, ivs, sizes, reductionDims, combiners, lane,
                              warpSize, inRange, width);
@@ -1136,6 +1173,242 @@ struct EffGpuFormKernelsPass
     if (epilogue)
       emitEpilogue(b, op, epilogue, ivs, parallelDims, stored);
     return launch;
+  }
+
+  /// A reduction a row group can run with one warp per row (as
+  /// formWarpReduction would): combiners recognised, the last loop (the
+  /// one reduced) walks the contiguous dimension, outputs shuffles move.
+  static bool isWarpRowReduction(linalg::GenericOp op) {
+    if (op.getNumReductionLoops() != 1 || failed(matchCombiners(op)))
+      return false;
+    std::optional<unsigned> inner = innermostAccessedDim(op);
+    if (!inner || *inner != op.getNumLoops() - 1)
+      return false;
+    return llvm::all_of(op.getDpsInitsMutable(), [](OpOperand &init) {
+      return isShuffleable(getElementTypeOrSelf(init.get().getType()));
+    });
+  }
+
+  /// The row group `op` starts, unless one starting at a later member
+  /// before its first reduction runs more reductions (the group from `op`
+  /// stopped early: a later reduction writes memory an early member read,
+  /// freed by the planner); then `op` runs on its own and that later
+  /// member's group forms when the walk reaches it.
+  static std::optional<RowGroup> bestRowGroupAt(linalg::GenericOp op) {
+    std::optional<RowGroup> group =
+        matchRowGroup(op, kMaxWarpRow, isWarpRowReduction);
+    if (!group)
+      return std::nullopt;
+    auto reductions = [](const RowGroup &g) {
+      return llvm::count(g.kinds, RowOpKind::Reduction);
+    };
+    for (auto [member, kind] :
+         llvm::drop_begin(llvm::zip(group->members, group->kinds))) {
+      if (kind == RowOpKind::PerRow)
+        continue;
+      std::optional<RowGroup> later =
+          matchRowGroup(member, kMaxWarpRow, isWarpRowReduction);
+      if (later && reductions(*later) > reductions(*group))
+        return std::nullopt;
+      if (kind == RowOpKind::Reduction)
+        break;
+    }
+    return group;
+  }
+
+  /// Elements a lane takes at a time in every member of `group` (each
+  /// element of a row belongs to one lane in all of them): the narrowest
+  /// of the members' own vector widths.
+  int64_t rowGroupWidth(const RowGroup &group, OpBuilder &b, Location loc) {
+    int64_t width = vectorBytes;
+    for (auto [op, kind] : llvm::zip(group.members, group.kinds)) {
+      SmallVector<Value> sizes = rowGroupSizes(b, loc, group, op);
+      unsigned last = group.rows.size();
+      if (kind == RowOpKind::Elementwise) {
+        SmallVector<unsigned> parallelDims =
+            llvm::to_vector(llvm::seq<unsigned>(0, last + 1));
+        width = std::min(width,
+                         vectorWidth(op, sizes, parallelDims, vectorBytes));
+      } else if (kind == RowOpKind::Reduction) {
+        width = std::min(width,
+                         warpVectorWidth(op, sizes, {last}, vectorBytes));
+      }
+    }
+    return std::max<int64_t>(width, 1);
+  }
+
+  /// The loop sizes of member `op` of `group` as constants.
+  static SmallVector<Value> rowGroupSizes(OpBuilder &b, Location loc,
+                                          const RowGroup &group,
+                                          linalg::GenericOp op) {
+    SmallVector<Value> sizes;
+    for (int64_t size : op.getStaticLoopRanges())
+      sizes.push_back(indexConstant(b, loc, size));
+    return sizes;
+  }
+
+  /// One kernel for a row group (matchRowGroup): one warp per row,
+  /// `block-size / 32` rows a block; each member runs in turn over the
+  /// warp's row: a reduction as a warp reduction (every lane keeps the
+  /// total), a per-row op in every lane, an elementwise op with the lanes
+  /// striding over the row, `width` elements at a time. Lane 0 stores the
+  /// per-row values, which later members take from registers. The address
+  /// arithmetic between the members moves ahead of the kernel, the
+  /// deferred ops after it.
+  void formRowGroup(RowGroup &group) {
+    linalg::GenericOp first = group.members.front();
+    Operation *last = group.members.back();
+    for (Operation *op = first->getNextNode(); op && op != last;) {
+      Operation *next = op->getNextNode();
+      if (isMemoryEffectFree(op) && op->getNumRegions() == 0)
+        op->moveBefore(first);
+      op = next;
+    }
+    for (Operation *op : llvm::reverse(group.deferred))
+      op->moveAfter(last);
+
+    OpBuilder b(first);
+    Location loc = first.getLoc();
+    int64_t points = 1;
+    for (int64_t size : group.rows)
+      points *= size;
+    int64_t rowsPerBlock = std::min<int64_t>(blockSize / kWarpSize, points);
+    int64_t width = rowGroupWidth(group, b, loc);
+    unsigned k = group.rows.size();
+    SmallVector<Value> rowSizes;
+    for (int64_t size : group.rows)
+      rowSizes.push_back(indexConstant(b, loc, size));
+    Value grid =
+        indexConstant(b, loc, llvm::divideCeil(points, rowsPerBlock));
+    Value block = indexConstant(b, loc, rowsPerBlock * kWarpSize);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      gpu::LaunchOp launch = createLaunch(b, loc, grid, block, "row-group");
+      Value warpSize = indexConstant(b, loc, kWarpSize);
+      Value zero = indexConstant(b, loc, 0);
+      Value tx = launch.getThreadIds().x;
+      Value lane = arith::RemUIOp::create(b, loc, tx, warpSize);
+      Value row = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                indexConstant(b, loc, rowsPerBlock)),
+          arith::DivUIOp::create(b, loc, tx, warpSize));
+      // Warps past the last row (a partial last block) walk no element and
+      // store nothing; their per-row values are row 0's, never stored.
+      Value inRange;
+      if (points % rowsPerBlock != 0) {
+        inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        row, indexConstant(b, loc, points));
+        row = arith::SelectOp::create(b, loc, inRange, row, zero);
+      }
+      SmallVector<Value> rowIvs = delinearize(b, loc, row, rowSizes);
+      Value isStorer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             lane, zero);
+      if (inRange)
+        isStorer = arith::AndIOp::create(b, loc, isStorer, inRange);
+      auto storeIfStorer = [&](linalg::GenericOp op, ArrayRef<Value> ivs,
+                               ArrayRef<Value> values) {
+        OpBuilder::InsertionGuard storeGuard(b);
+        auto ifStorer = scf::IfOp::create(b, loc, isStorer, /*withElse=*/false);
+        b.setInsertionPointToStart(&ifStorer.getThenRegion().front());
+        storeOutputs(b, op, ivs, values);
+      };
+
+      SmallVector<SmallVector<Value>> rowValues(group.members.size());
+      foldedFills = 0;
+      for (auto [index, member] : llvm::enumerate(group.members)) {
+        size_t i = index;
+        linalg::GenericOp op = member;
+        GivenOperands given;
+        for (auto [n, from] : group.forwarded[i])
+          given[n] = rowValues[from.member][from.output];
+        SmallVector<Value> sizes = rowGroupSizes(b, loc, group, op);
+        SmallVector<Value> ivs(rowIvs);
+        switch (group.kinds[i]) {
+        case RowOpKind::Reduction: {
+          SmallVector<Combiner> combiners = *matchCombiners(op);
+          ivs.push_back(Value());
+          int64_t memberWidth = width;
+          scf::ForOp partial =
+              emitPartialReduction(b, op, ivs, sizes, {k}, combiners, lane,
+                                   warpSize, inRange, memberWidth, given);
+          SmallVector<Value> initials = foldedInitials.lookup(op);
+          SmallVector<Value> combined;
+          for (auto [output, init] :
+               llvm::enumerate(op.getDpsInitsMutable())) {
+            unsigned n = output;
+            Value total = warpAllReduce(
+                b, loc, partial.getResult(n),
+                [&](OpBuilder &nb, Value mine, Value other) {
+                  return applyCombiner(nb, op, n, combiners[n], mine, other);
+                });
+            Value initial = n < initials.size() ? initials[n] : Value();
+            if (!initial)
+              initial = given.lookup(init.getOperandNumber());
+            if (!initial)
+              initial = memref::LoadOp::create(
+                  b, loc, init.get(),
+                  applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs));
+            combined.push_back(
+                applyCombiner(b, op, n, combiners[n], initial, total));
+          }
+          storeIfStorer(op, ivs, combined);
+          rowValues[i] = combined;
+          foldedFills += llvm::count_if(initials, [](Value v) { return v; });
+          foldedInitials.erase(op);
+          break;
+        }
+        case RowOpKind::PerRow: {
+          if (op.getNumLoops() > k)
+            ivs.push_back(zero);
+          SmallVector<Value> values =
+              emitPayload(b, op, ivs, {}, presetFor(op, given));
+          storeIfStorer(op, ivs, values);
+          rowValues[i] = values;
+          break;
+        }
+        case RowOpKind::Elementwise: {
+          Value count = indexConstant(b, loc, group.rowLength / width);
+          if (inRange)
+            count = arith::SelectOp::create(b, loc, inRange, count, zero);
+          OpBuilder::InsertionGuard loopGuard(b);
+          auto loop = scf::ForOp::create(b, loc, lane, count, warpSize);
+          b.setInsertionPointToStart(loop.getBody());
+          ivs.push_back(loop.getInductionVar());
+          if (width > 1)
+            emitVectorPoint(b, op, ivs, k, width, given);
+          else
+            storeOutputs(b, op, ivs,
+                         emitPayload(b, op, ivs, {}, presetFor(op, given)));
+          break;
+        }
+        }
+      }
+      sinkGlobals(launch);
+    }
+    unsigned reductions = llvm::count(group.kinds, RowOpKind::Reduction);
+    remark(first, "row group: one warp per row of " +
+                      Twine(group.rowLength) + " elements (" + Twine(width) +
+                      " at a time), " + Twine(rowsPerBlock) +
+                      " per block, runs this op and the " +
+                      Twine(group.members.size() - 1) + " after it (" +
+                      Twine(reductions) + " reductions)" +
+                      (foldedFills == 0
+                           ? std::string()
+                           : "; " + std::to_string(foldedFills) +
+                                 (foldedFills == 1 ? " fill" : " fills") +
+                                 " folded in") +
+                      (group.deferred.empty()
+                           ? std::string()
+                           : "; " + std::to_string(group.deferred.size()) +
+                                 " ops between them run after it"));
+    ++numKernels;
+    ++numRowGroups;
+    numRowGroupMembers += group.members.size();
+    for (linalg::GenericOp op : group.members) {
+      grouped.insert(op);
+      op.erase();
+    }
   }
 
   /// Owner-computes partitioning of a loop nest whose serial loops write

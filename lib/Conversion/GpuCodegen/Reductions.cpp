@@ -162,16 +162,6 @@ bool isCombinedAcrossThreads(linalg::GenericOp op) {
          op.getIteratorTypesArray()[*inner] == utils::IteratorType::reduction;
 }
 
-namespace {
-/// Where a memref's elements lie: `size` bytes from `begin` in `root`, or
-/// anywhere in it (size unknown).
-struct ByteRange {
-  Value root;
-  int64_t begin = 0;
-  std::optional<int64_t> size;
-};
-} // namespace
-
 /// The bytes of a contiguous memref with a static shape, if known.
 static std::optional<int64_t> staticBytes(MemRefType type) {
   if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
@@ -181,8 +171,7 @@ static std::optional<int64_t> staticBytes(MemRefType type) {
          llvm::divideCeil(type.getElementType().getIntOrFloatBitWidth(), 8);
 }
 
-/// Follows views back to their root (bounded: views are few deep).
-static ByteRange byteRangeOf(Value value) {
+ByteRange byteRangeOf(Value value) {
   ByteRange range{value, 0, std::nullopt};
   auto type = dyn_cast<MemRefType>(value.getType());
   if (type)

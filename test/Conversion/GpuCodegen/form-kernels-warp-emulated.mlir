@@ -14,12 +14,17 @@
 
 // RUN: effopt-opt %s --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --convert-math-to-llvm --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.cpu
-// RUN: effopt-opt %s --eff-gpu-form-kernels --test-eff-emulate-gpu-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --convert-math-to-llvm --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
+// RUN: effopt-opt %s --eff-gpu-form-kernels=row-groups=false --test-eff-emulate-gpu-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --convert-math-to-llvm --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.gpu
 // RUN: diff %t.cpu %t.gpu
 // RUN: FileCheck %s < %t.gpu
+// With row groups (the default): the reductions of x's rows run as one
+// kernel, and so do those of w's; the same values.
+// RUN: effopt-opt %s --eff-gpu-form-kernels --test-eff-emulate-gpu-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --convert-math-to-llvm --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
+// RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.rows
+// RUN: diff %t.cpu %t.rows
 // The strategy of every reduction of the step.
-// RUN: effopt-opt %s --eff-gpu-form-kernels=remarks=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: effopt-opt %s --eff-gpu-form-kernels="remarks=true row-groups=false" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
 // REMARK: warp reduction: one warp per output element, 8 per block; starts from the fill of output 0{{$}}
 // REMARK: warp reduction: one warp per output element, 8 per block; starts from the fills of outputs 0, 1, 2{{$}}

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
@@ -215,10 +216,18 @@ struct TestEmulateGpuLaunchesPass
       return launch.emitOpError("emulation needs every gpu.shuffle at the top "
                                 "level of the body and no gpu.all_reduce "
                                 "beside them");
+    // Ops before the last shuffle run again in later phases: they may write
+    // memory only through memref.store / vector.store, which run in the
+    // first phase that reaches them and are dropped from the replays (a
+    // replayed op's values then feed only dropped stores and the sends of
+    // shuffles whose results come from `sent`: a row group's members
+    // exchange values only through shuffles and the same thread's memory).
     for (Operation &op : body) {
       if (&op == shuffles.back())
         break;
       WalkResult writes = op.walk([&](Operation *inner) {
+        if (isa<memref::StoreOp, vector::StoreOp>(inner))
+          return WalkResult::advance();
         auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
         if (effects ? effects.hasEffect<MemoryEffects::Write>()
                     : !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
@@ -227,7 +236,7 @@ struct TestEmulateGpuLaunchesPass
       });
       if (writes.wasInterrupted())
         return op.emitOpError("emulation needs the ops before the last "
-                              "gpu.shuffle to write no memory");
+                              "gpu.shuffle to write memory only by stores");
     }
 
     OpBuilder b(launch);
@@ -256,12 +265,26 @@ struct TestEmulateGpuLaunchesPass
             mapping.map(threads.x, tx);
             Value lane = arith::RemUIOp::create(nb, nloc, tx, warp);
             Value warpBase = arith::SubIOp::create(nb, nloc, tx, lane);
+            // Shuffles passed before `op`: its stores ran in that phase.
+            size_t passed = 0;
             for (Operation &op : body.without_terminator()) {
               auto shuffle = dyn_cast<gpu::ShuffleOp>(op);
               if (!shuffle) {
-                nb.clone(op, mapping);
+                Operation *copy = nb.clone(op, mapping);
+                if (passed < phase) {
+                  SmallVector<Operation *> stores;
+                  copy->walk([&](Operation *inner) {
+                    if (isa<memref::StoreOp, vector::StoreOp>(inner))
+                      stores.push_back(inner);
+                  });
+                  if (isa<memref::StoreOp, vector::StoreOp>(copy))
+                    stores.push_back(copy);
+                  for (Operation *store : llvm::reverse(stores))
+                    store->erase();
+                }
                 continue;
               }
+              ++passed;
               size_t k = llvm::find(shuffles, shuffle) - shuffles.begin();
               if (k == phase) {
                 memref::StoreOp::create(nb, nloc,

@@ -61,6 +61,19 @@ struct FoldableFill {
 /// go and the reduction start from the fill's value.
 std::optional<FoldableFill> matchFoldableFill(mlir::linalg::GenericOp fill);
 
+/// Where a memref's elements lie: `size` bytes from `begin` in `root`, or
+/// anywhere in it (size unknown).
+struct ByteRange {
+  mlir::Value root;
+  int64_t begin = 0;
+  std::optional<int64_t> size;
+};
+
+/// Follows views (memref.view at constant byte shifts, identity-layout
+/// expand/collapse_shape and casts) back to their root (bounded: views are
+/// few deep).
+ByteRange byteRangeOf(mlir::Value value);
+
 /// False only when the memory of `a` and `b` is provably disjoint: views
 /// (memref.view at constant byte shifts, expand/collapse_shape, casts) of
 /// disjoint byte ranges of one root, or different roots that are distinct

@@ -1,0 +1,82 @@
+//===- RowGroups.h - chains of row ops one warp per row can run -----------===//
+//
+// A layer norm is two row reductions (mean, variance), a per-row op (the
+// reciprocal standard deviation) and an elementwise op over the rows (the
+// normalisation); its backward is elementwise ops, two row reductions and
+// an elementwise op again. As separate kernels each reads the row from
+// DRAM; a row group runs them in one kernel, one warp per row, so the row
+// is read from DRAM once and the per-row values stay in registers.
+// eff-gpu-form-kernels matches groups here and emits them (docs/
+// GpuKernels.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef EFFOPT_CONVERSION_GPUCODEGEN_ROWGROUPS_H
+#define EFFOPT_CONVERSION_GPUCODEGEN_ROWGROUPS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <optional>
+
+namespace effopt {
+
+/// How a member of a row group iterates the rows.
+enum class RowOpKind {
+  /// A reduction of each row: loops (rows..., row) with the last reduced.
+  Reduction,
+  /// All-parallel over (rows..., row): each element of each row.
+  Elementwise,
+  /// All-parallel over the rows (or rows x 1): one point per row.
+  PerRow,
+};
+
+/// Where a member reads a value an earlier member computed for the same
+/// row (a per-row output at the same address): member `member`'s output
+/// `output`.
+struct ForwardedRowValue {
+  unsigned member;
+  unsigned output;
+};
+
+/// linalg.generic ops of one block, in program order, over one row space:
+/// `rows` (static sizes) of `rowLength` elements. One warp per row runs
+/// each member in turn over its row; every element-of-row access of a
+/// member to memory an earlier member wrote is at the same address
+/// function of (row, element), so the lane that wrote an element is the
+/// lane that reads it (no barrier), and per-row values pass in registers.
+struct RowGroup {
+  llvm::SmallVector<int64_t> rows;
+  int64_t rowLength = 0;
+  llvm::SmallVector<mlir::linalg::GenericOp> members;
+  llvm::SmallVector<RowOpKind> kinds;
+  /// Per member: operand number -> the earlier member's per-row value it
+  /// reads (in place of a load).
+  llvm::SmallVector<llvm::DenseMap<unsigned, ForwardedRowValue>> forwarded;
+  /// Linalg ops between the members, none of them a member, that touch no
+  /// memory a later member touches (where either writes): they run after
+  /// the group's kernel, in their order.
+  llvm::SmallVector<mlir::Operation *> deferred;
+};
+
+/// The row group starting at `seed` (a reduction or an elementwise op over
+/// (rows..., row) of a static shape with rows of at most `maxRowLength`
+/// elements): the ops after it in its block that join it, up to the first
+/// op with memory effects that is not a linalg.generic. A reduction joins
+/// when `isWarpReduction` accepts it (combiners recognised, outputs that
+/// shuffles move). Every dependency between two members (one writes what
+/// the other reads or writes) must be row-local at one address function
+/// (see RowGroup); an op that would write memory an earlier member reads
+/// does not join (nor may it be deferred past one that reads or writes
+/// it). Null unless the group has two reductions, or one and an
+/// elementwise op (one reduction and per-row ops are a warp reduction with
+/// an epilogue).
+std::optional<RowGroup>
+matchRowGroup(mlir::linalg::GenericOp seed, int64_t maxRowLength,
+              llvm::function_ref<bool(mlir::linalg::GenericOp)> isWarpReduction);
+
+} // namespace effopt
+
+#endif // EFFOPT_CONVERSION_GPUCODEGEN_ROWGROUPS_H
