@@ -567,14 +567,16 @@ def compare_moved(got, want, init, limit, skip=(), floor=None, ours=None):
     than 1.5x that (`ours[name]`: effopt's distance to the fp32 run; where
     effopt rounds less than PyTorch, e.g. attention kept in f32, it is
     closer to fp32 and about floor*sqrt(2) from the low-precision run).
-    A tensor's floor is at least the median floor over all tensors: AdamW
-    turns rounding noise into steps of about lr in every tensor alike, and
-    one tensor's own distance is a single noisy sample of it (GPT-2's fp16
-    run on an H100: 0.06 for one c_proj.weight, 0.08-0.13 for the rest)."""
+    A tensor's floor is at least the upper quartile of the floors over all
+    tensors: AdamW turns rounding noise into steps of about lr in every
+    weight matrix alike, and one tensor's own distance is a single noisy
+    sample of it (the suite's GPT in fp16 on an H100: 0.06 for one
+    c_proj.weight, 0.08-0.11 for the other weights; the median, pulled down
+    by biases and norms, was under 0.07)."""
     errors = moved_errors(got, want, init, skip)
     worst = (0.0, "")
     ok = True
-    typical = float(np.median(list(floor.values()))) if floor else 0.0
+    typical = float(np.percentile(list(floor.values()), 75)) if floor else 0.0
     for name, err in errors.items():
         noise = max(floor.get(name, 0.0), typical) if floor else 0.0
         good = err <= max(limit, 1.5 * noise)
@@ -745,6 +747,12 @@ class Runner:
                      effopt_vs_fp32=round(to_full.get(t, 0.0), 4))
                 for e, t in sorted(((e, t) for t, e in errors.items()),
                                    reverse=True)[:5]]
+            quartiles = lambda d: tuple(float(np.percentile(list(d.values()), q))
+                                        for q in (50, 75, 100))
+            print("   %s: torch %s vs fp32 over tensors: median %.4f, upper "
+                  "quartile %.4f, max %.4f; effopt vs fp32: %.4f, %.4f, %.4f"
+                  % ((name, precision) + quartiles(floor) + quartiles(to_full)),
+                  flush=True)
             for f in row["farthest"]:
                 print("   %s %s: vs torch %.4f, torch vs fp32 %.4f, effopt "
                       "vs fp32 %.4f" % (name, f["tensor"], f["vs_torch"],

@@ -627,6 +627,15 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
       over the reduction dims, already coalesced; so are reductions whose
       combiner is not recognised (correct, slow; with `remarks` a remark
       says so).
+    Chains of row ops over one static row space (rows of at most 4096
+    elements: layer norm forward and backward, softmax rows) run as one
+    **row group** kernel, one warp per row: each member in turn over the
+    warp's row, reductions combined by shuffles into every lane, per-row
+    ops in registers, elementwise ops with the lanes striding over the
+    row; every dependency between members is at one address per (row,
+    element), so the lane that wrote an element reads it (no barrier);
+    ops between the members that touch none of the later members' memory
+    run after the kernel (`row-groups`; docs/GpuKernels.md).
     A `memref.copy` from a splat constant `memref.get_global` is a fill.
     `memref.get_global`s a kernel reads are re-created inside it, so
     outlining copies the constant into the GPU module.

@@ -1194,9 +1194,12 @@ struct EffGpuFormKernelsPass
   /// stopped early: a later reduction writes memory an early member read,
   /// freed by the planner); then `op` runs on its own and that later
   /// member's group forms when the walk reaches it.
-  static std::optional<RowGroup> bestRowGroupAt(linalg::GenericOp op) {
+  std::optional<RowGroup> bestRowGroupAt(linalg::GenericOp op) {
+    auto ownWidth = [&](linalg::GenericOp member, RowOpKind kind) {
+      return rowOpWidth(member, kind);
+    };
     std::optional<RowGroup> group =
-        matchRowGroup(op, kMaxWarpRow, isWarpRowReduction);
+        matchRowGroup(op, kMaxWarpRow, isWarpRowReduction, ownWidth);
     if (!group)
       return std::nullopt;
     auto reductions = [](const RowGroup &g) {
@@ -1207,7 +1210,7 @@ struct EffGpuFormKernelsPass
       if (kind == RowOpKind::PerRow)
         continue;
       std::optional<RowGroup> later =
-          matchRowGroup(member, kMaxWarpRow, isWarpRowReduction);
+          matchRowGroup(member, kMaxWarpRow, isWarpRowReduction, ownWidth);
       if (later && reductions(*later) > reductions(*group))
         return std::nullopt;
       if (kind == RowOpKind::Reduction)
@@ -1216,24 +1219,26 @@ struct EffGpuFormKernelsPass
     return group;
   }
 
-  /// Elements a lane takes at a time in every member of `group` (each
-  /// element of a row belongs to one lane in all of them): the narrowest
-  /// of the members' own vector widths.
-  int64_t rowGroupWidth(const RowGroup &group, OpBuilder &b, Location loc) {
-    int64_t width = vectorBytes;
-    for (auto [op, kind] : llvm::zip(group.members, group.kinds)) {
-      SmallVector<Value> sizes = rowGroupSizes(b, loc, group, op);
-      unsigned last = group.rows.size();
-      if (kind == RowOpKind::Elementwise) {
-        SmallVector<unsigned> parallelDims =
-            llvm::to_vector(llvm::seq<unsigned>(0, last + 1));
-        width = std::min(width,
-                         vectorWidth(op, sizes, parallelDims, vectorBytes));
-      } else if (kind == RowOpKind::Reduction) {
-        width = std::min(width,
-                         warpVectorWidth(op, sizes, {last}, vectorBytes));
-      }
-    }
+  /// Elements a lane of a warp takes at a time when `op` (a row group
+  /// candidate of kind `kind`) runs alone: a reduction's warpVectorWidth,
+  /// an elementwise op's vectorWidth over its loops.
+  int64_t rowOpWidth(linalg::GenericOp op, RowOpKind kind) {
+    if (kind == RowOpKind::PerRow)
+      return 1;
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> sizes;
+    for (int64_t size : op.getStaticLoopRanges())
+      sizes.push_back(indexConstant(b, loc, size));
+    unsigned last = op.getNumLoops() - 1;
+    int64_t width =
+        kind == RowOpKind::Reduction
+            ? warpVectorWidth(op, sizes, {last}, vectorBytes)
+            : vectorWidth(op, sizes,
+                          llvm::to_vector(llvm::seq<unsigned>(0, last + 1)),
+                          vectorBytes);
+    for (Value size : sizes)
+      size.getDefiningOp()->erase();
     return std::max<int64_t>(width, 1);
   }
 
@@ -1273,7 +1278,7 @@ struct EffGpuFormKernelsPass
     for (int64_t size : group.rows)
       points *= size;
     int64_t rowsPerBlock = std::min<int64_t>(blockSize / kWarpSize, points);
-    int64_t width = rowGroupWidth(group, b, loc);
+    int64_t width = group.width;
     unsigned k = group.rows.size();
     SmallVector<Value> rowSizes;
     for (int64_t size : group.rows)

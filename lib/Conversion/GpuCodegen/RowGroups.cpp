@@ -153,7 +153,9 @@ static bool touchesMemory(Value value) {
 
 std::optional<RowGroup>
 matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
-              llvm::function_ref<bool(linalg::GenericOp)> isWarpReduction) {
+              llvm::function_ref<bool(linalg::GenericOp)> isWarpReduction,
+              llvm::function_ref<int64_t(linalg::GenericOp, RowOpKind)>
+                  ownWidth) {
   if (!seed.hasPureBufferSemantics())
     return std::nullopt;
   SmallVector<int64_t> ranges = seed.getStaticLoopRanges();
@@ -172,6 +174,22 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
                    DenseMap<unsigned, ForwardedRowValue> &forwarded) {
     if (kind == RowOpKind::Reduction && !isWarpReduction(op))
       return false;
+    // One lane per element (or vector) of the row in every member, each
+    // reduction in its own order.
+    if (kind == RowOpKind::Reduction) {
+      int64_t width = ownWidth(op, kind);
+      if (group.width != 0 && width != group.width)
+        return false;
+      if (group.width == 0)
+        for (auto [member, memberKind] :
+             llvm::zip(group.members, group.kinds))
+          if (memberKind == RowOpKind::Elementwise &&
+              ownWidth(member, memberKind) < width)
+            return false;
+    } else if (kind == RowOpKind::Elementwise && group.width != 0 &&
+               ownWidth(op, kind) < group.width) {
+      return false;
+    }
     if (!writesOncePerPoint(op))
       return false;
     // A reduction's threads read the row while lane 0 writes the result.
@@ -238,6 +256,8 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
 
   auto add = [&](linalg::GenericOp op, RowOpKind kind,
                  DenseMap<unsigned, ForwardedRowValue> forwarded) {
+    if (kind == RowOpKind::Reduction && group.width == 0)
+      group.width = ownWidth(op, kind);
     group.members.push_back(op);
     group.kinds.push_back(kind);
     group.forwarded.push_back(std::move(forwarded));

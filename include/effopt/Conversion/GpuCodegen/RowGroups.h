@@ -50,6 +50,10 @@ struct ForwardedRowValue {
 struct RowGroup {
   llvm::SmallVector<int64_t> rows;
   int64_t rowLength = 0;
+  /// Elements a lane takes at a time in every member: the reductions' own
+  /// width (as each would run alone, so a reduction adds up in the same
+  /// order in or out of a group: remat and grouping keep the bits).
+  int64_t width = 0;
   llvm::SmallVector<mlir::linalg::GenericOp> members;
   llvm::SmallVector<RowOpKind> kinds;
   /// Per member: operand number -> the earlier member's per-row value it
@@ -66,7 +70,9 @@ struct RowGroup {
 /// elements): the ops after it in its block that join it, up to the first
 /// op with memory effects that is not a linalg.generic. A reduction joins
 /// when `isWarpReduction` accepts it (combiners recognised, outputs that
-/// shuffles move). Every dependency between two members (one writes what
+/// shuffles move) and its `ownWidth` (elements a lane takes at a time
+/// when it runs alone) equals the other reductions'; an elementwise op
+/// when its `ownWidth` is at least that. Every dependency between two members (one writes what
 /// the other reads or writes) must be row-local at one address function
 /// (see RowGroup); an op that would write memory an earlier member reads
 /// does not join (nor may it be deferred past one that reads or writes
@@ -75,7 +81,9 @@ struct RowGroup {
 /// an epilogue).
 std::optional<RowGroup>
 matchRowGroup(mlir::linalg::GenericOp seed, int64_t maxRowLength,
-              llvm::function_ref<bool(mlir::linalg::GenericOp)> isWarpReduction);
+              llvm::function_ref<bool(mlir::linalg::GenericOp)> isWarpReduction,
+              llvm::function_ref<int64_t(mlir::linalg::GenericOp, RowOpKind)>
+                  ownWidth);
 
 } // namespace effopt
 
