@@ -578,10 +578,12 @@ struct EffGpuFormKernelsPass
         if (failed(combiners) && rowReduction) {
           ++numSerialFallbacks;
           remark(op, "reduction combiner not recognised: one thread per "
-                     "output element (correct, slow)");
+                     "output element (correct, slow)" +
+                         foldedFillsRemark(op));
         } else {
           remark(op, "reduction over outer dimensions: one thread per output "
-                     "element");
+                     "element" +
+                         foldedFillsRemark(op));
         }
         launch = formThreadPerPoint(b, op, sizes, parallelDims, reductionDims,
                                     "thread-reduction");
@@ -793,12 +795,17 @@ struct EffGpuFormKernelsPass
       storeOutputs(b, op, ivs, emitPayload(b, op, ivs, {}));
       return launch;
     }
-    // Carry each output through the reduction loop in order, as on the CPU.
+    // Carry each output through the reduction loop in order, as on the CPU,
+    // from its initial value (a folded fill's, else loaded).
     SmallVector<Value> initial;
-    for (OpOperand &init : op.getDpsInitsMutable())
-      initial.push_back(memref::LoadOp::create(
-          b, loc, init.get(),
-          applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs)));
+    SmallVector<Value> folded = foldedInitials.lookup(op);
+    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable()))
+      initial.push_back(
+          k < folded.size() && folded[k]
+              ? folded[k]
+              : Value(memref::LoadOp::create(
+                    b, loc, init.get(),
+                    applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs))));
     auto reduce = scf::ForOp::create(
         b, loc, indexConstant(b, loc, 0), reductionCount,
         indexConstant(b, loc, 1), initial,
@@ -1406,7 +1413,9 @@ struct EffGpuFormKernelsPass
                       (group.deferred.empty()
                            ? std::string()
                            : "; " + std::to_string(group.deferred.size()) +
-                                 " ops between them run after it"));
+                                 (group.deferred.size() == 1
+                                      ? " op between them runs after it"
+                                      : " ops between them run after it")));
     ++numKernels;
     ++numRowGroups;
     numRowGroupMembers += group.members.size();

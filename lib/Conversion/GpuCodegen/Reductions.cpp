@@ -259,7 +259,7 @@ std::optional<FoldableFill> matchFoldableFill(linalg::GenericOp fill) {
     next = next->getNextNode();
   auto reduction = dyn_cast_or_null<linalg::GenericOp>(next);
   if (!reduction || !reduction.hasPureBufferSemantics() ||
-      !isCombinedAcrossThreads(reduction))
+      reduction.getNumReductionLoops() == 0)
     return std::nullopt;
   std::optional<unsigned> output;
   for (OpOperand &init : reduction.getDpsInitsMutable()) {

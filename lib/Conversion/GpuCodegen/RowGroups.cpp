@@ -228,6 +228,18 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
           if (!aWrites) {
             if (group.forwarded[j].count(a.getOperandNumber()))
               continue;
+            // An elementwise member's lane read the element before the
+            // same lane writes it (the planner puts a layer norm's output
+            // over the GEMM output the residual add read); its values only
+            // reach its own stores, so the emulation's replays stay exact.
+            std::optional<RowAddress> read =
+                rowAddress(member, a, group.kinds[j], numRows);
+            std::optional<RowAddress> written =
+                rowAddress(op, m, kind, numRows);
+            if (group.kinds[j] == RowOpKind::Elementwise && read && written &&
+                *read == *written &&
+                rowsDisjoint(*read, group.rows, group.rowLength))
+              continue;
             return false;
           }
           std::optional<RowAddress> written =

@@ -3,7 +3,7 @@
 // emulated (the xor shuffles exchange values between the lanes of each warp
 // as the hardware does); both print the same values. A layer norm forward
 // (a residual add, the mean and variance reductions in place in an arena,
-// rsqrt, the normalisation) and a layer-norm-like backward (elementwise
+// rsqrt, the normalisation written over the residual add's input) and a layer-norm-like backward (elementwise
 // ops writing the arena, two row reductions, a column reduction between
 // them that reads a member's output and runs after the group, an in-place
 // update of an argument, then a bf16 write over memory the group read,
@@ -23,16 +23,15 @@
 
 // The forward and backward share a row space and form one group (its
 // sums start from folded fills; the copies of per-row sums join it); the
-// column reduction (its fill, then the thread reduction) runs after it,
-// then the bf16 write; the softmax rows form the second group.
-// REMARK: remark: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 14 after it (4 reductions); 4 fills folded in; 2 ops between them run after it
-// REMARK: remark: reduction over outer dimensions: one thread per output element
+// column reduction (a thread reduction starting from its folded fill) runs
+// after it, then the bf16 write; the softmax rows form the second group.
+// REMARK: remark: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 14 after it (4 reductions); 4 fills folded in; 1 op between them runs after it
+// REMARK: remark: reduction over outer dimensions: one thread per output element; starts from the fill of output 0
 // REMARK: remark: row group: one warp per row of 100 elements (4 at a time), 8 per block, runs this op and the 2 after it (2 reductions); 2 fills folded in
 // KERNELS-LABEL: func.func @step
 // KERNELS:       gpu.launch
 // KERNELS-NOT:   gpu.barrier
 // KERNELS:       } {eff.kernel = "row-group"}
-// KERNELS:       } {eff.kernel = "elementwise"}
 // KERNELS:       } {eff.kernel = "thread-reduction"}
 // KERNELS:       } {eff.kernel = "elementwise"}
 // KERNELS:       } {eff.kernel = "row-group"}
@@ -57,8 +56,7 @@
 #v = affine_map<(d0) -> (d0)>
 
 func.func @step(%arena: memref<65536xi8>, %x: memref<4x5x64xf32>,
-                %r: memref<4x5x64xf32>, %gamma: memref<64xf32>,
-                %beta: memref<64xf32>, %y: memref<4x5x64xf32>,
+                %gamma: memref<64xf32>, %beta: memref<64xf32>,
                 %dy: memref<4x5x64xf32>, %dres: memref<4x5x64xf32>,
                 %colsum: memref<64xf32>, %z: memref<20x100xf32>,
                 %zout: memref<20x100xf32>, %rowsums: memref<4x5xf32>,
@@ -76,6 +74,11 @@ func.func @step(%arena: memref<65536xi8>, %x: memref<4x5x64xf32>,
   %c24576 = arith.constant 24576 : index
   %c32768 = arith.constant 32768 : index
   %c33024 = arith.constant 33024 : index
+  %c40960 = arith.constant 40960 : index
+  // r in the arena; the normalised rows are written over it (the same
+  // layout: the lane that read r's element writes y's).
+  %r = memref.view %arena[%c40960][] : memref<65536xi8> to memref<4x5x64xf32>
+  %y = memref.view %arena[%c40960][] : memref<65536xi8> to memref<4x5x64xf32>
   // Layer norm forward over h = x + r.
   %h = memref.view %arena[%c0][] : memref<65536xi8> to memref<4x5x64xf32>
   linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
@@ -272,7 +275,6 @@ func.func @main() {
   %c13 = arith.constant 13 : index
   %arena = memref.alloc() : memref<65536xi8>
   %x = memref.alloc() : memref<1280xf32>
-  %r = memref.alloc() : memref<1280xf32>
   %dy = memref.alloc() : memref<1280xf32>
   %dres = memref.alloc() : memref<1280xf32>
   %gamma = memref.alloc() : memref<64xf32>
@@ -280,6 +282,8 @@ func.func @main() {
   %z = memref.alloc() : memref<2000xf32>
   %xd = memref.cast %x : memref<1280xf32> to memref<?xf32>
   func.call @fill(%xd, %c7) : (memref<?xf32>, index) -> ()
+  %c40960 = arith.constant 40960 : index
+  %r = memref.view %arena[%c40960][] : memref<65536xi8> to memref<1280xf32>
   %rd = memref.cast %r : memref<1280xf32> to memref<?xf32>
   func.call @fill(%rd, %c3) : (memref<?xf32>, index) -> ()
   %dyd = memref.cast %dy : memref<1280xf32> to memref<?xf32>
@@ -293,11 +297,10 @@ func.func @main() {
   %zd = memref.cast %z : memref<2000xf32> to memref<?xf32>
   func.call @fill(%zd, %c7) : (memref<?xf32>, index) -> ()
   %x3 = memref.expand_shape %x [[0, 1, 2]] output_shape [4, 5, 64] : memref<1280xf32> into memref<4x5x64xf32>
-  %r3 = memref.expand_shape %r [[0, 1, 2]] output_shape [4, 5, 64] : memref<1280xf32> into memref<4x5x64xf32>
   %dy3 = memref.expand_shape %dy [[0, 1, 2]] output_shape [4, 5, 64] : memref<1280xf32> into memref<4x5x64xf32>
   %dres3 = memref.expand_shape %dres [[0, 1, 2]] output_shape [4, 5, 64] : memref<1280xf32> into memref<4x5x64xf32>
   %z2 = memref.expand_shape %z [[0, 1]] output_shape [20, 100] : memref<2000xf32> into memref<20x100xf32>
-  %y = memref.alloc() : memref<4x5x64xf32>
+  %y = memref.view %arena[%c40960][] : memref<65536xi8> to memref<4x5x64xf32>
   %colsum = memref.alloc() : memref<64xf32>
   %zout = memref.alloc() : memref<20x100xf32>
   %rowsums = memref.alloc() : memref<4x5xf32>
@@ -305,8 +308,8 @@ func.func @main() {
   %bsums = memref.alloc() : memref<4x5xf32>
   %zmax = memref.alloc() : memref<20xf32>
   %zsum = memref.alloc() : memref<20xf32>
-  func.call @step(%arena, %x3, %r3, %gamma, %beta, %y, %dy3, %dres3, %colsum, %z2, %zout, %rowsums, %sqdev, %bsums, %zmax, %zsum)
-    : (memref<65536xi8>, memref<4x5x64xf32>, memref<4x5x64xf32>, memref<64xf32>, memref<64xf32>, memref<4x5x64xf32>, memref<4x5x64xf32>, memref<4x5x64xf32>, memref<64xf32>, memref<20x100xf32>, memref<20x100xf32>, memref<4x5xf32>, memref<4x5xf32>, memref<4x5xf32>, memref<20xf32>, memref<20xf32>) -> ()
+  func.call @step(%arena, %x3, %gamma, %beta, %dy3, %dres3, %colsum, %z2, %zout, %rowsums, %sqdev, %bsums, %zmax, %zsum)
+    : (memref<65536xi8>, memref<4x5x64xf32>, memref<64xf32>, memref<64xf32>, memref<4x5x64xf32>, memref<4x5x64xf32>, memref<64xf32>, memref<20x100xf32>, memref<20x100xf32>, memref<4x5xf32>, memref<4x5xf32>, memref<4x5xf32>, memref<20xf32>, memref<20xf32>) -> ()
   %n_sums = llvm.mlir.addressof @n_sums : !llvm.ptr
   %u0 = memref.cast %rowsums : memref<4x5xf32> to memref<*xf32>
   func.call @print(%n_sums, %u0) : (!llvm.ptr, memref<*xf32>) -> ()

@@ -53,7 +53,8 @@ struct FoldableFill {
 
 /// Matches `fill`, an all-parallel linalg.generic on memrefs that stores one
 /// scalar into every element of its output B, when the next op with memory
-/// effects is a reduction combined across threads with B (the same value)
+/// effects is a reduction (any strategy: each folds in its outputs'
+/// initial values once) with B (the same value)
 /// as exactly one of its outputs, whose points cover every element of B
 /// (a projected-permutation map onto B's static shape), and none of whose
 /// other operands may overlap B (see `mayOverlap`). Then nothing reads B
