@@ -258,8 +258,11 @@ void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
   unsigned heads = static_cast<unsigned>(p.heads);
   int v8 = variant(p.type, p.d);
 
-  // delta = rowsum(dO * o), a warp per row.
+  // delta = rowsum(dO * o), a warp per row (numbered in 32 bits).
   long long rows = static_cast<long long>(p.heads * p.tq);
+  if (rows > INT32_MAX)
+    fail("attention: the backward of ", p.heads, " heads x ", p.tq,
+         " queries has too many rows (at most 2^31 - 1)");
   {
     void *params[] = {&o, &dout, &delta, &rows, &d, &tq, &layout};
     int64_t rowsPerBlock = kRowDotThreads / 32;

@@ -749,20 +749,40 @@ __device__ void backwardKeyF32(const float *q, const float *k, const float *v,
 }
 
 /// delta[r] = sum_d dout[r, d] * o[r, d] for the `rows` = heads x Tq rows
-/// (row r: query r % Tq of head r / Tq), a warp per row.
+/// (row r: query r % Tq of head r / Tq), a warp per row. Row and head
+/// numbers in 32 bits (the host keeps rows under 2^31): a 64-bit division
+/// is a long instruction sequence, and this kernel does little else.
+/// 16-bit elements two at a time (4-byte loads) where every row and head
+/// offset is even (the host keeps the operands 4-byte aligned).
 template <typename T>
 __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
                        int D, int Tq, const EffrtAttnLayout &L) {
-  int64_t r = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   int lane = threadIdx.x % 32;
   if (r >= rows)
     return;
-  long long head = r / Tq, i = r % Tq;
-  const T *oRow = o + headOffset(L.o, L, head) + i * L.o.t;
-  const T *dRow = dout + headOffset(L.dout, L, head) + i * L.dout.t;
+  int head = r / Tq, i = r % Tq;
+  int b1 = head / L.b2Count, b2 = head % L.b2Count;
+  const T *oRow = o + b1 * L.o.b1 + b2 * L.o.b2 + i * L.o.t;
+  const T *dRow =
+      dout + b1 * L.dout.b1 + b2 * L.dout.b2 + i * L.dout.t;
   float s = 0.0f;
-  for (int d = lane; d < D; d += 32)
-    s = fmaf(toFloat(dRow[d]), toFloat(oRow[d]), s);
+  bool pairs = sizeof(T) == 2 && D % 2 == 0 &&
+               ((L.o.b1 | L.o.b2 | L.o.t | L.dout.b1 | L.dout.b2 |
+                 L.dout.t) & 1) == 0;
+  if (pairs) {
+    for (int d = 2 * lane; d < D; d += 64) {
+      uint32_t ov = ld32(oRow + d), dv = ld32(dRow + d);
+      T o2[2], d2[2];
+      memcpy(o2, &ov, 4);
+      memcpy(d2, &dv, 4);
+      s = fmaf(toFloat(d2[0]), toFloat(o2[0]), s);
+      s = fmaf(toFloat(d2[1]), toFloat(o2[1]), s);
+    }
+  } else {
+    for (int d = lane; d < D; d += 32)
+      s = fmaf(toFloat(dRow[d]), toFloat(oRow[d]), s);
+  }
   s = warpSum(s);
   if (lane == 0)
     delta[r] = s;
