@@ -636,6 +636,10 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     element), so the lane that wrote an element reads it (no barrier);
     ops between the members that touch none of the later members' memory
     run after the kernel (`row-groups`; docs/GpuKernels.md).
+    Neighbouring independent all-parallel ops of at most 65536 points
+    (vectors) each share one launch (`small-batches`), and an
+    all-parallel op recomputing what an earlier op stored in the same
+    memory, none of it written in between, launches nothing.
     A `memref.copy` from a splat constant `memref.get_global` is a fill.
     `memref.get_global`s a kernel reads are re-created inside it, so
     outlining copies the constant into the GPU module.
@@ -681,7 +685,10 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
            "layouts allow (0 or the element size: one element per thread)">,
     Option<"rowGroups", "row-groups", "bool", /*default=*/"true",
            "Run chains of row reductions and row-wise ops (layer norm, "
-           "softmax and their backward) as one kernel, one warp per row">
+           "softmax and their backward) as one kernel, one warp per row">,
+    Option<"smallBatches", "small-batches", "bool", /*default=*/"true",
+           "Run neighbouring independent elementwise ops of at most 65536 "
+           "points (vectors) each as one launch">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -708,7 +715,13 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     Statistic<"numRowGroups", "row-groups",
               "Chains of row ops run as one kernel, one warp per row">,
     Statistic<"numRowGroupMembers", "row-group-ops",
-              "Ops run inside row groups">
+              "Ops run inside row groups">,
+    Statistic<"numRecomputations", "recomputations",
+              "Ops recomputing what an earlier op stored in the same memory (no kernel)">,
+    Statistic<"numSmallBatches", "small-batches",
+              "Launches running several small independent elementwise ops">,
+    Statistic<"numSmallBatchOps", "small-batch-ops",
+              "Ops run inside small batches">
   ];
 }
 

@@ -429,6 +429,7 @@ struct EffGpuFormKernelsPass
   /// Forms the kernels of one host block (the step's body or a host loop's).
   LogicalResult formBlock(Block &block) {
     foldFills(block);
+    eraseRecomputations(block);
     SmallVector<Operation *> ops;
     for (Operation &op : block)
       ops.push_back(&op);
@@ -442,6 +443,13 @@ struct EffGpuFormKernelsPass
             formRowGroup(*group);
             continue;
           }
+        if (SmallVector<linalg::GenericOp> batch =
+                smallBatches ? matchSmallBatch(generic)
+                             : SmallVector<linalg::GenericOp>();
+            batch.size() > 1) {
+          formSmallBatch(batch);
+          continue;
+        }
         if (failed(formGeneric(generic)))
           return failure();
         continue;
@@ -477,6 +485,81 @@ struct EffGpuFormKernelsPass
     }
   }
 
+  /// All-parallel ops that compute what an earlier op already stored, in
+  /// the same memory (the same payload on the same inputs into the same
+  /// bytes, none of them written in between) launch nothing: an optimizer
+  /// lowered per parameter recomputes the step's bias corrections and
+  /// learning rate into the same planned scalars before every update (148
+  /// 2-3 us kernels of GPT-2's step).
+  void eraseRecomputations(Block &block) {
+    SmallVector<linalg::GenericOp> available;
+    auto sameOperand = [](Value a, Value b) {
+      return a == b ||
+             (isa<MemRefType>(a.getType()) && sameMemory(a, b));
+    };
+    auto equivalent = [&](linalg::GenericOp a, linalg::GenericOp b) {
+      DenseMap<Value, Value> marked;
+      return OperationEquivalence::isEquivalentTo(
+          a, b,
+          [&](Value l, Value r) {
+            return success(sameOperand(l, r) || marked.lookup(l) == r);
+          },
+          [&](Value l, Value r) { marked[l] = r; },
+          OperationEquivalence::IgnoreLocations);
+    };
+    auto writes = [](Operation *op, Value memory) {
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic)
+        return true;
+      return llvm::any_of(generic.getDpsInitsMutable(), [&](OpOperand &init) {
+        return mayOverlap(init.get(), memory);
+      });
+    };
+    SmallVector<linalg::GenericOp> redundant;
+    for (Operation &op : block) {
+      if (isMemoryEffectFree(&op) && op.getNumRegions() == 0)
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(&op);
+      if (generic && generic.hasPureBufferSemantics() &&
+          llvm::any_of(available, [&](linalg::GenericOp earlier) {
+            return equivalent(earlier, generic);
+          })) {
+        redundant.push_back(generic);
+        continue;
+      }
+      // What `op` writes is no longer what the earlier ops computed.
+      llvm::erase_if(available, [&](linalg::GenericOp earlier) {
+        return llvm::any_of(earlier->getOperands(), [&](Value v) {
+          return isa<MemRefType>(v.getType()) && writes(&op, v);
+        });
+      });
+      if (!generic || !generic.hasPureBufferSemantics() ||
+          generic.getNumReductionLoops() != 0)
+        continue;
+      // Its stores must not change its own inputs, and it must not read
+      // its outputs' old values: then running it again changes nothing.
+      bool reusable = llvm::all_of(
+          generic.getDpsInitsMutable(), [&](OpOperand &init) {
+            return generic.getMatchingBlockArgument(&init).use_empty() &&
+                   generic.getMatchingIndexingMap(&init).isPermutation() &&
+                   llvm::none_of(generic.getDpsInputOperands(),
+                                 [&](OpOperand *input) {
+                                   return isa<MemRefType>(
+                                              input->get().getType()) &&
+                                          mayOverlap(input->get(), init.get());
+                                 });
+          });
+      if (reusable)
+        available.push_back(generic);
+    }
+    for (linalg::GenericOp op : redundant) {
+      remark(op, "recomputes what an earlier op stored in the same memory: "
+                 "no kernel");
+      ++numRecomputations;
+      op.erase();
+    }
+  }
+
   /// Per reduction, the initial value of each output a folded fill gave
   /// (null: load the output).
   DenseMap<Operation *, SmallVector<Value>> foldedInitials;
@@ -485,7 +568,7 @@ struct EffGpuFormKernelsPass
   /// (and erased).
   DenseSet<Operation *> fusedEpilogues;
 
-  /// Members of row groups formed (and erased).
+  /// Members of row groups and small batches formed (and erased).
   DenseSet<Operation *> grouped;
   /// Fills folded into the reductions of the row group being formed.
   int64_t foldedFills = 0;
@@ -1180,6 +1263,163 @@ struct EffGpuFormKernelsPass
     if (epilogue)
       emitEpilogue(b, op, epilogue, ivs, parallelDims, stored);
     return launch;
+  }
+
+  /// All-parallel ops of at most this many points (after vectorising) go
+  /// into one launch with their independent neighbours: an optimizer step
+  /// updates hundreds of 768-element biases and norm weights, each a
+  /// launch that runs for 2-3 us to move a few KB.
+  static constexpr int64_t kSmallPoints = 1 << 16;
+  /// The most ops a small batch runs (each block tests its range in turn).
+  static constexpr size_t kMaxBatch = 32;
+
+  /// The static number of points a thread-per-point elementwise kernel of
+  /// `op` would spread (after its vector width), if static.
+  std::optional<int64_t> elementwisePoints(linalg::GenericOp op,
+                                           int64_t &width) {
+    if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() != 0)
+      return std::nullopt;
+    if (op.getNumLoops() == 0) {
+      width = 1;
+      return 1;
+    }
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      return std::nullopt;
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> sizes;
+    for (int64_t size : ranges)
+      sizes.push_back(indexConstant(b, loc, size));
+    width = vectorWidth(op, sizes,
+                        llvm::to_vector(llvm::seq<unsigned>(0, ranges.size())),
+                        vectorBytes);
+    for (Value size : sizes)
+      size.getDefiningOp()->erase();
+    int64_t points = 1;
+    for (int64_t size : ranges)
+      points *= size;
+    return points / width;
+  }
+
+  /// `op` and the small all-parallel ops after it (address arithmetic may
+  /// sit between) that touch no memory another of them writes: they can
+  /// run in any order, so in one launch. Empty unless `op` is small.
+  SmallVector<linalg::GenericOp> matchSmallBatch(linalg::GenericOp op) {
+    int64_t width = 1;
+    std::optional<int64_t> points = elementwisePoints(op, width);
+    if (!points || *points > kSmallPoints)
+      return {};
+    SmallVector<linalg::GenericOp> batch = {op};
+    auto independent = [&](linalg::GenericOp candidate) {
+      for (linalg::GenericOp member : batch)
+        for (OpOperand &a : member->getOpOperands())
+          for (OpOperand &c : candidate->getOpOperands()) {
+            if (!isa<MemRefType>(a.get().getType()) ||
+                !isa<MemRefType>(c.get().getType()))
+              continue;
+            if ((member.isDpsInit(&a) || candidate.isDpsInit(&c)) &&
+                mayOverlap(a.get(), c.get()))
+              return false;
+          }
+      return true;
+    };
+    for (Operation *next = op->getNextNode();
+         next && batch.size() < kMaxBatch; next = next->getNextNode()) {
+      if (isMemoryEffectFree(next) && next->getNumRegions() == 0)
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(next);
+      if (!generic)
+        break;
+      std::optional<int64_t> n = elementwisePoints(generic, width);
+      if (!n || *n > kSmallPoints || !independent(generic))
+        break;
+      batch.push_back(generic);
+    }
+    return batch;
+  }
+
+  /// One launch for a small batch (matchSmallBatch): each op gets the
+  /// blocks a kernel of its own would have (`block-size` threads), in
+  /// order; a block runs the grid-stride loop of the op whose range holds
+  /// it, over that op's blocks.
+  void formSmallBatch(ArrayRef<linalg::GenericOp> batch) {
+    linalg::GenericOp first = batch.front();
+    for (Operation *op = first->getNextNode(); op && op != batch.back();) {
+      Operation *next = op->getNextNode();
+      if (isMemoryEffectFree(op) && op->getNumRegions() == 0)
+        op->moveBefore(first);
+      op = next;
+    }
+    OpBuilder b(first);
+    Location loc = first.getLoc();
+    SmallVector<int64_t> widths, blocks;
+    int64_t total = 0;
+    for (linalg::GenericOp op : batch) {
+      int64_t width = 1;
+      int64_t points = *elementwisePoints(op, width);
+      widths.push_back(width);
+      blocks.push_back(std::clamp<int64_t>(
+          llvm::divideCeil(points, blockSize), 1, maxBlocks));
+      total += blocks.back();
+    }
+    {
+      OpBuilder::InsertionGuard guard(b);
+      gpu::LaunchOp launch =
+          createLaunch(b, loc, indexConstant(b, loc, total),
+                       indexConstant(b, loc, blockSize), "small-batch");
+      Value blockId = launch.getBlockIds().x;
+      Value threads = indexConstant(b, loc, blockSize);
+      int64_t start = 0;
+      for (auto [op, width, count] : llvm::zip(batch, widths, blocks)) {
+        Value lo = indexConstant(b, loc, start);
+        Value hi = indexConstant(b, loc, start + count);
+        Value mine = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, blockId,
+                                  lo),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, blockId,
+                                  hi));
+        OpBuilder::InsertionGuard ifGuard(b);
+        auto ifMine = scf::IfOp::create(b, loc, mine, /*withElse=*/false);
+        b.setInsertionPointToStart(&ifMine.getThenRegion().front());
+        linalg::GenericOp member = op;
+        int64_t memberWidth = width;
+        SmallVector<Value> sizes;
+        for (int64_t size : member.getStaticLoopRanges())
+          sizes.push_back(indexConstant(b, loc, size));
+        SmallVector<Value> pointSizes(sizes);
+        if (memberWidth > 1)
+          pointSizes.back() = indexConstant(
+              b, loc, *getConstantIntValue(sizes.back()) / memberWidth);
+        Value points = product(b, loc, pointSizes);
+        Value first = arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(
+                b, loc, arith::SubIOp::create(b, loc, blockId, lo), threads),
+            launch.getThreadIds().x);
+        auto loop = scf::ForOp::create(
+            b, loc, first, points, indexConstant(b, loc, count * blockSize));
+        b.setInsertionPointToStart(loop.getBody());
+        SmallVector<Value> ivs =
+            delinearize(b, loc, loop.getInductionVar(), pointSizes);
+        if (memberWidth > 1)
+          emitVectorPoint(b, member, ivs, ivs.size() - 1, memberWidth);
+        else
+          storeOutputs(b, member, ivs, emitPayload(b, member, ivs, {}));
+        start += count;
+      }
+      sinkGlobals(launch);
+    }
+    remark(first, "small batch: one launch runs this op and the " +
+                      Twine(batch.size() - 1) + " after it");
+    ++numKernels;
+    ++numSmallBatches;
+    numSmallBatchOps += batch.size();
+    for (linalg::GenericOp op : batch) {
+      grouped.insert(op);
+      op.erase();
+    }
   }
 
   /// A reduction a row group can run with one warp per row (as

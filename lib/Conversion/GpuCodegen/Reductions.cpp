@@ -291,9 +291,7 @@ std::optional<FoldableFill> matchFoldableFill(linalg::GenericOp fill) {
   return FoldableFill{reduction, *output, value};
 }
 
-/// Whether `a` and `b` are the same elements: one root, one byte offset,
-/// one type.
-static bool sameMemory(Value a, Value b) {
+bool sameMemory(Value a, Value b) {
   if (a == b)
     return true;
   ByteRange ra = byteRangeOf(a), rb = byteRangeOf(b);

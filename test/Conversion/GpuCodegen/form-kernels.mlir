@@ -1,6 +1,7 @@
-// Row groups (several row ops in one kernel) are off here, so each
-// strategy shows on its own; form-kernels-row-groups*.mlir test them.
-// RUN: effopt-opt %s --split-input-file --eff-gpu-form-kernels=row-groups=false | FileCheck %s
+// Row groups and small batches (several ops in one kernel) are off here,
+// so each strategy shows on its own; form-kernels-row-groups*.mlir and
+// form-kernels-batches-emulated.mlir test them.
+// RUN: effopt-opt %s --split-input-file --eff-gpu-form-kernels="row-groups=false small-batches=false" | FileCheck %s
 
 // An elementwise op: one launch of 256-thread blocks with a grid-stride loop
 // over the linearised 32x128 space, delinearised innermost-fastest; f32

@@ -75,6 +75,10 @@ struct ByteRange {
 /// few deep).
 ByteRange byteRangeOf(mlir::Value value);
 
+/// Whether `a` and `b` are the same elements: one root, one byte offset,
+/// one type.
+bool sameMemory(mlir::Value a, mlir::Value b);
+
 /// False only when the memory of `a` and `b` is provably disjoint: views
 /// (memref.view at constant byte shifts, expand/collapse_shape, casts) of
 /// disjoint byte ranges of one root, or different roots that are distinct
