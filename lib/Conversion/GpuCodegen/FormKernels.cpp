@@ -1272,7 +1272,6 @@ struct EffGpuFormKernelsPass
   static constexpr int64_t kSmallPoints = 1 << 16;
   /// The most ops a small batch runs (each block tests its range in turn).
   static constexpr size_t kMaxBatch = 32;
-
   /// The static number of points a thread-per-point elementwise kernel of
   /// `op` would spread (after its vector width), if static.
   std::optional<int64_t> elementwisePoints(linalg::GenericOp op,
@@ -1335,6 +1334,10 @@ struct EffGpuFormKernelsPass
       if (!n || *n > kSmallPoints || !independent(generic))
         break;
       batch.push_back(generic);
+      if (kernelArgumentBytes(batch) > kMaxKernelArgumentBytes) {
+        batch.pop_back();
+        break;
+      }
     }
     return batch;
   }

@@ -12,6 +12,7 @@
 
 #include "effopt/Conversion/GpuCodegen/Reductions.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -145,6 +146,20 @@ static bool writesOncePerPoint(linalg::GenericOp op) {
         return false;
   }
   return true;
+}
+
+int64_t kernelArgumentBytes(ArrayRef<linalg::GenericOp> ops) {
+  llvm::SetVector<Value> passed;
+  for (linalg::GenericOp op : ops)
+    for (Value v : op->getOperands())
+      if (!v.getDefiningOp<arith::ConstantOp>())
+        passed.insert(v);
+  int64_t bytes = 0;
+  for (Value v : passed) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    bytes += type ? 8 * (3 + 2 * type.getRank()) : 8;
+  }
+  return bytes;
 }
 
 static bool touchesMemory(Value value) {
@@ -297,6 +312,10 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
         classify(generic, group.rows, group.rowLength);
     DenseMap<unsigned, ForwardedRowValue> forwarded;
     if (kind && joins(generic, *kind, forwarded)) {
+      SmallVector<linalg::GenericOp> members(group.members);
+      members.push_back(generic);
+      if (kernelArgumentBytes(members) > kMaxKernelArgumentBytes)
+        break;
       add(generic, *kind, std::move(forwarded));
       continue;
     }

@@ -65,6 +65,15 @@ struct RowGroup {
   llvm::SmallVector<mlir::Operation *> deferred;
 };
 
+/// The most bytes of arguments a kernel formed from several ops takes: a
+/// CUDA kernel's parameters hold 4352 bytes (ptxas refuses more).
+constexpr int64_t kMaxKernelArgumentBytes = 3072;
+
+/// The bytes of kernel arguments the operands of `ops` take once outlined:
+/// a memref is a descriptor of 8 * (3 + 2 * rank) bytes, other values 8;
+/// constants are sunk into the kernel, a value used twice passed once.
+int64_t kernelArgumentBytes(llvm::ArrayRef<mlir::linalg::GenericOp> ops);
+
 /// The row group starting at `seed` (a reduction or an elementwise op over
 /// (rows..., row) of a static shape with rows of at most `maxRowLength`
 /// elements): the ops after it in its block that join it, up to the first
@@ -74,7 +83,8 @@ struct RowGroup {
 /// when it runs alone) equals the other reductions'; an elementwise op
 /// when its `ownWidth` is at least that. Every dependency between two members (one writes what
 /// the other reads or writes) must be row-local at one address function
-/// (see RowGroup); an op that would write memory an earlier member reads
+/// (see RowGroup), and the group's arguments stay within
+/// kMaxKernelArgumentBytes; an op that would write memory an earlier member reads
 /// does not join (nor may it be deferred past one that reads or writes
 /// it). Null unless the group has two reductions, or one and an
 /// elementwise op (one reduction and per-row ops are a warp reduction with
