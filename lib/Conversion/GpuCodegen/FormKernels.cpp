@@ -1193,6 +1193,34 @@ struct EffGpuFormKernelsPass
         });
   }
 
+  /// A launch of `grid` blocks of `rowsPerBlock` warps, a row each (the
+  /// builder is left in its body): each thread's lane, its warp's row, and
+  /// where `mayOverrun`, whether that row is below `points` (else null).
+  struct WarpRows {
+    gpu::LaunchOp launch;
+    Value warpSize, lane, row, inRange;
+  };
+  static WarpRows createWarpRowLaunch(OpBuilder &b, Location loc, Value grid,
+                                      int64_t rowsPerBlock, Value points,
+                                      bool mayOverrun, StringRef strategy) {
+    WarpRows rows;
+    rows.launch = createLaunch(
+        b, loc, grid, indexConstant(b, loc, rowsPerBlock * kWarpSize),
+        strategy);
+    rows.warpSize = indexConstant(b, loc, kWarpSize);
+    Value tx = rows.launch.getThreadIds().x;
+    rows.lane = arith::RemUIOp::create(b, loc, tx, rows.warpSize);
+    rows.row = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, rows.launch.getBlockIds().x,
+                              indexConstant(b, loc, rowsPerBlock)),
+        arith::DivUIOp::create(b, loc, tx, rows.warpSize));
+    if (mayOverrun)
+      rows.inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           rows.row, points);
+    return rows;
+  }
+
   /// One warp per output point, `rowsPerBlock` (set here) of them per
   /// block: the lanes stride over the linearised reduction dims from the
   /// identity, a butterfly of shuffles combines the warp (warpAllReduce),
@@ -1221,22 +1249,14 @@ struct EffGpuFormKernelsPass
                                                      rowsPerBlock))
             : Value(arith::CeilDivUIOp::create(
                   b, loc, points, indexConstant(b, loc, rowsPerBlock)));
-    Value block = indexConstant(b, loc, rowsPerBlock * kWarpSize);
     OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp launch = createLaunch(b, loc, grid, block, "warp-reduction");
-    Value warpSize = indexConstant(b, loc, kWarpSize);
-    Value tx = launch.getThreadIds().x;
-    Value lane = arith::RemUIOp::create(b, loc, tx, warpSize);
-    Value row = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                              indexConstant(b, loc, rowsPerBlock)),
-        arith::DivUIOp::create(b, loc, tx, warpSize));
     // Only a partial last block has warps without a row.
-    Value inRange;
-    if (!staticPoints || *staticPoints % rowsPerBlock != 0)
-      inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
-                                      points);
+    WarpRows rows = createWarpRowLaunch(
+        b, loc, grid, rowsPerBlock, points,
+        !staticPoints || *staticPoints % rowsPerBlock != 0, "warp-reduction");
+    gpu::LaunchOp launch = rows.launch;
+    Value warpSize = rows.warpSize, lane = rows.lane, row = rows.row,
+          inRange = rows.inRange;
     SmallVector<Value> ivs(sizes.size());
     for (auto [d, iv] :
          llvm::zip(parallelDims, delinearize(b, loc, row, parallelSizes)))
@@ -1535,27 +1555,19 @@ struct EffGpuFormKernelsPass
       rowSizes.push_back(indexConstant(b, loc, size));
     Value grid =
         indexConstant(b, loc, llvm::divideCeil(points, rowsPerBlock));
-    Value block = indexConstant(b, loc, rowsPerBlock * kWarpSize);
     {
       OpBuilder::InsertionGuard guard(b);
-      gpu::LaunchOp launch = createLaunch(b, loc, grid, block, "row-group");
-      Value warpSize = indexConstant(b, loc, kWarpSize);
+      WarpRows rows = createWarpRowLaunch(
+          b, loc, grid, rowsPerBlock, indexConstant(b, loc, points),
+          points % rowsPerBlock != 0, "row-group");
+      gpu::LaunchOp launch = rows.launch;
+      Value warpSize = rows.warpSize, lane = rows.lane, row = rows.row,
+            inRange = rows.inRange;
       Value zero = indexConstant(b, loc, 0);
-      Value tx = launch.getThreadIds().x;
-      Value lane = arith::RemUIOp::create(b, loc, tx, warpSize);
-      Value row = arith::AddIOp::create(
-          b, loc,
-          arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                                indexConstant(b, loc, rowsPerBlock)),
-          arith::DivUIOp::create(b, loc, tx, warpSize));
       // Warps past the last row (a partial last block) walk no element and
       // store nothing; their per-row values are row 0's, never stored.
-      Value inRange;
-      if (points % rowsPerBlock != 0) {
-        inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                        row, indexConstant(b, loc, points));
+      if (inRange)
         row = arith::SelectOp::create(b, loc, inRange, row, zero);
-      }
       SmallVector<Value> rowIvs = delinearize(b, loc, row, rowSizes);
       Value isStorer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                              lane, zero);
