@@ -158,6 +158,35 @@ if [ "$size" -gt "$LIMIT" ]; then
   exit 1
 fi
 rel=${OUT#$ROOT/}
+# Variants effc could not compile stay in the manifests (the run reports
+# them FAIL with effc's words); say so here too, last, where it is seen.
+"$PY" - "$OUT" <<'PY'
+import glob, json, os, sys
+failed = []
+for path in glob.glob(os.path.join(sys.argv[1], "*", "*.json")):
+    try:
+        manifest = json.load(open(path))
+    except (OSError, ValueError):
+        continue
+    if not isinstance(manifest, dict):
+        continue
+    def walk(node, where):
+        if isinstance(node, dict):
+            if isinstance(node.get("error"), str) and "effx" in node:
+                failed.append("%s %s: %s" % (os.path.basename(path), where,
+                                             node["error"][:200]))
+            for key, value in node.items():
+                walk(value, "%s/%s" % (where, key) if where else key)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, "%s[%d]" % (where, i))
+    walk(manifest, "")
+for line in failed:
+    print("prepare.sh: FAILED to compile: " + line)
+if failed:
+    print("prepare.sh: %d variant(s) did not compile; the run will report "
+          "them FAIL" % len(failed))
+PY
 echo "prepare.sh: done in $(( $(date +%s) - T0 )) s (--target $TARGET)"
 echo "carry: [\"$rel\"]"
 if [ "$ONLY_ATTENTION" = 1 ]; then
