@@ -115,18 +115,23 @@ static gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid,
 /// A grid-stride loop over [0, count) in `launch`'s body, one index per
 /// thread of the grid at a time; the builder is left at the start of its
 /// body.
-static scf::ForOp gridStrideLoop(OpBuilder &b, Location loc,
-                                 gpu::LaunchOp launch, Value count) {
+static scf::ForOp gridStrideLoop(OpBuilder &b, Location loc, Value blockId,
+                                 Value threadId, Value blockSize,
+                                 Value gridSize, Value count) {
   Value first = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                            launch.getBlockSize().x),
-      launch.getThreadIds().x);
-  Value stride = arith::MulIOp::create(b, loc, launch.getGridSize().x,
-                                       launch.getBlockSize().x);
+      b, loc, arith::MulIOp::create(b, loc, blockId, blockSize), threadId);
+  Value stride = arith::MulIOp::create(b, loc, gridSize, blockSize);
   auto loop = scf::ForOp::create(b, loc, first, count, stride);
   b.setInsertionPointToStart(loop.getBody());
   return loop;
+}
+
+/// The grid-stride loop over all of `launch`'s blocks.
+static scf::ForOp gridStrideLoop(OpBuilder &b, Location loc,
+                                 gpu::LaunchOp launch, Value count) {
+  return gridStrideLoop(b, loc, launch.getBlockIds().x,
+                        launch.getThreadIds().x, launch.getBlockSize().x,
+                        launch.getGridSize().x, count);
 }
 
 /// The indices of `map` applied to the loop indices `ivs`.
@@ -1285,6 +1290,32 @@ struct EffGpuFormKernelsPass
     return launch;
   }
 
+  /// `op`'s static loop sizes as index constants at `b`.
+  static SmallVector<Value> staticSizeConstants(OpBuilder &b, Location loc,
+                                                linalg::GenericOp op) {
+    SmallVector<Value> sizes;
+    for (int64_t size : op.getStaticLoopRanges())
+      sizes.push_back(indexConstant(b, loc, size));
+    return sizes;
+  }
+
+  /// `fn(sizes)` of `op`'s static loop sizes (the width queries take sizes
+  /// as values): the constants are made before `op` and erased after.
+  template <typename Fn>
+  static int64_t withStaticSizes(linalg::GenericOp op, Fn fn) {
+    OpBuilder b(op);
+    SmallVector<Value> sizes = staticSizeConstants(b, op.getLoc(), op);
+    int64_t result = fn(sizes);
+    for (Value size : sizes)
+      size.getDefiningOp()->erase();
+    return result;
+  }
+
+  /// Every loop of `op`, as the parallel dims of an all-parallel op.
+  static SmallVector<unsigned> allLoops(linalg::GenericOp op) {
+    return llvm::to_vector(llvm::seq<unsigned>(0, op.getNumLoops()));
+  }
+
   /// All-parallel ops of at most this many points (after vectorising) go
   /// into one launch with their independent neighbours: an optimizer step
   /// updates hundreds of 768-element biases and norm weights, each a
@@ -1305,16 +1336,9 @@ struct EffGpuFormKernelsPass
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     if (llvm::any_of(ranges, ShapedType::isDynamic))
       return std::nullopt;
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    SmallVector<Value> sizes;
-    for (int64_t size : ranges)
-      sizes.push_back(indexConstant(b, loc, size));
-    width = vectorWidth(op, sizes,
-                        llvm::to_vector(llvm::seq<unsigned>(0, ranges.size())),
-                        vectorBytes);
-    for (Value size : sizes)
-      size.getDefiningOp()->erase();
+    width = withStaticSizes(op, [&](ArrayRef<Value> sizes) {
+      return vectorWidth(op, sizes, allLoops(op), vectorBytes);
+    });
     int64_t points = 1;
     for (int64_t size : ranges)
       points *= size;
@@ -1408,22 +1432,15 @@ struct EffGpuFormKernelsPass
         b.setInsertionPointToStart(&ifMine.getThenRegion().front());
         linalg::GenericOp member = op;
         int64_t memberWidth = width;
-        SmallVector<Value> sizes;
-        for (int64_t size : member.getStaticLoopRanges())
-          sizes.push_back(indexConstant(b, loc, size));
+        SmallVector<Value> sizes = staticSizeConstants(b, loc, member);
         SmallVector<Value> pointSizes(sizes);
         if (memberWidth > 1)
           pointSizes.back() = indexConstant(
               b, loc, *getConstantIntValue(sizes.back()) / memberWidth);
-        Value points = product(b, loc, pointSizes);
-        Value first = arith::AddIOp::create(
-            b, loc,
-            arith::MulIOp::create(
-                b, loc, arith::SubIOp::create(b, loc, blockId, lo), threads),
-            launch.getThreadIds().x);
-        auto loop = scf::ForOp::create(
-            b, loc, first, points, indexConstant(b, loc, count * blockSize));
-        b.setInsertionPointToStart(loop.getBody());
+        scf::ForOp loop = gridStrideLoop(
+            b, loc, arith::SubIOp::create(b, loc, blockId, lo),
+            launch.getThreadIds().x, threads, indexConstant(b, loc, count),
+            product(b, loc, pointSizes));
         SmallVector<Value> ivs =
             delinearize(b, loc, loop.getInductionVar(), pointSizes);
         if (memberWidth > 1)
@@ -1495,32 +1512,15 @@ struct EffGpuFormKernelsPass
   int64_t rowOpWidth(linalg::GenericOp op, RowOpKind kind) {
     if (kind == RowOpKind::PerRow)
       return 1;
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    SmallVector<Value> sizes;
-    for (int64_t size : op.getStaticLoopRanges())
-      sizes.push_back(indexConstant(b, loc, size));
     unsigned last = op.getNumLoops() - 1;
-    int64_t width =
-        kind == RowOpKind::Reduction
-            ? warpVectorWidth(op, sizes, {last}, vectorBytes)
-            : vectorWidth(op, sizes,
-                          llvm::to_vector(llvm::seq<unsigned>(0, last + 1)),
-                          vectorBytes);
-    for (Value size : sizes)
-      size.getDefiningOp()->erase();
+    int64_t width = withStaticSizes(op, [&](ArrayRef<Value> sizes) {
+      return kind == RowOpKind::Reduction
+                 ? warpVectorWidth(op, sizes, {last}, vectorBytes)
+                 : vectorWidth(op, sizes, allLoops(op), vectorBytes);
+    });
     return std::max<int64_t>(width, 1);
   }
 
-  /// The loop sizes of member `op` of `group` as constants.
-  static SmallVector<Value> rowGroupSizes(OpBuilder &b, Location loc,
-                                          const RowGroup &group,
-                                          linalg::GenericOp op) {
-    SmallVector<Value> sizes;
-    for (int64_t size : op.getStaticLoopRanges())
-      sizes.push_back(indexConstant(b, loc, size));
-    return sizes;
-  }
 
   /// One kernel for a row group (matchRowGroup): one warp per row,
   /// `block-size / 32` rows a block; each member runs in turn over the
@@ -1589,7 +1589,7 @@ struct EffGpuFormKernelsPass
         GivenOperands given;
         for (auto [n, from] : group.forwarded[i])
           given[n] = rowValues[from.member][from.output];
-        SmallVector<Value> sizes = rowGroupSizes(b, loc, group, op);
+        SmallVector<Value> sizes = staticSizeConstants(b, loc, op);
         SmallVector<Value> ivs(rowIvs);
         switch (group.kinds[i]) {
         case RowOpKind::Reduction: {
