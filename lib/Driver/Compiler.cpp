@@ -5,6 +5,7 @@
 #include "effopt/Analysis/MaskLikeParameters.h"
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Dialect/Eff/IR/Offload.h"
 #include "effopt/Driver/MemoryBudget.h"
 #include "effopt/Transforms/Lora.h"
 
@@ -257,6 +258,9 @@ FailureOr<CompiledStep> compileImported(OwningOpRef<ModuleOp> module,
     return failure();
   step.layout.arenaBytes = plannedArenaBytes(*step.module);
   step.layout.workspaceBytes = backend.getLibraryWorkspaceBytes();
+  if (auto staging = (*step.module)->getAttrOfType<mlir::IntegerAttr>(
+          eff::kHostStagingBytesAttrName))
+    step.layout.hostStagingBytes = staging.getInt();
   if (stepOptions.until == PipelineStage::MemoryPlan) {
     step.times.lowering = secondsSince(start);
     return step;

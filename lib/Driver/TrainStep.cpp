@@ -336,6 +336,7 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
   if (options.offload == "optimizer") {
     EffOffloadOptimizerPassOptions offload;
     offload.masterWeights = options.precision != Precision::FP32;
+    offload.keepDeviceRead = backend.offloadNeedsHostTasks();
     pm.addPass(createEffOffloadOptimizerPass(offload));
   }
   pm.addPass(createEffStepAbiPass(abi));
@@ -400,15 +401,23 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   // live until it is waited for, so the plan gives them slots of their
   // own; then, on the plan, the ops become tasks and the waits go where
   // their bytes are next touched.
-  bool hostTasks = options.offload == "optimizer" && options.offloadOverlap;
-  if (hostTasks)
-    pm.addPass(createEffHostTaskLifetimesPass());
+  bool hostTasks = options.offload == "optimizer" &&
+                   (options.offloadOverlap || backend.offloadNeedsHostTasks());
+  if (hostTasks) {
+    // On a GPU each update starts as soon as its gradient is complete.
+    EffHostTaskLifetimesPassOptions lifetimes;
+    lifetimes.hoist = backend.offloadNeedsHostTasks();
+    pm.addPass(createEffHostTaskLifetimesPass(lifetimes));
+  }
   EffMemoryPlanPassOptions plan;
   plan.attachReport = options.attachMemoryReport;
   plan.inPlace = backend.planElementwiseInPlace();
   pm.addPass(createEffMemoryPlanPass(plan));
-  if (hostTasks)
-    pm.addPass(createEffHostTasksPass());
+  if (hostTasks) {
+    EffHostTasksPassOptions tasks;
+    tasks.abi = backend.getHostTaskAbi().str();
+    pm.addPass(createEffHostTasksPass(tasks));
+  }
 }
 
 llvm::Error buildTrainStepPipeline(OpPassManager &pm,

@@ -300,6 +300,10 @@ LogicalResult writeEffx(StringRef path, const StepLayout &layout,
   // load (cuda: cuBLASLt's workspace); absent when the target has none.
   if (layout.workspaceBytes)
     manifest["workspace_bytes"] = layout.workspaceBytes;
+  // The pinned buffer a GPU's host tasks stage device bytes in (effc
+  // --offload optimizer --target cuda); absent when there is none.
+  if (layout.hostStagingBytes)
+    manifest["host_staging_bytes"] = layout.hostStagingBytes;
   manifest["minor_version"] = static_cast<int64_t>(effrt::kEffxMinorVersion);
   manifest["kind"] = layout.kind;
   if (layout.kind == "forward")

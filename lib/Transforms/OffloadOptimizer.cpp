@@ -29,6 +29,9 @@ using namespace mlir;
 namespace effopt {
 namespace {
 
+/// eff-optimizer's step counter, which eff.dropout's lowering reads too.
+constexpr llvm::StringLiteral kStepCounterName = "optimizer.step";
+
 /// The low-precision float type that every reader of `arg` but the
 /// optimizer's ops casts it to (autocast's cast of a GEMM or convolution
 /// weight), or null when some reader reads it otherwise (in fp32, or cast
@@ -218,6 +221,16 @@ struct EffOffloadOptimizerPass
       auto parameter = module.lookupSymbol<eff::ParameterOp>(symbol);
       if (!parameter || parameter.getRole() != eff::ParamRole::OptimizerState ||
           !parameter.getSymName().starts_with(eff::kOptimizerStatePrefix))
+        continue;
+      // A GPU's kernels cannot read host memory: state the forward or
+      // backward reads stays. So does the step counter (8 bytes), which
+      // the lowering of eff.dropout reads to vary its masks by step.
+      if (keepDeviceRead &&
+          (parameter.getSymName() == kStepCounterName ||
+           llvm::any_of(step.getArgument(i).getUsers(), [](Operation *user) {
+             return eff::provenanceOf(user->getLoc()) !=
+                    eff::Provenance::Optimizer;
+           })))
         continue;
       step.setArgAttr(i, eff::kHostAttrName, UnitAttr::get(ctx));
       ++numHostTensors;

@@ -35,6 +35,12 @@ has no GPU:
                     bytes == device bytes (effrun's log field
                     `device_bytes`: the drop of cuMemGetInfo's free bytes
                     across the model's allocation)
+        offload:*   effc --offload optimizer (the optimizer's state, and in
+                    bf16 the fp32 master weights, in pinned host memory;
+                    the update on the CPU as host tasks on a second
+                    stream): against the same GPU's run without offload
+                    (fp32: the fp32 tolerance; bf16: the loose bounds of
+                    train:*); train:gpt-offload-* checks it against PyTorch
         refuse:*    a cuda .effx with no GPU visible: one line, exit != 0
       Prints one line per check (PASS/FAIL/UNSUPPORTED), a table, and
       writes OUT/gpu_suite.json. Exit 0 all passed, 1 something failed,
@@ -254,6 +260,12 @@ def prepare(args):
                 compile_variant(case, "zero%d" % stage, onnx_path, flags + [
                     "--zero", str(stage), "--world-size", "1",
                     "--zero-one-rank-collectives"])
+            # The optimizer's state (and bf16's master weights) in host
+            # memory, updated on the CPU (offload:* checks).
+            compile_variant(case, "offload-fp32", onnx_path,
+                            flags + ["--offload", "optimizer"])
+            compile_variant(case, "offload-bf16", onnx_path, flags + [
+                "--precision", "bf16", "--offload", "optimizer"])
 
     if want("llama"):
         import zoo_llama
@@ -1022,6 +1034,45 @@ class Runner:
                 self.res.failed(name, "; ".join(x for x in (bad, msg, detail)
                                                 if x))
 
+    def check_offload(self, case, precision):
+        """--offload optimizer against the same GPU without offload: the
+        update runs on the CPU (no FMA contraction, so not bit for bit)."""
+        name = "offload:gpt-%s" % precision
+        tag = "offload-" + precision
+        if not self.selected(name) or tag not in case["variants"]:
+            return
+        try:
+            off = self.train_effrun(case, tag)
+            base = self.train_effrun(case, precision,
+                                     stem="gpt.%s.for-offload" % precision)
+        except EffrunError as e:
+            return self.res.failed(name, str(e))
+        if precision == "fp32":
+            ok_l, worst_l, bad = compare_losses(off["losses"], base["losses"],
+                                                1e-3, 1e-5)
+            ok_s, worst_s, msg = compare_state(
+                off["state"], base["state"], 1e-3, case.get("param_atol", 1e-5))
+        else:
+            ok_l, worst_l, bad = compare_losses(off["losses"], base["losses"],
+                                                2e-2, 0.0)
+            model = fresh_model(case, self.dir)
+            init = unique_state(model)
+            got, want, init = (drop_key_bias(x, case) for x in
+                               (off["state"], base["state"], init))
+            ok_s, worst_s, msg = compare_moved(got, want, init, 0.3)
+        host = off["log"][0].get("host_bytes") if off["log"] else None
+        detail = ("%d steps, losses rel.err %.2e, state err %.2e vs no "
+                  "offload%s" % (case["steps"], worst_l, worst_s,
+                                 "; host region %d bytes" % host
+                                 if host else ""))
+        self.table.append(dict(check=name, loss_rel_err=worst_l,
+                               state_err=worst_s))
+        if ok_l and ok_s:
+            return self.res.passed(name, detail, loss_rel_err=worst_l,
+                                   state_err=worst_s)
+        return self.res.failed(name, "; ".join(x for x in (
+            bad, msg if not ok_s else "", detail) if x))
+
     def check_refuse(self, case):
         name = "refuse:no-gpu-visible"
         if not self.selected(name):
@@ -1079,6 +1130,8 @@ CHECKS = ["train:mlp-fp32", "train:cnn-fp32", "train:gpt-fp32",
           "train:lora-gpt-fp32", "remat:gpt-selective", "remat:gpt-full",
           "remat:cnn-selective", "resume:gpt-fp32", "graphs:gpt-fp32",
           "nccl:gpt-zero1", "nccl:gpt-zero3",
+          "train:gpt-offload-fp32", "train:gpt-offload-bf16",
+          "offload:gpt-fp32", "offload:gpt-bf16",
           "xdev:gpu-to-cpu",
           "xdev:cpu-to-gpu", "refuse:no-gpu-visible"]
 
@@ -1146,7 +1199,9 @@ def run(args):
                 r.check_train(cases["gpt"], tag, tag)
             for tag, precision in (("fp32-unfused", "fp32"),
                                    ("bf16-unfused", "bf16"),
-                                   ("fp16-unfused", "fp16")):
+                                   ("fp16-unfused", "fp16"),
+                                   ("offload-fp32", "fp32"),
+                                   ("offload-bf16", "bf16")):
                 r.check_train(cases["gpt"], tag, precision)
         if "llama" in cases:
             r.check_train(cases["llama"], "fp32", "fp32")
@@ -1161,6 +1216,8 @@ def run(args):
             r.check_graphs(cases["gpt"])
             r.check_nccl(cases["gpt"])
             r.check_xdev(cases["gpt"])
+            for precision in ("fp32", "bf16"):
+                r.check_offload(cases["gpt"], precision)
             r.check_refuse(cases["gpt"])
         status = 1 if any(c["status"] == "FAIL" for c in res.checks) else 0
         print()

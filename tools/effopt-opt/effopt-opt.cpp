@@ -18,6 +18,7 @@
 namespace effopt::test {
 void registerTestCostInterfacePass();
 void registerTestEmulateGpuLaunchesPass();
+void registerTestEmulateHostTaskCopiesPass();
 void registerTestForwardBlocksPass();
 void registerTestMaskLikeParametersPass();
 } // namespace effopt::test
@@ -32,6 +33,7 @@ int main(int argc, char **argv) {
   effopt::registerTrainStepPipelines();
   effopt::test::registerTestCostInterfacePass();
   effopt::test::registerTestEmulateGpuLaunchesPass();
+  effopt::test::registerTestEmulateHostTaskCopiesPass();
   effopt::test::registerTestForwardBlocksPass();
   effopt::test::registerTestMaskLikeParametersPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(

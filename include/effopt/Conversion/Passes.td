@@ -232,10 +232,32 @@ def EffHostTaskLifetimesPass
     right before it. The memory plan then keeps those buffers alive until
     there -- so their slots are not handed to the ops the task overlaps --
     and drops the deallocations.
+
+    With `hoist` (effc sets it on a GPU, where the update always runs as
+    host tasks) it first moves each such op, and each `linalg` op of the
+    optimizer's (provenance `optimizer`: the learning rate, the bias
+    corrections), up to right after the last earlier op it depends on: one
+    that writes bytes it reads or writes, or reads bytes it writes (the
+    same allocation or overlapping region bytes; a linalg op reads its
+    inputs and writes its outputs, any other op, and one whose buffers are
+    not traced, counts as reading and writing everything it may touch), or
+    defines a value it uses. The views and constants it reads are copied
+    along, the allocations it uses moved up. So the updates run in the
+    order their gradients complete (the last layer's first), each as soon
+    as its gradient is, and the host computes it while the device goes on
+    with the backward (ZeRO-Offload's overlap); every op still follows
+    everything it depends on through memory.
   }];
+  let options = [
+    Option<"hoist", "hoist", "bool", /*default=*/"false",
+           "Move each host task and optimizer op up to right after the last "
+           "op it depends on">
+  ];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
   let statistics = [
-    Statistic<"numExtended", "extended", "Buffers kept alive for a host task">
+    Statistic<"numExtended", "extended", "Buffers kept alive for a host task">,
+    Statistic<"numHoisted", "hoisted",
+              "Host tasks and optimizer ops moved up (hoist)">
   ];
 }
 
@@ -262,9 +284,40 @@ def EffHostTasksPass : Pass<"eff-host-tasks", "::mlir::ModuleOp"> {
     every task. Tasks among themselves need no wait (one worker, in order).
     So every value is the one the synchronous step computes: the same ops,
     in an order that respects every dependence through memory.
+
+    With `abi=cuda` the state, arena and io regions are GPU memory, which
+    the host cannot address. The task function then reads and writes
+    pinned host copies of the device bytes it touches: each `memref.view`
+    of a device region it rebuilds becomes a view of its first argument,
+    the runtime's staging buffer, at the view's place in the task's
+    staging layout (overlapping views share one slot). Before the start,
+    one call per slot, `effrt_cuda_host_task_copy(to_host, region, offset,
+    staging_offset, bytes)`, names what the runtime copies to the host
+    before the task (every slot the op reads, or writes only in part) and
+    back to the device after it (every slot it writes);
+    `effrt_cuda_host_task_start` and `effrt_cuda_host_task_wait` replace
+    the CPU's calls. The runtime queues the copies and the task (a host
+    function) on a second stream forked from the step stream where the
+    task starts, and joins the step stream to it where the task is waited
+    for. The module gets `eff.host_staging_bytes`: the largest task's
+    staging layout (tasks run in order, so they share one buffer). Every
+    op that touches the host region must become a task: one that cannot
+    (a buffer not traced to a region, a view not rebuildable) is an error.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let options = [
+    Option<"abi", "abi", "std::string", /*default=*/"\"cpu\"",
+           "Where the regions live: cpu (host and device are one memory: "
+           "the task reads the regions themselves) or cuda (the device's "
+           "regions are GPU memory: the task works on pinned copies of the "
+           "bytes it touches, effrt_cuda_host_task_*)">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
   let statistics = [
+    Statistic<"numStagedBytes", "staged-bytes",
+              "Bytes of device memory copied to and from the host per step "
+              "(abi=cuda)">,
     Statistic<"numTasks", "tasks", "Ops run as host tasks">,
     Statistic<"numWaits", "waits", "Waits for host tasks placed in the step">
   ];

@@ -62,6 +62,9 @@ struct StepLayout {
   /// The target libraries' scratch space, allocated once at load besides
   /// the regions (TargetBackend::getLibraryWorkspaceBytes).
   int64_t workspaceBytes = 0;
+  /// Pinned host memory a GPU's host tasks stage device bytes in
+  /// (eff-host-tasks abi=cuda); 0 when the step has none.
+  int64_t hostStagingBytes = 0;
   int64_t lossOffset = 0;
   std::string lossDtype; // "train_step" only
   std::string stepCounter; // empty without an optimizer step counter

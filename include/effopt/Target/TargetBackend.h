@@ -94,6 +94,15 @@ public:
   /// effc --offload-overlap): the CPU's worker thread.
   virtual bool runsHostTasks() const { return false; }
 
+  /// Where the device regions a host task touches live, eff-host-tasks'
+  /// `abi`: "cpu" (the host's own memory) or "cuda" (GPU memory, staged
+  /// through pinned host buffers).
+  virtual llvm::StringRef getHostTaskAbi() const { return "cpu"; }
+
+  /// Whether the update of offloaded state always runs as host tasks
+  /// (a GPU cannot compute on it in place), --offload-overlap or not.
+  virtual bool offloadNeedsHostTasks() const { return false; }
+
   /// Whether the target runs collectives (--world-size > 1, --zero).
   virtual bool supportsCollectives() const { return true; }
 

@@ -682,9 +682,10 @@ def EffOffloadOptimizerPass
 
     The optimizer's update ops are the only readers and writers of that
     state. On the CPU target host and device are the same memory and the
-    update runs where it is, synchronously inside the step; a GPU target
-    must run those ops on the host (gradients copied down, updated
-    parameters copied up) and refuses the pass until it does.
+    update runs where it is, synchronously inside the step; on the cuda
+    target those ops run on the host as tasks (`eff-host-tasks abi=cuda`:
+    the gradients they read copied down, the parameters they write copied
+    up).
 
     With `master-weights` (effc sets it under `--precision bf16|fp16`),
     the fp32 parameters that are master weights -- a trainable parameter
@@ -700,6 +701,12 @@ def EffOffloadOptimizerPass
     parameter instead of 4. Parameters read in fp32 (LayerNorm weights, an
     embedding gathered in fp32) stay on the device.
 
+    With `keep-device-read` (effc sets it for a GPU target, whose kernels
+    do not read host memory), optimizer state that an op other than the
+    optimizer's reads stays in `state`, and so does the step counter
+    (`@optimizer.step`, 8 bytes), which the lowering of `eff.dropout`
+    reads to vary its masks from step to step.
+
     Fails, with one error, on a step whose optimizer state is sharded by
     `eff-zero` (stage 1 or more): offloading shards is not supported yet.
   }];
@@ -707,7 +714,10 @@ def EffOffloadOptimizerPass
     Option<"masterWeights", "master-weights", "bool", /*default=*/"false",
            "Also keep the fp32 master weights of autocast's low-precision "
            "GEMM/convolution weights in host memory, with a persistent "
-           "low-precision copy on the device">
+           "low-precision copy on the device">,
+    Option<"keepDeviceRead", "keep-device-read", "bool", /*default=*/"false",
+           "Keep on the device the optimizer state that ops other than the "
+           "optimizer's read (the step counter dropout seeds read)">
   ];
   let statistics = [
     Statistic<"numHostTensors", "host-tensors",

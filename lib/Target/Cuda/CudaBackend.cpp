@@ -28,9 +28,12 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
@@ -87,9 +90,12 @@ public:
   // Collectives run through NCCL (the runtime's effrt_cuda_* entry
   // points). Attention runs on the runtime's FlashAttention-2 kernels
   // (runtime/src/cuda/Attention.cu; verified against PyTorch on an H100).
-  // The update of offloaded state must run on the host, with the gradients
-  // copied down and the parameters up: not lowered yet.
-  bool supportsOptimizerOffload() const override { return false; }
+  // The update of offloaded state runs on the host as tasks on a second
+  // stream, overlapped with the step: the bytes each reads copied down,
+  // those it writes copied up (eff-host-tasks abi=cuda).
+  bool runsHostTasks() const override { return true; }
+  llvm::StringRef getHostTaskAbi() const override { return "cuda"; }
+  bool offloadNeedsHostTasks() const override { return true; }
   llvm::StringRef getAttentionKernels() const override { return "cuda"; }
 
   // Each kernel thread reads its elements before it writes them.
@@ -122,6 +128,22 @@ public:
     // One gpu.func per launch, in gpu.modules (eff-cuda-fatbin merges them
     // into one binary); the constants a kernel reads are copied in.
     pm.addPass(createGpuKernelOutliningPass());
+    // Host tasks (effc --offload optimizer, eff-host-tasks) run on the CPU
+    // as on the CPU target: the outermost parallel loop of a large nest on
+    // OpenMP threads (an update of millions of weights), the rest plain
+    // loops; f16/bf16 arithmetic in f32 with one rounding per op, bf16
+    // conversions integer code. The kernels are gpu.funcs in gpu.modules by
+    // now (and have no scf.parallel): these passes, nested on the module's
+    // func.funcs, leave them alone.
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    pm.addNestedPass<func::FuncOp>(createEffParallelLoopsPass());
+    pm.addPass(createConvertSCFToOpenMPPass());
+    arith::ArithEmulateUnsupportedFloatsOptions emulate;
+    emulate.sourceTypeStrs = {"bf16", "f16"};
+    emulate.targetTypeStr = "f32";
+    pm.addNestedPass<func::FuncOp>(
+        arith::createArithEmulateUnsupportedFloats(emulate));
+    pm.addNestedPass<func::FuncOp>(createEffExpandBF16ConversionsPass());
     // Structured control flow and strided views to plain code, on host and
     // device alike; f16/bf16 math runs in f32 (libdevice has only f32/f64).
     pm.addPass(createLowerAffinePass());

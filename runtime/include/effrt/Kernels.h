@@ -386,6 +386,28 @@ int64_t effrt_cuda_all_gather_f32_start(const float *send, float *recv,
 void effrt_cuda_collective_wait(int64_t request, const float *send,
                                 const float *recv);
 
+/* Host tasks on a GPU (effc --offload optimizer --target cuda;
+ * eff-host-tasks abi=cuda): the task function is the CPU's
+ * (effrt_host_task_fn), called with the pinned staging buffer
+ * (`host_staging_bytes` in the manifest) for state, arena and io and with
+ * the host region.
+ *   effrt_cuda_host_task_copy:  names `bytes` bytes at `offset` of device
+ *                               region `region` (0 state, 1 arena, 2 io)
+ *                               and offset `staging` of the staging
+ *                               buffer; the next start copies them to the
+ *                               host before its task (`toHost` != 0) or to
+ *                               the device after it.
+ *   effrt_cuda_host_task_start: queues those copies and the task, in that
+ *                               order, on the device's task stream after
+ *                               everything the step stream holds; returns
+ *                               a handle (> 0).
+ *   effrt_cuda_host_task_wait:  orders the step stream after task `handle`
+ *                               (and every one started before it). */
+void effrt_cuda_host_task_copy(int32_t toHost, int32_t region, int64_t offset,
+                               int64_t staging, int64_t bytes);
+int64_t effrt_cuda_host_task_start(effrt_host_task_fn task);
+void effrt_cuda_host_task_wait(int64_t handle);
+
 /* Convolutions (oneDNN). Every call takes the same shape arguments:
  * x [N, C, H, W], w [F, C/groups, KH, KW], y [N, F, OH, OW], strides,
  * dilations (1 = dense), padding top, left, bottom, right, groups. */

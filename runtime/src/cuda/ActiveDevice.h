@@ -12,6 +12,7 @@
 #include "CudaApi.h"
 
 #include "effrt/Device.h"
+#include "effrt/Kernels.h"
 
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,20 @@ public:
   /// buffers its start named.
   virtual void waitCollective(int64_t handle, const void *send,
                               const void *recv) = 0;
+
+  /// Host tasks (effrt_cuda_host_task_*, effc --offload optimizer): a copy
+  /// of `bytes` bytes at `offset` of region `region` (state, arena, io) to
+  /// (`toHost`) or from offset `staging` of the staging buffer, queued by
+  /// the next startHostTask: before the task (to the host) or after it.
+  virtual void addHostTaskCopy(bool toHost, int32_t region, int64_t offset,
+                               int64_t staging, int64_t bytes) = 0;
+  /// Queues the copies added since the last start and `task` (a host
+  /// function) on the task stream, after everything the step stream holds;
+  /// returns the handle waitHostTask takes.
+  virtual int64_t startHostTask(effrt_host_task_fn task) = 0;
+  /// Orders the step stream after host task `handle` (and every earlier
+  /// one).
+  virtual void waitHostTask(int64_t handle) = 0;
 
   /// The device whose code is loading, running or unloading on this
   /// thread, or null.

@@ -68,6 +68,7 @@ typedef enum CUfunction_attribute_enum {
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 } CUfunction_attribute;
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
+typedef void (*CUhostFn)(void *userData);
 
 typedef enum cudaDataType_t {
   CUDA_R_32F = 0,
@@ -146,6 +147,7 @@ typedef enum {
   X(cuStreamDestroy_v2, CUresult, CUstream)                                    \
   X(cuStreamSynchronize, CUresult, CUstream)                                   \
   X(cuStreamWaitEvent, CUresult, CUstream, CUevent, unsigned int)              \
+  X(cuLaunchHostFunc, CUresult, CUstream, CUhostFn, void *)                    \
   X(cuStreamBeginCapture_v2, CUresult, CUstream, CUstreamCaptureMode)          \
   X(cuStreamEndCapture, CUresult, CUstream, CUgraph *)                         \
   X(cuStreamIsCapturing, CUresult, CUstream, CUstreamCaptureStatus *)          \

@@ -61,7 +61,10 @@ void *const effrt_cuda_symbols[] = {
     reinterpret_cast<void *>(&effrt_cuda_allreduce_sum_f32_start),
     reinterpret_cast<void *>(&effrt_cuda_reduce_scatter_sum_f32_start),
     reinterpret_cast<void *>(&effrt_cuda_all_gather_f32_start),
-    reinterpret_cast<void *>(&effrt_cuda_collective_wait)};
+    reinterpret_cast<void *>(&effrt_cuda_collective_wait),
+    reinterpret_cast<void *>(&effrt_cuda_host_task_copy),
+    reinterpret_cast<void *>(&effrt_cuda_host_task_start),
+    reinterpret_cast<void *>(&effrt_cuda_host_task_wait)};
 }
 
 ActiveDevice::~ActiveDevice() = default;
@@ -131,6 +134,10 @@ public:
                           const void *recv) override;
   void waitCollective(int64_t handle, const void *send,
                       const void *recv) override;
+  void addHostTaskCopy(bool toHost, int32_t region, int64_t offset,
+                       int64_t staging, int64_t bytes) override;
+  int64_t startHostTask(effrt_host_task_fn task) override;
+  void waitHostTask(int64_t handle) override;
 
   // Collectives that run on the GPU (NCCL) queue on the communication
   // stream while the step starts one, else on the step stream.
@@ -162,10 +169,20 @@ private:
   }
   MemRef1D memref(RegionKind region) const {
     // The host code receives device addresses; it only does arithmetic on
-    // them and passes them to kernels and library calls.
-    void *p = reinterpret_cast<void *>(regionPointer(region));
+    // them and passes them to kernels and library calls. The host region
+    // is pinned host memory, which only host tasks touch.
+    void *p = region == RegionKind::Host
+                  ? host_
+                  : reinterpret_cast<void *>(regionPointer(region));
     return MemRef1D{p, p, 0, static_cast<int64_t>(sizes_.of(region)), 1};
   }
+  /// Runs one host task (a host function on the task stream): the step's
+  /// task function on the staging buffer (for state, arena and io: the
+  /// task's views of device bytes are views of it) and the host region.
+  static void runHostTask(void *call);
+  /// Joins every host task the step left unwaited into the step stream and
+  /// notes the error.
+  void joinHostTasks();
   void *pinned(uint64_t bytes, const char *what);
   void freeMemory();
   void dropGraph();
@@ -215,6 +232,30 @@ private:
   bool useGraphs_ = true;
   CUgraphExec graph_ = nullptr;
   int64_t runs_ = 0;
+
+  /// The host region (effc --offload optimizer): pinned host memory,
+  /// touched only by host tasks and by copies after a synchronisation.
+  void *host_ = nullptr;
+  /// Host tasks (effrt_cuda_host_task_*): the pinned buffer their device
+  /// bytes are staged in, the stream they run on, the copies the next
+  /// start queues, the calls (stable: a captured graph's host nodes point
+  /// at them) and the tasks started and not yet waited for.
+  void *hostStaging_ = nullptr;
+  uint64_t hostStagingBytes_ = 0;
+  CUstream taskStream_ = nullptr;
+  struct TaskCopy {
+    bool toHost;
+    RegionKind region;
+    uint64_t offset, staging, bytes;
+  };
+  std::vector<TaskCopy> taskCopies_;
+  struct HostCall {
+    CudaDevice *device;
+    effrt_host_task_fn task;
+  };
+  std::map<effrt_host_task_fn, std::unique_ptr<HostCall>> hostCalls_;
+  std::map<int64_t, CUevent> pendingTasks_;
+  int64_t lastTask_ = 0;
 
   /// The step's collectives: queued on their own stream, so that they move
   /// while the step stream computes, forked from and joined back into the
@@ -299,6 +340,10 @@ CudaDevice::~CudaDevice() {
     cu_.cuStreamSynchronize(commStream_);
     cu_.cuStreamDestroy_v2(commStream_);
   }
+  if (taskStream_) {
+    cu_.cuStreamSynchronize(taskStream_);
+    cu_.cuStreamDestroy_v2(taskStream_);
+  }
   if (stream_)
     cu_.cuStreamDestroy_v2(stream_);
   cu_.cuDevicePrimaryCtxRelease_v2(device_);
@@ -333,25 +378,21 @@ void CudaDevice::freeMemory() {
       cu_.cuMemFreeHost(p);
     p = nullptr;
   }
-  for (void **p : {&staging_, &readback_}) {
+  for (void **p : {&staging_, &readback_, &host_, &hostStaging_}) {
     if (*p)
       cu_.cuMemFreeHost(*p);
     *p = nullptr;
   }
-  stagingBytes_ = readbackUsed_ = 0;
+  stagingBytes_ = readbackUsed_ = hostStagingBytes_ = 0;
   pendingReads_.clear();
   mirrorBusy_[0] = mirrorBusy_[1] = false;
 }
 
 void CudaDevice::allocate(const RegionSizes &sizes) {
-  // effc refuses --offload optimizer for --target cuda; a file that has a
-  // host region anyway is not one this device runs.
-  if (sizes.host)
-    fail(label(), ": the step keeps ", sizes.host,
-         " bytes of optimizer state in host memory (effc --offload "
-         "optimizer), which the CUDA device does not run yet");
   makeCurrent();
   check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  if (taskStream_)
+    check(cu_.cuStreamSynchronize(taskStream_), "cuStreamSynchronize");
   // The graph holds the old regions' addresses.
   dropGraph();
   freeMemory();
@@ -388,6 +429,16 @@ void CudaDevice::allocate(const RegionSizes &sizes) {
   if (sizes.io)
     for (void *&p : ioMirror_)
       p = pinned(sizes.io, "the io region's staging");
+  // The optimizer's state in host memory, and the buffer its update stages
+  // gradients and weights in: pinned, so that copies are asynchronous.
+  if (sizes.host) {
+    host_ = pinned(sizes.host, "the host region (the offloaded optimizer "
+                               "state)");
+    std::memset(host_, 0, sizes.host);
+    hostStagingBytes_ = manifest_ ? manifest_->hostStagingBytes : 0;
+    if (hostStagingBytes_)
+      hostStaging_ = pinned(hostStagingBytes_, "the host tasks' staging");
+  }
   stagingBytes_ = std::max<uint64_t>(
       1,
       std::min(kStagingBytes, std::max({sizes.state, sizes.arena, sizes.io})));
@@ -405,6 +456,12 @@ void CudaDevice::copyToDevice(DeviceSpan dst, const void *src) {
   if (!dst.bytes)
     return;
   makeCurrent();
+  if (dst.region == RegionKind::Host) {
+    // Host tasks of a step in flight may still use the region.
+    check(cu_.cuStreamSynchronize(stream_), "waiting for the step");
+    std::memcpy(static_cast<std::byte *>(host_) + dst.offset, src, dst.bytes);
+    return;
+  }
   CUdeviceptr to = regionPointer(dst.region) + dst.offset;
   if (dst.region == RegionKind::Io) {
     // A batch: staged in the pinned image of io and copied on the step
@@ -437,6 +494,12 @@ void CudaDevice::copyFromDevice(DeviceSpan src, void *dst) {
   if (!src.bytes)
     return;
   makeCurrent();
+  if (src.region == RegionKind::Host) {
+    check(cu_.cuStreamSynchronize(stream_), "waiting for the step");
+    std::memcpy(dst, static_cast<std::byte *>(host_) + src.offset, src.bytes);
+    throwNotedError();
+    return;
+  }
   CUdeviceptr from = regionPointer(src.region) + src.offset;
   auto *to = static_cast<std::byte *>(dst);
   for (uint64_t done = 0; done < src.bytes;) {
@@ -454,7 +517,8 @@ void CudaDevice::copyFromDeviceAsync(DeviceSpan src, void *dst) {
   checkSpan(src, "copy from the device");
   if (!src.bytes)
     return;
-  if (src.bytes > kReadbackBytes - readbackUsed_)
+  if (src.region == RegionKind::Host ||
+      src.bytes > kReadbackBytes - readbackUsed_)
     return copyFromDevice(src, dst);
   makeCurrent();
   check(cu_.cuMemcpyDtoHAsync_v2(
@@ -474,6 +538,13 @@ void CudaDevice::copyWithinDevice(DeviceSpan src, DeviceSpan dst) {
   if (!src.bytes)
     return;
   makeCurrent();
+  if (src.region == RegionKind::Host || dst.region == RegionKind::Host) {
+    // Through the host: rare (a state entry moved between regions).
+    std::vector<std::byte> bytes(src.bytes);
+    copyFromDevice(src, bytes.data());
+    copyToDevice(dst, bytes.data());
+    return;
+  }
   check(cu_.cuMemcpyDtoDAsync_v2(regionPointer(dst.region) + dst.offset,
                                  regionPointer(src.region) + src.offset,
                                  src.bytes, stream_),
@@ -551,6 +622,100 @@ void CudaDevice::joinCollectives() {
     cu_.cuStreamWaitEvent(stream_, p.done, 0);
   pending_.clear();
   noteError("the step started a collective it never waited for");
+}
+
+void CudaDevice::addHostTaskCopy(bool toHost, int32_t region, int64_t offset,
+                                 int64_t staging, int64_t bytes) {
+  if (region < 0 || region > static_cast<int32_t>(RegionKind::Io) ||
+      offset < 0 || staging < 0 || bytes <= 0)
+    fail("host task copy of ", bytes, " bytes at offset ", offset,
+         " of region ", region, " to staging offset ", staging,
+         ": not a copy of a device region's bytes");
+  auto kind = static_cast<RegionKind>(region);
+  checkSpan(DeviceSpan{kind, static_cast<uint64_t>(offset),
+                       static_cast<uint64_t>(bytes)},
+            "host task copy");
+  if (static_cast<uint64_t>(bytes) > hostStagingBytes_ ||
+      static_cast<uint64_t>(staging) > hostStagingBytes_ - bytes)
+    fail("host task copy of ", bytes, " bytes to staging offset ", staging,
+         ": the manifest's host_staging_bytes is ", hostStagingBytes_);
+  taskCopies_.push_back({toHost, kind, static_cast<uint64_t>(offset),
+                         static_cast<uint64_t>(staging),
+                         static_cast<uint64_t>(bytes)});
+}
+
+void CudaDevice::runHostTask(void *call) {
+  auto *c = static_cast<HostCall *>(call);
+  MemRef1D staging{c->device->hostStaging_, c->device->hostStaging_, 0,
+                   static_cast<int64_t>(c->device->hostStagingBytes_), 1};
+  MemRef1D host = c->device->memref(RegionKind::Host);
+  // The task reads its device bytes through its first argument (the
+  // staging buffer); it gets it for each device region.
+  c->task(staging.allocated, staging.aligned, staging.offset, staging.size,
+          staging.stride, staging.allocated, staging.aligned, staging.offset,
+          staging.size, staging.stride, staging.allocated, staging.aligned,
+          staging.offset, staging.size, staging.stride, host.allocated,
+          host.aligned, host.offset, host.size, host.stride);
+}
+
+int64_t CudaDevice::startHostTask(effrt_host_task_fn task) {
+  std::vector<TaskCopy> copies = std::move(taskCopies_);
+  taskCopies_.clear();
+  if (!host_)
+    fail("a host task started, but the step has no host region");
+  makeCurrent();
+  if (!taskStream_)
+    check(cu_.cuStreamCreate(&taskStream_, CU_STREAM_NON_BLOCKING),
+          "cuStreamCreate");
+  std::unique_ptr<HostCall> &call = hostCalls_[task];
+  if (!call)
+    call = std::make_unique<HostCall>(HostCall{this, task});
+  // After everything the step stream holds (the gradients are written)...
+  CUevent ready = nextEvent();
+  check(cu_.cuEventRecord(ready, stream_), "cuEventRecord");
+  check(cu_.cuStreamWaitEvent(taskStream_, ready, 0), "cuStreamWaitEvent");
+  auto *staging = static_cast<std::byte *>(hostStaging_);
+  for (const TaskCopy &c : copies)
+    if (c.toHost)
+      check(cu_.cuMemcpyDtoHAsync_v2(staging + c.staging,
+                                     regionPointer(c.region) + c.offset,
+                                     c.bytes, taskStream_),
+            "cuMemcpyDtoHAsync (host task)");
+  check(cu_.cuLaunchHostFunc(taskStream_, &CudaDevice::runHostTask,
+                             call.get()),
+        "cuLaunchHostFunc");
+  for (const TaskCopy &c : copies)
+    if (!c.toHost)
+      check(cu_.cuMemcpyHtoDAsync_v2(regionPointer(c.region) + c.offset,
+                                     staging + c.staging, c.bytes,
+                                     taskStream_),
+            "cuMemcpyHtoDAsync (host task)");
+  // ... and before whatever waits for it.
+  CUevent done = nextEvent();
+  check(cu_.cuEventRecord(done, taskStream_), "cuEventRecord");
+  int64_t handle = ++lastTask_;
+  pendingTasks_.emplace(handle, done);
+  return handle;
+}
+
+void CudaDevice::waitHostTask(int64_t handle) {
+  auto it = pendingTasks_.find(handle);
+  if (it == pendingTasks_.end())
+    fail("wait for host task ", handle, ", which is not in flight");
+  makeCurrent();
+  // Tasks run in order on one stream: this one's end follows every
+  // earlier one's.
+  check(cu_.cuStreamWaitEvent(stream_, it->second, 0), "cuStreamWaitEvent");
+  pendingTasks_.erase(pendingTasks_.begin(), std::next(it));
+}
+
+void CudaDevice::joinHostTasks() {
+  taskCopies_.clear();
+  if (pendingTasks_.empty())
+    return;
+  cu_.cuStreamWaitEvent(stream_, pendingTasks_.rbegin()->second, 0);
+  pendingTasks_.clear();
+  noteError("the step started a host task it never waited for");
 }
 
 void CudaDevice::synchronize() {
@@ -641,7 +806,16 @@ void CudaDevice::launch() {
     fail(label(), ": no code is loaded");
   makeCurrent();
   MemRef1D state = memref(RegionKind::State), arena = memref(RegionKind::Arena),
-           io = memref(RegionKind::Io);
+           io = memref(RegionKind::Io), host = memref(RegionKind::Host);
+  // A step with a host region takes it as a fourth argument.
+  auto run = [&] {
+    if (sizes_.host)
+      reinterpret_cast<EffxHostStepFn>(entry_)(&state, &arena, &io, &host);
+    else
+      entry_(&state, &arena, &io);
+    joinCollectives();
+    joinHostTasks();
+  };
   {
     ActiveScope scope(this);
     error_.clear();
@@ -649,16 +823,14 @@ void CudaDevice::launch() {
     // (cuBLASLt's handle, kernel lookups), which a capture must not do.
     nextEvent_ = 0;
     if (!useGraphs_ || runs_ == 0) {
-      entry_(&state, &arena, &io);
-      joinCollectives();
+      run();
       throwNotedError();
     } else {
       if (!graph_) {
         check(cu_.cuStreamBeginCapture_v2(stream_,
                                           CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
               "cuStreamBeginCapture");
-        entry_(&state, &arena, &io);
-        joinCollectives();
+        run();
         CUgraph graph = nullptr;
         CUresult ended = cu_.cuStreamEndCapture(stream_, &graph);
         if (!error_.empty() || ended != CUDA_SUCCESS) {

@@ -116,6 +116,14 @@ CudaManifest cuda::readCudaManifest(const std::string &path,
            shown(*w), ")");
     m.workspaceBytes = w->get<uint64_t>();
   }
+  if (auto h = root.find("host_staging_bytes"); h != root.end()) {
+    if (!h->is_number_unsigned() && !(h->is_number_integer() && *h >= 0))
+      fail(path,
+           ": manifest: 'host_staging_bytes' must be a non-negative "
+           "integer (got ",
+           shown(*h), ")");
+    m.hostStagingBytes = h->get<uint64_t>();
+  }
   if (auto t = root.find("allow_tf32"); t != root.end()) {
     if (!t->is_boolean())
       fail(path, ": manifest: 'allow_tf32' must be true or false (got ",

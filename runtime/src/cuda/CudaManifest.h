@@ -42,6 +42,9 @@ struct CudaManifest {
   uint64_t workspaceBytes = 0;
   /// "allow_tf32": fp32 products may round their inputs to TF32.
   bool allowTf32 = false;
+  /// "host_staging_bytes": the pinned buffer host tasks stage device bytes
+  /// in (effc --offload optimizer), allocated once at load.
+  uint64_t hostStagingBytes = 0;
 
   /// Whether the device code runs on a GPU of compute capability
   /// major.minor: SASS of the same major and a minor not above it (or the

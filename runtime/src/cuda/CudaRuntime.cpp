@@ -693,3 +693,23 @@ extern "C" void effrt_cuda_shard_f32(const float *whole, float *shard,
     d.device().copyWithinDevice(in, out);
   });
 }
+
+extern "C" void effrt_cuda_host_task_copy(int32_t toHost, int32_t region,
+                                          int64_t offset, int64_t staging,
+                                          int64_t bytes) {
+  onDevice("effrt_cuda_host_task_copy", [&](ActiveDevice &d) {
+    d.addHostTaskCopy(toHost != 0, region, offset, staging, bytes);
+  });
+}
+
+extern "C" int64_t effrt_cuda_host_task_start(effrt_host_task_fn task) {
+  int64_t handle = 0;
+  onDevice("effrt_cuda_host_task_start",
+           [&](ActiveDevice &d) { handle = d.startHostTask(task); });
+  return handle;
+}
+
+extern "C" void effrt_cuda_host_task_wait(int64_t handle) {
+  onDevice("effrt_cuda_host_task_wait",
+           [&](ActiveDevice &d) { d.waitHostTask(handle); });
+}

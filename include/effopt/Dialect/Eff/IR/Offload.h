@@ -22,6 +22,12 @@ inline constexpr llvm::StringLiteral kHostRegion = "host";
 /// Module: bytes of the host region (absent or 0: the step has none and its
 /// entry point takes three regions).
 inline constexpr llvm::StringLiteral kHostBytesAttrName = "eff.host_bytes";
+/// Module (eff-host-tasks abi=cuda): bytes of pinned host memory the
+/// runtime stages a host task's device bytes in (the largest task's; tasks
+/// run in order and share it). The .effx manifest says
+/// `"host_staging_bytes"`.
+inline constexpr llvm::StringLiteral kHostStagingBytesAttrName =
+    "eff.host_staging_bytes";
 /// Symbol reference on an eff.parameter that eff-offload-optimizer made:
 /// the parameter (an fp32 master weight in host memory) this one is the
 /// device's low-precision copy of. The .effx manifest says `"copy_of"`.
