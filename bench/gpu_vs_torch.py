@@ -254,9 +254,18 @@ def prepare(args):
                           args.effc + ["--remat", args.remat])
         v["remat"] = args.remat
         remat_variants[str(B)] = v
+    # And with --offload optimizer: AdamW's state and the fp32 master
+    # weights in pinned host memory, the update on the CPU (a third row).
+    offload_variants = {}
+    if args.offload and "--offload" not in args.effc:
+        B = max(batches)
+        offload_variants[str(B)] = compile_batch(
+            B, "gpt2.b%d.offload" % B, args.effc + ["--offload", "optimizer"])
     os.remove(onnx_path)   # 500 MB of zeros; the .effx files hold the step
     json.dump(dict(config=args.config, cfg=cfg, target=args.target,
-                   variants=variants, remat_variants=remat_variants, opt=OPT, torch=torch.__version__,
+                   variants=variants, remat_variants=remat_variants,
+                   offload_variants=offload_variants, opt=OPT,
+                   torch=torch.__version__,
                    created=time.strftime("%Y-%m-%d %H:%M:%S")),
               open(os.path.join(out, "bench.json"), "w"), indent=1)
     print("gpu_vs_torch.py prepare: %d .effx in %s (%.0f s)" % (
@@ -768,6 +777,9 @@ def run(args):
     rv = bench.get("remat_variants", {}).get(str(B))
     if rv:
         runs.append(("effopt remat %s" % rv["remat"], rv, False))
+    ov = bench.get("offload_variants", {}).get(str(B))
+    if ov:
+        runs.append(("effopt offload", ov, False))
     for name, v, profile in runs:
         try:
             losses, ms_log, ms_wall, rows, footprint, n, prof = effopt_run(
@@ -911,6 +923,10 @@ def main():
     p.add_argument("--remat", default="selective",
                    help="also compile the largest batch with --remat REMAT "
                         "(a second effopt row; '' for none)")
+    p.add_argument("--offload", action=argparse.BooleanOptionalAction,
+                   default=True,
+                   help="also compile the largest batch with --offload "
+                        "optimizer (a third effopt row)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--effrun", required=True)

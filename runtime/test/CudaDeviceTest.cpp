@@ -113,6 +113,13 @@ TEST(cudaManifestErrors) {
   CHECK_ERROR(cudaManifest([](json &j) { j["workspace_bytes"] = -1; }),
               "m.effx: manifest: 'workspace_bytes' must be a non-negative "
               "integer (got -1)");
+  CHECK_ERROR(cudaManifest([](json &j) { j["host_staging_bytes"] = "1M"; }),
+              "m.effx: manifest: 'host_staging_bytes' must be a non-negative "
+              "integer (got \"1M\")");
+  CHECK_EQ(cudaManifest([](json &j) { j["host_staging_bytes"] = 164608; })
+               .hostStagingBytes,
+           uint64_t(164608));
+  CHECK_EQ(cudaManifest([](json &) {}).hostStagingBytes, 0u);
   CHECK_ERROR(cudaManifest([](json &j) { j["allow_tf32"] = 1; }),
               "m.effx: manifest: 'allow_tf32' must be true or false (got 1)");
   CudaManifest tf32 = cudaManifest([](json &j) {

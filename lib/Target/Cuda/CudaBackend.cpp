@@ -138,6 +138,10 @@ public:
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     pm.addNestedPass<func::FuncOp>(createEffParallelLoopsPass());
     pm.addPass(createConvertSCFToOpenMPPass());
+    // The memref.alloca_scope each threaded body gets holds no alloca:
+    // canonicalization inlines it (a scope must keep one block, which the
+    // scf.for loops inside would no longer be after scf-to-cf).
+    pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
     arith::ArithEmulateUnsupportedFloatsOptions emulate;
     emulate.sourceTypeStrs = {"bf16", "f16"};
     emulate.targetTypeStr = "f32";
