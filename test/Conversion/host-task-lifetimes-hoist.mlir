@@ -116,3 +116,38 @@ module {
     return
   }
 }
+
+// -----
+
+// A task that reads a constant global (8-bit Adam's quantization table):
+// the global conflicts with nothing and is not an allocation to keep
+// alive; the task still waits for the gradient's writer.
+// CHECK-LABEL: func.func @effx_step(
+// CHECK: linalg.fill
+// CHECK-NEXT: memref.get_global @table
+// CHECK: linalg.generic
+// CHECK-NOT: memref.dealloc %{{.*}} : memref<4xf32, strided
+// CHECK: memref.dealloc %{{.*}} : memref<4xf32>
+// CHECK-NEXT: return
+#id = affine_map<(d0) -> (d0)>
+module {
+  memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+  func.func @effx_step(%state: memref<?xi8>, %arena: memref<?xi8>, %io: memref<?xi8>, %host: memref<?xi8>) attributes {eff.arena_arg = 1 : i64} {
+    %c0 = arith.constant 0 : index
+    %one = arith.constant 1.0 : f32
+    %g = memref.alloc() : memref<4xf32>
+    linalg.fill ins(%one : f32) outs(%g : memref<4xf32>)
+    %x = memref.alloc() : memref<64xf32>
+    linalg.fill ins(%one : f32) outs(%x : memref<64xf32>)
+    %t = memref.get_global @table : memref<4xf32>
+    %m = memref.view %host[%c0][] : memref<?xi8> to memref<4xf32>
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+        ins(%g, %t : memref<4xf32>, memref<4xf32>) outs(%m : memref<4xf32>) {
+    ^bb0(%gi: f32, %ti: f32, %mi: f32):
+      %p = arith.mulf %gi, %ti : f32
+      %r = arith.addf %p, %mi : f32
+      linalg.yield %r : f32
+    }
+    return
+  }
+}

@@ -115,3 +115,24 @@ module {
     return
   }
 }
+
+// -----
+
+// A copy into the host region (Adafactor's state) is the linalg.copy it is,
+// and runs as a task: the arena bytes it reads come down first.
+// CHECK-LABEL: func.func @effx_step(
+// CHECK: call @effrt_cuda_host_task_copy(%c1_i32, %c1_i32, %c0_i64, %c0_i64, %c16_i64)
+// CHECK-NOT: effrt_cuda_host_task_copy
+// CHECK: call @effrt_cuda_host_task_start
+// CHECK-NOT: memref.copy
+// CHECK: func.func private @effx_step_host_task_0(
+// CHECK: linalg.copy
+module {
+  func.func @effx_step(%state: memref<?xi8>, %arena: memref<?xi8>, %io: memref<?xi8>, %host: memref<?xi8>) attributes {eff.arena_arg = 1 : i64} {
+    %c0 = arith.constant 0 : index
+    %m = memref.view %host[%c0][] : memref<?xi8> to memref<4xf32>
+    %g = memref.view %arena[%c0][] : memref<?xi8> to memref<4xf32>
+    memref.copy %g, %m : memref<4xf32> to memref<4xf32>
+    return
+  }
+}

@@ -253,7 +253,8 @@ def EffHostTaskLifetimesPass
            "Move each host task and optimizer op up to right after the last "
            "op it depends on">
   ];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect"];
   let statistics = [
     Statistic<"numExtended", "extended", "Buffers kept alive for a host task">,
     Statistic<"numHoisted", "hoisted",
@@ -313,6 +314,7 @@ def EffHostTasksPass : Pass<"eff-host-tasks", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect"];
   let statistics = [
     Statistic<"numStagedBytes", "staged-bytes",

@@ -174,6 +174,25 @@ bool overlap(ArrayRef<Range> a, ArrayRef<Range> b) {
   return false;
 }
 
+/// Rewrites each memref.copy of the entry's body that touches the host
+/// region as the linalg.copy it is, so that it runs as a host task like
+/// the optimizer's other ops (a GPU's kernels cannot reach host memory).
+void hostCopiesToLinalg(func::FuncOp entry) {
+  SmallVector<memref::CopyOp> copies;
+  for (Operation &op : entry.getBody().front())
+    if (auto copy = dyn_cast<memref::CopyOp>(op))
+      if (llvm::any_of(footprint(copy, entry), [](const Range &r) {
+            return r.region == static_cast<int64_t>(kHostRegionArg);
+          }))
+        copies.push_back(copy);
+  for (memref::CopyOp copy : copies) {
+    OpBuilder b(copy);
+    linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                           copy.getTarget());
+    copy.erase();
+  }
+}
+
 /// The memref.view of a device region (state, arena, io) that `v` is, or is
 /// a view of; null when it is not one.
 memref::ViewOp deviceViewOf(Value v, func::FuncOp entry) {
@@ -420,6 +439,8 @@ struct EffHostTasksPass : impl::EffHostTasksPassBase<EffHostTasksPass> {
 
   LogicalResult run(ModuleOp module, func::FuncOp entry) {
     MLIRContext *ctx = &getContext();
+    if (onCuda())
+      hostCopiesToLinalg(entry);
     Block &body = entry.getBody().front();
     auto i64 = IntegerType::get(ctx, 64);
     auto taskType = FunctionType::get(ctx, entry.getArgumentTypes(), {});
@@ -675,6 +696,8 @@ struct EffHostTaskLifetimesPass
         return host;
       };
       if (hoist) {
+        // (hoist is a GPU's: its host copies are tasks too.)
+        hostCopiesToLinalg(entry);
         SmallVector<Operation *> candidates;
         for (Operation &op : body)
           if (willBeTask(&op) ||
@@ -700,9 +723,10 @@ struct EffHostTaskLifetimesPass
             break;
           }
         }
+        // (A constant global's range names the global: nothing to keep.)
         SetVector<Operation *> allocs;
         for (const Range &r : ranges)
-          if (r.alloc)
+          if (isa_and_nonnull<memref::AllocOp>(r.alloc))
             allocs.insert(r.alloc);
         OpBuilder b(waitAt);
         for (Operation *alloc : allocs) {
