@@ -263,6 +263,8 @@ llvm::json::Value MemoryReport::toJSON() const {
     regions["workspace"] = workspace;
   if (host)
     regions["host"] = host;
+  if (hostStaging)
+    regions["host_staging"] = hostStaging;
   return llvm::json::Object{
       {"title", title},
       {"total_bytes", totalBytes()},
@@ -306,6 +308,7 @@ llvm::Expected<MemoryReport> MemoryReport::fromJSON(StringRef text) {
     report.io = integer(*regions, "io");
     report.workspace = integer(*regions, "workspace");
     report.host = integer(*regions, "host");
+    report.hostStaging = integer(*regions, "host_staging");
   }
   if (const llvm::json::Object *peak = root->getObject("peak")) {
     report.peakAt = integer(*peak, "position");
@@ -399,6 +402,11 @@ void MemoryReport::printTable(llvm::raw_ostream &os, size_t maxRows) const {
       os << " + fp32 master weights " << withCommas(masters);
     os << " (offloaded: not on the device)\n";
   }
+  if (hostStaging)
+    os << llvm::formatv("  host staging {0} bytes ({1}): pinned copies of the "
+                        "device bytes a host task reads and writes, the "
+                        "largest task's\n",
+                        withCommas(hostStaging), formatBytes(hostStaging));
   int64_t live = peakLiveBytes();
   os << llvm::formatv("  peak at schedule position {0} of {1}: {2} "
                       "(arena live {3}",

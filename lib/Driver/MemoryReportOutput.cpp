@@ -66,6 +66,8 @@ LogicalResult emitMemoryReport(ModuleOp module,
                      layout.hostBytes);
   // The target libraries' scratch space (cuda: cuBLASLt's workspace).
   report->setLibraryWorkspace("library workspace", layout.workspaceBytes);
+  // The pinned buffer a GPU's host tasks stage device bytes in.
+  report->setHostStaging(layout.hostStagingBytes);
   report->setTitle(request.title);
 
   if (request.table)

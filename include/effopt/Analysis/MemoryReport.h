@@ -97,6 +97,9 @@ public:
   /// besides the regions: cuBLASLt's workspace), named `name`, as one
   /// persistent workspace tensor.
   void setLibraryWorkspace(std::string name, int64_t bytes);
+  /// Adds the pinned host buffer a GPU's host tasks stage device bytes in
+  /// (eff-host-tasks abi=cuda): host memory, besides the host region.
+  void setHostStaging(int64_t bytes) { hostStaging = bytes; }
   void setTitle(std::string text) { title = std::move(text); }
 
   int64_t arenaBytes() const { return arena; }
@@ -122,7 +125,8 @@ private:
   std::string title;
   std::string peakOp; // "node (provenance)" at the peak position
   int64_t scheduleLength = 0, peakAt = 0;
-  int64_t state = 0, arena = 0, io = 0, workspace = 0, host = 0;
+  int64_t state = 0, arena = 0, io = 0, workspace = 0, host = 0,
+          hostStaging = 0;
 };
 
 } // namespace effopt
