@@ -144,6 +144,9 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
   }
   if (options.offloadOverlap && options.offload != "optimizer")
     return fail("--offload-overlap applies to --offload optimizer");
+  if (options.offloadHoist && !options.offloadOverlap &&
+      !backend.offloadNeedsHostTasks())
+    return fail("--offload-hoist applies to --offload-overlap");
   auto oneOf = [](StringRef value, std::initializer_list<StringRef> allowed) {
     return value.empty() || llvm::is_contained(allowed, value);
   };
@@ -406,7 +409,7 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   if (hostTasks) {
     // On a GPU each update starts as soon as its gradient is complete.
     EffHostTaskLifetimesPassOptions lifetimes;
-    lifetimes.hoist = backend.offloadNeedsHostTasks();
+    lifetimes.hoist = backend.offloadNeedsHostTasks() || options.offloadHoist;
     pm.addPass(createEffHostTaskLifetimesPass(lifetimes));
   }
   EffMemoryPlanPassOptions plan;

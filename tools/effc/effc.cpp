@@ -230,6 +230,13 @@ static cl::opt<bool> offloadOverlap(
              "thread, overlapped with the rest of the step (eff-host-tasks); "
              "the buffers it reads stay live until it is waited for"),
     cl::init(false), cl::cat(category));
+// The GPU's schedule of the update on the CPU (each task where its
+// gradient completes), to test it there: hidden, for developers.
+static cl::opt<bool> offloadHoist(
+    "offload-hoist",
+    cl::desc("With --offload-overlap: start each host task where what it "
+             "reads is complete, as on a GPU"),
+    cl::init(false), cl::Hidden, cl::cat(category));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the memory report: bytes by category, the peak, what "
@@ -403,7 +410,7 @@ void checkFlags() {
              &zeroBucketBytes, &zeroMinBuckets, &zeroOverlap, &zeroPrefetch, &worldSize,
              &precision, &lossScale, &lossScaleInit, &lossScaleGrowthInterval,
              &lossScaleHysteresis, &lossScaleMin, &scheduleMemory, &lora,
-             &offload, &offloadOverlap})
+             &offload, &offloadOverlap, &offloadHoist})
       if (option->getNumOccurrences())
         die("--" + option->ArgStr + " applies to training steps only, not to "
             "--mode forward");
@@ -510,6 +517,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.scheduleMemory = scheduleMemory.getValue();
   step.offload = offload.getValue();
   step.offloadOverlap = offloadOverlap.getValue();
+  step.offloadHoist = offloadHoist.getValue();
   step.precision = parseChoice<Precision>(precision,
                                           {{"fp32", Precision::FP32},
                                            {"bf16", Precision::BF16},

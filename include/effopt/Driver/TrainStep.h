@@ -274,6 +274,12 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
                      "rest of the step (eff-host-tasks); their inputs stay "
                      "live until they are waited for"),
       llvm::cl::init(false)};
+  Option<bool> offloadHoist{
+      *this, "offload-hoist",
+      llvm::cl::desc("With offload-overlap: start each host task where what "
+                     "it reads is complete (eff-host-task-lifetimes hoist; "
+                     "always on for a GPU target)"),
+      llvm::cl::init(false)};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),

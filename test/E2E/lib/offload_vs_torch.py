@@ -103,6 +103,9 @@ def main():
                     help="compile the offloaded run with --offload-overlap "
                          "(the update on effrun's worker thread); its "
                          "arena may be larger (buffers held for the tasks)")
+    ap.add_argument("--hoist", action="store_true",
+                    help="with --overlap: also --offload-hoist (each task "
+                         "where its gradient completes, the GPU's schedule)")
     ap.add_argument("--lora", default="",
                     help="effc --lora SPEC for every run; then effrun "
                          "--merge-lora's files must be equal too")
@@ -140,6 +143,8 @@ def main():
                    stem + ".json"] +
                   (["--lora", args.lora] if args.lora else []) +
                   (["--offload-overlap"] if args.overlap and
+                   offload == "optimizer" else []) +
+                  (["--offload-hoist"] if args.hoist and
                    offload == "optimizer" else []))
             t.run([os.path.join(args.bin, "effrun"), stem + ".effx", "--data",
                    npz, "--steps", str(args.steps), "--log", stem + ".jsonl",
