@@ -186,6 +186,13 @@ def read_safetensors(path, with_header=False):
         if name == "__metadata__":
             continue
         a, b = e["data_offsets"]
+        if e["dtype"] == "BF16":
+            # numpy has no bfloat16: its bits are a float32's upper half
+            # (exact), e.g. the device copies of offloaded master weights.
+            bits = np.frombuffer(raw[base + a:base + b], dtype=np.uint16)
+            out[name] = (bits.astype(np.uint32) << 16).view(
+                np.float32).reshape(e["shape"])
+            continue
         out[name] = np.frombuffer(raw[base + a:base + b],
                                   dtype=dtypes[e["dtype"]]).reshape(e["shape"])
     return (out, header) if with_header else out
