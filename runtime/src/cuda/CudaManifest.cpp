@@ -108,22 +108,18 @@ CudaManifest cuda::readCudaManifest(const std::string &path,
   if (m.archs.empty() && !m.ptx)
     fail(path, ": manifest: the device code is for no GPU ('cuda_archs' is "
                "empty and there is no 'cuda_ptx')");
-  if (auto w = root.find("workspace_bytes"); w != root.end()) {
-    if (!w->is_number_unsigned() && !(w->is_number_integer() && *w >= 0))
-      fail(path,
-           ": manifest: 'workspace_bytes' must be a non-negative "
-           "integer (got ",
-           shown(*w), ")");
-    m.workspaceBytes = w->get<uint64_t>();
-  }
-  if (auto h = root.find("host_staging_bytes"); h != root.end()) {
-    if (!h->is_number_unsigned() && !(h->is_number_integer() && *h >= 0))
-      fail(path,
-           ": manifest: 'host_staging_bytes' must be a non-negative "
-           "integer (got ",
-           shown(*h), ")");
-    m.hostStagingBytes = h->get<uint64_t>();
-  }
+  // Byte counts the runtime allocates at load: 0 when absent.
+  auto bytesField = [&](const char *key) -> uint64_t {
+    auto v = root.find(key);
+    if (v == root.end())
+      return 0;
+    if (!v->is_number_unsigned() && !(v->is_number_integer() && *v >= 0))
+      fail(path, ": manifest: '", key,
+           "' must be a non-negative integer (got ", shown(*v), ")");
+    return v->get<uint64_t>();
+  };
+  m.workspaceBytes = bytesField("workspace_bytes");
+  m.hostStagingBytes = bytesField("host_staging_bytes");
   if (auto t = root.find("allow_tf32"); t != root.end()) {
     if (!t->is_boolean())
       fail(path, ": manifest: 'allow_tf32' must be true or false (got ",
