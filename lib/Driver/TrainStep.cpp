@@ -409,6 +409,7 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   if (hostTasks) {
     // On a GPU each update starts as soon as its gradient is complete.
     EffHostTaskLifetimesPassOptions lifetimes;
+    lifetimes.abi = backend.getHostTaskAbi().str();
     lifetimes.hoist = backend.offloadNeedsHostTasks() || options.offloadHoist;
     pm.addPass(createEffHostTaskLifetimesPass(lifetimes));
   }

@@ -233,6 +233,11 @@ def EffHostTaskLifetimesPass
     there -- so their slots are not handed to the ops the task overlaps --
     and drops the deallocations.
 
+    With `abi=cuda` (the device's regions are GPU memory, which only host
+    tasks reach) a `memref.copy` that touches the host region first becomes
+    the `linalg.copy` it is (Adafactor's state), as `eff-host-tasks
+    abi=cuda` does, so that its buffers are kept alive like any task's.
+
     With `hoist` (effc sets it on a GPU, where the update always runs as
     host tasks) it first moves each such op, and each `linalg` op of the
     optimizer's (provenance `optimizer`: the learning rate, the bias
@@ -249,6 +254,10 @@ def EffHostTaskLifetimesPass
     everything it depends on through memory.
   }];
   let options = [
+    Option<"abi", "abi", "std::string", /*default=*/"\"cpu\"",
+           "Where the regions live, as eff-host-tasks' abi: with cuda a "
+           "memref.copy that touches the host region becomes the linalg.copy "
+           "it is, a task like the optimizer's other ops">,
     Option<"hoist", "hoist", "bool", /*default=*/"false",
            "Move each host task and optimizer op up to right after the last "
            "op it depends on">

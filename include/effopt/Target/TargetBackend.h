@@ -100,8 +100,8 @@ public:
   virtual llvm::StringRef getHostTaskAbi() const { return "cpu"; }
 
   /// Whether the update of offloaded state always runs as host tasks
-  /// (a GPU cannot compute on it in place), --offload-overlap or not.
-  virtual bool offloadNeedsHostTasks() const { return false; }
+  /// (the device cannot compute on host memory), --offload-overlap or not.
+  bool offloadNeedsHostTasks() const { return getHostTaskAbi() != "cpu"; }
 
   /// Whether the target runs collectives (--world-size > 1, --zero).
   virtual bool supportsCollectives() const { return true; }

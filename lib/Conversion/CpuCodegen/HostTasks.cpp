@@ -677,10 +677,18 @@ struct EffHostTaskLifetimesPass
   }
 
   void runOnOperation() override {
+    if (abi != "cpu" && abi != "cuda") {
+      getOperation().emitError(
+          "eff-host-task-lifetimes: abi must be cpu or cuda, got '")
+          << abi << "'";
+      return signalPassFailure();
+    }
     for (auto entry : getOperation().getOps<func::FuncOp>()) {
       if (!entry->hasAttr(eff::kArenaArgAttrName) || entry.isExternal() ||
           entry.getNumArguments() != kNumRegions)
         continue;
+      if (abi == "cuda")
+        hostCopiesToLinalg(entry);
       Block &body = entry.getBody().front();
       // Before the plan views of allocations are not rebuildable yet;
       // whether an op will be a task is decided on its buffers alone.
@@ -696,8 +704,6 @@ struct EffHostTaskLifetimesPass
         return host;
       };
       if (hoist) {
-        // (hoist is a GPU's: its host copies are tasks too.)
-        hostCopiesToLinalg(entry);
         SmallVector<Operation *> candidates;
         for (Operation &op : body)
           if (willBeTask(&op) ||

@@ -95,7 +95,6 @@ public:
   // those it writes copied up (eff-host-tasks abi=cuda).
   bool runsHostTasks() const override { return true; }
   llvm::StringRef getHostTaskAbi() const override { return "cuda"; }
-  bool offloadNeedsHostTasks() const override { return true; }
   llvm::StringRef getAttentionKernels() const override { return "cuda"; }
 
   // Each kernel thread reads its elements before it writes them.
