@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Convolutions on the GPU: effopt's lowering (im2col + cuBLASLt GEMMs)
-against PyTorch's cuDNN, measured on torchvision's ResNet-18 training step
-on the same GPU in one run -- the measurement issue 13 asks for before
-choosing cuDNN or an implicit GEMM for `effc --target cuda`.
+"""Convolutions on the GPU: effopt's two lowerings on cuda -- cuDNN calls
+(the default, `--convolution cudnn`) and im2col + cuBLASLt GEMMs
+(`--convolution im2col`) -- against PyTorch's cuDNN, measured on
+torchvision's ResNet-18 training step on the same GPU in one run.
 
 Split like bench/gpu_vs_torch.py (docs/GpuSuite.md):
 
   gpu_conv.py prepare --out DIR --bin BUILD/bin [--batch 32] [--size 224]
                       [--target cuda|cpu] [--precision bf16|fp32]
+                      [--convolutions cudnn,im2col]
       (here, PyTorch 1.13 + effc) exports ResNet-18 (1000 classes) with zero
       weights (zero state is not stored in an .effx, so it stays small) and
-      compiles it with SGD (momentum 0.9) for that batch and image size.
+      compiles it with SGD (momentum 0.9) for that batch and image size, once
+      per --convolution kind (on cuda; the CPU target's default otherwise).
   gpu_conv.py run --dir DIR --effrun PATH [--device-kind cuda|cpu]
                   [--steps 10] [--warmup 3] [--out OUT]
       (there, PyTorch 2.x) draws random images and labels, runs effrun on
@@ -68,28 +70,37 @@ def prepare(args):
                           training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=17,
                           input_names=["x", "y"], output_names=["loss"])
-    effx = "resnet18.b%d.s%d.effx" % (B, S)
-    report = "resnet18.report.json"
-    cmd = [os.path.join(args.bin, "effc"), onnx_path, "-o",
-           os.path.join(out, effx), "--target", args.target,
-           "--precision", args.precision, "--optimizer", "sgd",
-           "--lr", "0.1", "--momentum", "0.9",
-           "--report-json", os.path.join(out, report)]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    os.remove(onnx_path)   # the .effx holds the step
-    if r.returncode != 0:
-        msg = (r.stderr.strip() or r.stdout.strip() or "no output")
-        print("FAILED effc: %s" % msg.splitlines()[-1][:300])
-        return 1
-    planned = json.load(open(os.path.join(out, report)))["total_bytes"]
+    kinds = ([k for k in args.convolutions.split(",") if k]
+             if args.target == "cuda" else [""])
+    variants = []
+    for kind in kinds:
+        t1 = time.time()
+        effx = "resnet18.b%d.s%d%s.effx" % (B, S, "." + kind if kind else "")
+        report = "resnet18%s.report.json" % ("." + kind if kind else "")
+        cmd = [os.path.join(args.bin, "effc"), onnx_path, "-o",
+               os.path.join(out, effx), "--target", args.target,
+               "--precision", args.precision, "--optimizer", "sgd",
+               "--lr", "0.1", "--momentum", "0.9",
+               "--report-json", os.path.join(out, report)]
+        if kind:
+            cmd += ["--convolution", kind]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        if r.returncode != 0:
+            msg = (r.stderr.strip() or r.stdout.strip() or "no output")
+            print("FAILED effc: %s" % msg.splitlines()[-1][:300])
+            return 1
+        planned = json.load(open(os.path.join(out, report)))["total_bytes"]
+        variants.append(dict(convolution=kind, effx=effx, planned=planned))
+        print("compiled %s: %.1f MB, planned %.2f GiB (%.0f s)" % (
+            effx, os.path.getsize(os.path.join(out, effx)) / 1e6,
+            planned / 2**30, time.time() - t1), flush=True)
+    os.remove(onnx_path)   # the .effx files hold the step
     json.dump(dict(batch=B, size=S, precision=args.precision,
-                   target=args.target, effx=effx, planned=planned,
+                   target=args.target, variants=variants,
                    torch=torch.__version__),
               open(os.path.join(out, "conv.json"), "w"), indent=1)
-    print("compiled %s: %.1f MB, planned %.2f GiB (%.0f s)" % (
-        effx, os.path.getsize(os.path.join(out, effx)) / 1e6,
-        planned / 2**30, time.time() - t0), flush=True)
+    print("prepared in %.0f s" % (time.time() - t0))
     return 0
 
 
@@ -178,23 +189,32 @@ def run(args):
     os.makedirs(work, exist_ok=True)
     npz = os.path.join(work, "images.npz")
     np.savez(npz, **data)
-    log = os.path.join(work, "effrun.jsonl")
-    if os.path.exists(log):
-        os.remove(log)
-    cmd = [args.effrun, os.path.join(args.dir, conf["effx"]), "--data", npz,
-           "--steps", str(warmup + steps), "--log", log, "--quiet"]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if r.returncode != 0:
-        say("FAIL effopt: effrun exit %d: %s" % (
-            r.returncode, (r.stderr.strip() or "no output").splitlines()[-1]))
-        return finish("FAIL")
-    rows = [json.loads(line) for line in open(log)]
-    ms = statistics.median(row["time_ms"] for row in rows[warmup:])
-    effopt = dict(ms=ms, planned=conf["planned"],
-                  device=rows[0].get("device_bytes"),
-                  losses=[row["loss"] for row in rows])
-    result["effopt"] = effopt
+    on_gpu = device.type == "cuda"
+    labels = {"cudnn": "effopt (cuDNN)",
+              "im2col": "effopt (im2col + cuBLASLt)"}
+    effopt_rows = {}
+    failed = False
+    for v in conf["variants"]:
+        label = labels.get(v["convolution"], "effopt") if on_gpu else "effopt"
+        log = os.path.join(work, "effrun%s.jsonl" % v["convolution"])
+        if os.path.exists(log):
+            os.remove(log)
+        cmd = [args.effrun, os.path.join(args.dir, v["effx"]), "--data", npz,
+               "--steps", str(warmup + steps), "--log", log, "--quiet"]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        if r.returncode != 0:
+            say("FAIL %s: effrun exit %d: %s" % (
+                label, r.returncode,
+                (r.stderr.strip() or "no output").splitlines()[-1]))
+            failed = True
+            continue
+        rows = [json.loads(line) for line in open(log)]
+        effopt_rows[label] = dict(
+            ms=statistics.median(row["time_ms"] for row in rows[warmup:]),
+            planned=v["planned"], device=rows[0].get("device_bytes"),
+            losses=[row["loss"] for row in rows])
+    result["effopt"] = effopt_rows
     torch_rows = {}
     for layout in ("NCHW", "channels_last"):
         t_ms, peak = torch_step_ms(torch, torchvision, device, data, B, steps,
@@ -203,24 +223,26 @@ def run(args):
         torch_rows[layout] = dict(ms=t_ms, peak=peak)
     result["torch"] = torch_rows
     best = min(torch_rows, key=lambda k: torch_rows[k]["ms"])
-    on_gpu = device.type == "cuda"
     say("%-32s %9s %10s %10s" % ("system", "ms/step", "images/s", "GiB"))
     gib = (lambda b: "-" if b is None else "%.2f" % (b / 2**30))
-    say("%-32s %9.2f %10.0f %10s  (planned %s)" % (
-        "effopt (im2col + cuBLASLt)" if on_gpu else "effopt", ms, B / ms * 1e3,
-        gib(effopt["device"]), gib(effopt["planned"])))
+    for label, row in effopt_rows.items():
+        say("%-32s %9.2f %10.0f %10s  (planned %s)" % (
+            label, row["ms"], B / row["ms"] * 1e3, gib(row["device"]),
+            gib(row["planned"])))
     for layout, row in torch_rows.items():
         say("%-32s %9.2f %10.0f %10s  (max_memory_allocated)" % (
             "torch eager %s%s" % ("cuDNN " if on_gpu else "", layout),
             row["ms"], B / row["ms"] * 1e3,
             gib(row["peak"])))
-    result["ratio_ms_vs_torch"] = ms / torch_rows[best]["ms"]
-    say("effopt / torch (%s): %.2fx the step time" % (
-        best, result["ratio_ms_vs_torch"]))
-    if not all(np.isfinite(effopt["losses"])):
-        say("FAIL effopt: a loss is not finite")
-        return finish("FAIL")
-    return finish("PASS")
+    result["ratio_ms_vs_torch"] = {}
+    for label, row in effopt_rows.items():
+        ratio = row["ms"] / torch_rows[best]["ms"]
+        result["ratio_ms_vs_torch"][label] = ratio
+        say("%s / torch (%s): %.2fx the step time" % (label, best, ratio))
+        if not all(np.isfinite(row["losses"])):
+            say("FAIL %s: a loss is not finite" % label)
+            failed = True
+    return finish("FAIL" if failed else "PASS")
 
 
 def main():
@@ -233,6 +255,8 @@ def main():
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--target", default="cuda", choices=["cuda", "cpu"])
     p.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
+    p.add_argument("--convolutions", default="cudnn,im2col",
+                   help="the --convolution kinds to compile on cuda")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--effrun", required=True)

@@ -160,9 +160,12 @@ llvm::Error verifyTrainStepOptions(const TrainStepOptions &options) {
     return fail("--max-threads must be at least 0 (0: this machine's), "
                 "got " +
                 llvm::Twine(static_cast<int64_t>(options.maxThreads)));
-  if (!oneOf(options.convolution, {"im2col", "direct", "library"}))
-    return fail("convolution must be im2col, direct or library, got '" +
-                options.convolution + "'");
+  StringRef library = backend.getLibraryConvolution();
+  if (!oneOf(options.convolution, {"im2col", "direct"}) &&
+      (library.empty() || options.convolution != library))
+    return fail("--convolution " + options.convolution + ": target " +
+                options.target + " takes im2col, direct" +
+                (library.empty() ? "" : " or " + library.str()));
   return llvm::Error::success();
 }
 

@@ -77,6 +77,21 @@ else
   echo "   no nvidia-smi"
 fi
 
+# cuDNN 9 (the cuda convolutions dlopen libcudnn.so.9): the toolkit's, else
+# the one PyTorch's wheels bring.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9 ' &&
+   [ ! -e /usr/local/cuda/lib64/libcudnn.so.9 ] && [ ! -e /usr/local/cuda/lib/libcudnn.so.9 ]; then
+  CUDNN_DIR=$("$PYTHON" -c 'import glob, os, site
+found = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, "nvidia", "**", "libcudnn.so.9"), recursive=True)]
+print(os.path.dirname(found[0]) if found else "")' 2>/dev/null)
+  if [ -n "$CUDNN_DIR" ]; then
+    export LD_LIBRARY_PATH="$CUDNN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "   cuDNN: $CUDNN_DIR (PyTorch's)"
+  else
+    echo "   no libcudnn.so.9 here: the cuda convolutions (CNN checks) will fail"
+  fi
+fi
+
 # .effx files prepare.sh packed with xz (when the folder was large).
 "$PYTHON" - "$DIR" <<'PY' || { echo "FAIL unpacking the .effx.xz files"; exit 1; }
 import glob, lzma, os, shutil, sys

@@ -16,7 +16,9 @@ has no GPU:
                     on both sides, tolerances of the CPU E2E tests;
                     bf16/fp16: loose, bounded; attention on the runtime's
                     kernels, effc's default); *-unfused: the same with
-                    effc --fuse-attention=false (batched GEMMs + softmax)
+                    effc --fuse-attention=false (batched GEMMs + softmax);
+                    the CNN's convolutions through cuDNN (effc's default
+                    on cuda) and, as cnn-im2col, columns + GEMMs
         remat:*     --remat selective/full bit-identical to none (losses
                     and every checkpoint tensor)
         resume:*    6 steps == 3 steps, --save, --resume, 3 more (bits)
@@ -226,6 +228,12 @@ def prepare(args):
         compile_variant(case, "fp32", onnx_path, flags)
         compile_variant(case, "selective", onnx_path,
                         flags + ["--remat", "selective"])
+        compile_variant(case, "bf16", onnx_path,
+                        flags + ["--precision", "bf16"])
+        if target == "cuda":
+            # The convolutions as columns + GEMMs instead of cuDNN calls.
+            compile_variant(case, "im2col", onnx_path,
+                            flags + ["--convolution", "im2col"])
 
     if want("gpt"):
         model, B, data = tv.make("gpt", 12, 0)
@@ -1199,7 +1207,9 @@ def run(args):
         if "mlp" in cases:
             r.check_train(cases["mlp"], "fp32", "fp32")
         if "cnn" in cases:
-            r.check_train(cases["cnn"], "fp32", "fp32")
+            for tag, precision in (("fp32", "fp32"), ("bf16", "bf16"),
+                                   ("im2col", "fp32")):
+                r.check_train(cases["cnn"], tag, precision)
         if "gpt" in cases:
             for tag in ("fp32", "bf16", "fp16"):
                 r.check_train(cases["gpt"], tag, tag)

@@ -1,5 +1,5 @@
 // RUN: effopt-opt %s --pass-pipeline="builtin.module(convert-eff-to-linalg{convolution=winograd})" --verify-diagnostics
 
-// expected-error @+1 {{convert-eff-to-linalg: convolution must be im2col, direct or library, got 'winograd'}}
+// expected-error @+1 {{convert-eff-to-linalg: convolution must be im2col, direct, library or cudnn, got 'winograd'}}
 module {
 }

@@ -368,8 +368,10 @@ static cl::opt<int64_t> maxThreads(
     cl::value_desc("N"), cl::init(0), cl::cat(category));
 static cl::opt<std::string> convolution(
     "convolution",
-    cl::desc("Override the target's convolutions (im2col, direct, library)"),
-    cl::init(""), cl::Hidden, cl::cat(category));
+    cl::desc("Override the target's convolutions: im2col (columns + GEMM), "
+             "direct (loops), or the target's library (cpu: library, "
+             "oneDNN; cuda: cudnn, the default there)"),
+    cl::value_desc("kind"), cl::init(""), cl::cat(category));
 
 namespace {
 

@@ -42,7 +42,16 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
       sized at compile time by the runtime's own
       `effrt_conv2d_workspace_bytes`) that the memory plan places; what
       oneDNN cannot run, and other types, lower as `im2col`. Only in a build
-      with oneDNN (libdnnl-dev); elsewhere `library` is an error.
+      with oneDNN (libdnnl-dev); elsewhere `library` is an error. Or
+      `cudnn` (target cuda): every convolution and gradient whose tensors
+      are all f32, all f16 or all bf16 (grouped, depthwise, strided,
+      dilated, asymmetrically padded) as one call of the CUDA runtime's
+      `effrt_cuda_conv2d_fwd` / `_bwd_data` / `_bwd_weights` on the
+      unpadded device tensors with the shape and the type code as
+      arguments; cuDNN's workspace is the device's library workspace,
+      which the plan already holds, so the call adds no buffer. A bias is
+      added by the compiled code after the call. Mixed types lower as
+      `im2col`.
 
     `eff.all_reduce` becomes a call of the runtime's
     `effrt_allreduce_sum_f32` on a buffer of its own (a `memref.alloc` the
@@ -78,7 +87,8 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
     Option<"convolution", "convolution", "std::string",
            /*default=*/"\"im2col\"",
            "Convolutions: im2col (columns + GEMM), direct (named "
-           "convolution ops) or library (oneDNN calls)">,
+           "convolution ops), library (oneDNN calls) or cudnn (CUDA "
+           "runtime calls)">,
     Option<"attention", "attention", "std::string", /*default=*/"\"cpu\"",
            "The runtime kernels eff.attention lowers to: cpu "
            "(effrt_attention_*_f32) or cuda (effrt_cuda_attention_*: "

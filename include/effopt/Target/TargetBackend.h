@@ -116,6 +116,12 @@ public:
   /// eff.attention lowers to them (convert-eff-to-linalg attention=<name>).
   virtual llvm::StringRef getAttentionKernels() const { return ""; }
 
+  /// The value of convert-eff-to-linalg's `convolution` that calls the
+  /// target's convolution library ("library": oneDNN on cpu, "cudnn" on
+  /// cuda; "": none), the one `--convolution` value besides im2col and
+  /// direct that the target accepts.
+  virtual llvm::StringRef getLibraryConvolution() const { return ""; }
+
   /// Appends passes that reshape the fused linalg ops on tensors for the
   /// target (after eff-fuse-elementwise, before bufferization: whatever
   /// temporaries they add are planned like any other). None by default.

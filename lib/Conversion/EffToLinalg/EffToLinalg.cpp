@@ -50,8 +50,9 @@ struct ConvertEffToLinalgPass
                  "widen or native");
     policy.nativeLowPrecisionProducts = lowPrecisionProducts == "native";
     if (convolution != "im2col" && convolution != "direct" &&
-        convolution != "library")
-      return bad("convolution", convolution, "im2col, direct or library");
+        convolution != "library" && convolution != "cudnn")
+      return bad("convolution", convolution,
+                 "im2col, direct, library or cudnn");
     if (convolution == "library" && !libraryConvolutionsAvailable()) {
       getOperation().emitError("convert-eff-to-linalg: convolution=library "
                                "needs oneDNN, which this effopt was built "
@@ -61,6 +62,7 @@ struct ConvertEffToLinalgPass
     // Library convolutions that oneDNN cannot run fall back to im2col.
     policy.im2colConvolutions = convolution != "direct";
     policy.libraryConvolutions = convolution == "library";
+    policy.cudnnConvolutions = convolution == "cudnn";
     if (attention != "cpu" && attention != "cuda")
       return bad("attention", attention, "cpu or cuda");
     policy.cudaAttention = attention == "cuda";

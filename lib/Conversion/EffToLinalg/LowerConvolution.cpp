@@ -42,6 +42,13 @@
 // there, and the BLAS beats oneDNN's reorders plus kernel); a convolution
 // oneDNN cannot run, or of another type, keeps the lowering above too.
 //
+// With `convolution=cudnn` (target cuda, policy.cudnnConvolutions) every
+// convolution and gradient whose tensors share one f32, f16 or bf16 type
+// is one call of the CUDA runtime's cuDNN convolutions
+// (effrt_cuda_conv2d_*, runtime/src/cuda/Convolution.cpp) on the unpadded
+// tensors, 1x1 ones included (cuDNN has no blocked layouts to reorder
+// into); the bias is an elementwise add after the call.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LoweringUtils.h"
@@ -52,6 +59,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <optional>
 
 using namespace mlir;
 using namespace effopt::eff;
@@ -146,6 +155,72 @@ LogicalResult lowerToLibrary(PatternRewriter &rewriter, Operation *op,
   (void)s;
   return failure();
 #endif
+}
+
+constexpr StringLiteral kCudnnForward = "effrt_cuda_conv2d_fwd";
+constexpr StringLiteral kCudnnBackwardData = "effrt_cuda_conv2d_bwd_data";
+constexpr StringLiteral kCudnnBackwardWeights =
+    "effrt_cuda_conv2d_bwd_weights";
+
+/// effrt_cuda_gemm's code of an element type (0 f32, 1 f16, 2 bf16), or
+/// none for a type cuDNN's convolutions are not called with.
+std::optional<int32_t> cudnnTypeCode(Type type) {
+  if (type.isF32())
+    return 0;
+  if (type.isF16())
+    return 1;
+  if (type.isBF16())
+    return 2;
+  return std::nullopt;
+}
+
+/// Replaces `op` by one call of the CUDA runtime's cuDNN convolution `kind`
+/// (effrt_cuda_conv2d_*) reading `inputs` and writing a fresh `resultType`
+/// buffer, then adds `bias` (if any) per output channel, when the policy
+/// asks for cuDNN convolutions and every tensor has the same f32, f16 or
+/// bf16 element type. cuDNN's workspace is the device's library
+/// workspace (in the plan already), so the call adds no buffer.
+LogicalResult lowerToCudnn(PatternRewriter &rewriter, Operation *op,
+                           const LoweringPolicy &policy, int32_t kind,
+                           ArrayRef<Value> inputs, Value bias,
+                           RankedTensorType resultType,
+                           ArrayRef<int64_t> shape) {
+  if (!policy.cudnnConvolutions)
+    return failure();
+  Type element = resultType.getElementType();
+  std::optional<int32_t> code = cudnnTypeCode(element);
+  if (!code || llvm::any_of(inputs, [&](Value v) {
+        return tensorType(v).getElementType() != element;
+      }) || (bias && tensorType(bias).getElementType() != element))
+    return rewriter.notifyMatchFailure(
+        op, "cuDNN convolutions take tensors of one f32, f16 or bf16 type");
+  assert(shape.size() == 18 && "EFFRT_CONV2D_SHAPE_ARGS has 18 values");
+  Location loc = op->getLoc();
+  RuntimeCall call(rewriter, loc);
+  for (Value input : inputs)
+    call.addInput(input);
+  Value result = call.addOutput(resultType);
+  for (int64_t v : shape)
+    call.addI64(v);
+  call.addI32(*code);
+  StringRef name = kind == EFFRT_CONV2D_FWD        ? kCudnnForward
+                   : kind == EFFRT_CONV2D_BWD_DATA ? kCudnnBackwardData
+                                                   : kCudnnBackwardWeights;
+  call.call(op->getParentOfType<ModuleOp>(), name);
+  Value conv = call.asTensor(result, resultType);
+  if (bias) {
+    int64_t f = resultType.getDimSize(1);
+    Value column = reshapeTo(rewriter, loc, bias,
+                             RankedTensorType::get({f, 1, 1}, element));
+    conv = buildElementwise(rewriter, loc, resultType, {conv, column},
+                            [](OpBuilder &b, Location l, ValueRange args) {
+                              return arith::AddFOp::create(b, l, args[0],
+                                                           args[1])
+                                  .getResult();
+                            });
+  }
+  rewriter.replaceOp(op, conv);
+  return success();
 }
 
 /// The attributes of a named window op.
@@ -768,6 +843,14 @@ struct Conv2DLowering : PolicyPattern<Conv2DOp> {
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
+    if (succeeded(lowerToCudnn(
+            rewriter, op, policy, EFFRT_CONV2D_FWD,
+            {op.getInput(), op.getFilter()}, op.getBias(),
+            tensorType(op.getResult()),
+            libraryShape(tensorType(op.getInput()), tensorType(op.getFilter()),
+                         tensorType(op.getResult()), op.getStrides(),
+                         op.getPadding(), op.getDilations(), op.getGroups()))))
+      return success();
     if (succeeded(lowerToLibrary(
             rewriter, op, policy, EFFRT_CONV2D_FWD,
             {op.getInput(), op.getFilter(), op.getBias()},
@@ -812,6 +895,14 @@ struct Conv2DInputGradLowering : PolicyPattern<Conv2DInputGradOp> {
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
+    if (succeeded(lowerToCudnn(
+            rewriter, op, policy, EFFRT_CONV2D_BWD_DATA,
+            {op.getOutputGrad(), op.getFilter()}, nullptr,
+            tensorType(op.getResult()),
+            libraryShape(tensorType(op.getResult()), tensorType(op.getFilter()),
+                         tensorType(op.getOutputGrad()), op.getStrides(),
+                         op.getPadding(), op.getDilations(), op.getGroups()))))
+      return success();
     if (succeeded(lowerToLibrary(
             rewriter, op, policy, EFFRT_CONV2D_BWD_DATA,
             {op.getOutputGrad(), op.getFilter()}, false,
@@ -882,6 +973,14 @@ struct Conv2DFilterGradLowering : PolicyPattern<Conv2DFilterGradOp> {
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
+    if (succeeded(lowerToCudnn(
+            rewriter, op, policy, EFFRT_CONV2D_BWD_WEIGHTS,
+            {op.getInput(), op.getOutputGrad()}, nullptr,
+            tensorType(op.getResult()),
+            libraryShape(tensorType(op.getInput()), tensorType(op.getResult()),
+                         tensorType(op.getOutputGrad()), op.getStrides(),
+                         op.getPadding(), op.getDilations(), op.getGroups()))))
+      return success();
     if (succeeded(lowerToLibrary(
             rewriter, op, policy, EFFRT_CONV2D_BWD_WEIGHTS,
             {op.getInput(), op.getOutputGrad()}, false,

@@ -37,6 +37,11 @@ struct LoweringPolicy {
   /// convolution library (effrt_conv2d_*_f32, oneDNN); the others as
   /// `im2colConvolutions` says.
   bool libraryConvolutions = false;
+  /// f32/f16/bf16 convolutions and their gradients as calls of the CUDA
+  /// runtime's cuDNN convolutions (effrt_cuda_conv2d_*, device pointers,
+  /// the device's library workspace); the others as `im2colConvolutions`
+  /// says.
+  bool cudnnConvolutions = false;
   /// eff.attention as calls of the CUDA runtime's kernels
   /// (effrt_cuda_attention_*, device pointers, f32/f16/bf16) instead of the
   /// CPU's (effrt_attention_*_f32).

@@ -49,6 +49,8 @@ public:
   // The CPU device's worker thread (effrt_host_task_start).
   bool runsHostTasks() const override { return true; }
 
+  llvm::StringRef getLibraryConvolution() const override { return "library"; }
+
   ConvertEffToLinalgPassOptions getLoweringPolicy() const override {
     ConvertEffToLinalgPassOptions policy;
     policy.f32Accumulator = "f64";

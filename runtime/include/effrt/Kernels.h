@@ -435,6 +435,19 @@ void effrt_conv2d_bwd_weights_f32(const float *x, const float *dy, float *dw,
                                   EFFRT_CONV2D_SHAPE_ARGS, void *workspace,
                                   int64_t workspaceBytes);
 
+/* Convolutions on cuda (cuDNN 9, runtime/src/cuda/Convolution.cpp): the
+ * same three calls on NCHW device tensors of `type` (effrt_cuda_gemm's
+ * codes: 0 f32, 1 f16, 2 bf16; every tensor the same, f32 accumulation)
+ * with the device's library workspace; no bias (the compiled code adds
+ * it). The plan of each shape is chosen on its first call: deterministic
+ * engines only, and f32 without TF32 unless the step allows it. */
+void effrt_cuda_conv2d_fwd(const void *x, const void *w, void *y,
+                           EFFRT_CONV2D_SHAPE_ARGS, int32_t type);
+void effrt_cuda_conv2d_bwd_data(const void *dy, const void *w, void *dx,
+                                EFFRT_CONV2D_SHAPE_ARGS, int32_t type);
+void effrt_cuda_conv2d_bwd_weights(const void *x, const void *dy, void *dw,
+                                   EFFRT_CONV2D_SHAPE_ARGS, int32_t type);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

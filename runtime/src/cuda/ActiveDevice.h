@@ -22,6 +22,7 @@
 namespace effrt::cuda {
 
 class AttentionKernels;
+class Convolutions;
 class Driver;
 
 /// What the exported runtime functions need of the device whose code runs
@@ -41,6 +42,9 @@ public:
   /// The fused attention kernels (Attention.h), loaded into the device's
   /// context on first use (the first run, which is not captured).
   virtual const AttentionKernels &attentionKernels() = 0;
+  /// cuDNN's handle and the convolution plans (Convolution.h), created on
+  /// first use (the first run, which is not captured).
+  virtual Convolutions &convolutions() = 0;
   /// Records the first failure of an exported function; the device throws
   /// it when the code returns (an exception cannot unwind through compiled
   /// code).

@@ -4,6 +4,7 @@
 
 #include "ActiveDevice.h"
 #include "Attention.h"
+#include "Convolution.h"
 #include "CudaDriver.h"
 #include "CudaManifest.h"
 #include "CudaRuntime.h"
@@ -54,6 +55,9 @@ void *const effrt_cuda_symbols[] = {
     reinterpret_cast<void *>(&effrt_cuda_attention_bwd),
     reinterpret_cast<void *>(&effrt_cuda_attention_fwd_strided),
     reinterpret_cast<void *>(&effrt_cuda_attention_bwd_strided),
+    reinterpret_cast<void *>(&effrt_cuda_conv2d_fwd),
+    reinterpret_cast<void *>(&effrt_cuda_conv2d_bwd_data),
+    reinterpret_cast<void *>(&effrt_cuda_conv2d_bwd_weights),
     reinterpret_cast<void *>(&effrt_cuda_allreduce_sum_f32),
     reinterpret_cast<void *>(&effrt_cuda_reduce_scatter_sum_f32),
     reinterpret_cast<void *>(&effrt_cuda_all_gather_f32),
@@ -120,6 +124,7 @@ public:
   uint64_t measuredDeviceBytes() const override { return measuredBytes_; }
   cublasLtHandle_t cublasLtHandle() override;
   const AttentionKernels &attentionKernels() override;
+  Convolutions &convolutions() override;
   void noteError(std::string message) override {
     if (error_.empty())
       error_ = std::move(message);
@@ -228,6 +233,7 @@ private:
   EffxStepFn entry_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   std::unique_ptr<AttentionKernels> attention_;
+  std::unique_ptr<Convolutions> convolutions_;
   std::string error_;
   bool useGraphs_ = true;
   CUgraphExec graph_ = nullptr;
@@ -330,6 +336,7 @@ CudaDevice::~CudaDevice() {
   if (lt_)
     cublasLt().cublasLtDestroy(lt_);
   attention_.reset();
+  convolutions_.reset();
   freeMemory();
   for (CUevent e : mirrorFree_)
     if (e)
@@ -752,6 +759,14 @@ const AttentionKernels &CudaDevice::attentionKernels() {
     attention_ = std::make_unique<AttentionKernels>(driver_);
   }
   return *attention_;
+}
+
+Convolutions &CudaDevice::convolutions() {
+  if (!convolutions_) {
+    makeCurrent();
+    convolutions_ = std::make_unique<Convolutions>();
+  }
+  return *convolutions_;
 }
 
 void CudaDevice::loadCode(const EffxFile &file) {

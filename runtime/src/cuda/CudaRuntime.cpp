@@ -24,6 +24,7 @@
 
 #include "ActiveDevice.h"
 #include "Attention.h"
+#include "Convolution.h"
 #include "CudaApi.h"
 #include "CudaDriver.h"
 #include "GemmPlan.h"
@@ -32,6 +33,7 @@
 #include "effrt/Kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdio>
@@ -530,6 +532,52 @@ extern "C" void effrt_cuda_attention_bwd_strided(
                                   dq, dk, dv, workspace);
   });
 }
+
+//===----------------------------------------------------------------------===//
+// Convolutions (cuDNN, Convolution.cpp)
+//===----------------------------------------------------------------------===//
+
+namespace {
+void convolve(const char *function, int32_t kind, const void *a, const void *b,
+              void *out, std::array<int64_t, 18> shape, int32_t type) {
+  onDevice(function, [&](ActiveDevice &d) {
+    ConvProblem p;
+    p.kind = kind;
+    p.type = type;
+    p.shape = shape;
+    d.convolutions().run(p, a, b, out, d.stream(), d.workspace(),
+                         d.workspaceBytes(), d.allowTf32());
+  });
+}
+} // namespace
+
+#define EFFRT_CONV2D_SHAPE_VALUES                                              \
+  {N,        C,       H,         W,         F,          KH,                    \
+   KW,       OH,      OW,        strideH,   strideW,    dilationH,             \
+   dilationW, padTop, padLeft,   padBottom, padRight,   groups}
+
+extern "C" void effrt_cuda_conv2d_fwd(const void *x, const void *w, void *y,
+                                      EFFRT_CONV2D_SHAPE_ARGS, int32_t type) {
+  convolve("effrt_cuda_conv2d_fwd", EFFRT_CONV2D_FWD, x, w, y,
+           EFFRT_CONV2D_SHAPE_VALUES, type);
+}
+
+extern "C" void effrt_cuda_conv2d_bwd_data(const void *dy, const void *w,
+                                           void *dx, EFFRT_CONV2D_SHAPE_ARGS,
+                                           int32_t type) {
+  convolve("effrt_cuda_conv2d_bwd_data", EFFRT_CONV2D_BWD_DATA, dy, w, dx,
+           EFFRT_CONV2D_SHAPE_VALUES, type);
+}
+
+extern "C" void effrt_cuda_conv2d_bwd_weights(const void *x, const void *dy,
+                                              void *dw,
+                                              EFFRT_CONV2D_SHAPE_ARGS,
+                                              int32_t type) {
+  convolve("effrt_cuda_conv2d_bwd_weights", EFFRT_CONV2D_BWD_WEIGHTS, x, dy, dw,
+           EFFRT_CONV2D_SHAPE_VALUES, type);
+}
+
+#undef EFFRT_CONV2D_SHAPE_VALUES
 
 // The contiguous entry points (code compiled before the strided ones).
 extern "C" void effrt_cuda_attention_fwd(const void *q, const void *k,
