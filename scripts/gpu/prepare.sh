@@ -99,13 +99,16 @@ cmake -G Ninja -S runtime -B "$RTB" -DCMAKE_BUILD_TYPE=Release \
   -DEFFRT_USE_OPENBLAS=OFF -DEFFRT_USE_ONEDNN=OFF -DEFFRT_BUILD_TESTS=OFF -DEFFRT_BUILD_FUZZERS=OFF \
   "${cxx[@]}" "${launcher[@]}" >/dev/null
 # effrt_attention_check: the attention kernels (nvcc's fatbin, embedded)
-# behind a C ABI for scripts/gpu/attention_check.py.
-ninja -C "$RTB" effrun effrt_attention_check >/dev/null
+# behind a C ABI for scripts/gpu/attention_check.py; effrt_conv_check: the
+# cuDNN convolutions for scripts/gpu/conv_check.py.
+ninja -C "$RTB" effrun effrt_attention_check effrt_conv_check >/dev/null
 mkdir -p "$OUT/rt/bin" "$OUT/rt/lib" "$OUT/rt/include"
 cp "$RTB/bin/effrun" "$OUT/rt/bin/"
 strip "$OUT/rt/bin/effrun" 2>/dev/null || true
-cp "$RTB/lib/libeffrt_attention_check.so" "$OUT/rt/lib/"
-strip "$OUT/rt/lib/libeffrt_attention_check.so" 2>/dev/null || true
+for lib in libeffrt_attention_check.so libeffrt_conv_check.so; do
+  cp "$RTB/lib/$lib" "$OUT/rt/lib/"
+  strip "$OUT/rt/lib/$lib" 2>/dev/null || true
+done
 if ! grep -q "^EFFRT_NVCC:FILEPATH=/" "$RTB/CMakeCache.txt"; then
   echo "   warning: no nvcc here: the carried runtime has no attention kernels"
 fi

@@ -10,14 +10,16 @@
 #      (+ .log);
 #   4. with --attention / --only-attention: scripts/gpu/attention_check.py,
 #      the runtime's CUDA attention kernels against PyTorch (under a
-#      minute), $OUT/attention_check.json (+ .log).
+#      minute), $OUT/attention_check.json (+ .log); with --conv-check (or
+#      --conv): scripts/gpu/conv_check.py, the runtime's cuDNN convolutions
+#      against PyTorch, $OUT/conv_check.json (+ .log).
 # Exit: 0 everything passed; 1 something failed; 3 no GPU (every check
 # UNSUPPORTED: nothing passed).
 #
 # usage: scripts/gpu/run.sh [--dir build-gpu] [--device-kind cuda|cpu]
 #          [--only CHECK-PREFIXES] [--no-suite] [--no-bench] [--bench-steps N]
 #          [--suite-timeout S] [--bench-timeout S] [--budget S] [--profile]
-#          [--attention] [--only-attention] [--conv]
+#          [--attention] [--only-attention] [--conv] [--conv-check]
 # --only-attention: only step 4 (the folder needs only rt/, e.g. from
 # scripts/gpu/prepare.sh --only-attention); --attention adds it to 2 and 3.
 # --conv: after the benchmark, bench/gpu_conv.py (ResNet-18: effopt's
@@ -32,7 +34,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 DIR=build-gpu KIND=cuda ONLY="" SUITE=1 BENCH=1 BENCH_STEPS=10 PROFILE=
 SUITE_TIMEOUT=240 BENCH_TIMEOUT=330 BUDGET=540 ATTENTION=0 ATTENTION_TIMEOUT=90
-CONV=0 CONV_TIMEOUT=120
+CONV=0 CONV_TIMEOUT=120 CONVCHECK=0 CONVCHECK_TIMEOUT=90
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
@@ -47,7 +49,8 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE=--profile; shift ;;
     --attention) ATTENTION=1; shift ;;
     --only-attention) ATTENTION=1; SUITE=0; BENCH=0; shift ;;
-    --conv) CONV=1; shift ;;
+    --conv) CONV=1; CONVCHECK=1; shift ;;
+    --conv-check) CONVCHECK=1; shift ;;
     *) echo "run.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -105,6 +108,7 @@ PY
 # 1. effrun.
 EFFRUN=$DIR/rt/effrun
 ATTN_LIB=$DIR/rt/lib/libeffrt_attention_check.so
+CONV_LIB=$DIR/rt/lib/libeffrt_conv_check.so
 if ! "$EFFRUN" --help >/dev/null 2>"$OUT/effrun-start.txt"; then
   echo "== the carried effrun does not start here ($(head -c 300 "$OUT/effrun-start.txt")); building runtime/ here"
   RTB=/tmp/effrt-build
@@ -118,9 +122,10 @@ if ! "$EFFRUN" --help >/dev/null 2>"$OUT/effrun-start.txt"; then
        -DEFFRT_NLOHMANN_JSON_INCLUDE="$DIR/rt/include" \
        -DZLIB_INCLUDE_DIR="$DIR/rt/include" -DZLIB_LIBRARY="$DIR/rt/lib/libz.so.1" \
        >"$OUT/runtime-build.log" 2>&1 &&
-     ninja -C "$RTB" effrun effrt_attention_check >>"$OUT/runtime-build.log" 2>&1; then
+     ninja -C "$RTB" effrun effrt_attention_check effrt_conv_check >>"$OUT/runtime-build.log" 2>&1; then
     export EFFRUN_BIN=$RTB/bin/effrun
     ATTN_LIB=$RTB/lib/libeffrt_attention_check.so
+    CONV_LIB=$RTB/lib/libeffrt_conv_check.so
     echo "   built in $(( $(date +%s) - t )) s"
   else
     echo "FAIL runtime: neither the carried effrun nor a build here works (tail of $OUT/runtime-build.log):"
@@ -146,6 +151,16 @@ if [ "$ATTENTION" = 1 ]; then
   rc=${PIPESTATUS[0]}
   if [ "$rc" -eq 124 ]; then echo "FAIL attention: timed out after $ATTENTION_TIMEOUT s"; rc=1; fi
   worst "$rc"; attention_rc=$rc
+fi
+# The cuDNN convolutions against PyTorch.
+if [ "$CONVCHECK" = 1 ]; then
+  echo "== $(date -u +%H:%M:%S) cuDNN convolutions vs PyTorch (at most $CONVCHECK_TIMEOUT s)"
+  LD_LIBRARY_PATH="$DIR/rt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout "$CONVCHECK_TIMEOUT" "$PYTHON" scripts/gpu/conv_check.py --lib "$CONV_LIB" \
+    --out "$OUT/conv_check.json" 2>&1 | tee "$OUT/conv_check.log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 124 ]; then echo "FAIL conv-check: timed out after $CONVCHECK_TIMEOUT s"; rc=1; fi
+  worst "$rc"; convcheck_rc=$rc
 fi
 
 # 2. The suite.
@@ -197,5 +212,5 @@ if [ "$CONV" = 1 ]; then
 fi
 
 word() { case "$1" in 0) echo PASS ;; 3) echo UNSUPPORTED ;; "") echo not-run ;; *) echo FAIL ;; esac; }
-echo "== run.sh: suite $(word "${suite_rc:-}"), bench $(word "${bench_rc:-}"), attention $(word "${attention_rc:-}"), conv $(word "${conv_rc:-}") in $(( $(date +%s) - T0 )) s; files in $OUT"
+echo "== run.sh: suite $(word "${suite_rc:-}"), bench $(word "${bench_rc:-}"), attention $(word "${attention_rc:-}"), conv-check $(word "${convcheck_rc:-}"), conv $(word "${conv_rc:-}") in $(( $(date +%s) - T0 )) s; files in $OUT"
 exit "$status"
