@@ -187,6 +187,10 @@ TEST(cudaGemmPlanIsSgemm) {
         for (size_t i = 0; i < want.size(); ++i)
           CHECK(std::fabs(want[i] - got[i]) <=
                 1e-5f * (1 + std::fabs(want[i])));
+        // effrt_cuda_gemm_bias: cuBLASLt's bias epilogue adds its vector
+        // along the rows of column-major D, which must be C's N columns.
+        CHECK_EQ(plan.c.rows, c.N);
+        CHECK_EQ(plan.c.cols, c.M);
         ++checked;
       }
   CHECK_EQ(checked, 28);

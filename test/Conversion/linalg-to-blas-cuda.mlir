@@ -67,6 +67,70 @@ func.func @f32_into_bf16(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4
 
 // -----
 
+// C filled with a bias repeated over the rows right before the product
+// (eff-gpu-fold-bias-into-products), through a reshape of the buffer:
+// effrt_cuda_gemm_bias (cuBLASLt's bias epilogue; no beta, C not read) with
+// the vector after C, and no broadcast left.
+// CHECK-LABEL: func.func private @effrt_cuda_gemm_bias(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i32, i32)
+// CHECK-LABEL: func.func @bias_epilogue
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[BF16:.*]] = arith.constant 2 : i32
+// CHECK-DAG: %[[N:.*]] = arith.constant 12 : i64
+// CHECK-DAG: memref.extract_strided_metadata %arg0 : memref<12xbf16>
+// CHECK: call @effrt_cuda_gemm_bias(%{{.*}}, %{{.*}}, %{{.*}}, %[[N]], {{.*}}, %[[BF16]], %[[BF16]])
+// CHECK-NOT: linalg.
+func.func @bias_epilogue(%bias: memref<12xbf16>, %a: memref<8x4xbf16>, %b: memref<12x4xbf16>, %c3: memref<2x4x12xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%bias : memref<12xbf16>) outs(%c3 : memref<2x4x12xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    linalg.yield %in : bf16
+  }
+  %c = memref.collapse_shape %c3 [[0, 1], [2]] : memref<2x4x12xbf16> into memref<8x12xbf16>
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%a, %b : memref<8x4xbf16>, memref<12x4xbf16>) outs(%c : memref<8x12xbf16>)
+  return
+}
+
+// -----
+
+// Not a bias: a broadcast that computes (it stays a kernel, and the GEMM
+// adds into C with beta = 1), and one with a write of C in between.
+// CHECK-LABEL: func.func @not_a_bias
+// CHECK-NOT: effrt_cuda_gemm_bias
+// CHECK: linalg.generic
+// CHECK: call @effrt_cuda_gemm(
+// CHECK: linalg.generic
+// CHECK: linalg.fill
+// CHECK: call @effrt_cuda_gemm(
+func.func @not_a_bias(%bias: memref<12xbf16>, %a: memref<8x4xbf16>, %b: memref<12x4xbf16>, %c: memref<8x12xbf16>, %d: memref<8x12xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<12xbf16>) outs(%c : memref<8x12xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    %n = arith.negf %in : bf16
+    linalg.yield %n : bf16
+  }
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%a, %b : memref<8x4xbf16>, memref<12x4xbf16>) outs(%c : memref<8x12xbf16>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<12xbf16>) outs(%d : memref<8x12xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    linalg.yield %in : bf16
+  }
+  %one = arith.constant 1.0 : bf16
+  linalg.fill ins(%one : bf16) outs(%d : memref<8x12xbf16>)
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d1, d2)>,
+                                 affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%a, %b : memref<8x4xbf16>, memref<12x4xbf16>) outs(%d : memref<8x12xbf16>)
+  return
+}
+
+// -----
+
 // abi=cpu (the default) keeps the f32-only BLAS: bf16 products stay loops.
 // RUN: effopt-opt %s --split-input-file --eff-linalg-to-blas --canonicalize | FileCheck %s --check-prefix=CPU
 // CPU-LABEL: func.func @bf16_operands_f32_c

@@ -135,7 +135,12 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
     1 f16, 2 bf16), pointers being device addresses. Products whose A and B
     are both f16 or both bf16 then become calls too (tensor cores, f32
     accumulation), with C f32 or of the operands' type; `abi=cpu` calls the
-    f32 BLAS only.
+    f32 BLAS only. With `abi=cuda`, a 2-D product whose C was written right
+    before it by a `linalg.generic` that repeats a vector of C's type over
+    C's rows (`eff-gpu-fold-bias-into-products`) becomes
+    `effrt_cuda_gemm_bias(transA, transB, M, N, K, alpha, A, lda, B, ldb, C,
+    ldc, bias, abType, cType)` (cuBLASLt's bias epilogue: C = A B + bias,
+    C not read) and the broadcast is dropped.
   }];
   let options = [
     Option<"abi", "abi", "std::string", /*default=*/"\"cpu\"",
@@ -149,7 +154,9 @@ def EffLinalgToBlasPass : Pass<"eff-linalg-to-blas", "::mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numGemmCalls", "gemm-calls", "Number of GEMM calls emitted">,
     Statistic<"numFillsFolded", "fills-folded",
-              "Number of zero fills of C replaced by beta = 0">
+              "Number of zero fills of C replaced by beta = 0">,
+    Statistic<"numBiasEpilogues", "bias-epilogues",
+              "Number of row broadcasts into C replaced by a bias epilogue">
   ];
 }
 
@@ -604,6 +611,44 @@ def EffGpuNarrowProductsPass
                            "::mlir::tensor::TensorDialect"];
   let statistics = [
     Statistic<"numNarrowed", "narrowed", "Products narrowed to f16/bf16">
+  ];
+}
+
+def EffGpuFoldBiasIntoProductsPass
+    : Pass<"eff-gpu-fold-bias-into-products", "::mlir::ModuleOp"> {
+  let summary = "Lets a GEMM add the per-column bias its reader adds, as "
+                "cuBLASLt's bias epilogue";
+  let description = [{
+    Runs on tensors after `eff-gpu-narrow-products` and
+    `eff-fuse-elementwise`, for the cuda target. A 2-D `linalg.matmul` into
+    a zero-filled tensor of type T (f32, or bf16/f16 after narrowing), whose
+    every reader (through reshapes that keep its last dimension) is a
+    `linalg.generic` with an identity map for it, whose block argument is
+    used once, in `c + v` (for bf16/f16: `truncf(extf(c) + v)` to T), where
+    `v` is computed only from inputs indexed by the last loop alone (a
+    per-column vector such as a bias, with autocast's rounding of an f32
+    bias: `v = extf(x)` with `x` of type T), the same `v` in every reader
+    (the forward's GELU and its gradient both add the bias to the saved
+    product), becomes:
+
+    - a 1-D `linalg.generic` computing `x` per column (the bias in T),
+    - a `linalg.generic` broadcasting it over the rows: the product's init,
+    - the product into that init (`bias + A B`),
+
+    and each reader takes its block argument where it took the sum. A
+    reader that is then a copy canonicalizes away (GPT's query/key/value
+    projection). `eff-linalg-to-blas abi=cuda` turns a product whose C was
+    just filled with a row broadcast of a vector into one call of
+    `effrt_cuda_gemm_bias`: cuBLASLt's `CUBLASLT_EPILOGUE_BIAS`, which adds
+    the bias to the f32 accumulator and rounds once (PyTorch's
+    `F.linear` under autocast does the same), and the product's output
+    never goes through another kernel to get its bias.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numFolded", "folded", "Biases folded into products">
   ];
 }
 

@@ -35,6 +35,7 @@ constexpr StringLiteral kGemm = "effrt_sgemm";
 constexpr StringLiteral kGemmBatched = "effrt_sgemm_batched";
 constexpr StringLiteral kCudaGemm = "effrt_cuda_gemm";
 constexpr StringLiteral kCudaGemmBatched = "effrt_cuda_gemm_batched";
+constexpr StringLiteral kCudaGemmBias = "effrt_cuda_gemm_bias";
 
 /// The element type codes of effrt_cuda_gemm (docs/CudaBackend.md).
 std::optional<int32_t> cudaTypeCode(Type type) {
@@ -169,6 +170,67 @@ linalg::FillOp zeroFillOf(Operation *product, Value c) {
   return {};
 }
 
+/// The buffer `c` of `product` viewed as it was written right before it,
+/// and the op that wrote it: only views of it (collapse/expand) and
+/// constants may come between.
+std::pair<Value, Operation *> writerBefore(Operation *product, Value c) {
+  Value root = c;
+  while (Operation *def = root.getDefiningOp()) {
+    if (auto v = dyn_cast<memref::CollapseShapeOp>(def))
+      root = v.getSrc();
+    else if (auto v = dyn_cast<memref::ExpandShapeOp>(def))
+      root = v.getSrc();
+    else
+      break;
+  }
+  for (Operation *prev = product->getPrevNode(); prev;
+       prev = prev->getPrevNode()) {
+    if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(prev) ||
+        prev->hasTrait<OpTrait::ConstantLike>())
+      continue;
+    return {root, prev};
+  }
+  return {root, nullptr};
+}
+
+/// The linalg.generic right before `product` that fills all of its C with
+/// a vector of `n` elements repeated over the rows (eff-gpu-fold-bias-
+/// into-products: a bias for cuBLASLt's epilogue), or null.
+linalg::GenericOp rowBroadcastOf(Operation *product, Value c, int64_t n) {
+  auto [root, prev] = writerBefore(product, c);
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(prev);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic.getDpsInits()[0] != root ||
+      generic.getNumReductionLoops() != 0)
+    return {};
+  auto type = dyn_cast<MemRefType>(root.getType());
+  auto cType = cast<MemRefType>(c.getType());
+  Value vector = generic.getDpsInputs()[0];
+  auto vectorType = dyn_cast<MemRefType>(vector.getType());
+  if (!type || !type.getLayout().isIdentity() ||
+      type.getNumElements() != cType.getNumElements() ||
+      type.getShape().back() != n || !vectorType ||
+      vectorType.getRank() != 1 || vectorType.getDimSize(0) != n ||
+      !vectorType.getLayout().isIdentity() ||
+      vectorType.getElementType() != cType.getElementType())
+    return {};
+  unsigned loops = generic.getNumLoops();
+  AffineMap in = generic.getIndexingMapsArray()[0];
+  AffineMap out = generic.getIndexingMapsArray()[1];
+  AffineDimExpr last =
+      in.getNumResults() == 1 ? dyn_cast<AffineDimExpr>(in.getResult(0))
+                              : AffineDimExpr(nullptr);
+  if (!out.isIdentity() || !last || last.getPosition() != loops - 1)
+    return {};
+  // The body yields the vector's element as it is.
+  auto yield = cast<linalg::YieldOp>(generic.getBody()->getTerminator());
+  if (yield.getNumOperands() != 1 ||
+      yield.getOperand(0) != generic.getBody()->getArgument(0))
+    return {};
+  return generic;
+}
+
 func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
@@ -250,6 +312,11 @@ struct EffLinalgToBlasPass
     // Before any op is created in front of the product.
     linalg::FillOp fill = zeroFillOf(op, c);
     SmallVector<int64_t> loops = op.getStaticLoopRanges();
+    // cuda: C filled with a bias over the rows is cuBLASLt's bias epilogue
+    // (the GEMM adds it to its accumulator; nothing fills C).
+    linalg::GenericOp bias;
+    if (cuda && !batched && !fill)
+      bias = rowBroadcastOf(op, c, loops[n]);
     OpBuilder b(op);
     Location loc = op.getLoc();
     auto i32 = [&](int64_t v) -> Value {
@@ -270,6 +337,19 @@ struct EffLinalgToBlasPass
     args.append({firstElementPointer(b, loc, bm), i64(gb->leadingDim)});
     if (batched)
       args.push_back(i64(gb->batchStride));
+    if (bias) {
+      // effrt_cuda_gemm_bias: no beta (C is not read), the vector after C.
+      args.append({firstElementPointer(b, loc, c), i64(gc->leadingDim),
+                   firstElementPointer(b, loc, bias.getDpsInputs()[0]),
+                   i32(cudaTypes->first), i32(cudaTypes->second)});
+      bias->erase();
+      ++numBiasEpilogues;
+      auto callee = declare(module, kCudaGemmBias,
+                            b.getFunctionType(ValueRange(args).getTypes(), {}));
+      func::CallOp::create(b, loc, callee, args);
+      op->erase();
+      return success();
+    }
     // linalg products accumulate into C: beta = 1, or 0 when C was just
     // zero-filled (the fill is dropped: BLAS does not read C then).
     Value beta = one;

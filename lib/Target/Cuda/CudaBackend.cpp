@@ -111,6 +111,12 @@ public:
     pm.addPass(createEffGpuNarrowProductsPass());
     pm.addPass(createEffFuseElementwisePass());
     pm.addPass(createCanonicalizerPass());
+    // A bias its reader adds per column goes into the GEMM (cuBLASLt's
+    // bias epilogue): the product is not read and written again for it.
+    // After the fusion, which would otherwise pull the bias's rounding
+    // into the broadcast that stands for the epilogue.
+    pm.addPass(createEffGpuFoldBiasIntoProductsPass());
+    pm.addPass(createCanonicalizerPass());
     // Bias and LayerNorm weight gradients (768 sums of 32768 rows) would
     // run as 768 serial threads: partial sums first, planned like any
     // temporary.

@@ -371,6 +371,13 @@ void effrt_cuda_gemm_batched(int32_t transA, int32_t transB, int64_t batch,
                              const void *B, int64_t ldb, int64_t strideB,
                              float beta, void *C, int64_t ldc,
                              int64_t strideC, int32_t abType, int32_t cType);
+/* C = alpha * op(A) * op(B) + bias, `bias` a vector of N elements of C's type
+ * added to every row (cuBLASLt's bias epilogue: to the f32 accumulator,
+ * before C is rounded); C is not read. */
+void effrt_cuda_gemm_bias(int32_t transA, int32_t transB, int64_t M, int64_t N,
+                          int64_t K, float alpha, const void *A, int64_t lda,
+                          const void *B, int64_t ldb, void *C, int64_t ldc,
+                          const void *bias, int32_t abType, int32_t cType);
 
 void effrt_cuda_allreduce_sum_f32(float *data, int64_t count);
 void effrt_cuda_reduce_scatter_sum_f32(const float *send, float *recv,

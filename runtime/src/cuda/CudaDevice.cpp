@@ -51,6 +51,7 @@ void *const effrt_cuda_symbols[] = {
     reinterpret_cast<void *>(&mgpuSetDefaultDevice),
     reinterpret_cast<void *>(&effrt_cuda_gemm),
     reinterpret_cast<void *>(&effrt_cuda_gemm_batched),
+    reinterpret_cast<void *>(&effrt_cuda_gemm_bias),
     reinterpret_cast<void *>(&effrt_cuda_attention_fwd),
     reinterpret_cast<void *>(&effrt_cuda_attention_bwd),
     reinterpret_cast<void *>(&effrt_cuda_attention_fwd_strided),

@@ -333,12 +333,13 @@ uint32_t alignmentOf(const void *p, int64_t strideBytes) {
 }
 
 /// C = alpha op(A) op(B) + beta C for `batch` row-major products, as
-/// effrt_sgemm_batched defines it (strideC != 0 here).
+/// effrt_sgemm_batched defines it (strideC != 0 here); with `bias` (one
+/// product, beta 0), + bias[j] in every row, by cuBLASLt's epilogue.
 void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
             int64_t N, int64_t K, float alpha, const void *A, int64_t lda,
             int64_t strideA, const void *B, int64_t ldb, int64_t strideB,
             float beta, void *C, int64_t ldc, int64_t strideC, int32_t abType,
-            int32_t cType) {
+            int32_t cType, const void *bias = nullptr) {
   if (K <= 0)
     fail("a product with K = ", K, " (C = beta C) is not supported on cuda");
   if (batch > INT32_MAX)
@@ -369,6 +370,25 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
           lt.cublasLtMatmulDescSetAttribute(
               desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond),
           "cublasLtMatmulDescSetAttribute");
+  if (bias) {
+    // Row-major C is cuBLASLt's column-major D = C^T (N x M): the epilogue's
+    // vector has one element per row of D, a column of C. Its type is D's
+    // (cuBLASLt's default).
+    if (plan.c.rows != N)
+      fail("a bias of ", N, " elements for a product whose column-major D "
+           "has ", plan.c.rows, " rows");
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    checkLt(lt,
+            lt.cublasLtMatmulDescSetAttribute(
+                desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                sizeof epilogue),
+            "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    checkLt(lt,
+            lt.cublasLtMatmulDescSetAttribute(
+                desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                sizeof bias),
+            "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
   desc.b = layout(lt, ab, plan.first, batch, strideB);
   desc.a = layout(lt, ab, plan.second, batch, strideA);
   desc.c = layout(lt, c, plan.c, batch, strideC);
@@ -411,7 +431,8 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
   if (found == 0)
     fail("cuBLASLt has no algorithm for a ", typeName(abType), " x ",
          typeName(abType), " -> ", typeName(cType), " product of ", M, "x", K,
-         " by ", K, "x", N, " with ", workspaceBytes, " bytes of workspace");
+         " by ", K, "x", N, " with ", workspaceBytes, " bytes of workspace",
+         bias ? " and a bias epilogue" : "");
   checkLt(lt,
           lt.cublasLtMatmul(handle, desc.op, &alpha, B, desc.b, A, desc.a,
                             &beta, C, desc.c, C, desc.c, &best.algo,
@@ -434,6 +455,24 @@ extern "C" void effrt_cuda_gemm(int32_t transA, int32_t transB, int64_t M,
       return;
     matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha, A, lda, 0, B, ldb, 0,
            beta, C, ldc, 0, abType, cType);
+  });
+}
+
+extern "C" void effrt_cuda_gemm_bias(int32_t transA, int32_t transB,
+                                     int64_t M, int64_t N, int64_t K,
+                                     float alpha, const void *A, int64_t lda,
+                                     const void *B, int64_t ldb, void *C,
+                                     int64_t ldc, const void *bias,
+                                     int32_t abType, int32_t cType) {
+  onDevice("effrt_cuda_gemm_bias", [&](ActiveDevice &d) {
+    if (M < 0 || N < 0 || K < 0)
+      fail("a product of ", M, "x", K, " by ", K, "x", N);
+    if (M == 0 || N == 0)
+      return;
+    if (!bias)
+      fail("a bias epilogue without a bias");
+    matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha, A, lda, 0, B, ldb, 0,
+           0.0f, C, ldc, 0, abType, cType, bias);
   });
 }
 
