@@ -335,11 +335,16 @@ uint32_t alignmentOf(const void *p, int64_t strideBytes) {
 /// C = alpha op(A) op(B) + beta C for `batch` row-major products, as
 /// effrt_sgemm_batched defines it (strideC != 0 here); with `bias` (one
 /// product, beta 0), + bias[j] in every row, by cuBLASLt's epilogue.
-void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
+/// cuBLASLt gets the first `workspaceLimit` bytes of the device's workspace
+/// (0: all of it). Without an algorithm: fails, or with `mayFail` returns
+/// false having queued nothing. `exact`: f32 without TF32 even where the
+/// step allows it.
+bool matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
             int64_t N, int64_t K, float alpha, const void *A, int64_t lda,
             int64_t strideA, const void *B, int64_t ldb, int64_t strideB,
             float beta, void *C, int64_t ldc, int64_t strideC, int32_t abType,
-            int32_t cType, const void *bias = nullptr) {
+            int32_t cType, const void *bias = nullptr, bool mayFail = false,
+            uint64_t workspaceLimit = 0, bool exact = false) {
   if (K <= 0)
     fail("a product with K = ", K, " (C = beta C) is not supported on cuda");
   if (batch > INT32_MAX)
@@ -349,7 +354,7 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
   cudaDataType ab = dataType(abType, "A and B"), c = dataType(cType, "C");
   // TF32 only where the model was compiled with effc --allow-tf32 (PyTorch's
   // default for matmul is off).
-  cublasComputeType_t compute = abType == 0 && d.allowTf32()
+  cublasComputeType_t compute = abType == 0 && d.allowTf32() && !exact
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
   GemmPlan plan;
@@ -394,7 +399,9 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
   desc.c = layout(lt, c, plan.c, batch, strideC);
   checkLt(lt, lt.cublasLtMatmulPreferenceCreate(&desc.preference),
           "cublasLtMatmulPreferenceCreate");
-  size_t workspaceBytes = static_cast<size_t>(d.workspaceBytes());
+  size_t workspaceBytes = static_cast<size_t>(
+      workspaceLimit ? std::min<uint64_t>(workspaceLimit, d.workspaceBytes())
+                     : d.workspaceBytes());
   checkLt(lt,
           lt.cublasLtMatmulPreferenceSetAttribute(
               desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -428,6 +435,8 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
                                             desc.c, desc.c, desc.preference, 1,
                                             &best, &found),
           "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0 && mayFail)
+    return false;
   if (found == 0)
     fail("cuBLASLt has no algorithm for a ", typeName(abType), " x ",
          typeName(abType), " -> ", typeName(cType), " product of ", M, "x", K,
@@ -439,6 +448,7 @@ void matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
                             reinterpret_cast<void *>(d.workspace()),
                             workspaceBytes, d.stream()),
           "cublasLtMatmul");
+  return true;
 }
 
 } // namespace
@@ -471,8 +481,36 @@ extern "C" void effrt_cuda_gemm_bias(int32_t transA, int32_t transB,
       return;
     if (!bias)
       fail("a bias epilogue without a bias");
+    if (matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha, A, lda, 0, B,
+               ldb, 0, 0.0f, C, ldc, 0, abType, cType, bias,
+               /*mayFail=*/true))
+      return;
+    // No algorithm with the epilogue for this shape or layout: C = ones[M]
+    // x bias[N] (a K = 1 product, exact), then C += op(A) op(B) (beta 1:
+    // cuBLASLt adds C to its f32 accumulator and rounds once, as the
+    // epilogue does). The ones live at the end of the workspace, which the
+    // products then do not use.
+    const uint64_t onesBytes =
+        (static_cast<uint64_t>(M) * elementBytes(cType) + 255) / 256 * 256;
+    if (2 * onesBytes > d.workspaceBytes())
+      fail("cuBLASLt has no bias epilogue for a product of ", M, " rows, "
+           "and the workspace has no room for their ones");
+    const uint64_t limit = d.workspaceBytes() - onesBytes;
+    CUdeviceptr ones = d.workspace() + limit;
+    const DriverSymbols &cu = d.driver().api();
+    if (cType == 0)
+      check(d, cu.cuMemsetD32Async(ones, 0x3F800000u, static_cast<size_t>(M),
+                                   d.stream()),
+            "cuMemsetD32Async");
+    else
+      check(d, cu.cuMemsetD16Async(ones, cType == 1 ? 0x3C00 : 0x3F80,
+                                   static_cast<size_t>(M), d.stream()),
+            "cuMemsetD16Async");
+    matmul(d, false, false, 1, M, N, 1, 1.0f, reinterpret_cast<void *>(ones),
+           1, 0, bias, N, 0, 0.0f, C, ldc, 0, cType, cType, nullptr, false,
+           limit, /*exact=*/true);
     matmul(d, transA != 0, transB != 0, 1, M, N, K, alpha, A, lda, 0, B, ldb, 0,
-           0.0f, C, ldc, 0, abType, cType, bias);
+           1.0f, C, ldc, 0, abType, cType, nullptr, false, limit);
   });
 }
 
