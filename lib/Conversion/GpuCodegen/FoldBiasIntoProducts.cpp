@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ZeroFill.h"
+
 #include "effopt/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,17 +34,6 @@ using namespace mlir;
 
 namespace effopt {
 namespace {
-
-/// The zero fill of an empty tensor that `init` is, or null.
-linalg::FillOp zeroFill(Value init) {
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (!fill || !fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
-    return {};
-  auto value = fill.getDpsInputs()[0].getDefiningOp<arith::ConstantFloatOp>();
-  if (!value || !value.value().isPosZero())
-    return {};
-  return fill;
-}
 
 bool isIdentity(AffineMap map, unsigned loops) {
   return map.isIdentity() && map.getNumDims() == loops;
@@ -221,7 +212,7 @@ std::optional<Fold> match(linalg::MatmulOp product, DominanceInfo &dom) {
     return std::nullopt;
   Fold fold;
   fold.product = product;
-  fold.fill = zeroFill(product.getDpsInits()[0]);
+  fold.fill = zeroFillOfEmpty(product.getDpsInits()[0]);
   if (!fold.fill)
     return std::nullopt;
   // Every reader, through reshapes that keep the columns as the last

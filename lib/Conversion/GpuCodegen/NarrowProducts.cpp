@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ZeroFill.h"
+
 #include "effopt/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,17 +26,6 @@ using namespace mlir;
 
 namespace effopt {
 namespace {
-
-/// The f32 zero `init` is filled with, or null.
-linalg::FillOp zeroFill(Value init) {
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (!fill || !fill.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
-    return {};
-  auto value = fill.getDpsInputs()[0].getDefiningOp<arith::ConstantFloatOp>();
-  if (!value || !value.value().isPosZero())
-    return {};
-  return fill;
-}
 
 /// True when every use of `result` is an input of a linalg.generic whose
 /// block argument is only ever rounded to `narrow`.
@@ -92,7 +83,7 @@ struct EffGpuNarrowProductsPass
     auto resultType = cast<RankedTensorType>(result.getType());
     if (a != b || !(a.isBF16() || a.isF16()) || !resultType.getElementType().isF32())
       return false;
-    linalg::FillOp fill = zeroFill(op.getDpsInits()[0]);
+    linalg::FillOp fill = zeroFillOfEmpty(op.getDpsInits()[0]);
     if (!fill || !onlyRoundedTo(result, a))
       return false;
 

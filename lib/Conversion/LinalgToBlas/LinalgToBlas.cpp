@@ -135,41 +135,6 @@ std::optional<GemmOperand> classify(Value memref, AffineMap map,
   return op;
 }
 
-/// The linalg.fill with +0.0 that writes exactly the buffer `c` of `product`
-/// right before it: only views of it (collapse/expand) and constants may
-/// come between, so nothing reads the zeros but the product.
-linalg::FillOp zeroFillOf(Operation *product, Value c) {
-  // `c` itself may be a reshaped view of the filled buffer.
-  Value root = c;
-  while (Operation *def = root.getDefiningOp()) {
-    if (auto v = dyn_cast<memref::CollapseShapeOp>(def))
-      root = v.getSrc();
-    else if (auto v = dyn_cast<memref::ExpandShapeOp>(def))
-      root = v.getSrc();
-    else
-      break;
-  }
-  for (Operation *prev = product->getPrevNode(); prev;
-       prev = prev->getPrevNode()) {
-    if (isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(prev) ||
-        prev->hasTrait<OpTrait::ConstantLike>())
-      continue;
-    auto fill = dyn_cast<linalg::FillOp>(prev);
-    if (!fill || !fill.hasPureBufferSemantics() ||
-        fill.getDpsInits()[0] != root)
-      return {};
-    auto type = dyn_cast<MemRefType>(root.getType());
-    if (!type || !type.getLayout().isIdentity() ||
-        type.getNumElements() != cast<MemRefType>(c.getType()).getNumElements())
-      return {};
-    auto value = fill.getDpsInputs()[0].getDefiningOp<arith::ConstantFloatOp>();
-    if (!value || !value.value().isPosZero())
-      return {};
-    return fill;
-  }
-  return {};
-}
-
 /// The buffer `c` of `product` viewed as it was written right before it,
 /// and the op that wrote it: only views of it (collapse/expand) and
 /// constants may come between.
@@ -191,6 +156,25 @@ std::pair<Value, Operation *> writerBefore(Operation *product, Value c) {
     return {root, prev};
   }
   return {root, nullptr};
+}
+
+/// The linalg.fill with +0.0 that writes exactly the buffer `c` of `product`
+/// right before it: only views of it (collapse/expand) and constants may
+/// come between, so nothing reads the zeros but the product.
+linalg::FillOp zeroFillOf(Operation *product, Value c) {
+  auto [root, prev] = writerBefore(product, c);
+  auto fill = dyn_cast_or_null<linalg::FillOp>(prev);
+  if (!fill || !fill.hasPureBufferSemantics() ||
+      fill.getDpsInits()[0] != root)
+    return {};
+  auto type = dyn_cast<MemRefType>(root.getType());
+  if (!type || !type.getLayout().isIdentity() ||
+      type.getNumElements() != cast<MemRefType>(c.getType()).getNumElements())
+    return {};
+  auto value = fill.getDpsInputs()[0].getDefiningOp<arith::ConstantFloatOp>();
+  if (!value || !value.value().isPosZero())
+    return {};
+  return fill;
 }
 
 /// The linalg.generic right before `product` that fills all of its C with
