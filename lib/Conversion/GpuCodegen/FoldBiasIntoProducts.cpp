@@ -85,10 +85,16 @@ bool collectColumn(Value v, Reader &r) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return false;
-  if (def->getParentRegion() != &g.getRegion())
-    return def->hasTrait<OpTrait::ConstantLike>();
   if (llvm::is_contained(r.columnOps, def))
     return true;
+  // A constant from outside the body is cloned with the rest (the vector's
+  // computation moves in front of the product).
+  if (def->getParentRegion() != &g.getRegion()) {
+    if (!def->hasTrait<OpTrait::ConstantLike>())
+      return false;
+    r.columnOps.push_back(def);
+    return true;
+  }
   if (def->getNumRegions() != 0 || def->getNumResults() != 1 ||
       !isa<arith::ArithDialect, math::MathDialect>(def->getDialect()))
     return false;

@@ -225,3 +225,38 @@ func.func @left_alone(%x: tensor<4x3xbf16>, %w: tensor<4x3xbf16>, %b1: tensor<4x
   } -> tensor<4x4xbf16>
   return %r1, %r2, %r3, %r4, %r5, %r6 : tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>
 }
+
+// -----
+
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#nk = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// The vector's computation may use a constant from outside the reader,
+// defined after the product: it is cloned in front of the product with the
+// rest (a scaled bias, as LoRA-style `alpha * b` would be).
+// CHECK-LABEL: func.func @scaled_bias
+// CHECK: linalg.generic {{.*}} ins(%arg2 : tensor<6xf32>) outs(%{{.*}} : tensor<6xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[K:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT: %[[S:.*]] = arith.mulf %[[IN]], %[[K]] : f32
+// CHECK-NEXT: linalg.yield %[[S]] : f32
+// CHECK: linalg.matmul
+func.func @scaled_bias(%x: tensor<3x5xf32>, %w: tensor<6x5xf32>, %b: tensor<6xf32>) -> tensor<3x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x6xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<3x6xf32>) -> tensor<3x6xf32>
+  %p = linalg.matmul indexing_maps = [#mk, #nk, #mn] ins(%x, %w : tensor<3x5xf32>, tensor<6x5xf32>) outs(%f : tensor<3x6xf32>) -> tensor<3x6xf32>
+  %half = arith.constant 0.5 : f32
+  %e2 = tensor.empty() : tensor<3x6xf32>
+  %r = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %b : tensor<3x6xf32>, tensor<6xf32>) outs(%e2 : tensor<3x6xf32>) {
+  ^bb0(%c: f32, %bias: f32, %out: f32):
+    %sb = arith.mulf %bias, %half : f32
+    %s = arith.addf %c, %sb : f32
+    %y = arith.maximumf %s, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<3x6xf32>
+  return %r : tensor<3x6xf32>
+}
