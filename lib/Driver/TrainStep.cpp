@@ -385,6 +385,11 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   // A loss gradient's row max and sum: the loss made them already.
   pm.addPass(createEffMergeEqualReductionsPass());
   backend.buildTensorPipeline(pm);
+  // On cuda the pass ran already and finds nothing more.
+  if (options.foldBiasIntoProducts) {
+    pm.addPass(createEffGpuFoldBiasIntoProductsPass());
+    pm.addPass(createCanonicalizerPass());
+  }
   // Bufferize with in-place updates of the state arguments.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;

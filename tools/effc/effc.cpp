@@ -237,6 +237,13 @@ static cl::opt<bool> offloadHoist(
     cl::desc("With --offload-overlap: start each host task where what it "
              "reads is complete, as on a GPU"),
     cl::init(false), cl::Hidden, cl::cat(category));
+// The cuda target's bias fold, to check its rewrite by training on the CPU:
+// hidden, for developers.
+static cl::opt<bool> foldBiasIntoProducts(
+    "fold-bias-into-products",
+    cl::desc("Fold per-column biases into their GEMMs' init on any target "
+             "(as cuda does)"),
+    cl::init(false), cl::Hidden, cl::cat(category));
 static cl::opt<bool> report(
     "report",
     cl::desc("Print the memory report: bytes by category, the peak, what "
@@ -520,6 +527,7 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.offload = offload.getValue();
   step.offloadOverlap = offloadOverlap.getValue();
   step.offloadHoist = offloadHoist.getValue();
+  step.foldBiasIntoProducts = foldBiasIntoProducts.getValue();
   step.precision = parseChoice<Precision>(precision,
                                           {{"fp32", Precision::FP32},
                                            {"bf16", Precision::BF16},

@@ -280,6 +280,13 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
                      "it reads is complete (eff-host-task-lifetimes hoist; "
                      "always on for a GPU target)"),
       llvm::cl::init(false)};
+  Option<bool> foldBiasIntoProducts{
+      *this, "fold-bias-into-products",
+      llvm::cl::desc("Run eff-gpu-fold-bias-into-products on any target (the "
+                     "cuda pipeline always does): a developer check of the "
+                     "rewrite on the CPU, where the GEMM adds into the "
+                     "broadcast bias"),
+      llvm::cl::init(false)};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),
