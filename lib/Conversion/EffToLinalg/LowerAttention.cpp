@@ -36,6 +36,7 @@
 #include "LoweringUtils.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Support/CudaTypeCode.h"
 #include "effrt/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -355,15 +356,6 @@ LogicalResult checkF32(Operation *op, ValueRange values) {
 // cuda
 //===----------------------------------------------------------------------===//
 
-/// effrt_cuda_gemm's code of a float type: 0 f32, 1 f16, 2 bf16.
-int32_t cudaTypeCode(Type type) {
-  if (type.isF16())
-    return 1;
-  if (type.isBF16())
-    return 2;
-  return 0;
-}
-
 /// What of `op` the CUDA kernels cannot run, or "".
 template <typename OpTy>
 std::string cudaRefusal(OpTy op, const AttentionShape &s) {
@@ -398,7 +390,8 @@ void addCudaOptions(RuntimeCall &call, OpTy op, const AttentionShape &s,
     call.addI64(v);
   call.addF32(op.getScale().convertToDouble());
   call.addI32(op.getCausal() ? 1 : 0);
-  call.addI32(cudaTypeCode(run));
+  // The kernels run f32, f16 or bf16 (cudaRefusal).
+  call.addI32(cudaTypeCode(run).value_or(0));
 }
 
 /// What both CUDA lowerings need of an attention op: its shape, its

@@ -54,6 +54,7 @@
 #include "LoweringUtils.h"
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
+#include "effopt/Support/CudaTypeCode.h"
 #include "effrt/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -162,18 +163,6 @@ constexpr StringLiteral kCudnnBackwardData = "effrt_cuda_conv2d_bwd_data";
 constexpr StringLiteral kCudnnBackwardWeights =
     "effrt_cuda_conv2d_bwd_weights";
 
-/// effrt_cuda_gemm's code of an element type (0 f32, 1 f16, 2 bf16), or
-/// none for a type cuDNN's convolutions are not called with.
-std::optional<int32_t> cudnnTypeCode(Type type) {
-  if (type.isF32())
-    return 0;
-  if (type.isF16())
-    return 1;
-  if (type.isBF16())
-    return 2;
-  return std::nullopt;
-}
-
 /// Replaces `op` by one call of the CUDA runtime's cuDNN convolution `kind`
 /// (effrt_cuda_conv2d_*) reading `inputs` and writing a fresh `resultType`
 /// buffer, then adds `bias` (if any) per output channel, when the policy
@@ -188,7 +177,7 @@ LogicalResult lowerToCudnn(PatternRewriter &rewriter, Operation *op,
   if (!policy.cudnnConvolutions)
     return failure();
   Type element = resultType.getElementType();
-  std::optional<int32_t> code = cudnnTypeCode(element);
+  std::optional<int32_t> code = cudaTypeCode(element);
   if (!code || llvm::any_of(inputs, [&](Value v) {
         return tensorType(v).getElementType() != element;
       }) || (bias && tensorType(bias).getElementType() != element))
@@ -843,21 +832,17 @@ struct Conv2DLowering : PolicyPattern<Conv2DOp> {
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
-    if (succeeded(lowerToCudnn(
-            rewriter, op, policy, EFFRT_CONV2D_FWD,
-            {op.getInput(), op.getFilter()}, op.getBias(),
-            tensorType(op.getResult()),
-            libraryShape(tensorType(op.getInput()), tensorType(op.getFilter()),
-                         tensorType(op.getResult()), op.getStrides(),
-                         op.getPadding(), op.getDilations(), op.getGroups()))))
-      return success();
-    if (succeeded(lowerToLibrary(
+    SmallVector<int64_t> shape = libraryShape(
+        tensorType(op.getInput()), tensorType(op.getFilter()),
+        tensorType(op.getResult()), op.getStrides(), op.getPadding(),
+        op.getDilations(), op.getGroups());
+    if (succeeded(lowerToCudnn(rewriter, op, policy, EFFRT_CONV2D_FWD,
+                               {op.getInput(), op.getFilter()}, op.getBias(),
+                               tensorType(op.getResult()), shape)) ||
+        succeeded(lowerToLibrary(
             rewriter, op, policy, EFFRT_CONV2D_FWD,
             {op.getInput(), op.getFilter(), op.getBias()},
-            op.getBias() != nullptr, tensorType(op.getResult()),
-            libraryShape(tensorType(op.getInput()), tensorType(op.getFilter()),
-                         tensorType(op.getResult()), op.getStrides(),
-                         op.getPadding(), op.getDilations(), op.getGroups()))))
+            op.getBias() != nullptr, tensorType(op.getResult()), shape)))
       return success();
     Location loc = op.getLoc();
     auto resultType = tensorType(op.getResult());
@@ -895,21 +880,16 @@ struct Conv2DInputGradLowering : PolicyPattern<Conv2DInputGradOp> {
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
-    if (succeeded(lowerToCudnn(
-            rewriter, op, policy, EFFRT_CONV2D_BWD_DATA,
-            {op.getOutputGrad(), op.getFilter()}, nullptr,
-            tensorType(op.getResult()),
-            libraryShape(tensorType(op.getResult()), tensorType(op.getFilter()),
-                         tensorType(op.getOutputGrad()), op.getStrides(),
-                         op.getPadding(), op.getDilations(), op.getGroups()))))
-      return success();
-    if (succeeded(lowerToLibrary(
-            rewriter, op, policy, EFFRT_CONV2D_BWD_DATA,
-            {op.getOutputGrad(), op.getFilter()}, false,
-            tensorType(op.getResult()),
-            libraryShape(tensorType(op.getResult()), tensorType(op.getFilter()),
-                         tensorType(op.getOutputGrad()), op.getStrides(),
-                         op.getPadding(), op.getDilations(), op.getGroups()))))
+    SmallVector<int64_t> shape = libraryShape(
+        tensorType(op.getResult()), tensorType(op.getFilter()),
+        tensorType(op.getOutputGrad()), op.getStrides(), op.getPadding(),
+        op.getDilations(), op.getGroups());
+    if (succeeded(lowerToCudnn(rewriter, op, policy, EFFRT_CONV2D_BWD_DATA,
+                               {op.getOutputGrad(), op.getFilter()}, nullptr,
+                               tensorType(op.getResult()), shape)) ||
+        succeeded(lowerToLibrary(rewriter, op, policy, EFFRT_CONV2D_BWD_DATA,
+                                 {op.getOutputGrad(), op.getFilter()}, false,
+                                 tensorType(op.getResult()), shape)))
       return success();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
@@ -973,21 +953,17 @@ struct Conv2DFilterGradLowering : PolicyPattern<Conv2DFilterGradOp> {
                                 PatternRewriter &rewriter) const override {
     if (failed(checkPadding(op, op.getPadding())))
       return failure();
-    if (succeeded(lowerToCudnn(
-            rewriter, op, policy, EFFRT_CONV2D_BWD_WEIGHTS,
-            {op.getInput(), op.getOutputGrad()}, nullptr,
-            tensorType(op.getResult()),
-            libraryShape(tensorType(op.getInput()), tensorType(op.getResult()),
-                         tensorType(op.getOutputGrad()), op.getStrides(),
-                         op.getPadding(), op.getDilations(), op.getGroups()))))
-      return success();
-    if (succeeded(lowerToLibrary(
-            rewriter, op, policy, EFFRT_CONV2D_BWD_WEIGHTS,
-            {op.getInput(), op.getOutputGrad()}, false,
-            tensorType(op.getResult()),
-            libraryShape(tensorType(op.getInput()), tensorType(op.getResult()),
-                         tensorType(op.getOutputGrad()), op.getStrides(),
-                         op.getPadding(), op.getDilations(), op.getGroups()))))
+    SmallVector<int64_t> shape = libraryShape(
+        tensorType(op.getInput()), tensorType(op.getResult()),
+        tensorType(op.getOutputGrad()), op.getStrides(), op.getPadding(),
+        op.getDilations(), op.getGroups());
+    if (succeeded(lowerToCudnn(rewriter, op, policy, EFFRT_CONV2D_BWD_WEIGHTS,
+                               {op.getInput(), op.getOutputGrad()}, nullptr,
+                               tensorType(op.getResult()), shape)) ||
+        succeeded(lowerToLibrary(rewriter, op, policy,
+                                 EFFRT_CONV2D_BWD_WEIGHTS,
+                                 {op.getInput(), op.getOutputGrad()}, false,
+                                 tensorType(op.getResult()), shape)))
       return success();
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Conversion/Passes.h"
+#include "effopt/Support/CudaTypeCode.h"
 #include "effopt/Support/StorageBytes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -36,17 +37,6 @@ constexpr StringLiteral kGemmBatched = "effrt_sgemm_batched";
 constexpr StringLiteral kCudaGemm = "effrt_cuda_gemm";
 constexpr StringLiteral kCudaGemmBatched = "effrt_cuda_gemm_batched";
 constexpr StringLiteral kCudaGemmBias = "effrt_cuda_gemm_bias";
-
-/// The element type codes of effrt_cuda_gemm (docs/CudaBackend.md).
-std::optional<int32_t> cudaTypeCode(Type type) {
-  if (type.isF32())
-    return 0;
-  if (type.isF16())
-    return 1;
-  if (type.isBF16())
-    return 2;
-  return std::nullopt;
-}
 
 /// The (A/B, C) type codes of a product the cuda GEMM computes: A and B of
 /// one type; f32 operands with an f32 C, f16/bf16 operands with C f32 or

@@ -1,6 +1,7 @@
 //===- Convolution.cpp - cuDNN convolutions of target cuda ----------------===//
 
 #include "Convolution.h"
+#include "TypeCodes.h"
 
 #include "effrt/DynamicLibrary.h"
 #include "effrt/Error.h"
@@ -51,19 +52,6 @@ std::array<int64_t, 4> ConvProblem::yDims() const {
   return {shape[0], shape[4], shape[7], shape[8]};
 }
 
-static const char *typeName(int32_t type) {
-  switch (type) {
-  case 0:
-    return "f32";
-  case 1:
-    return "f16";
-  case 2:
-    return "bf16";
-  default:
-    return "unknown-type";
-  }
-}
-
 static const char *kindName(int32_t kind) {
   switch (kind) {
   case EFFRT_CONV2D_FWD:
@@ -82,7 +70,7 @@ std::string ConvProblem::describe() const {
   auto dims = [&](const std::array<int64_t, 4> &d) {
     os << "[" << d[0] << ", " << d[1] << ", " << d[2] << ", " << d[3] << "]";
   };
-  os << typeName(type) << " " << shape[5] << "x" << shape[6]
+  os << typeCodeName(type) << " " << shape[5] << "x" << shape[6]
      << " convolution " << kindName(kind) << " of x ";
   dims(xDims());
   os << ", w ";

@@ -28,6 +28,7 @@
 #include "CudaApi.h"
 #include "CudaDriver.h"
 #include "GemmPlan.h"
+#include "TypeCodes.h"
 
 #include "effrt/Error.h"
 #include "effrt/Kernels.h"
@@ -248,17 +249,6 @@ extern "C" void mgpuSetDefaultDevice(int32_t) {}
 //===----------------------------------------------------------------------===//
 
 namespace {
-const char *typeName(int32_t type) {
-  switch (type) {
-  case 0:
-    return "f32";
-  case 1:
-    return "f16";
-  case 2:
-    return "bf16";
-  }
-  return "?";
-}
 
 cudaDataType dataType(int32_t type, const char *operand) {
   switch (type) {
@@ -438,8 +428,8 @@ bool matmul(ActiveDevice &d, bool transA, bool transB, int64_t batch, int64_t M,
   if (found == 0 && mayFail)
     return false;
   if (found == 0)
-    fail("cuBLASLt has no algorithm for a ", typeName(abType), " x ",
-         typeName(abType), " -> ", typeName(cType), " product of ", M, "x", K,
+    fail("cuBLASLt has no algorithm for a ", typeCodeName(abType), " x ",
+         typeCodeName(abType), " -> ", typeCodeName(cType), " product of ", M, "x", K,
          " by ", K, "x", N, " with ", workspaceBytes, " bytes of workspace",
          bias ? " and a bias epilogue" : "");
   checkLt(lt,
