@@ -303,6 +303,13 @@ void buildStepPipeline(OpPassManager &pm, const TrainStepOptions &options,
     scaling.staticScale = lossScale == LossScaleMode::Static;
     pm.addPass(createEffLossScalingPass(scaling));
   }
+  // After everything that shapes the backward's seed (accumulation, ZeRO,
+  // loss scaling): the chunks read it from the loss gradient.
+  if (options.lossChunks != 1) {
+    EffChunkCrossEntropyPassOptions chunking;
+    chunking.chunks = options.lossChunks;
+    pm.addPass(createEffChunkCrossEntropyPass(chunking));
+  }
   EffOptimizerPassOptions optimizer;
   optimizer.optimizer = stringifyOptimizer(options.optimizer).str();
   optimizer.lr = options.lr;

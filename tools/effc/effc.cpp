@@ -237,6 +237,13 @@ static cl::opt<bool> offloadHoist(
     cl::desc("With --offload-overlap: start each host task where what it "
              "reads is complete, as on a GPU"),
     cl::init(false), cl::Hidden, cl::cat(category));
+static cl::opt<int64_t> lossChunks(
+    "loss-chunks",
+    cl::desc("Compute the LM head's product and the cross-entropy, forward "
+             "and backward, a chunk of rows at a time so that one chunk's "
+             "logits are live, not all of them (0: chosen from the shapes, "
+             "1: off, N: N chunks)"),
+    cl::init(0), cl::cat(category));
 // The cuda target's bias fold, to check its rewrite by training on the CPU:
 // hidden, for developers.
 static cl::opt<bool> foldBiasIntoProducts(
@@ -528,6 +535,11 @@ void fillStepOptions(effopt::TrainStepOptions &step) {
   step.offloadOverlap = offloadOverlap.getValue();
   step.offloadHoist = offloadHoist.getValue();
   step.foldBiasIntoProducts = foldBiasIntoProducts.getValue();
+  if (lossChunks < 0)
+    die("--loss-chunks " + std::to_string(lossChunks) +
+        ": the chunk count must be 0 (chosen from the shapes), 1 (off) or "
+        "more");
+  step.lossChunks = lossChunks.getValue();
   step.precision = parseChoice<Precision>(precision,
                                           {{"fp32", Precision::FP32},
                                            {"bf16", Precision::BF16},

@@ -287,6 +287,13 @@ struct TrainStepOptions : public mlir::PassPipelineOptions<TrainStepOptions> {
                      "rewrite on the CPU, where the GEMM adds into the "
                      "broadcast bias"),
       llvm::cl::init(false)};
+  Option<int64_t> lossChunks{
+      *this, "loss-chunks",
+      llvm::cl::desc("Compute the classifier product and cross-entropy, "
+                     "forward and backward, in this many chunks of rows "
+                     "(eff-chunk-cross-entropy; 0 chooses from the shapes, "
+                     "1 is off)"),
+      llvm::cl::init(0)};
   Option<bool> scheduleMemory{
       *this, "schedule-memory",
       llvm::cl::desc("Reorder ops for a lower peak (eff-schedule-memory)"),

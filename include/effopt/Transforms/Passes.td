@@ -607,6 +607,52 @@ def EffLossScalingPass : Pass<"eff-loss-scaling", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def EffChunkCrossEntropyPass
+    : Pass<"eff-chunk-cross-entropy", "::mlir::ModuleOp"> {
+  let summary = "Classifier product and softmax cross-entropy, forward and "
+                "backward, a chunk of rows at a time";
+  let description = [{
+    A language model's logits are its largest tensor: GPT-2 at batch 32 x
+    1024 tokens has 1.6 G of them (3.1 GiB in bf16), held from the LM head's
+    product through the cross-entropy's gradient. When the loss is a
+    softmax cross-entropy (mean or sum, no class weights) of `A x W` (an
+    `eff.matmul` with a rank-2 right operand or an `eff.linear`, seen
+    through casts and reshapes that keep the class dimension), and what
+    the backward does with the logits' gradient is row-wise (casts,
+    reshapes, products with a right operand, as for dA) or a contraction
+    over the rows (`eff.linear` with `transpose_a`, as for dW; a sum over
+    the rows, as for a bias), this pass computes, for each chunk of rows
+    in turn and right where the backward starts: the chunk's logits, its
+    summed loss, its logits' gradient and their products. Only one chunk's
+    logits are ever live. Contractions accumulate across chunks in f32 (a
+    GEMM with an f32 C) and are rounded once, row-wise results are
+    concatenated, and the loss is the chunks' sum divided by the count of
+    non-ignored targets (`mean`). The seed of the backward (loss scale,
+    micro-batch weights) is the cross-entropy gradient's own operand, so the
+    pass runs after eff-grad-accum, eff-zero and eff-loss-scaling.
+
+    The cost: the logits product runs again over the same FLOPs (the
+    forward's is removed), and each chunk reads and writes the f32
+    weight-gradient accumulator once. `chunks=0` (the default) picks the
+    largest power of two that leaves at least 2 x K rows per chunk (K the
+    product's contracted size), and only when the classes outnumber 4 x K
+    (an LM head, not a small classifier): 16 chunks of 2048 rows for GPT-2
+    at batch 32. `chunks=1` leaves the step as it is; any other value is
+    the chunk count (at most the number of rows). Losses that do not match
+    stay as they are.
+  }];
+  let options = [
+    Option<"chunks", "chunks", "int64_t", /*default=*/"0",
+           "Row chunks (0: chosen from the shapes, 1: off)">
+  ];
+  let dependentDialects = ["::effopt::eff::EffDialect"];
+  let statistics = [
+    Statistic<"numChunkedLosses", "chunked-losses",
+              "Cross-entropies computed a chunk of rows at a time">,
+    Statistic<"numChunks", "chunks", "Chunks over all chunked losses">
+  ];
+}
+
 def EffQuantizeFrozenPass : Pass<"eff-quantize-frozen", "::mlir::ModuleOp"> {
   let summary = "Stores frozen GEMM weights as 4-bit NormalFloat (the storage half of QLoRA)";
   let description = [{

@@ -135,7 +135,8 @@ def compare(label, ours, ref_losses, ref_state, args, atol):
 
 def effc(args, onnx_path, stem, extra):
     t.run([os.path.join(args.bin, "effc"), onnx_path, "-o", stem + ".effx",
-           "--report-json", stem + ".json"] + t.effc_flags(args) + extra)
+           "--report-json", stem + ".json"] + t.effc_flags(args) + args.effc +
+          extra)
     return json.load(open(stem + ".json"))
 
 
@@ -163,6 +164,8 @@ def main():
     t.add_training_args(ap)
     ap.add_argument("--check-resume", action="store_true")
     ap.add_argument("--token-stream", action="store_true")
+    ap.add_argument("--effc", action="append", default=[],
+                    help="an extra effc flag for both compiles")
     args = ap.parse_args()
     torch.set_num_threads(1)
     os.makedirs(args.work, exist_ok=True)

@@ -101,6 +101,7 @@ static LogicalResult inferLinearType(const RuleDiagnoser &emitError,
     return emitError("contracting dimensions differ: op(a) is ",
                      formatShape({m, ka}), " and op(b) is ",
                      formatShape({kb, n}));
+  Type resultElement = a.getElementType();
   if (Value bias = adaptor.getBias()) {
     FailureOr<RankedTensorType> biasType =
         getRankedType(emitError, bias, "bias");
@@ -109,8 +110,14 @@ static LogicalResult inferLinearType(const RuleDiagnoser &emitError,
     if (!isBroadcastableTo(biasType->getShape(), {m, n}))
       return emitError("bias of shape ", formatShape(biasType->getShape()),
                        " does not broadcast to ", formatShape({m, n}));
+    // A half-precision product added to an f32 bias accumulates into it
+    // and stays f32 (a GEMM with an f32 C): partial products summed
+    // without rounding each (eff-chunk-cross-entropy's weight gradient).
+    Type biasElement = biasType->getElementType();
+    if (biasElement.isF32() && (resultElement.isF16() || resultElement.isBF16()))
+      resultElement = biasElement;
   }
-  types.push_back(a.clone({m, n}));
+  types.push_back(RankedTensorType::get({m, n}, resultElement));
   return success();
 }
 

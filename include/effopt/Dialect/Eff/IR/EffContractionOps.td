@@ -27,6 +27,12 @@ def Eff_LinearOp : Eff_PureOp<"linear", [InferTypeOpAdaptor]> {
     flags say, and the optional `bias` broadcasts to `[M, N]`.
     `torch.nn.Linear` exports as `transpose_b = true`.
 
+    The result has the operands' element type, except that f16/bf16
+    operands with an f32 `bias` give an f32 result: the product, accumulated
+    in f32, is added to the bias without rounding (a GEMM with an f32 C).
+    `eff-chunk-cross-entropy` sums a weight gradient's partial products this
+    way.
+
     ```mlir
     %y = eff.linear %x, %w, %b {transpose_b = true}
         : (tensor<32x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<32x128xf32>
