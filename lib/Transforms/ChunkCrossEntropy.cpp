@@ -4,8 +4,8 @@
 // written by the LM head's product in the forward, read by the loss, held
 // until the backward starts, and turned into a gradient of the same size
 // that two products read (dA and dW). This pass computes all of that a
-// chunk of rows at a time where the backward starts, so only one chunk's
-// logits are ever live: per chunk, the logits (the product again, on that
+// chunk of rows at a time, where the forward computed the loss (or where the
+// backward starts), so only one chunk's logits are ever live: per chunk, the logits (the product again, on that
 // chunk's rows of A), the summed loss, the logits' gradient and the
 // backward ops that read it. What those ops produce is put together the way
 // it depends on the rows: row-wise results are concatenated, contractions
@@ -96,6 +96,17 @@ bool keepsLastDim(ReshapeOp reshape) {
          typeOf(reshape.getResult()).getShape().back();
 }
 
+/// An argument of the step that holds a parameter (trainable, frozen or a
+/// buffer).
+bool isParameter(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return false;
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && arg.getOwner()->isEntryBlock() &&
+         func.getArgAttr(arg.getArgNumber(), kParameterAttrName);
+}
+
 /// A copy of a parameter or constant made by moving or casting it (a
 /// transposed bf16 weight): recomputed where it is read instead of being
 /// held from the forward, as eff-autodiff does with parameter copies.
@@ -105,7 +116,7 @@ bool isCheapCopy(Value v, int depth = 0) {
       !isa<CastOp, TransposeOp, ReshapeOp, BroadcastToOp>(def))
     return false;
   for (Value operand : def->getOperands())
-    if (!isa<BlockArgument>(operand) && !operand.getDefiningOp<ConstantOp>() &&
+    if (!isParameter(operand) && !operand.getDefiningOp<ConstantOp>() &&
         !isCheapCopy(operand, depth + 1))
       return false;
   return true;
@@ -130,6 +141,7 @@ public:
 
 private:
   bool match(SoftmaxCrossEntropyGradOp grad);
+  bool productOf(Value logits);
   bool canMaterialize(Value v, int depth = 0);
   Value materialize(OpBuilder &b, Value v);
   int64_t chunkCount(int64_t rows, int64_t contracted, int64_t classes);
@@ -160,8 +172,8 @@ bool Chunker::canMaterialize(Value v, int depth) {
   // of forward ops on kept values), can run earlier.
   Operation *def = v.getDefiningOp();
   if (!def || depth > 16 || def->getNumRegions() != 0 ||
-      !(isa<CastOp, TransposeOp, ReshapeOp, BroadcastToOp, SliceOp, SaveOp>(
-            def) ||
+      !(isa<CastOp, TransposeOp, ReshapeOp, BroadcastToOp, SliceOp, SaveOp,
+            ConstantOp>(def) ||
         def->hasAttr(kRecomputedAttrName)))
     return false;
   return llvm::all_of(def->getOperands(), [&](Value operand) {
@@ -176,6 +188,9 @@ bool Chunker::canMaterialize(Value v, int depth) {
 Value Chunker::materialize(OpBuilder &b, Value v) {
   if (Value done = materialized.lookup(v))
     return done;
+  if (auto save = v.getDefiningOp<SaveOp>())
+    if (dominance.properlyDominates(save.getInput(), ip))
+      return materialize(b, save.getInput());
   bool copy = isCheapCopy(v);
   if (!copy && dominance.properlyDominates(v, ip)) {
     // A forward value: read through its eff.save where it has one.
@@ -196,21 +211,15 @@ Value Chunker::materialize(OpBuilder &b, Value v) {
   return result;
 }
 
-bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
-  ip = grad;
-  if (grad.getWeight() || (grad.getReduction() != LossReduction::Mean &&
-                           grad.getReduction() != LossReduction::Sum))
-    return false;
-  auto logitsType = typeOf(grad.getInput());
-  if (logitsType.getRank() != 2 || typeOf(grad.getLabels()).getRank() != 1 ||
-      typeOf(grad.getLossGrad()).getRank() != 0)
-    return false;
-  int64_t classes = logitsType.getShape()[1];
-  Block *block = grad->getBlock();
-
-  // The logits: the product seen through casts and reshapes that keep the
-  // class dimension (and saves).
-  Value v = stripSaves(grad.getInput());
+/// The logits `x`: a product (eff.matmul with a rank-2 right operand, or
+/// eff.linear without transpose_a) seen through casts and reshapes that keep
+/// the class dimension (and saves). Sets `chain` (product -> logits order)
+/// and `product`.
+bool Chunker::productOf(Value x) {
+  chain.clear();
+  product = nullptr;
+  Block *block = ip->getBlock();
+  Value v = stripSaves(x);
   while (true) {
     Operation *def = v.getDefiningOp();
     if (!def || def->getBlock() != block)
@@ -225,26 +234,42 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
     v = stripSaves(def->getOperand(0));
   }
   std::reverse(chain.begin(), chain.end());
-  product = v.getDefiningOp();
-  Value a, w;
-  if (auto matmul = dyn_cast<MatmulOp>(product)) {
+  Operation *def = v.getDefiningOp();
+  Value a;
+  if (auto matmul = dyn_cast<MatmulOp>(def)) {
+    if (typeOf(matmul.getRhs()).getRank() != 2)
+      return false;
     a = matmul.getLhs();
-    w = matmul.getRhs();
-    if (typeOf(w).getRank() != 2)
+  } else if (auto linear = dyn_cast<LinearOp>(def)) {
+    if (linear.getTransposeA())
       return false;
-  } else if (auto linear = dyn_cast<LinearOp>(product)) {
     a = linear.getA();
-    w = linear.getB();
-    if (linear.getTransposeA() ||
-        (linear.getBias() && !canMaterialize(linear.getBias())))
-      return false;
   } else {
     return false;
   }
-  if (!canMaterialize(a) || !canMaterialize(w) ||
-      rowsOf(typeOf(a)) != logitsType.getShape()[0] ||
+  if (rowsOf(typeOf(a)) != typeOf(x).getShape()[0] ||
       !isa<FloatType>(typeOf(a).getElementType()))
     return false;
+  product = def;
+  return true;
+}
+
+bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
+  // Values the chunks read, checked against the insertion point at the end.
+  SmallVector<Value> needed{grad.getLabels(), grad.getLossGrad()};
+  auto need = [&](Value v) {
+    needed.push_back(v);
+    return true;
+  };
+  if (grad.getWeight() || (grad.getReduction() != LossReduction::Mean &&
+                           grad.getReduction() != LossReduction::Sum))
+    return false;
+  auto logitsType = typeOf(grad.getInput());
+  if (logitsType.getRank() != 2 || typeOf(grad.getLabels()).getRank() != 1 ||
+      typeOf(grad.getLossGrad()).getRank() != 0)
+    return false;
+  int64_t classes = logitsType.getShape()[1];
+  Block *block = grad->getBlock();
 
   // The forward loss computing the same function.
   for (Operation &op : *block) {
@@ -261,13 +286,6 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
   }
   if (!loss || !loss->isBeforeInBlock(grad))
     return false;
-  // The loss is defined by the chunks from now on: every reader must come
-  // after them.
-  for (Operation *user : loss->getUsers()) {
-    Operation *ancestor = block->findAncestorOpInBlock(*user);
-    if (!ancestor || !grad->isBeforeInBlock(ancestor))
-      return false;
-  }
 
   // What the backward does with the logits' gradient.
   SmallVector<Value> worklist{grad.getResult()};
@@ -280,7 +298,7 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
     Type element = typeOf(other).getElementType();
     if (typeOf(other).getShape()[0] != logitsType.getShape()[0] ||
         !(element.isF32() || element.isF16() || element.isBF16()) ||
-        !canMaterialize(other))
+        !need(other))
       return false;
     uses[op] = Use::Contraction;
     contractionOperands[op] = {left, right};
@@ -314,12 +332,12 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
                  matmul && matmul.getLhs() == value &&
                  !inCone(matmul.getRhs()) &&
                  typeOf(matmul.getRhs()).getRank() == 2 &&
-                 canMaterialize(matmul.getRhs())) {
+                 need(matmul.getRhs())) {
         rowWise();
       } else if (auto linear = dyn_cast<LinearOp>(user);
                  linear && !linear.getBias() && !linear.getTransposeA() &&
                  linear.getA() == value && !inCone(linear.getB()) &&
-                 canMaterialize(linear.getB())) {
+                 need(linear.getB())) {
         rowWise();
       } else if (linear && !linear.getBias() && linear.getTransposeA() &&
                  !linear.getTransposeB() &&
@@ -352,6 +370,28 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
       }
     }
   }
+  // Where the chunks go: where the forward computed the loss (its readers
+  // there, like eff-zero's all-reduce of it, keep their place), else where
+  // the backward starts; the loss's readers must come after, and what the
+  // chunks read must be available or recomputable there.
+  // The product is recomputed from the chain of the loss at that point
+  // (the forward's, or the one eff-remat recomputed for the gradient).
+  auto fits = [&](Operation *at, Value logits) {
+    ip = at;
+    for (Operation *user : loss->getUsers()) {
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (!ancestor || !at->isBeforeInBlock(ancestor))
+        return false;
+    }
+    if (!productOf(logits))
+      return false;
+    SmallVector<Value> reads(product->getOperands());
+    reads.append(needed);
+    return llvm::all_of(reads, [&](Value v) { return canMaterialize(v); });
+  };
+  if (!fits(loss, loss.getInput()) && !fits(grad, grad.getInput()))
+    return false;
+
   for (auto &entry : uses)
     cone.insert(entry.first);
   SmallVector<Operation *> ordered(cone.begin(), cone.end());
@@ -413,7 +453,7 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
   int64_t chunkRows = (rows + chunks - 1) / chunks;
   chunks = (rows + chunkRows - 1) / chunkRows;
 
-  OpBuilder b(grad);
+  OpBuilder b(ip);
   Location loc = grad.getLoc();
   Location forwardLoc =
       withProvenance(loss.getLoc(), Provenance::Recomputed);
@@ -453,8 +493,8 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
   } else {
     weight = materialize(b, product->getOperand(1));
   }
-  Value labels = grad.getLabels();
-  Value seed = grad.getLossGrad();
+  Value labels = materialize(b, grad.getLabels());
+  Value seed = materialize(b, grad.getLossGrad());
   auto seedType = typeOf(seed);
   std::optional<int64_t> ignoreIndex = grad.getIgnoreIndex();
   Value count; // mean: the number of counted targets, in f32
@@ -500,7 +540,7 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
                                    type.getElementType());
     };
     // The chunk's logits.
-    b.setInsertionPoint(grad);
+    b.setInsertionPoint(ip);
     Value aChunk = rowSlice(aRows, begin, end);
     Value logits;
     if (auto linear = dyn_cast<LinearOp>(product))

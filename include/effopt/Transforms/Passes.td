@@ -622,9 +622,11 @@ def EffChunkCrossEntropyPass
     reshapes, products with a right operand, as for dA) or a contraction
     over the rows (`eff.linear` with `transpose_a`, as for dW; a sum over
     the rows, as for a bias), this pass computes, for each chunk of rows
-    in turn and right where the backward starts: the chunk's logits, its
-    summed loss, its logits' gradient and their products. Only one chunk's
-    logits are ever live. Contractions accumulate across chunks in f32 (a
+    in turn: the chunk's logits, its summed loss, its logits' gradient and
+    their products. Only one chunk's logits are ever live. The chunks go
+    where the forward computed the loss (the backward's seed is known
+    before the backward runs), or where the backward starts when a reader
+    of the loss or of a value the chunks need is only there. Contractions accumulate across chunks in f32 (a
     GEMM with an f32 C) and are rounded once, row-wise results are
     concatenated, and the loss is the chunks' sum divided by the count of
     non-ignored targets (`mean`). The seed of the backward (loss scale,
