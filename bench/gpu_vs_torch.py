@@ -261,10 +261,19 @@ def prepare(args):
         B = max(batches)
         offload_variants[str(B)] = compile_batch(
             B, "gpt2.b%d.offload" % B, args.effc + ["--offload", "optimizer"])
+    # And with --loss-chunks 1: the LM head and loss in one piece, the
+    # 3.1 GiB of logits live at once (what the default's chunking costs in
+    # time and saves in memory).
+    unchunked_variants = {}
+    if args.unchunked and "--loss-chunks" not in " ".join(args.effc):
+        B = max(batches)
+        unchunked_variants[str(B)] = compile_batch(
+            B, "gpt2.b%d.unchunked" % B, args.effc + ["--loss-chunks", "1"])
     os.remove(onnx_path)   # 500 MB of zeros; the .effx files hold the step
     json.dump(dict(config=args.config, cfg=cfg, target=args.target,
                    variants=variants, remat_variants=remat_variants,
-                   offload_variants=offload_variants, opt=OPT,
+                   offload_variants=offload_variants,
+                   unchunked_variants=unchunked_variants, opt=OPT,
                    torch=torch.__version__,
                    created=time.strftime("%Y-%m-%d %H:%M:%S")),
               open(os.path.join(out, "bench.json"), "w"), indent=1)
@@ -780,6 +789,9 @@ def run(args):
     ov = bench.get("offload_variants", {}).get(str(B))
     if ov:
         runs.append(("effopt offload", ov, False))
+    uv = bench.get("unchunked_variants", {}).get(str(B))
+    if uv:
+        runs.append(("effopt unchunked loss", uv, False))
     for name, v, profile in runs:
         try:
             losses, ms_log, ms_wall, rows, footprint, n, prof = effopt_run(
@@ -927,6 +939,10 @@ def main():
                    default=True,
                    help="also compile the largest batch with --offload "
                         "optimizer (a third effopt row)")
+    p.add_argument("--unchunked", action=argparse.BooleanOptionalAction,
+                   default=True,
+                   help="also compile the largest batch with --loss-chunks 1 "
+                        "(the LM head and loss unchunked: a fourth row)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True)
     r.add_argument("--effrun", required=True)

@@ -4,8 +4,8 @@
 // written by the LM head's product in the forward, read by the loss, held
 // until the backward starts, and turned into a gradient of the same size
 // that two products read (dA and dW). This pass computes all of that a
-// chunk of rows at a time, where the forward computed the loss (or where the
-// backward starts), so only one chunk's logits are ever live: per chunk, the logits (the product again, on that
+// chunk of rows at a time where the backward starts, so only one chunk's
+// logits are ever live: per chunk, the logits (the product again, on that
 // chunk's rows of A), the summed loss, the logits' gradient and the
 // backward ops that read it. What those ops produce is put together the way
 // it depends on the rows: row-wise results are concatenated, contractions
@@ -370,27 +370,23 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
       }
     }
   }
-  // Where the chunks go: where the forward computed the loss (its readers
-  // there, like eff-zero's all-reduce of it, keep their place), else where
-  // the backward starts; the loss's readers must come after, and what the
-  // chunks read must be available or recomputable there.
-  // The product is recomputed from the chain of the loss at that point
-  // (the forward's, or the one eff-remat recomputed for the gradient).
-  auto fits = [&](Operation *at, Value logits) {
-    ip = at;
-    for (Operation *user : loss->getUsers()) {
-      Operation *ancestor = block->findAncestorOpInBlock(*user);
-      if (!ancestor || !at->isBeforeInBlock(ancestor))
-        return false;
-    }
-    if (!productOf(logits))
-      return false;
-    SmallVector<Value> reads(product->getOperands());
-    reads.append(needed);
-    return llvm::all_of(reads, [&](Value v) { return canMaterialize(v); });
-  };
-  if (!fits(loss, loss.getInput()) && !fits(grad, grad.getInput()))
+  // The chunks go where the backward starts, the product recomputed from
+  // the chain the gradient reads (the forward's, or eff-remat's
+  // recomputation of it); what they read must be available or recomputable
+  // there.
+  ip = grad;
+  if (!productOf(grad.getInput()))
     return false;
+  SmallVector<Value> reads(product->getOperands());
+  reads.append(needed);
+  if (!llvm::all_of(reads, [&](Value v) { return canMaterialize(v); }))
+    return false;
+  // The loss is defined there from now on: every reader must come after.
+  for (Operation *user : loss->getUsers()) {
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    if (!ancestor || !grad->isBeforeInBlock(ancestor))
+      return false;
+  }
 
   for (auto &entry : uses)
     cone.insert(entry.first);
@@ -587,6 +583,10 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
         chunkOf[op->getResult(0)] = out;
         continue;
       }
+      // Partial sums are the backward's temporaries; the last one (or its
+      // rounding) takes the op's place and its provenance (a parameter's
+      // gradient, for the memory report).
+      l = withProvenance(l, Provenance::Backward);
       Value &sum = sums[op];
       if (use == Use::Contraction) {
         auto operand = [&](Value x) -> Value {
@@ -633,9 +633,11 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
       return !cone.contains(operand.getOwner());
     });
   }
-  for (auto &[op, sum] : sums)
-    op->getResult(0).replaceAllUsesWith(
-        inType(sum, typeOf(op->getResult(0))));
+  for (auto &[op, sum] : sums) {
+    Value result = inType(sum, typeOf(op->getResult(0)));
+    result.getDefiningOp()->setLoc(op->getLoc());
+    op->getResult(0).replaceAllUsesWith(result);
+  }
 
   // Erase what the chunks replace.
   llvm::SmallPtrSet<Operation *, 16> erased;
@@ -666,6 +668,17 @@ struct ChunkCrossEntropyPass
     if (chunks == 1)
       return;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
+      // Not yet with data parallelism: eff-zero starts the loss's
+      // all-reduce in the forward and buckets the gradients in the order
+      // the backward produces them, which the chunks would change.
+      bool collectives = false;
+      func.walk([&](Operation *op) {
+        collectives |= isa<AllReduceOp, AllReduceStartOp, ReduceScatterOp,
+                           ReduceScatterStartOp, AllGatherOp,
+                           AllGatherStartOp>(op);
+      });
+      if (collectives)
+        continue;
       SmallVector<SoftmaxCrossEntropyGradOp> grads;
       func.walk([&](SoftmaxCrossEntropyGradOp op) { grads.push_back(op); });
       for (SoftmaxCrossEntropyGradOp grad : grads) {

@@ -3,8 +3,8 @@
 // RUN: effopt-opt %s --eff-autodiff --eff-chunk-cross-entropy --split-input-file | FileCheck %s --check-prefix=AUTO
 
 // A classifier with a bias over 10 rows (2 x 5, reshaped), mean loss with
-// ignore_index, in 3 chunks of 4, 4 and 2 rows, placed where the forward
-// computed the loss. Each chunk computes its logits from its rows of the
+// ignore_index, in 3 chunks of 4, 4 and 2 rows, where the backward
+// starts. Each chunk computes its logits from its rows of the (saved)
 // input, its summed loss and its gradient seeded with 1 / (count of
 // non-ignored targets); dA is the concatenation of the chunks' dA, dW and
 // the bias gradient are sums over the chunks (dW accumulated in the GEMM's
@@ -29,16 +29,18 @@ module {
     // CHECK-NOT: eff.softmax_cross_entropy mean
     // CHECK: %[[A:.*]] = eff.reshape %{{.*}} : tensor<2x5x16xf32> to tensor<10x16xf32>
     // CHECK: %[[LABELS:.*]] = eff.reshape %[[Y]] : tensor<2x5xi64> to tensor<10xi64>
-    // CHECK: %[[SEED:.*]] = eff.constant {eff.loss_seed
+    // CHECK: %[[SL:.*]] = eff.save %[[LABELS]]
+    // CHECK: %[[SA:.*]] = eff.save %[[A]] : tensor<10x16xf32>
+    // CHECK: %[[SEED:.*]] = eff.constant {eff.loss_seed}
     // CHECK: %[[IGNORE:.*]] = eff.constant dense<-100> : tensor<i64>
-    // CHECK: %[[COUNTED:.*]] = eff.cmp ne, %[[LABELS]], %[[IGNORE]]
+    // CHECK: %[[COUNTED:.*]] = eff.cmp ne, %[[SL]], %[[IGNORE]]
     // CHECK: %[[ONES:.*]] = eff.cast %[[COUNTED]] : tensor<10xi1> to tensor<10xf32>
     // CHECK: %[[COUNT:.*]] = eff.reduce_sum %[[ONES]] {axes = array<i64: 0>} : tensor<10xf32> -> tensor<f32>
     // CHECK: %[[DSEED:.*]] = eff.div %[[SEED]], %[[COUNT]]
     // Chunk 1: rows 0..4.
-    // CHECK: %[[A1:.*]] = eff.slice %[[A]] {limits = array<i64: 4, 16>, starts = array<i64: 0, 0>
+    // CHECK: %[[A1:.*]] = eff.slice %[[SA]] {limits = array<i64: 4, 16>, starts = array<i64: 0, 0>
     // CHECK: %[[Z1:.*]] = eff.linear %[[A1]], %[[HEAD]], %[[HB]] {transpose_b = true} : (tensor<4x16xf32>, tensor<32x16xf32>, tensor<32xf32>) -> tensor<4x32xf32>
-    // CHECK: %[[L1:.*]] = eff.slice %[[LABELS]] {limits = array<i64: 4>, starts = array<i64: 0>
+    // CHECK: %[[L1:.*]] = eff.slice %[[SL]] {limits = array<i64: 4>, starts = array<i64: 0>
     // CHECK: %[[LOSS1:.*]] = eff.softmax_cross_entropy sum, %[[Z1]], %[[L1]] {ignore_index = -100 : i64}
     // CHECK: %[[G1:.*]] = eff.softmax_cross_entropy_grad sum, %[[Z1]], %[[L1]], %[[DSEED]] {ignore_index = -100 : i64}
     // CHECK: %[[DA1:.*]] = eff.linear %[[G1]], %[[HEAD]] : (tensor<4x32xf32>, tensor<32x16xf32>) -> tensor<4x16xf32>
@@ -46,7 +48,7 @@ module {
     // CHECK: %[[DW1:.*]] = eff.linear %[[G1]], %{{.*}}, %[[ZERO]] {transpose_a = true} : (tensor<4x32xf32>, tensor<4x16xf32>, tensor<f32>) -> tensor<32x16xf32>
     // CHECK: %[[DB1:.*]] = eff.reduce_sum %[[G1]] {axes = array<i64: 0>} : tensor<4x32xf32> -> tensor<32xf32>
     // Chunk 2: rows 4..8, accumulating.
-    // CHECK: eff.slice %[[A]] {limits = array<i64: 8, 16>, starts = array<i64: 4, 0>
+    // CHECK: eff.slice %[[SA]] {limits = array<i64: 8, 16>, starts = array<i64: 4, 0>
     // CHECK: %[[LOSS2:.*]] = eff.softmax_cross_entropy sum
     // CHECK: %[[LOSS12:.*]] = eff.add %[[LOSS1]], %[[LOSS2]]
     // CHECK: %[[G2:.*]] = eff.softmax_cross_entropy_grad sum
@@ -55,7 +57,7 @@ module {
     // CHECK: %[[DB2P:.*]] = eff.reduce_sum %[[G2]]
     // CHECK: %[[DB2:.*]] = eff.add %[[DB1]], %[[DB2P]]
     // Chunk 3: the last 2 rows.
-    // CHECK: eff.slice %[[A]] {limits = array<i64: 10, 16>, starts = array<i64: 8, 0>
+    // CHECK: eff.slice %[[SA]] {limits = array<i64: 10, 16>, starts = array<i64: 8, 0>
     // CHECK: %[[LOSS3:.*]] = eff.softmax_cross_entropy sum, %{{.*}}, %{{.*}} {ignore_index = -100 : i64} : (tensor<2x32xf32>, tensor<2xi64>) -> tensor<f32>
     // CHECK: %[[LOSS123:.*]] = eff.add %[[LOSS12]], %[[LOSS3]]
     // CHECK: %[[G3:.*]] = eff.softmax_cross_entropy_grad sum

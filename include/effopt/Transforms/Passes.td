@@ -623,10 +623,8 @@ def EffChunkCrossEntropyPass
     over the rows (`eff.linear` with `transpose_a`, as for dW; a sum over
     the rows, as for a bias), this pass computes, for each chunk of rows
     in turn: the chunk's logits, its summed loss, its logits' gradient and
-    their products. Only one chunk's logits are ever live. The chunks go
-    where the forward computed the loss (the backward's seed is known
-    before the backward runs), or where the backward starts when a reader
-    of the loss or of a value the chunks need is only there. Contractions accumulate across chunks in f32 (a
+    their products, where the backward starts. Only one chunk's logits are
+    ever live. Contractions accumulate across chunks in f32 (a
     GEMM with an f32 C) and are rounded once, row-wise results are
     concatenated, and the loss is the chunks' sum divided by the count of
     non-ignored targets (`mean`). The seed of the backward (loss scale,
@@ -641,7 +639,9 @@ def EffChunkCrossEntropyPass
     (an LM head, not a small classifier): 16 chunks of 2048 rows for GPT-2
     at batch 32. `chunks=1` leaves the step as it is; any other value is
     the chunk count (at most the number of rows). Losses that do not match
-    stay as they are.
+    stay as they are, and so do steps with collectives (`--world-size`,
+    `--zero`: eff-zero starts the loss's all-reduce in the forward and
+    buckets gradients in the order the backward produces them).
   }];
   let options = [
     Option<"chunks", "chunks", "int64_t", /*default=*/"0",
