@@ -399,23 +399,17 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
   // Erased when dead once the chunks replace them.
   for (Operation *op : llvm::reverse(cone))
     doomed.insert(op);
-  doomed.insert(grad);
-  for (Value x = grad.getInput(); Operation *def = x.getDefiningOp();) {
-    if (!isa<SaveOp, CastOp, ReshapeOp, MatmulOp, LinearOp>(def))
-      break;
-    doomed.insert(def);
-    if (isa<MatmulOp, LinearOp>(def))
-      break;
-    x = def->getOperand(0);
-  }
-  doomed.insert(loss);
-  for (Value x = loss.getInput(); Operation *def = x.getDefiningOp();) {
-    if (!isa<SaveOp, CastOp, ReshapeOp, MatmulOp, LinearOp>(def))
-      break;
-    doomed.insert(def);
-    if (isa<MatmulOp, LinearOp>(def))
-      break;
-    x = def->getOperand(0);
+  // With each loss op, the chain of its logits down to the product.
+  for (Operation *lossOp : {grad.getOperation(), loss.getOperation()}) {
+    doomed.insert(lossOp);
+    for (Value x = lossOp->getOperand(0); Operation *def = x.getDefiningOp();) {
+      if (!isa<SaveOp, CastOp, ReshapeOp, MatmulOp, LinearOp>(def))
+        break;
+      doomed.insert(def);
+      if (isa<MatmulOp, LinearOp>(def))
+        break;
+      x = def->getOperand(0);
+    }
   }
   return true;
 }
