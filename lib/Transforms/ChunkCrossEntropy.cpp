@@ -40,9 +40,7 @@ using namespace effopt::eff;
 
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
 /// The number of rows of `type` seen as [rows, last dimension].
 int64_t rowsOf(RankedTensorType type) {
@@ -153,8 +151,8 @@ private:
   // The match.
   Operation *ip = nullptr; // where the chunks go: the gradient op
   SoftmaxCrossEntropyOp loss;
-  Operation *product = nullptr; // eff.matmul or eff.linear
-  SmallVector<Operation *> chain; // casts/reshapes, product -> logits
+  Operation *product = nullptr;        // eff.matmul or eff.linear
+  SmallVector<Operation *> chain;      // casts/reshapes, product -> logits
   llvm::SetVector<Operation *> doomed; // erased when dead
   llvm::SetVector<Operation *> cone;
   llvm::MapVector<Operation *, Use> uses;
@@ -345,9 +343,9 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
                  inCone(linear.getA()) != inCone(linear.getB())) {
         if (!contraction(user, linear.getA(), linear.getB()))
           return false;
-      } else if (auto transposed = matmul ? matmul.getLhs().getDefiningOp<
-                                                TransposeOp>()
-                                          : TransposeOp();
+      } else if (auto transposed =
+                     matmul ? matmul.getLhs().getDefiningOp<TransposeOp>()
+                            : TransposeOp();
                  transposed && matmul.getRhs() == value &&
                  typeOf(transposed.getInput()).getRank() == 2 &&
                  !inCone(transposed.getInput())) {
@@ -356,9 +354,9 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
           return false;
       } else if (auto sum = dyn_cast<ReduceSumOp>(user);
                  sum && !sum.getKeepDims() &&
-                 llvm::equal(sum.getAxes(),
-                             llvm::seq<int64_t>(0, typeOf(value).getRank() -
-                                                       1)) &&
+                 llvm::equal(
+                     sum.getAxes(),
+                     llvm::seq<int64_t>(0, typeOf(value).getRank() - 1)) &&
                  isa<FloatType>(typeOf(value).getElementType())) {
         uses[user] = Use::RowSum;
       } else {
@@ -391,9 +389,8 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
   for (auto &entry : uses)
     cone.insert(entry.first);
   SmallVector<Operation *> ordered(cone.begin(), cone.end());
-  llvm::sort(ordered, [](Operation *x, Operation *y) {
-    return x->isBeforeInBlock(y);
-  });
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
   cone = llvm::SetVector<Operation *>(ordered.begin(), ordered.end());
 
   // Erased when dead once the chunks replace them.
@@ -414,8 +411,7 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
   return true;
 }
 
-int64_t Chunker::chunkCount(int64_t rows, int64_t contracted,
-                            int64_t classes) {
+int64_t Chunker::chunkCount(int64_t rows, int64_t contracted, int64_t classes) {
   if (requested > 0)
     return std::min(requested, rows);
   // Worth it only for a classifier wider than its input (an LM head); each
@@ -445,8 +441,7 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
 
   OpBuilder b(ip);
   Location loc = grad.getLoc();
-  Location forwardLoc =
-      withProvenance(loss.getLoc(), Provenance::Recomputed);
+  Location forwardLoc = withProvenance(loss.getLoc(), Provenance::Recomputed);
   Type f32 = b.getF32Type();
   auto scalarF32 = RankedTensorType::get({}, f32);
   auto i64s = [&](ArrayRef<int64_t> values) {
@@ -469,8 +464,7 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
         b, loc, type.clone({rowsOf(type), type.getShape().back()}), x);
   };
   auto zeroF32 = [&]() -> Value {
-    return ConstantOp::create(b, loc,
-                              DenseElementsAttr::get(scalarF32, 0.0f));
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(scalarF32, 0.0f));
   };
 
   // Shared by every chunk.
@@ -504,8 +498,7 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
                                   b.getBoolAttr(false));
     } else {
       count = ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(scalarF32, static_cast<float>(rows)));
+          b, loc, DenseElementsAttr::get(scalarF32, static_cast<float>(rows)));
     }
   }
   auto inType = [&](Value x, RankedTensorType type) -> Value {
@@ -612,15 +605,16 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
   // Put the results together.
   Value total = lossSum;
   if (count)
-    total = DivOp::create(b, forwardLoc, lossSum,
-                          inType(count, typeOf(lossSum)));
+    total =
+        DivOp::create(b, forwardLoc, lossSum, inType(count, typeOf(lossSum)));
   loss.getResult().replaceAllUsesWith(inType(total, typeOf(loss.getResult())));
   for (auto &[value, parts] : pieces) {
     auto type = typeOf(value);
-    Value whole = ConcatOp::create(
-        b, loc, RankedTensorType::get({rows, type.getShape().back()},
-                                      type.getElementType()),
-        parts, b.getI64IntegerAttr(0));
+    Value whole =
+        ConcatOp::create(b, loc,
+                         RankedTensorType::get({rows, type.getShape().back()},
+                                               type.getElementType()),
+                         parts, b.getI64IntegerAttr(0));
     if (type.getRank() != 2)
       whole = ReshapeOp::create(b, loc, type, whole);
     value.replaceUsesWithIf(whole, [&](OpOperand &operand) {
@@ -667,9 +661,9 @@ struct ChunkCrossEntropyPass
       // the backward produces them, which the chunks would change.
       bool collectives = false;
       func.walk([&](Operation *op) {
-        collectives |= isa<AllReduceOp, AllReduceStartOp, ReduceScatterOp,
-                           ReduceScatterStartOp, AllGatherOp,
-                           AllGatherStartOp>(op);
+        collectives |=
+            isa<AllReduceOp, AllReduceStartOp, ReduceScatterOp,
+                ReduceScatterStartOp, AllGatherOp, AllGatherStartOp>(op);
       });
       if (collectives)
         continue;

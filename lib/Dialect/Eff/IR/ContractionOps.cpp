@@ -114,7 +114,8 @@ static LogicalResult inferLinearType(const RuleDiagnoser &emitError,
     // and stays f32 (a GEMM with an f32 C): partial products summed
     // without rounding each (eff-chunk-cross-entropy's weight gradient).
     Type biasElement = biasType->getElementType();
-    if (biasElement.isF32() && (resultElement.isF16() || resultElement.isBF16()))
+    if (biasElement.isF32() &&
+        (resultElement.isF16() || resultElement.isBF16()))
       resultElement = biasElement;
   }
   types.push_back(RankedTensorType::get({m, n}, resultElement));
