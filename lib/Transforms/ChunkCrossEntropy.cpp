@@ -479,7 +479,6 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
   }
   Value labels = materialize(b, grad.getLabels());
   Value seed = materialize(b, grad.getLossGrad());
-  auto seedType = typeOf(seed);
   std::optional<int64_t> ignoreIndex = grad.getIgnoreIndex();
   Value count; // mean: the number of counted targets, in f32
   if (grad.getReduction() == LossReduction::Mean) {
@@ -506,9 +505,15 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
       return x;
     return CastOp::create(b, loc, type, x);
   };
-  Value chunkSeed = seed;
+  // The loss and the gradient are computed from f32 logits (widened
+  // exactly where the logits are narrower): the chunks' losses then add up
+  // in f32 and round once, as the whole loss did.
+  Type logitsElement = typeOf(grad.getInput()).getElementType();
+  Type wide = logitsElement.getIntOrFloatBitWidth() < 32 ? f32 : logitsElement;
+  auto scalarWide = RankedTensorType::get({}, wide);
+  Value chunkSeed = inType(seed, scalarWide);
   if (count)
-    chunkSeed = DivOp::create(b, loc, seed, inType(count, seedType));
+    chunkSeed = DivOp::create(b, loc, chunkSeed, inType(count, scalarWide));
   Value zero; // the first f32 accumulator of every contraction
 
   Value lossSum;
@@ -537,17 +542,24 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
       if (isa<CastOp>(op))
         logits = CastOp::create(b, forwardLoc, flat(op->getResult(0)), logits);
     Value labelChunk = rowSlice(labels, begin, end);
+    auto logitsType = typeOf(logits);
+    Value wideLogits = logits;
+    if (logitsType.getElementType() != wide)
+      wideLogits =
+          CastOp::create(b, forwardLoc, logitsType.clone(wide), logits);
     Value chunkLoss = SoftmaxCrossEntropyOp::create(
-        b, forwardLoc, logits, labelChunk, Value(), LossReduction::Sum,
+        b, forwardLoc, wideLogits, labelChunk, Value(), LossReduction::Sum,
         grad.getIgnoreIndexAttr());
     lossSum = lossSum ? Value(AddOp::create(b, forwardLoc, lossSum, chunkLoss))
                       : chunkLoss;
 
     // Its gradient and the backward ops that read it.
     llvm::DenseMap<Value, Value> chunkOf;
-    chunkOf[grad.getResult()] = SoftmaxCrossEntropyGradOp::create(
-        b, loc, logits.getType(), logits, labelChunk, chunkSeed, Value(),
-        LossReduction::Sum, grad.getIgnoreIndexAttr());
+    chunkOf[grad.getResult()] = inType(
+        SoftmaxCrossEntropyGradOp::create(
+            b, loc, wideLogits.getType(), wideLogits, labelChunk, chunkSeed,
+            Value(), LossReduction::Sum, grad.getIgnoreIndexAttr()),
+        logitsType);
     for (Operation *op : cone) {
       Location l = op->getLoc();
       Use use = uses.lookup(op);

@@ -139,3 +139,31 @@ module {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// A model cast to bf16 as a whole: the loss itself is bf16. Each chunk's
+// logits are widened to f32 (exactly) for its loss and gradient, the
+// gradient is rounded back to bf16 as the whole one was, and the chunks'
+// losses add up in f32 and round to bf16 once.
+module {
+  eff.parameter trainable @head : tensor<64x16xbf16>
+  // CHECK-LABEL: func.func @forward_backward(
+  func.func @forward(%head: tensor<64x16xbf16> {eff.parameter = @head},
+                     %a: tensor<12x16xbf16> {eff.input = "a"}, %y: tensor<12xi64> {eff.input = "y"})
+      -> (tensor<bf16> {eff.output = "loss"}) {
+    // CHECK: %[[SEED:.*]] = eff.cast %{{.*}} : tensor<bf16> to tensor<f32>
+    // CHECK: %[[DSEED:.*]] = eff.div %[[SEED]], %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    // CHECK: %[[Z1:.*]] = eff.linear %{{.*}}, %{{.*}} {transpose_b = true} : (tensor<4x16xbf16>, tensor<64x16xbf16>) -> tensor<4x64xbf16>
+    // CHECK: %[[X1:.*]] = eff.cast %[[Z1]] : tensor<4x64xbf16> to tensor<4x64xf32>
+    // CHECK: %[[L1:.*]] = eff.softmax_cross_entropy sum, %[[X1]], %{{.*}} : (tensor<4x64xf32>, tensor<4xi64>) -> tensor<f32>
+    // CHECK: %[[G1:.*]] = eff.softmax_cross_entropy_grad sum, %[[X1]], %{{.*}}, %[[DSEED]] : (tensor<4x64xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x64xf32>
+    // CHECK: eff.cast %[[G1]] : tensor<4x64xf32> to tensor<4x64xbf16>
+    // CHECK: %[[TOTAL:.*]] = eff.div %{{.*}}, %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    // CHECK: %[[LOSS:.*]] = eff.cast %[[TOTAL]] : tensor<f32> to tensor<bf16>
+    // CHECK: return %[[LOSS]]
+    %z = eff.linear %a, %head {transpose_b = true} : (tensor<12x16xbf16>, tensor<64x16xbf16>) -> tensor<12x64xbf16>
+    %loss = eff.softmax_cross_entropy mean, %z, %y : (tensor<12x64xbf16>, tensor<12xi64>) -> tensor<bf16>
+    return %loss : tensor<bf16>
+  }
+}
