@@ -124,7 +124,8 @@ bool isCheapCopy(Value v, int depth = 0) {
 /// of it).
 enum class Use {
   RowWise,     // its result's rows come from the same rows
-  Contraction, // eff.linear summing over the rows (dW)
+  Contraction, // a product summing over the rows (dW): eff.linear with
+                // transpose_a, or eff.matmul of a transposed operand
   RowSum,      // eff.reduce_sum over the rows (a bias's gradient)
 };
 
