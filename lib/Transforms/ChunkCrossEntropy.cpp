@@ -123,10 +123,13 @@ bool isCheapCopy(Value v, int depth = 0) {
 /// How a backward op reads the logits' gradient (or a row-wise function
 /// of it).
 enum class Use {
-  RowWise,     // its result's rows come from the same rows
-  Contraction, // a product summing over the rows (dW): eff.linear with
-                // transpose_a, or eff.matmul of a transposed operand
-  RowSum,      // eff.reduce_sum over the rows (a bias's gradient)
+  // Its result's rows come from the same rows.
+  RowWise,
+  // A product summing over the rows (dW): eff.linear with transpose_a, or
+  // eff.matmul of a transposed operand.
+  Contraction,
+  // eff.reduce_sum over the rows (a bias's gradient).
+  RowSum,
 };
 
 class Chunker {
