@@ -21,6 +21,7 @@
 
 #include "effopt/Dialect/Eff/IR/EffOps.h"
 #include "effopt/Dialect/Eff/IR/Provenance.h"
+#include "effopt/Transforms/LossWeighting.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -37,6 +38,8 @@ namespace effopt {
 
 using namespace mlir;
 using namespace effopt::eff;
+using effopt::countTargets;
+using effopt::scalarF32;
 
 namespace {
 
@@ -135,7 +138,7 @@ enum class Use {
 class Chunker {
 public:
   Chunker(func::FuncOp func, int64_t requested)
-      : func(func), dominance(func), requested(requested) {}
+      : dominance(func), requested(requested) {}
 
   /// Chunks the loss whose gradient `grad` computes; returns the number of
   /// chunks (0: left as it is).
@@ -148,7 +151,6 @@ private:
   Value materialize(OpBuilder &b, Value v);
   int64_t chunkCount(int64_t rows, int64_t contracted, int64_t classes);
 
-  func::FuncOp func;
   DominanceInfo dominance;
   int64_t requested;
 
@@ -447,7 +449,6 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
   Location loc = grad.getLoc();
   Location forwardLoc = withProvenance(loss.getLoc(), Provenance::Recomputed);
   Type f32 = b.getF32Type();
-  auto scalarF32 = RankedTensorType::get({}, f32);
   auto i64s = [&](ArrayRef<int64_t> values) {
     return b.getDenseI64ArrayAttr(values);
   };
@@ -467,9 +468,6 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
     return ReshapeOp::create(
         b, loc, type.clone({rowsOf(type), type.getShape().back()}), x);
   };
-  auto zeroF32 = [&]() -> Value {
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(scalarF32, 0.0f));
-  };
 
   // Shared by every chunk.
   Value aRows = asRows(materialize(b, a));
@@ -485,25 +483,9 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
   Value seed = materialize(b, grad.getLossGrad());
   std::optional<int64_t> ignoreIndex = grad.getIgnoreIndex();
   Value count; // mean: the number of counted targets, in f32
-  if (grad.getReduction() == LossReduction::Mean) {
-    auto labelType = typeOf(labels);
-    if (ignoreIndex) {
-      auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
-      Value ignore = ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(
-              scalarLabel,
-              b.getIntegerAttr(labelType.getElementType(), *ignoreIndex)));
-      Value counted = CmpOp::create(b, loc, labelType.clone(b.getI1Type()),
-                                    CmpPredicate::ne, labels, ignore);
-      Value ones = CastOp::create(b, loc, labelType.clone(f32), counted);
-      count = ReduceSumOp::create(b, loc, scalarF32, ones, i64s({0}),
-                                  b.getBoolAttr(false));
-    } else {
-      count = ConstantOp::create(
-          b, loc, DenseElementsAttr::get(scalarF32, static_cast<float>(rows)));
-    }
-  }
+  if (grad.getReduction() == LossReduction::Mean)
+    count = ignoreIndex ? countTargets(b, loc, labels, *ignoreIndex)
+                        : scalarF32(b, loc, static_cast<double>(rows));
   auto inType = [&](Value x, RankedTensorType type) -> Value {
     if (typeOf(x) == type)
       return x;
@@ -599,7 +581,7 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
         };
         auto [left, right] = contractionOperands.lookup(op);
         if (!sum && !zero)
-          zero = zeroF32();
+          zero = scalarF32(b, loc, 0.0);
         sum = LinearOp::create(b, l, operand(left), operand(right),
                                sum ? sum : zero, b.getBoolAttr(true),
                                b.getBoolAttr(false), b.getF64FloatAttr(1.0),

@@ -241,24 +241,8 @@ LogicalResult EffGradAccumPass::accumulate(func::FuncOp func) {
   Value weight = scalarF32(lb, loc, 1.0);
   Value nonEmpty; // CountedMean: whether anything was counted
   if (weighting->kind == LossWeighting::CountedMean) {
-    Value labels = mapping.lookupOrDefault(weighting->labels);
-    auto labelType = cast<RankedTensorType>(labels.getType());
-    auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
-    Value ignore = ConstantOp::create(
-        lb, loc,
-        DenseElementsAttr::get(
-            scalarLabel, lb.getIntegerAttr(labelType.getElementType(),
-                                           weighting->ignoreIndex)));
-    Value counted = CmpOp::create(lb, loc, labelType.clone(lb.getI1Type()),
-                                  CmpPredicate::ne, labels, ignore);
-    Value ones = CastOp::create(lb, loc, labelType.clone(lb.getF32Type()),
-                                counted);
-    SmallVector<int64_t> axes =
-        llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
-    weight = ReduceSumOp::create(lb, loc,
-                                 RankedTensorType::get({}, lb.getF32Type()),
-                                 ones, lb.getDenseI64ArrayAttr(axes),
-                                 lb.getBoolAttr(false));
+    weight = countTargets(lb, loc, mapping.lookupOrDefault(weighting->labels),
+                          weighting->ignoreIndex);
     nonEmpty = CmpOp::create(lb, loc, RankedTensorType::get({}, lb.getI1Type()),
                              CmpPredicate::gt, weight, scalarF32(lb, loc, 0.0));
   }

@@ -46,4 +46,23 @@ Value scalarF32(OpBuilder &b, Location loc, double value) {
       b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
 }
 
+Value countTargets(OpBuilder &b, Location loc, Value labels,
+                   int64_t ignoreIndex) {
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
+  Value ignore = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          scalarLabel,
+          b.getIntegerAttr(labelType.getElementType(), ignoreIndex)));
+  Value counted = CmpOp::create(b, loc, labelType.clone(b.getI1Type()),
+                                CmpPredicate::ne, labels, ignore);
+  Value ones = CastOp::create(b, loc, labelType.clone(b.getF32Type()), counted);
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
+  return ReduceSumOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()),
+                             ones, b.getDenseI64ArrayAttr(axes),
+                             b.getBoolAttr(false));
+}
+
 } // namespace effopt

@@ -178,25 +178,8 @@ void EffZeroPass::runOnOperation() {
   Value count, hasTargets, zero;
   if (weighting->kind == LossWeighting::CountedMean) {
     zero = scalarF32(builder, loc, 0.0);
-    Value labels = weighting->labels;
-    auto labelType = cast<RankedTensorType>(labels.getType());
-    auto scalarLabel = RankedTensorType::get({}, labelType.getElementType());
-    Value ignore = ConstantOp::create(
-        builder, loc,
-        DenseElementsAttr::get(
-            scalarLabel, builder.getIntegerAttr(labelType.getElementType(),
-                                                weighting->ignoreIndex)));
-    Value counted =
-        CmpOp::create(builder, loc, labelType.clone(builder.getI1Type()),
-                      CmpPredicate::ne, labels, ignore);
-    Value ones = CastOp::create(builder, loc,
-                                labelType.clone(builder.getF32Type()), counted);
-    SmallVector<int64_t> axes =
-        llvm::to_vector(llvm::seq<int64_t>(0, labelType.getRank()));
-    count = ReduceSumOp::create(builder, loc,
-                                RankedTensorType::get({}, builder.getF32Type()),
-                                ones, builder.getDenseI64ArrayAttr(axes),
-                                builder.getBoolAttr(false));
+    count = countTargets(builder, loc, weighting->labels,
+                         weighting->ignoreIndex);
     hasTargets = CmpOp::create(builder, loc,
                                RankedTensorType::get({}, builder.getI1Type()),
                                CmpPredicate::gt, count, zero);

@@ -45,6 +45,11 @@ mlir::FailureOr<LossWeighting> classifyLossOp(mlir::Operation *lossOp,
 /// A rank-0 f32 constant.
 mlir::Value scalarF32(mlir::OpBuilder &b, mlir::Location loc, double value);
 
+/// The number of `labels` (any rank, integer) not equal to `ignoreIndex`, as
+/// a rank-0 f32: the denominator of a mean classification loss.
+mlir::Value countTargets(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value labels, int64_t ignoreIndex);
+
 } // namespace effopt
 
 #endif // EFFOPT_TRANSFORMS_LOSSWEIGHTING_H
