@@ -104,3 +104,67 @@ func.func @gpt_heads_folded(%x: tensor<2x5x576xbf16>) -> tensor<2x5x192xbf16> {
   %r = eff.reshape %ot : tensor<2x5x3x64xbf16> to tensor<2x5x192xbf16>
   return %r : tensor<2x5x192xbf16>
 }
+
+// -----
+
+// The backward of the same fused projection: autodiff concatenates dq, dk
+// and dv (each transposed back to [B, T, H, D] and reshaped to [B, T, HD])
+// along the last axis, so the kernel writes each into its slice of one
+// [B, T, 3HD] buffer (B and T strides of the whole row, 2880 and 576; the
+// head stride 64), and neither the concatenation's copies nor separate
+// gradient buffers remain. The slices are in the concatenation's order,
+// whatever the order of the gradients' users.
+// CHECK-LABEL: func.func @gpt_grads_into_concat
+// CHECK-NOT: linalg.generic
+// CHECK: %[[ALL:.*]] = memref.alloc() : memref<2x5x576xbf16>
+// CHECK: %[[Q:.*]] = memref.subview %[[ALL]][0, 0, 0] [2, 5, 192] [1, 1, 1]
+// CHECK: memref.expand_shape %[[Q]] {{.*}} into memref<2x5x3x64xbf16, strided<[2880, 576, 64, 1]>>
+// CHECK: %[[K:.*]] = memref.subview %[[ALL]][0, 0, 192] [2, 5, 192] [1, 1, 1]
+// CHECK: memref.expand_shape %[[K]] {{.*}} into memref<2x5x3x64xbf16, strided<[2880, 576, 64, 1], offset: 192>>
+// CHECK: %[[V:.*]] = memref.subview %[[ALL]][0, 0, 384] [2, 5, 192] [1, 1, 1]
+// CHECK: memref.expand_shape %[[V]] {{.*}} into memref<2x5x3x64xbf16, strided<[2880, 576, 64, 1], offset: 384>>
+// CHECK-NOT: memref.alloc() : memref<2x5x3x64xbf16>
+// CHECK: call @effrt_cuda_attention_bwd_strided(
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[ALL]]
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: tensor.insert_slice
+// CHECK: return %[[T]]
+func.func @gpt_grads_into_concat(%x: tensor<2x5x576xbf16>, %o: tensor<2x3x5x64xbf16>, %lse: tensor<2x3x5xf32>, %do: tensor<2x3x5x64xbf16>) -> tensor<2x5x576xbf16> {
+  %qf = eff.slice %x {starts = array<i64: 0, 0, 0>, limits = array<i64: 2, 5, 192>, strides = array<i64: 1, 1, 1>} : tensor<2x5x576xbf16> -> tensor<2x5x192xbf16>
+  %kf = eff.slice %x {starts = array<i64: 0, 0, 192>, limits = array<i64: 2, 5, 384>, strides = array<i64: 1, 1, 1>} : tensor<2x5x576xbf16> -> tensor<2x5x192xbf16>
+  %vf = eff.slice %x {starts = array<i64: 0, 0, 384>, limits = array<i64: 2, 5, 576>, strides = array<i64: 1, 1, 1>} : tensor<2x5x576xbf16> -> tensor<2x5x192xbf16>
+  %q4 = eff.reshape %qf : tensor<2x5x192xbf16> to tensor<2x5x3x64xbf16>
+  %k4 = eff.reshape %kf : tensor<2x5x192xbf16> to tensor<2x5x3x64xbf16>
+  %v4 = eff.reshape %vf : tensor<2x5x192xbf16> to tensor<2x5x3x64xbf16>
+  %q = eff.transpose %q4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x5x3x64xbf16> -> tensor<2x3x5x64xbf16>
+  %k = eff.transpose %k4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x5x3x64xbf16> -> tensor<2x3x5x64xbf16>
+  %v = eff.transpose %v4 {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x5x3x64xbf16> -> tensor<2x3x5x64xbf16>
+  %dq, %dk, %dv = eff.attention_grad %q, %k, %v, %o, %lse, %do {causal = true, scale = 1.250000e-01 : f64} : (tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5xf32>, tensor<2x3x5x64xbf16>) -> (tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>)
+  %tk = eff.transpose %dk {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x5x64xbf16> -> tensor<2x5x3x64xbf16>
+  %tv = eff.transpose %dv {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x5x64xbf16> -> tensor<2x5x3x64xbf16>
+  %rv = eff.reshape %tv : tensor<2x5x3x64xbf16> to tensor<2x5x192xbf16>
+  %rk = eff.reshape %tk : tensor<2x5x3x64xbf16> to tensor<2x5x192xbf16>
+  %tq = eff.transpose %dq {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x5x64xbf16> -> tensor<2x5x3x64xbf16>
+  %rq = eff.reshape %tq : tensor<2x5x3x64xbf16> to tensor<2x5x192xbf16>
+  %c = eff.concat %rq, %rk, %rv {axis = 2 : i64} : (tensor<2x5x192xbf16>, tensor<2x5x192xbf16>, tensor<2x5x192xbf16>) -> tensor<2x5x576xbf16>
+  return %c : tensor<2x5x576xbf16>
+}
+
+// -----
+
+// A gradient read by anything else than the concatenation (here dk itself
+// is returned too) keeps its own buffer, and the concatenation copies.
+// CHECK-LABEL: func.func @grad_also_used
+// CHECK-COUNT-3: memref.alloc() : memref<2x5x3x64xbf16>
+// CHECK: call @effrt_cuda_attention_bwd_strided(
+func.func @grad_also_used(%q: tensor<2x3x5x64xbf16>, %k: tensor<2x3x5x64xbf16>, %v: tensor<2x3x5x64xbf16>, %o: tensor<2x3x5x64xbf16>, %lse: tensor<2x3x5xf32>, %do: tensor<2x3x5x64xbf16>) -> (tensor<2x5x576xbf16>, tensor<2x3x5x64xbf16>) {
+  %dq, %dk, %dv = eff.attention_grad %q, %k, %v, %o, %lse, %do {causal = true, scale = 1.250000e-01 : f64} : (tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5xf32>, tensor<2x3x5x64xbf16>) -> (tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>, tensor<2x3x5x64xbf16>)
+  %tq = eff.transpose %dq {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x5x64xbf16> -> tensor<2x5x3x64xbf16>
+  %tk = eff.transpose %dk {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x5x64xbf16> -> tensor<2x5x3x64xbf16>
+  %tv = eff.transpose %dv {permutation = array<i64: 0, 2, 1, 3>} : tensor<2x3x5x64xbf16> -> tensor<2x5x3x64xbf16>
+  %rq = eff.reshape %tq : tensor<2x5x3x64xbf16> to tensor<2x5x192xbf16>
+  %rk = eff.reshape %tk : tensor<2x5x3x64xbf16> to tensor<2x5x192xbf16>
+  %rv = eff.reshape %tv : tensor<2x5x3x64xbf16> to tensor<2x5x192xbf16>
+  %c = eff.concat %rq, %rk, %rv {axis = 2 : i64} : (tensor<2x5x192xbf16>, tensor<2x5x192xbf16>, tensor<2x5x192xbf16>) -> tensor<2x5x576xbf16>
+  return %c, %dk : tensor<2x5x576xbf16>, tensor<2x3x5x64xbf16>
+}

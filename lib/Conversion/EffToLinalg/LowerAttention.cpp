@@ -40,6 +40,7 @@
 #include "effrt/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Iterators.h"
 
 using namespace mlir;
@@ -277,30 +278,143 @@ void finishForward(RewriterBase &rewriter, RuntimeCall &call, AttentionOp op,
   rewriter.eraseOp(op);
 }
 
+/// Where the gradients of the fused projection are assembled: autodiff of
+/// the q/k/v split of one [B, T, 3HD] projection (GPT's c_attn) concatenates
+/// dq, dk and dv, each transposed back to [B, T, H, D] and reshaped to
+/// [B, T, HD], along the last axis. The kernel then writes each gradient
+/// into its slice of the concatenation, and the three copies (a read and a
+/// write of every gradient) and the separate buffers disappear.
+struct GradientConcat {
+  ConcatOp concat;
+  /// Per result of the op: its transpose, its reshape, and its first
+  /// element along the concatenation's last axis.
+  SmallVector<TransposeOp> transposes;
+  SmallVector<ReshapeOp> reshapes;
+  SmallVector<int64_t> offsets;
+};
+
+/// The op's GradientConcat: every gradient's only user a foldable
+/// transpose (its OutputLayout), whose only user merges the last two
+/// (head, head size) dimensions, whose only user is one concatenation
+/// along the last axis of exactly these three; else nothing.
+std::optional<GradientConcat> gradientConcat(AttentionGradOp op,
+                                             ArrayRef<OutputLayout> grads) {
+  GradientConcat found;
+  for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads)) {
+    if (grad.perm.empty() || !result.hasOneUse())
+      return std::nullopt;
+    auto transpose = dyn_cast<TransposeOp>(*result.getUsers().begin());
+    if (!transpose || !transpose->hasOneUse())
+      return std::nullopt;
+    auto reshape = dyn_cast<ReshapeOp>(*transpose->getUsers().begin());
+    if (!reshape || !reshape->hasOneUse())
+      return std::nullopt;
+    ArrayRef<int64_t> physical = grad.physical.getShape();
+    int64_t rank = physical.size();
+    SmallVector<int64_t> merged(physical.drop_back(2));
+    merged.push_back(physical[rank - 2] * physical[rank - 1]);
+    if (cast<RankedTensorType>(reshape.getType()).getShape() !=
+        ArrayRef(merged))
+      return std::nullopt;
+    auto concat = dyn_cast<ConcatOp>(*reshape->getUsers().begin());
+    if (!concat || (found.concat && concat != found.concat) ||
+        concat.getAxis() != static_cast<uint64_t>(rank - 2) ||
+        concat.getInputs().size() != op.getNumResults())
+      return std::nullopt;
+    found.concat = concat;
+    found.transposes.push_back(transpose);
+    found.reshapes.push_back(reshape);
+  }
+  for (ReshapeOp reshape : found.reshapes) {
+    int64_t offset = 0;
+    bool seen = false;
+    for (Value input : found.concat.getInputs()) {
+      if (input == reshape.getResult()) {
+        seen = true;
+        break;
+      }
+      offset += cast<RankedTensorType>(input.getType()).getShape().back();
+    }
+    if (!seen)
+      return std::nullopt;
+    found.offsets.push_back(offset);
+  }
+  // Each input once (two results cannot share a reshape: one use each).
+  return found;
+}
+
+/// Allocates the concatenation and passes each gradient as its slice,
+/// viewed in the gradient's physical [.., H, D] layout, with its strides.
+Value addConcatOutputs(RuntimeCall &call, ArrayRef<OutputLayout> grads,
+                       GradientConcat &concat) {
+  OpBuilder &b = call.b;
+  auto type = cast<RankedTensorType>(concat.concat.getResult().getType());
+  Value whole = memref::AllocOp::create(
+      b, call.loc, MemRefType::get(type.getShape(), type.getElementType()));
+  int64_t rank = type.getRank();
+  for (auto [grad, offset] : llvm::zip_equal(grads, concat.offsets)) {
+    ArrayRef<int64_t> physical = grad.physical.getShape();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+        sizes, strides(rank, b.getIndexAttr(1));
+    offsets.back() = b.getIndexAttr(offset);
+    for (int64_t size : type.getShape().drop_back())
+      sizes.push_back(b.getIndexAttr(size));
+    sizes.push_back(b.getIndexAttr(physical[rank - 1] * physical[rank]));
+    Value slice =
+        memref::SubViewOp::create(b, call.loc, whole, offsets, sizes, strides);
+    SmallVector<ReassociationIndices> reassociation;
+    for (int64_t i = 0; i < rank - 1; ++i)
+      reassociation.push_back({i});
+    reassociation.push_back({rank - 1, rank});
+    Value view = memref::ExpandShapeOp::create(b, call.loc, physical, slice,
+                                               reassociation);
+    call.addStridedOutput(view, grad.kernelDims(rank + 1));
+  }
+  return whole;
+}
+
 /// The operands both targets' strided backward calls start with: q, k, v
 /// and o in place, the lse, dO in place, dq, dk, dv in their users'
-/// layouts (returned).
-SmallVector<OutputLayout> addBackwardOperands(RuntimeCall &call,
-                                              AttentionGradOp op) {
+/// layouts (returned), or written into their concatenation (`whole`).
+struct BackwardOperands {
+  SmallVector<OutputLayout> grads;
+  std::optional<GradientConcat> concat;
+  Value whole;
+};
+BackwardOperands addBackwardOperands(RuntimeCall &call, AttentionGradOp op) {
   for (Value v : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
     addStrided(call, v);
   call.addInput(op.getLse());
   addStrided(call, op.getOutputGrad());
-  SmallVector<OutputLayout> grads;
-  for (Value result : op.getResults()) {
-    grads.push_back(outputLayout(result));
-    addOutput(call, grads.back());
+  BackwardOperands operands;
+  for (Value result : op.getResults())
+    operands.grads.push_back(outputLayout(result));
+  operands.concat = gradientConcat(op, operands.grads);
+  if (operands.concat) {
+    operands.whole = addConcatOutputs(call, operands.grads, *operands.concat);
+    return operands;
   }
-  return grads;
+  for (OutputLayout &grad : operands.grads)
+    addOutput(call, grad);
+  return operands;
 }
 
 /// Calls `kernel` and replaces the op's gradients by what it wrote.
 void finishBackward(RewriterBase &rewriter, RuntimeCall &call,
-                    AttentionGradOp op, ArrayRef<OutputLayout> grads,
+                    AttentionGradOp op, const BackwardOperands &operands,
                     StringRef kernel) {
   call.call(op->getParentOfType<ModuleOp>(), kernel);
-  for (auto [result, grad] : llvm::zip_equal(op.getResults(), grads))
-    replaceOutput(rewriter, call, result, grad);
+  if (std::optional<GradientConcat> concat = operands.concat) {
+    rewriter.replaceOp(concat->concat,
+                       call.asTensor(operands.whole, concat->concat.getType()));
+    for (ReshapeOp reshape : concat->reshapes)
+      rewriter.eraseOp(reshape);
+    for (TransposeOp transpose : concat->transposes)
+      rewriter.eraseOp(transpose);
+  } else {
+    for (auto [result, grad] : llvm::zip_equal(op.getResults(), operands.grads))
+      replaceOutput(rewriter, call, result, grad);
+  }
   rewriter.eraseOp(op);
 }
 
@@ -329,13 +443,13 @@ LogicalResult lowerBackward(RewriterBase &rewriter, AttentionGradOp op,
       shapeOf(op.getQuery(), op.getKey(), op.getValue(), op.getMask());
   rewriter.setInsertionPoint(op);
   RuntimeCall call(rewriter, op.getLoc());
-  SmallVector<OutputLayout> grads = addBackwardOperands(call, op);
+  BackwardOperands operands = addBackwardOperands(call, op);
   if (failed(addOptions(call, op, s, rewriter)))
     return op.emitOpError("dropout needs a static micro-batch trip count");
   int64_t tile = effrt_attention_tile(s.tq, s.tk, op.getCausal());
   addWorkspace(call, tile, s.b1 * s.b2, policy.threads,
                effrt_attention_bwd_slot_floats(tile, s.tq, s.tk, s.d, s.dv));
-  finishBackward(rewriter, call, op, grads, kBackwardKernel);
+  finishBackward(rewriter, call, op, operands, kBackwardKernel);
   return success();
 }
 
@@ -502,12 +616,12 @@ LogicalResult lowerCudaBackward(RewriterBase &rewriter, AttentionGradOp op,
   const AttentionShape &s = plan.shape;
   rewriter.setInsertionPoint(op);
   RuntimeCall call(rewriter, op.getLoc());
-  SmallVector<OutputLayout> grads = addBackwardOperands(call, op);
+  BackwardOperands operands = addBackwardOperands(call, op);
   call.addWorkspace(RankedTensorType::get(
       {effrt_cuda_attention_bwd_workspace(s.b1, s.b2, s.tq)},
       rewriter.getF32Type()));
   addCudaOptions(call, op, s, plan.run);
-  finishBackward(rewriter, call, op, grads, kCudaBackwardStrided);
+  finishBackward(rewriter, call, op, operands, kCudaBackwardStrided);
   return success();
 }
 

@@ -406,6 +406,11 @@ Value RuntimeCall::addOutput(RankedTensorType type) {
   return buffer;
 }
 
+void RuntimeCall::addStridedOutput(Value view, ArrayRef<int64_t> dims) {
+  stridedDims[args.size()] = llvm::to_vector(dims);
+  add(view, /*buffer=*/true);
+}
+
 Value RuntimeCall::addWorkspace(RankedTensorType type) {
   Value buffer = addOutput(type);
   buffer.getDefiningOp()->setAttr(kWorkspaceAttrName, b.getUnitAttr());

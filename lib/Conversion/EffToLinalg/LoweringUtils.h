@@ -91,6 +91,9 @@ struct RuntimeCall {
   void addStridedInput(mlir::Value tensor, llvm::ArrayRef<int64_t> dims);
   /// A fresh buffer of `type` the call writes; returns it.
   mlir::Value addOutput(mlir::RankedTensorType type);
+  /// `view`, a view of a buffer the caller allocated, written by the call
+  /// in place, followed by the element strides of its dimensions `dims`.
+  void addStridedOutput(mlir::Value view, llvm::ArrayRef<int64_t> dims);
   /// A fresh buffer of `type` only the call uses, reported as workspace by
   /// the memory report; returns it.
   mlir::Value addWorkspace(mlir::RankedTensorType type);
