@@ -255,38 +255,54 @@ struct LayerNormGradLowering : PolicyPattern<LayerNormGradOp> {
     bool hasScale = static_cast<bool>(scale);
     double n = static_cast<double>(rows.count());
 
-    // xhat = (x - mean) * rstd, g = dy * scale
-    Value xhat = normalize(rewriter, loc, type, x, mean, rstd, {}, {});
-    Value g = dy;
+    // xhat = (x - mean) * rstd and g = dy * scale are computed again in
+    // each reader from x, dy and the statistics instead of being stored:
+    // each would be a tensor of the input's size written once and read
+    // back three times, and the readers read x and dy anyway (on cuda the
+    // row sums and dx are one row-group kernel that then writes dx alone).
+    // The same operations in the same order: the same bits as stored.
+    SmallVector<Value> rowOperands{x, mean, rstd, dy};
     if (hasScale)
-      g = buildElementwise(rewriter, loc, type, {dy, scale},
-                           [](OpBuilder &b, Location l, ValueRange a) {
-                             return arith::MulFOp::create(b, l, a[0], a[1])
-                                 .getResult();
-                           });
-    Value sumG = rows.sum({g}, [](OpBuilder &, Location, ValueRange a) {
-      return a[0];
-    });
-    Value sumGX = rows.sum({g, xhat}, [](OpBuilder &b, Location l, ValueRange a) {
-      return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
-    });
+      rowOperands.push_back(scale);
+    // a: x, mean, rstd, dy[, scale]
+    auto xhatOf = [](OpBuilder &b, Location l, ValueRange a) -> Value {
+      return arith::MulFOp::create(b, l,
+                                   arith::SubFOp::create(b, l, a[0], a[1]),
+                                   a[2]);
+    };
+    auto gOf = [hasScale](OpBuilder &b, Location l, ValueRange a) -> Value {
+      return hasScale ? arith::MulFOp::create(b, l, a[3], a[4]).getResult()
+                      : a[3];
+    };
+    Value sumG = rows.sum(rowOperands, gOf);
+    Value sumGX =
+        rows.sum(rowOperands, [&](OpBuilder &b, Location l, ValueRange a) {
+          return arith::MulFOp::create(b, l, gOf(b, l, a), xhatOf(b, l, a))
+              .getResult();
+        });
     // dx = rstd * (g - sum(g)/n - xhat * sum(g*xhat)/n)
+    SmallVector<Value> dxOperands(rowOperands);
+    dxOperands.append({sumG, sumGX});
+    unsigned sums = rowOperands.size();
     Value dx = buildElementwise(
-        rewriter, loc, type, {g, xhat, sumG, sumGX, rstd},
+        rewriter, loc, type, dxOperands,
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
-          Value inv = c(b, l, a[0].getType(), 1.0 / n);
+          Value g = gOf(b, l, a), xhat = xhatOf(b, l, a);
+          Value inv = c(b, l, g.getType(), 1.0 / n);
           Value centered = arith::SubFOp::create(
-              b, l, a[0], arith::MulFOp::create(b, l, a[2], inv));
+              b, l, g, arith::MulFOp::create(b, l, a[sums], inv));
           Value proj = arith::MulFOp::create(
-              b, l, a[1], arith::MulFOp::create(b, l, a[3], inv));
+              b, l, xhat, arith::MulFOp::create(b, l, a[sums + 1], inv));
           return arith::MulFOp::create(
-              b, l, a[4], arith::SubFOp::create(b, l, centered, proj));
+              b, l, a[2], arith::SubFOp::create(b, l, centered, proj));
         });
     Value dscale = statisticAs(
         rewriter, loc,
-        columns.sum({dy, xhat},
-                    [](OpBuilder &b, Location l, ValueRange a) {
-                      return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+        columns.sum({x, mean, rstd, dy},
+                    [&](OpBuilder &b, Location l, ValueRange a) {
+                      return arith::MulFOp::create(b, l, a[3],
+                                                   xhatOf(b, l, a))
+                          .getResult();
                     }),
         tensorType(op.getScaleGrad()));
     Value dbias = statisticAs(
