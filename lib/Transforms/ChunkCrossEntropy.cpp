@@ -148,6 +148,7 @@ private:
   bool match(SoftmaxCrossEntropyGradOp grad);
   bool productOf(Value logits);
   bool canMaterialize(Value v, int depth = 0);
+  Value gatheredTwin(Operation *def);
   Value materialize(OpBuilder &b, Value v);
   int64_t chunkCount(int64_t rows, int64_t contracted, int64_t classes);
 
@@ -165,12 +166,35 @@ private:
   llvm::DenseMap<Operation *, std::pair<Value, Value>> contractionOperands;
   llvm::SetVector<Value> escaping;
   llvm::DenseMap<Value, Value> materialized;
+  /// Readers of the loss before the gradient, moved after the chunks.
+  llvm::SetVector<Operation *> lateReaders;
 };
+
+/// The forward's gather that `def` (eff-remat's recomputation of it, a
+/// ZeRO-3 parameter gathered again for the backward) repeats, when it is
+/// defined before the chunks: they read that one rather than gather the
+/// parameter a third time.
+Value Chunker::gatheredTwin(Operation *def) {
+  auto gather = dyn_cast_or_null<AllGatherOp>(def);
+  if (!gather || !gather->hasAttr(kRecomputedAttrName))
+    return {};
+  for (Operation *user : gather.getInput().getUsers()) {
+    auto twin = dyn_cast<AllGatherOp>(user);
+    if (twin && twin != gather && !twin->hasAttr(kRecomputedAttrName) &&
+        twin.getType() == gather.getType() &&
+        twin.getWorldSize() == gather.getWorldSize() &&
+        dominance.properlyDominates(twin.getOperation(), ip))
+      return twin.getResult();
+  }
+  return {};
+}
 
 bool Chunker::canMaterialize(Value v, int depth) {
   if (isCheapCopy(v))
     return true;
   if (dominance.properlyDominates(v, ip))
+    return true;
+  if (gatheredTwin(v.getDefiningOp()))
     return true;
   // Movement ops, and what eff-remat recomputes in the backward (clones
   // of forward ops on kept values), can run earlier.
@@ -204,6 +228,20 @@ Value Chunker::materialize(OpBuilder &b, Value v) {
     return v;
   }
   Operation *def = v.getDefiningOp();
+  if (Value twin = gatheredTwin(def)) {
+    materialized[v] = twin;
+    // The gather again and the views of it are erased if nothing else
+    // reads them once the chunks replace the backward's products.
+    SmallVector<Operation *> views{def};
+    while (!views.empty()) {
+      Operation *op = views.pop_back_val();
+      doomed.insert(op);
+      for (Operation *user : op->getUsers())
+        if (isa<ReshapeOp, TransposeOp, CastOp, SaveOp>(user))
+          views.push_back(user);
+    }
+    return twin;
+  }
   IRMapping mapping;
   for (Value operand : def->getOperands())
     mapping.map(operand, materialize(b, operand));
@@ -385,12 +423,33 @@ bool Chunker::match(SoftmaxCrossEntropyGradOp grad) {
   reads.append(needed);
   if (!llvm::all_of(reads, [&](Value v) { return canMaterialize(v); }))
     return false;
-  // The loss is defined there from now on: every reader must come after.
-  for (Operation *user : loss->getUsers()) {
-    Operation *ancestor = block->findAncestorOpInBlock(*user);
-    if (!ancestor || !grad->isBeforeInBlock(ancestor))
+  // The loss is defined there from now on. Its readers before the
+  // gradient (eff-zero starts the loss's all-reduce in the forward: the
+  // weighted loss, its where, the start) move after the chunks, with
+  // whatever reads them before the gradient; nothing the chunks or the
+  // gradient read may be among them.
+  lateReaders.clear();
+  SmallVector<Operation *> readers(loss->getUsers().begin(),
+                                   loss->getUsers().end());
+  while (!readers.empty()) {
+    Operation *ancestor =
+        block->findAncestorOpInBlock(*readers.pop_back_val());
+    if (!ancestor || ancestor == grad.getOperation())
       return false;
+    if (grad->isBeforeInBlock(ancestor) || !lateReaders.insert(ancestor))
+      continue;
+    for (Value result : ancestor->getResults())
+      llvm::append_range(readers, result.getUsers());
   }
+  for (Operation *late : lateReaders)
+    for (Value result : late->getResults())
+      if (llvm::is_contained(reads, result) ||
+          llvm::any_of(result.getUsers(), [&](Operation *user) {
+            Operation *ancestor = block->findAncestorOpInBlock(*user);
+            return !ancestor || ancestor == grad.getOperation() ||
+                   uses.count(ancestor);
+          }))
+        return false;
 
   for (auto &entry : uses)
     cone.insert(entry.first);
@@ -606,6 +665,11 @@ int64_t Chunker::run(SoftmaxCrossEntropyGradOp grad) {
     total =
         DivOp::create(b, forwardLoc, lossSum, inType(count, typeOf(lossSum)));
   loss.getResult().replaceAllUsesWith(inType(total, typeOf(loss.getResult())));
+  SmallVector<Operation *> late(lateReaders.begin(), lateReaders.end());
+  llvm::sort(late,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  for (Operation *op : late)
+    op->moveBefore(ip);
   for (auto &[value, parts] : pieces) {
     auto type = typeOf(value);
     Value whole =
@@ -654,17 +718,6 @@ struct ChunkCrossEntropyPass
     if (chunks == 1)
       return;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      // Not yet with data parallelism: eff-zero starts the loss's
-      // all-reduce in the forward and buckets the gradients in the order
-      // the backward produces them, which the chunks would change.
-      bool collectives = false;
-      func.walk([&](Operation *op) {
-        collectives |=
-            isa<AllReduceOp, AllReduceStartOp, ReduceScatterOp,
-                ReduceScatterStartOp, AllGatherOp, AllGatherStartOp>(op);
-      });
-      if (collectives)
-        continue;
       SmallVector<SoftmaxCrossEntropyGradOp> grads;
       func.walk([&](SoftmaxCrossEntropyGradOp op) { grads.push_back(op); });
       for (SoftmaxCrossEntropyGradOp grad : grads) {

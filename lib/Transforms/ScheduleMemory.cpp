@@ -49,6 +49,8 @@ constexpr int64_t kMaxPulledScalarBytes = 4096;
 struct LiveProfile {
   int64_t peak = 0;
   int64_t integral = 0;
+  /// The first position where the peak is live.
+  size_t peakPosition = 0;
 };
 
 /// Ops whose result is a view of (or the same buffer as) their operand (an
@@ -88,11 +90,24 @@ public:
     LiveProfile best = profile(original);
     peakBefore = best.peak;
     std::vector<unsigned> order = original;
+    std::vector<std::vector<unsigned>> candidates;
     for (int64_t pullCap : {std::numeric_limits<int64_t>::max(),
                             kMaxPulledScalarBytes}) {
       std::vector<unsigned> candidate = freeEarly(pullCap);
       for (int round = 0; round < 4 && sink(candidate); ++round) {
       }
+      candidates.push_back(std::move(candidate));
+    }
+    // Then each of them after the old order's peak only: the old order up
+    // to its peak (which keeps every position before it as it was), the
+    // rest in the candidate's order. The moves may raise the peak where
+    // they interleave what the old order ran apart (the chunks of a loss)
+    // and still free early after it (gradients sharded as their sums
+    // arrive).
+    for (size_t i = 0, e = candidates.size(); i < e; ++i)
+      candidates.push_back(afterPosition(original, best.peakPosition,
+                                         candidates[i]));
+    for (std::vector<unsigned> &candidate : candidates) {
       LiveProfile live = profile(candidate);
       if (std::tie(live.peak, live.integral) <
           std::tie(best.peak, best.integral)) {
@@ -113,6 +128,21 @@ public:
   }
 
 private:
+  /// `prefix` up to and including position `position`, then the other ops
+  /// in the order `rest` has them (both orders respect the data flow, and
+  /// a prefix of one is closed under it, so the result does too).
+  static std::vector<unsigned> afterPosition(ArrayRef<unsigned> prefix,
+                                             size_t position,
+                                             ArrayRef<unsigned> rest) {
+    size_t keep = std::min(position + 1, prefix.size());
+    std::vector<unsigned> result(prefix.begin(), prefix.begin() + keep);
+    llvm::DenseSet<unsigned> kept(result.begin(), result.end());
+    for (unsigned o : rest)
+      if (!kept.contains(o))
+        result.push_back(o);
+    return result;
+  }
+
   /// The op of this block that `v` is defined by, or null.
   Operation *producerInBlock(Value v) const {
     Operation *def = v.getDefiningOp();
@@ -417,9 +447,12 @@ private:
     }
     LiveProfile result;
     int64_t live = 0;
-    for (int64_t d : delta) {
+    for (auto [position, d] : llvm::enumerate(delta)) {
       live += d;
-      result.peak = std::max(result.peak, live);
+      if (live > result.peak) {
+        result.peak = live;
+        result.peakPosition = position;
+      }
       result.integral += live;
     }
     return result;

@@ -639,9 +639,16 @@ def EffChunkCrossEntropyPass
     (an LM head, not a small classifier): 16 chunks of 2048 rows for GPT-2
     at batch 32. `chunks=1` leaves the step as it is; any other value is
     the chunk count (at most the number of rows). Losses that do not match
-    stay as they are, and so do steps with collectives (`--world-size`,
-    `--zero`: eff-zero starts the loss's all-reduce in the forward and
-    buckets gradients in the order the backward produces them).
+    stay as they are.
+
+    Data-parallel steps (`--world-size`, `--zero`) are chunked too. The
+    loss's readers before the backward (eff-zero sums the loss and the
+    count of targets over the ranks right after the loss) move after the
+    chunks, where the loss is now defined, with whatever reads them there.
+    A ZeRO-3 parameter that eff-remat gathers again for the backward (the
+    LM head's weight, for dA) is read from the forward's gather instead, and
+    the backward's gather, then unread, is removed: the chunks do not
+    gather it a third time.
   }];
   let options = [
     Option<"chunks", "chunks", "int64_t", /*default=*/"0",
@@ -860,10 +867,15 @@ def EffScheduleMemoryPass : Pass<"eff-schedule-memory", "::mlir::ModuleOp"> {
     then one that pulls up only scalars (at most 4 KiB: the learning rate).
     The first frees more where the pulled ops free in turn; the second is
     the fallback where the pulled chain's results would be live together,
-    just before the free, above a peak the old order avoided. The first
-    that beats the old order on the model (a lower peak, or the same peak
-    with fewer live bytes summed over the step) replaces it; otherwise the
-    old order stays.
+    just before the free, above a peak the old order avoided. Then each of
+    the two again after the old order's peak only: the old order up to its
+    peak (every position before it unchanged), the remaining ops in the
+    candidate's order, for steps where the moves raise the peak somewhere
+    (interleaving the chunks of a loss that the old order ran one after the
+    other) but still free early after it (ZeRO's gradients sharded as
+    their sums arrive). The first of the four that beats the old order on
+    the model (a lower peak, or the same peak with fewer live bytes summed
+    over the step) replaces it; otherwise the old order stays.
   }];
   let dependentDialects = ["::effopt::eff::EffDialect"];
   let statistics = [
