@@ -32,6 +32,30 @@ func.func @linear(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>)
 
 // -----
 
+// A bias that is a constant +0.0 (eff-chunk-cross-entropy starts its f32 dW
+// accumulation from one) is a zero fill, which a GEMM call folds into
+// beta = 0: no broadcast, C never read. -0.0 is a bias like any other.
+// CHECK-LABEL: func.func @linear_zero_bias
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[INIT:.*]] = linalg.fill ins(%[[ZERO]] : f32)
+// CHECK-NOT: linalg.generic
+// CHECK: linalg.matmul {{.*}} outs(%[[INIT]] : tensor<16x8xf32>)
+// CHECK-LABEL: func.func @linear_negative_zero_bias
+// CHECK: linalg.generic
+// CHECK: linalg.matmul
+func.func @linear_zero_bias(%g: tensor<4x16xf32>, %a: tensor<4x8xf32>) -> tensor<16x8xf32> {
+  %zero = eff.constant dense<0.000000e+00> : tensor<f32>
+  %0 = eff.linear %g, %a, %zero {transpose_a = true} : (tensor<4x16xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+func.func @linear_negative_zero_bias(%g: tensor<4x16xf32>, %a: tensor<4x8xf32>) -> tensor<16x8xf32> {
+  %zero = eff.constant dense<-0.000000e+00> : tensor<f32>
+  %0 = eff.linear %g, %a, %zero {transpose_a = true} : (tensor<4x16xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
 // Batch dimensions collapse into one batched GEMM, views on both sides.
 // CHECK-LABEL: func.func @batched
 // CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x5xf32> into tensor<6x4x5xf32>

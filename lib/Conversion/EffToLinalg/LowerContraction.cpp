@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace effopt::eff;
@@ -44,9 +45,21 @@ Value buildMatmul(OpBuilder &b, Location loc, Value a, Value bm, Value c,
       .getResult(0);
 }
 
+/// Whether `v` is a constant of +0.0 everywhere (eff-chunk-cross-entropy's
+/// f32 start of a dW accumulation).
+bool isPositiveZero(Value v) {
+  ElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  auto dense = dyn_cast<DenseFPElementsAttr>(attr);
+  return dense && dense.getSplatValue<APFloat>().isPosZero();
+}
+
 Value buildLinearInit(OpBuilder &b, Location loc, RankedTensorType type,
                       Value bias, double alpha, double beta) {
-  if (!bias || alpha != 1.0)
+  // A zero bias is a zero fill, which the GEMM call folds into beta = 0
+  // (no fill kernel, C not read).
+  if (!bias || alpha != 1.0 || isPositiveZero(bias))
     return zeros(b, loc, type);
   return buildElementwise(
       b, loc, type, {bias},
