@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The bytes each of effopt's own GPU kernels moves, counted from the step
+effc forms for `--target cuda` -- on a machine without a GPU.
+
+    kernel_traffic.py MODEL.onnx --bin BUILD/bin [--effc=FLAG ...]
+                      [--top N] [--json OUT]
+
+Compiles MODEL with `effc --target cuda` (plus each --effc flag) up to
+`eff-gpu-form-kernels` (effc --emit train-step, then effopt-opt with
+effc's own lowering pipeline cut after that pass), and for every
+`gpu.launch` counts the bytes of each buffer it loads from and stores to,
+once, at the buffer's full size. That is what a bandwidth-bound kernel
+costs at best; it overcounts a launch that reads a few elements of a large
+buffer (a cross-entropy's gather of each row's target logit). The library
+calls (cuBLASLt GEMMs, the attention kernels, cuDNN) are listed by name
+and count; their traffic is not counted.
+
+Prints the launches and bytes per strategy (`eff.kernel`: elementwise,
+row-group, block-reduction, ...), the milliseconds those bytes take at
+--bandwidth (default 2.5 TB/s, about 80% of an H100's 3.0 TB/s copy
+bandwidth), and the --top launches by bytes with the kernel name a profile
+shows (effx_<strategy>_<N>). Use it to decide what a change to the step's
+kernels saves before a GPU can time it; `bench/gpu_vs_torch.py --profile`
+then measures each kernel's time and DRAM bytes on one.
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ELEMENT_BYTES = {"f64": 8, "f32": 4, "bf16": 2, "f16": 2, "i64": 8,
+                 "i32": 4, "i16": 2, "i8": 1, "i1": 1, "index": 8}
+ACCESS = re.compile(
+    r"(memref\.load|vector\.load|memref\.store|vector\.store|"
+    r"memref\.atomic_rmw)\b.*?(%[\w#]+)\[.*:\s*(memref<[^>]*>)")
+KERNEL_KIND = re.compile(r'eff\.kernel = "([a-z-]+)"')
+KERNEL_NAME = re.compile(r"function\(@(\w+)\)")
+LIBRARY_CALL = re.compile(r"call @(effrt_cuda_\w+)")
+
+
+def memref_bytes(type_text):
+    """Bytes of a static memref type (its shape times its element size;
+    strided views count their shape, not their stride)."""
+    inner = re.match(r"memref<([^>]*)>", type_text).group(1)
+    dims = inner.split(",")[0].split("x")
+    count = 1
+    for d in dims[:-1]:
+        if not d.strip().isdigit():
+            raise ValueError("dynamic memref %s" % type_text)
+        count *= int(d)
+    return count * ELEMENT_BYTES.get(dims[-1].strip(), 4)
+
+
+def launches_of(text):
+    """[{kind, name, read, written, line}] per gpu.launch, in program order,
+    and a Counter of library calls."""
+    lines = text.split("\n")
+    launches, calls = [], collections.Counter()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        call = LIBRARY_CALL.search(line)
+        if call and "func.func" not in line:
+            calls[call.group(1)] += 1
+        if "gpu.launch " not in line:
+            i += 1
+            continue
+        depth = line.count("{") - line.count("}")
+        body = [line]
+        j = i + 1
+        while depth > 0 and j < len(lines):
+            body.append(lines[j])
+            depth += lines[j].count("{") - lines[j].count("}")
+            j += 1
+        read, written = {}, {}
+        for b in body:
+            m = ACCESS.search(b)
+            if m:
+                op, value, type_text = m.groups()
+                target = written if ("store" in op or "atomic" in op) \
+                    else read
+                target[value] = memref_bytes(type_text)
+        text_body = "\n".join(body)
+        kind = KERNEL_KIND.search(text_body)
+        name = KERNEL_NAME.search(text_body)
+        launches.append(dict(kind=kind.group(1) if kind else "?",
+                             name=name.group(1) if name else "?",
+                             read=sum(read.values()),
+                             written=sum(written.values()), line=i + 1))
+        i = j
+    return launches, calls
+
+
+def form_kernels(args, work):
+    """The step after eff-gpu-form-kernels, as text."""
+    effc = os.path.join(args.bin, "effc")
+    opt = os.path.join(args.bin, "effopt-opt")
+    base = [effc, args.model, "--target", "cuda"] + args.effc
+    r = subprocess.run(base + ["--print-pipeline"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if r.returncode != 0:
+        sys.exit("kernel_traffic.py: effc --print-pipeline failed: %s" %
+                 (r.stderr.strip().splitlines() or ["?"])[-1])
+    lowering = [l for l in r.stdout.splitlines() if l.startswith("lowering: ")]
+    if not lowering:
+        sys.exit("kernel_traffic.py: no 'lowering:' line in effc "
+                 "--print-pipeline")
+    pipeline = lowering[0][len("lowering: "):].strip()
+    at = pipeline.find("eff-gpu-form-kernels")
+    if at < 0:
+        sys.exit("kernel_traffic.py: the lowering pipeline has no "
+                 "eff-gpu-form-kernels (not --target cuda?)")
+    end = pipeline.find("}", at)
+    end = end + 1 if end >= 0 and pipeline[at:end].find(",") < 0 else \
+        at + len("eff-gpu-form-kernels")
+    pipeline = pipeline[:end] + ")"
+    step = os.path.join(work, "step.mlir")
+    with open(step, "w") as f:
+        r = subprocess.run(base + ["--emit", "train-step"], stdout=f,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    if r.returncode != 0:
+        sys.exit("kernel_traffic.py: effc --emit train-step failed: %s" %
+                 (r.stderr.strip().splitlines() or ["?"])[-1])
+    formed = os.path.join(work, "formed.mlir")
+    r = subprocess.run([opt, step, "--pass-pipeline=" + pipeline,
+                        "--mlir-elide-elementsattrs-if-larger=16",
+                        "-o", formed], stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    if r.returncode != 0:
+        sys.exit("kernel_traffic.py: effopt-opt failed: %s" %
+                 (r.stderr.strip().splitlines() or ["?"])[-1])
+    return open(formed).read()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("model")
+    p.add_argument("--bin", required=True, help="effopt's build/bin")
+    p.add_argument("--effc", action="append", default=[],
+                   help="an extra effc flag (--effc=--precision=bf16)")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--bandwidth", type=float, default=2.5,
+                   help="TB/s the milliseconds are counted at")
+    p.add_argument("--json", help="write every launch here")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        launches, calls = launches_of(form_kernels(args, work))
+    total = sum(k["read"] + k["written"] for k in launches)
+    ms = lambda b: b / (args.bandwidth * 1e12) * 1e3  # noqa: E731
+    print("launches: %d, %.2f GB read and written: %.2f ms at %.1f TB/s" %
+          (len(launches), total / 1e9, ms(total), args.bandwidth))
+    kinds = collections.defaultdict(lambda: [0, 0])
+    for k in launches:
+        kinds[k["kind"]][0] += 1
+        kinds[k["kind"]][1] += k["read"] + k["written"]
+    print("by kind:")
+    for kind, (n, b) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
+        print("  %-18s %5d launches %9.3f GB %8.3f ms" % (kind, n, b / 1e9,
+                                                          ms(b)))
+    print("library calls (not counted):")
+    for name, n in sorted(calls.items()):
+        print("  %-40s %5d" % (name, n))
+    print("the %d launches that move the most:" % args.top)
+    for k in sorted(launches, key=lambda k: -(k["read"] + k["written"]))[
+            :args.top]:
+        print("  %-30s read %9.1f MB written %9.1f MB" % (
+            k["name"], k["read"] / 1e6, k["written"] / 1e6))
+    if args.json:
+        json.dump(dict(launches=launches, calls=dict(calls),
+                       total_bytes=total), open(args.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
