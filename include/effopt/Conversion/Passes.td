@@ -93,6 +93,11 @@ def ConvertEffToLinalgPass : Pass<"convert-eff-to-linalg", "::mlir::ModuleOp"> {
            "The runtime kernels eff.attention lowers to: cpu "
            "(effrt_attention_*_f32) or cuda (effrt_cuda_attention_*: "
            "f32/f16/bf16, no mask, no dropout)">,
+    Option<"onlineLogSumExp", "online-log-sum-exp", "bool", /*default=*/"false",
+           "A softmax cross-entropy's rows of more than 4096 classes take "
+           "their max and sum of exponentials in one pass (online: the sum "
+           "rescaled whenever the max grows) instead of two; eff-gpu-form-"
+           "kernels runs it as one block reduction (cuda)">,
     Option<"collectives", "collectives", "std::string", /*default=*/"\"cpu\"",
            "The runtime entry points collectives lower to: cpu "
            "(effrt_allreduce_sum_f32, ...: host memory, MPI) or cuda "

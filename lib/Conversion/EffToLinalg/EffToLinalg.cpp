@@ -69,6 +69,7 @@ struct ConvertEffToLinalgPass
     if (collectives != "cpu" && collectives != "cuda")
       return bad("collectives", collectives, "cpu or cuda");
     policy.cudaCollectives = collectives == "cuda";
+    policy.onlineLogSumExp = onlineLogSumExp;
     if (threads < 1)
       return bad("threads", std::to_string(threads), "at least 1");
     policy.threads = threads;

@@ -59,9 +59,68 @@ Value column(OpBuilder &b, Location loc, Value v) {
       RankedTensorType::get({type.getDimSize(0), 1}, type.getElementType()));
 }
 
+/// Rows longer than this take the online log-sum-exp where the policy asks
+/// for it: the longest row a warp reduces (eff-gpu-form-kernels), so the
+/// online pair is always one block reduction there.
+constexpr int64_t kMinOnlineClasses = 4096;
+
+/// The online log-sum-exp of every row, one pass over the logits: the
+/// running max m and the sum s of exp(x - m), rescaled by exp(m_old - m)
+/// whenever the max grows (Milakov and Gimelshein, 2018). One reduction with
+/// two f32 outputs; eff-gpu-form-kernels combines the threads' pairs.
+/// -inf logits add nothing, a row of them gives -inf.
+Value rowOnlineLogSumExp(OpBuilder &b, Location loc, const Rows &r) {
+  Type t = tensorType(r.input).getElementType();
+  Type f32 = b.getF32Type();
+  auto rowType = RankedTensorType::get({r.rows}, f32);
+  Value maxInit = buildFill(b, loc, rowType, negativeInfinity(b, loc, f32));
+  Value sumInit = buildFill(b, loc, rowType, scalarConstant(b, loc, f32, 0.0));
+  MLIRContext *ctx = b.getContext();
+  AffineMap rows = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{rowType, rowType}, ValueRange{r.input},
+      ValueRange{maxInit, sumInit},
+      {AffineMap::getMultiDimIdentityMap(2, ctx), rows, rows},
+      {utils::IteratorType::parallel, utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value x = castScalar(nb, l, args[0], f32), m = args[1], s = args[2];
+        Value newMax = arith::MaximumFOp::create(nb, l, m, x);
+        Value one = scalarConstant(nb, l, f32, 1.0);
+        Value zero = scalarConstant(nb, l, f32, 0.0);
+        // exp(m - newMax), 1 when the max stays (also when both are -inf).
+        Value same = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                           m, newMax);
+        Value rescale = arith::SelectOp::create(
+            nb, l, same, one,
+            math::ExpOp::create(nb, l,
+                                arith::SubFOp::create(nb, l, m, newMax)));
+        // exp(x - newMax), 0 while the max is -inf.
+        Value empty = arith::CmpFOp::create(
+            nb, l, arith::CmpFPredicate::OEQ, newMax,
+            negativeInfinity(nb, l, f32));
+        Value term = arith::SelectOp::create(
+            nb, l, empty, zero,
+            math::ExpOp::create(nb, l,
+                                arith::SubFOp::create(nb, l, x, newMax)));
+        Value newSum = arith::AddFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, s, rescale), term);
+        linalg::YieldOp::create(nb, l, ValueRange{newMax, newSum});
+      });
+  Value lse = buildElementwise(
+      b, loc, rowType, {generic.getResult(0), generic.getResult(1)},
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        return arith::AddFOp::create(nb, l, args[0],
+                                     math::LogOp::create(nb, l, args[1]))
+            .getResult();
+      });
+  return convertElements(b, loc, lse, t);
+}
+
 /// Stable log-sum-exp of every row: max + log(sum(exp(x - max))).
 Value rowLogSumExp(OpBuilder &b, Location loc, const LoweringPolicy &policy,
                    const Rows &r) {
+  if (policy.onlineLogSumExp && r.classes > kMinOnlineClasses)
+    return rowOnlineLogSumExp(b, loc, r);
   Type t = tensorType(r.input).getElementType();
   Value negInf = negativeInfinity(b, loc, t);
   Value max = buildReduction(b, loc, r.input, {1}, negInf,

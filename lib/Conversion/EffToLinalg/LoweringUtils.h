@@ -49,6 +49,9 @@ struct LoweringPolicy {
   /// Collectives as calls of the CUDA runtime (effrt_cuda_*_f32, device
   /// pointers, queued on the GPU) instead of the CPU's (effrt_*_f32).
   bool cudaCollectives = false;
+  /// A cross-entropy's long rows take their max and sum of exponentials in
+  /// one online pass (cuda: one block reduction instead of two).
+  bool onlineLogSumExp = false;
   /// The most threads the step runs on: the CPU attention kernels get one
   /// workspace slot per thread (up to their number of work items).
   int64_t threads = 16;

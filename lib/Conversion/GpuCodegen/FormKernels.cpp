@@ -638,6 +638,7 @@ struct EffGpuFormKernelsPass
       std::optional<unsigned> inner = innermostAccessedDim(op);
       bool rowReduction = parallelDims.empty() ||
                           (inner && llvm::is_contained(reductionDims, *inner));
+      bool online = rowReduction && isOnlineLogSumExp(op);
       if (succeeded(combiners) && rowReduction)
         epilogue = matchEpilogue(op, sizes, parallelDims);
       // The address arithmetic between the two (the epilogue's output
@@ -647,8 +648,15 @@ struct EffGpuFormKernelsPass
           op->getNextNode()->moveBefore(op);
       std::string epilogueRemark =
           epilogue ? "; the elementwise op after it runs in its epilogue" : "";
-      if (succeeded(combiners) && rowReduction &&
-          isShortRowReduction(op, sizes, parallelDims, reductionDims)) {
+      if (online) {
+        launch = formOnlineLogSumExp(b, op, sizes, parallelDims,
+                                     reductionDims);
+        ++numBlockReductions;
+        remark(op, "online log-sum-exp: one block per row, its max and sum "
+                   "of exponentials in one pass" +
+                       foldedFillsRemark(op));
+      } else if (succeeded(combiners) && rowReduction &&
+                 isShortRowReduction(op, sizes, parallelDims, reductionDims)) {
         int64_t rowsPerBlock = 0;
         launch = formWarpReduction(b, op, sizes, parallelDims, reductionDims,
                                    *combiners, epilogue, rowsPerBlock);
@@ -960,6 +968,87 @@ struct EffGpuFormKernelsPass
         storeCombined(b, op, ivs, combiners, totals, foldedInitials.lookup(op));
     if (epilogue)
       emitEpilogue(b, op, epilogue, ivs, parallelDims, stored);
+    return launch;
+  }
+
+  /// One block per row of an online log-sum-exp (isOnlineLogSumExp): each
+  /// thread runs the payload over its share of the row from (-inf, 0) (16
+  /// bytes at a time where the layout allows, as formBlockReduction); the
+  /// block's max M is one gpu.all_reduce, the sum of the threads' s rescaled
+  /// to it, s * exp(m - M), another; thread 0 folds in the outputs' initial
+  /// values the same way and stores both.
+  gpu::LaunchOp formOnlineLogSumExp(OpBuilder &b, linalg::GenericOp op,
+                                    ArrayRef<Value> sizes,
+                                    ArrayRef<unsigned> parallelDims,
+                                    ArrayRef<unsigned> reductionDims) {
+    Location loc = op.getLoc();
+    SmallVector<Value> parallelSizes, reductionSizes;
+    for (unsigned d : parallelDims)
+      parallelSizes.push_back(sizes[d]);
+    for (unsigned d : reductionDims)
+      reductionSizes.push_back(sizes[d]);
+    Value points = product(b, loc, parallelSizes);
+    Value count = product(b, loc, reductionSizes);
+    int64_t threads = blockSize;
+    if (std::optional<int64_t> n = getConstantIntValue(count))
+      threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(*n), 32, blockSize);
+    OpBuilder::InsertionGuard guard(b);
+    gpu::LaunchOp launch = createLaunch(
+        b, loc, points, indexConstant(b, loc, threads), "block-reduction");
+    SmallVector<Value> ivs(sizes.size());
+    for (auto [d, iv] :
+         llvm::zip(parallelDims,
+                   delinearize(b, loc, launch.getBlockIds().x, parallelSizes)))
+      ivs[d] = iv;
+    Type f32 = b.getF32Type();
+    auto negInf = b.getFloatAttr(
+        f32, APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true));
+    // The identities the partial loops start from (the combiner ops are not
+    // used: the payload runs as it is).
+    SmallVector<Combiner> start = {
+        Combiner{nullptr, gpu::AllReduceOperation::MAXIMUMF, negInf},
+        Combiner{nullptr, gpu::AllReduceOperation::ADD,
+                 b.getFloatAttr(f32, 0.0)}};
+    int64_t width = 0;
+    scf::ForOp partial = emitPartialReduction(
+        b, op, ivs, sizes, reductionDims, start, launch.getThreadIds().x,
+        launch.getBlockSize().x, /*active=*/Value(), width);
+    if (width > 1)
+      ++numVectorizedBlockReductions;
+    Value one = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, 1.0));
+    // s * exp(m - to): exp(-inf - to) is 0; 1 when m is `to` (also both
+    // -inf, where s is 0).
+    auto rescaled = [&](Value s, Value m, Value to) -> Value {
+      Value same =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, to);
+      Value factor = arith::SelectOp::create(
+          b, loc, same, one,
+          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, to)));
+      return arith::MulFOp::create(b, loc, s, factor);
+    };
+    Value mine = partial.getResult(0), sum = partial.getResult(1);
+    Value max = blockAllReduce(b, loc, mine, gpu::AllReduceOperation::MAXIMUMF);
+    Value total = blockAllReduce(b, loc, rescaled(sum, mine, max),
+                                 gpu::AllReduceOperation::ADD);
+    Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          launch.getThreadIds().x,
+                                          indexConstant(b, loc, 0));
+    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    SmallVector<Value> initials = foldedInitials.lookup(op);
+    SmallVector<Value> initial;
+    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable()))
+      initial.push_back(
+          k < initials.size() && initials[k]
+              ? initials[k]
+              : Value(memref::LoadOp::create(
+                    b, loc, init.get(),
+                    applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs))));
+    Value finalMax = arith::MaximumFOp::create(b, loc, initial[0], max);
+    Value finalSum = arith::AddFOp::create(
+        b, loc, rescaled(initial[1], initial[0], finalMax),
+        rescaled(total, max, finalMax));
+    storeOutputs(b, op, ivs, {finalMax, finalSum});
     return launch;
   }
 

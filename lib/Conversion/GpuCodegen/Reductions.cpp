@@ -3,6 +3,7 @@
 #include "effopt/Conversion/GpuCodegen/Reductions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -150,6 +151,49 @@ std::optional<unsigned> innermostAccessedDim(linalg::GenericOp op) {
   if (auto dim = dyn_cast<AffineDimExpr>(map.getResults().back()))
     return dim.getPosition();
   return std::nullopt;
+}
+
+bool isOnlineLogSumExp(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 2 || op.getNumReductionLoops() == 0)
+    return false;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  BlockArgument m = op.getMatchingBlockArgument(op.getDpsInitOperand(0));
+  BlockArgument s = op.getMatchingBlockArgument(op.getDpsInitOperand(1));
+  if (!m.getType().isF32() || !s.getType().isF32())
+    return false;
+  // m' = max(m, x), x from the inputs.
+  auto newMax = yield.getOperand(0).getDefiningOp<arith::MaximumFOp>();
+  if (!newMax || newMax.getLhs() != m ||
+      !independentOfOutputs(op, newMax.getRhs()))
+    return false;
+  Value x = newMax.getRhs();
+  // s' = s * rescale + term: s read once, by that product.
+  auto newSum = yield.getOperand(1).getDefiningOp<arith::AddFOp>();
+  if (!newSum || !s.hasOneUse())
+    return false;
+  auto scaled = newSum.getLhs().getDefiningOp<arith::MulFOp>();
+  if (!scaled || scaled.getLhs() != s)
+    return false;
+  // rescale = m == m' ? 1 : exp(m - m'); term = m' == -inf ? 0 : exp(x - m').
+  auto expOf = [&](Value v, Value a, Value b) {
+    auto select = v.getDefiningOp<arith::SelectOp>();
+    if (!select)
+      return false;
+    auto exp = select.getFalseValue().getDefiningOp<math::ExpOp>();
+    auto sub = exp ? exp.getOperand().getDefiningOp<arith::SubFOp>()
+                   : arith::SubFOp();
+    return sub && sub.getLhs() == a && sub.getRhs() == b &&
+           select.getCondition().getDefiningOp<arith::CmpFOp>();
+  };
+  if (!expOf(scaled.getRhs(), m, newMax) ||
+      !expOf(newSum.getRhs(), x, newMax))
+    return false;
+  // m feeds only m', the rescale's compare and its difference.
+  return llvm::all_of(m.getUsers(), [&](Operation *user) {
+    return user == newMax.getOperation() || isa<arith::CmpFOp>(user) ||
+           isa<arith::SubFOp>(user);
+  });
 }
 
 bool isCombinedAcrossThreads(linalg::GenericOp op) {

@@ -133,6 +133,11 @@ struct TestEmulateGpuLaunchesPass
         if (!reduce.getUniform() || !reduce.getOp())
           return reduce.emitOpError("emulation needs a uniform all_reduce "
                                     "with an operation attribute");
+        // A reduction of what an earlier one's result computed (an online
+        // log-sum-exp: the block's max, then the sums rescaled to it).
+        if (Operation *def = reduce.getValue().getDefiningOp();
+            def && afterReduce.contains(def))
+          return emulateDependentReduces(launch, base);
         reduces.push_back(reduce);
         afterReduce.insert(&op);
         continue;
@@ -191,6 +196,81 @@ struct TestEmulateGpuLaunchesPass
         if (afterReduce.contains(&op) && !isa<gpu::AllReduceOp>(op))
           b.clone(op, mapping);
     }
+    launch.erase();
+    return success();
+  }
+
+  /// A body whose all_reduces depend on each other, one phase per
+  /// all_reduce: phase k runs every thread in order over the ops before the
+  /// k-th all_reduce (the earlier ones' totals given) and combines its
+  /// operand in thread order; then the whole body runs once, as thread 0,
+  /// with every total. The phases run the ops before an all_reduce again,
+  /// so those may not write memory.
+  LogicalResult emulateDependentReduces(gpu::LaunchOp launch,
+                                        IRMapping base) {
+    Location loc = launch.getLoc();
+    OpBuilder b(launch);
+    Block &body = launch.getBody().front();
+    SmallVector<gpu::AllReduceOp> reduces;
+    for (Operation &op : body.without_terminator())
+      if (auto reduce = dyn_cast<gpu::AllReduceOp>(op))
+        reduces.push_back(reduce);
+    // Writes after the last all_reduce only (they run once, as thread 0).
+    for (Operation &op : body.without_terminator()) {
+      if (!op.isBeforeInBlock(reduces.back()))
+        break;
+      bool writes = false;
+      op.walk([&](Operation *nested) {
+        writes |= hasEffect<MemoryEffects::Write>(nested);
+      });
+      if (writes)
+        return op.emitOpError("emulation: a write before a dependent "
+                              "all_reduce");
+    }
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    gpu::KernelDim3 blocks = launch.getBlockIds(),
+                    threads = launch.getThreadIds();
+    auto blockLoop =
+        scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
+    b.setInsertionPointToStart(blockLoop.getBody());
+    base.map(blocks.x, blockLoop.getInductionVar());
+    SmallVector<Value> totals;
+    for (gpu::AllReduceOp reduce : reduces) {
+      Value initial = arith::ConstantOp::create(
+          b, loc, b.getZeroAttr(reduce.getValue().getType()));
+      auto threadLoop = scf::ForOp::create(
+          b, loc, zero, launch.getBlockSizeX(), one, ValueRange{initial},
+          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange carried) {
+            IRMapping mapping = base;
+            mapping.map(threads.x, tx);
+            for (auto [earlier, total] : llvm::zip(reduces, totals))
+              mapping.map(earlier.getResult(), total);
+            for (Operation &op : body.without_terminator()) {
+              if (&op == reduce.getOperation())
+                break;
+              if (!isa<gpu::AllReduceOp>(op))
+                nb.clone(op, mapping);
+            }
+            Value isFirst = arith::CmpIOp::create(
+                nb, nloc, arith::CmpIPredicate::eq, tx, zero);
+            Value mine = mapping.lookup(reduce.getValue());
+            Value combined =
+                combine(nb, nloc, *reduce.getOp(), carried.front(), mine);
+            scf::YieldOp::create(
+                nb, nloc,
+                ValueRange{arith::SelectOp::create(nb, nloc, isFirst, mine,
+                                                   combined)});
+          });
+      totals.push_back(threadLoop.getResult(0));
+    }
+    IRMapping mapping = base;
+    mapping.map(threads.x, zero);
+    for (auto [reduce, total] : llvm::zip(reduces, totals))
+      mapping.map(reduce.getResult(), total);
+    for (Operation &op : body.without_terminator())
+      if (!isa<gpu::AllReduceOp>(op))
+        b.clone(op, mapping);
     launch.erase();
     return success();
   }

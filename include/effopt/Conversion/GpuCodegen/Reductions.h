@@ -31,6 +31,15 @@ struct Combiner {
 mlir::FailureOr<llvm::SmallVector<Combiner>>
 matchCombiners(mlir::linalg::GenericOp op);
 
+/// Whether `op` is the online log-sum-exp of LowerLoss's cross-entropy
+/// (convert-eff-to-linalg online-log-sum-exp): outputs 0 and 1 the running
+/// max m and sum s, the payload m' = max(m, x) and
+/// s' = s * (m == m' ? 1 : exp(m - m')) + (m' == -inf ? 0 : exp(x - m')),
+/// x computed from the inputs alone. Threads combine such pairs by the max
+/// of their m and the sum of their s rescaled to it, not output by output,
+/// so matchCombiners does not recognise it.
+bool isOnlineLogSumExp(mlir::linalg::GenericOp op);
+
 /// The loop dimension that indexes the innermost (contiguous) dimension of
 /// the highest-rank input (tensor or memref), which decides whether
 /// neighbouring threads should walk a reduction or a parallel dimension.
