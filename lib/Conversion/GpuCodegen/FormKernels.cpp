@@ -913,6 +913,43 @@ struct EffGpuFormKernelsPass
     return launch;
   }
 
+  /// A launch of one block per point of the parallel dims (the builder is
+  /// left in its body) and the loop ivs of the block's point (the reduction
+  /// dims' null): fewer threads for short rows (those not taking a warp
+  /// each: a dynamic size, a type shuffles cannot move), `blockSize` for
+  /// long ones, 1024 for a single output (a full reduction has no other
+  /// parallelism).
+  struct BlockPerPoint {
+    gpu::LaunchOp launch;
+    SmallVector<Value> ivs;
+  };
+  BlockPerPoint createBlockPerPointLaunch(OpBuilder &b, Location loc,
+                                          ArrayRef<Value> sizes,
+                                          ArrayRef<unsigned> parallelDims,
+                                          ArrayRef<unsigned> reductionDims) {
+    SmallVector<Value> parallelSizes, reductionSizes;
+    for (unsigned d : parallelDims)
+      parallelSizes.push_back(sizes[d]);
+    for (unsigned d : reductionDims)
+      reductionSizes.push_back(sizes[d]);
+    Value points = product(b, loc, parallelSizes);
+    Value count = product(b, loc, reductionSizes);
+    std::optional<int64_t> staticPoints = getConstantIntValue(points);
+    int64_t maxThreads = staticPoints && *staticPoints == 1 ? 1024 : blockSize;
+    int64_t threads = maxThreads;
+    if (std::optional<int64_t> n = getConstantIntValue(count))
+      threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(*n), 32, maxThreads);
+    BlockPerPoint result;
+    result.launch = createLaunch(b, loc, points, indexConstant(b, loc, threads),
+                                 "block-reduction");
+    result.ivs.resize(sizes.size());
+    for (auto [d, iv] : llvm::zip(
+             parallelDims, delinearize(b, loc, result.launch.getBlockIds().x,
+                                       parallelSizes)))
+      result.ivs[d] = iv;
+    return result;
+  }
+
   /// One block per output point: threads stride over the linearised
   /// reduction dims from the identity, gpu.all_reduce combines the block,
   /// thread 0 folds in the output's initial value and stores.
@@ -923,30 +960,9 @@ struct EffGpuFormKernelsPass
                                    ArrayRef<Combiner> combiners,
                                    linalg::GenericOp epilogue) {
     Location loc = op.getLoc();
-    SmallVector<Value> parallelSizes, reductionSizes;
-    for (unsigned d : parallelDims)
-      parallelSizes.push_back(sizes[d]);
-    for (unsigned d : reductionDims)
-      reductionSizes.push_back(sizes[d]);
-    Value points = product(b, loc, parallelSizes);
-    Value count = product(b, loc, reductionSizes);
-    // Fewer threads for short rows (those not taking a warp each: a
-    // dynamic size, a type shuffles cannot move), `blockSize` for long ones,
-    // 1024 for a single output (a full reduction has no other parallelism).
-    std::optional<int64_t> staticPoints = getConstantIntValue(points);
-    int64_t maxThreads = staticPoints && *staticPoints == 1 ? 1024 : blockSize;
-    int64_t threads = maxThreads;
-    if (std::optional<int64_t> n = getConstantIntValue(count))
-      threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(*n), 32, maxThreads);
-    Value block = indexConstant(b, loc, threads);
     OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp launch =
-        createLaunch(b, loc, points, block, "block-reduction");
-    SmallVector<Value> ivs(sizes.size());
-    for (auto [d, iv] :
-         llvm::zip(parallelDims,
-                   delinearize(b, loc, launch.getBlockIds().x, parallelSizes)))
-      ivs[d] = iv;
+    auto [launch, ivs] =
+        createBlockPerPointLaunch(b, loc, sizes, parallelDims, reductionDims);
     // 16-byte loads of the row where the layout allows: a cross-entropy's
     // bf16 logits are read at the copy bandwidth, not two bytes per thread
     // and step.
@@ -982,24 +998,9 @@ struct EffGpuFormKernelsPass
                                     ArrayRef<unsigned> parallelDims,
                                     ArrayRef<unsigned> reductionDims) {
     Location loc = op.getLoc();
-    SmallVector<Value> parallelSizes, reductionSizes;
-    for (unsigned d : parallelDims)
-      parallelSizes.push_back(sizes[d]);
-    for (unsigned d : reductionDims)
-      reductionSizes.push_back(sizes[d]);
-    Value points = product(b, loc, parallelSizes);
-    Value count = product(b, loc, reductionSizes);
-    int64_t threads = blockSize;
-    if (std::optional<int64_t> n = getConstantIntValue(count))
-      threads = std::clamp<int64_t>(llvm::PowerOf2Ceil(*n), 32, blockSize);
     OpBuilder::InsertionGuard guard(b);
-    gpu::LaunchOp launch = createLaunch(
-        b, loc, points, indexConstant(b, loc, threads), "block-reduction");
-    SmallVector<Value> ivs(sizes.size());
-    for (auto [d, iv] :
-         llvm::zip(parallelDims,
-                   delinearize(b, loc, launch.getBlockIds().x, parallelSizes)))
-      ivs[d] = iv;
+    auto [launch, ivs] =
+        createBlockPerPointLaunch(b, loc, sizes, parallelDims, reductionDims);
     Type f32 = b.getF32Type();
     auto negInf = b.getFloatAttr(
         f32, APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true));
