@@ -1036,15 +1036,8 @@ struct EffGpuFormKernelsPass
                                           indexConstant(b, loc, 0));
     auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
     b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    SmallVector<Value> initials = foldedInitials.lookup(op);
-    SmallVector<Value> initial;
-    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable()))
-      initial.push_back(
-          k < initials.size() && initials[k]
-              ? initials[k]
-              : Value(memref::LoadOp::create(
-                    b, loc, init.get(),
-                    applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs))));
+    SmallVector<Value> initial =
+        initialValues(b, op, ivs, foldedInitials.lookup(op));
     Value finalMax = arith::MaximumFOp::create(b, loc, initial[0], max);
     Value finalSum = arith::AddFOp::create(
         b, loc, rescaled(initial[1], initial[0], finalMax),
@@ -1075,20 +1068,29 @@ struct EffGpuFormKernelsPass
                                           ArrayRef<Combiner> combiners,
                                           ArrayRef<Value> totals,
                                           ArrayRef<Value> initials) {
-    Location loc = op.getLoc();
     SmallVector<Value> results;
-    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
-      Value initial =
+    for (auto [k, initial] : llvm::enumerate(initialValues(b, op, ivs, initials)))
+      results.push_back(
+          applyCombiner(b, op, k, combiners[k], initial, totals[k]));
+    storeOutputs(b, op, ivs, results);
+    return results;
+  }
+
+  /// Each output's initial value at `ivs`: the value of its folded fill
+  /// where `initials` has one, else loaded.
+  static SmallVector<Value> initialValues(OpBuilder &b, linalg::GenericOp op,
+                                          ArrayRef<Value> ivs,
+                                          ArrayRef<Value> initials) {
+    Location loc = op.getLoc();
+    SmallVector<Value> values;
+    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable()))
+      values.push_back(
           k < initials.size() && initials[k]
               ? initials[k]
               : Value(memref::LoadOp::create(
                     b, loc, init.get(),
-                    applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs)));
-      results.push_back(
-          applyCombiner(b, op, k, combiners[k], initial, totals[k]));
-    }
-    storeOutputs(b, op, ivs, results);
-    return results;
+                    applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs))));
+    return values;
   }
 
   /// The payload of `epilogue` (matchEpilogue) at the output point `ivs` of
