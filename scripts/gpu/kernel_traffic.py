@@ -9,7 +9,9 @@ Compiles MODEL with `effc --target cuda` (plus each --effc flag) up to
 `eff-gpu-form-kernels` (effc --emit train-step, then effopt-opt with
 effc's own lowering pipeline cut after that pass), and for every
 `gpu.launch` counts the bytes of each buffer it loads from and stores to,
-once, at the buffer's full size. That is what a bandwidth-bound kernel
+once, at the buffer's full size; a buffer it stores before it first loads
+it (a row group's member reading what an earlier member wrote) counts its
+store only. That is what a bandwidth-bound kernel
 costs at best; it overcounts a launch that reads a few elements of a large
 buffer (a cross-entropy's gather of each row's target logit). The library
 calls (cuBLASLt GEMMs, the attention kernels, cuDNN) are listed by name
@@ -82,8 +84,14 @@ def launches_of(text):
             m = ACCESS.search(b)
             if m:
                 op, value, type_text = m.groups()
-                target = written if ("store" in op or "atomic" in op) \
-                    else read
+                stores = "store" in op or "atomic" in op
+                # A buffer the launch stores before it loads it (a row
+                # group's member reading what an earlier member wrote,
+                # the same lane at the same address) is read back from
+                # the cache, not DRAM.
+                if not stores and value in written and value not in read:
+                    continue
+                target = written if stores else read
                 target[value] = memref_bytes(type_text)
         text_body = "\n".join(body)
         kind = KERNEL_KIND.search(text_body)

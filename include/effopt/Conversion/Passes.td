@@ -759,7 +759,10 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     row; every dependency between members is at one address per (row,
     element), so the lane that wrote an element reads it (no barrier);
     ops between the members that touch none of the later members' memory
-    run after the kernel (`row-groups`; docs/GpuKernels.md).
+    run after the kernel (`row-groups`; docs/GpuKernels.md). A per-row
+    value of a temporary that only later members read (a layer norm's sum
+    of squares) is not stored at all, so its writer joins even where the
+    plan put its bytes over what an earlier member reads.
     Neighbouring independent all-parallel ops of at most 65536 points
     (vectors) each share one launch (`small-batches`), and an
     all-parallel op recomputing what an earlier op stored in the same
@@ -840,6 +843,9 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Chains of row ops run as one kernel, one warp per row">,
     Statistic<"numRowGroupMembers", "row-group-ops",
               "Ops run inside row groups">,
+    Statistic<"numUnstoredRowValues", "unstored-row-values",
+              "Per-row outputs of row-group members only later members read "
+              "(from registers): not stored">,
     Statistic<"numRecomputations", "recomputations",
               "Ops recomputing what an earlier op stored in the same memory (no kernel)">,
     Statistic<"numSmallBatches", "small-batches",

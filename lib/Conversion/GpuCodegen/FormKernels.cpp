@@ -310,8 +310,11 @@ static void emitReductionStep(OpBuilder &b, Location loc, linalg::GenericOp op,
 
 /// Stores `values` into the outputs of `op` at `ivs`.
 static void storeOutputs(OpBuilder &b, linalg::GenericOp op,
-                         ArrayRef<Value> ivs, ArrayRef<Value> values) {
+                         ArrayRef<Value> ivs, ArrayRef<Value> values,
+                         ArrayRef<unsigned> unstored = {}) {
   for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+    if (llvm::is_contained(unstored, init.getOperandNumber()))
+      continue;
     SmallVector<Value> indices =
         applyMap(b, op.getLoc(), op.getMatchingIndexingMap(&init), ivs);
     memref::StoreOp::create(b, op.getLoc(), values[k], init.get(), indices);
@@ -351,6 +354,11 @@ struct EffGpuFormKernelsPass
       if (!func.isExternal() && func->hasAttr(eff::kArenaArgAttrName))
         funcs.push_back(func);
     for (func::FuncOp func : funcs) {
+      // These hold erased ops: a later function's new op may take one's
+      // address.
+      grouped.clear();
+      fusedEpilogues.clear();
+      storesReadElsewhere.clear();
       if (failed(normalize(func)) ||
           failed(formBlock(func.getBody().front())) || failed(verifyHost(func)))
         return signalPassFailure();
@@ -525,12 +533,17 @@ struct EffGpuFormKernelsPass
       if (isMemoryEffectFree(&op) && op.getNumRegions() == 0)
         continue;
       auto generic = dyn_cast<linalg::GenericOp>(&op);
-      if (generic && generic.hasPureBufferSemantics() &&
-          llvm::any_of(available, [&](linalg::GenericOp earlier) {
-            return equivalent(earlier, generic);
-          })) {
-        redundant.push_back(generic);
-        continue;
+      if (generic && generic.hasPureBufferSemantics()) {
+        auto earlier = llvm::find_if(available, [&](linalg::GenericOp e) {
+          return equivalent(e, generic);
+        });
+        if (earlier != available.end()) {
+          // Its readers read the earlier op's stores, through views that
+          // are not the earlier op's.
+          storesReadElsewhere.insert(*earlier);
+          redundant.push_back(generic);
+          continue;
+        }
       }
       // What `op` writes is no longer what the earlier ops computed.
       llvm::erase_if(available, [&](linalg::GenericOp earlier) {
@@ -575,6 +588,10 @@ struct EffGpuFormKernelsPass
 
   /// Members of row groups and small batches formed (and erased).
   DenseSet<Operation *> grouped;
+
+  /// Ops whose outputs an erased recomputation's readers read: a row group
+  /// stores all of them.
+  DenseSet<Operation *> storesReadElsewhere;
   /// Fills folded into the reductions of the row group being formed.
   int64_t foldedFills = 0;
 
@@ -1577,8 +1594,11 @@ struct EffGpuFormKernelsPass
     auto ownWidth = [&](linalg::GenericOp member, RowOpKind kind) {
       return rowOpWidth(member, kind);
     };
-    std::optional<RowGroup> group =
-        matchRowGroup(op, kMaxWarpRow, isWarpRowReduction, ownWidth);
+    auto storesAll = [&](linalg::GenericOp member) {
+      return storesReadElsewhere.contains(member);
+    };
+    std::optional<RowGroup> group = matchRowGroup(
+        op, kMaxWarpRow, isWarpRowReduction, ownWidth, storesAll);
     if (!group)
       return std::nullopt;
     auto reductions = [](const RowGroup &g) {
@@ -1588,8 +1608,8 @@ struct EffGpuFormKernelsPass
          llvm::drop_begin(llvm::zip(group->members, group->kinds))) {
       if (kind == RowOpKind::PerRow)
         continue;
-      std::optional<RowGroup> later =
-          matchRowGroup(member, kMaxWarpRow, isWarpRowReduction, ownWidth);
+      std::optional<RowGroup> later = matchRowGroup(
+          member, kMaxWarpRow, isWarpRowReduction, ownWidth, storesAll);
       if (later && reductions(*later) > reductions(*group))
         return std::nullopt;
       if (kind == RowOpKind::Reduction)
@@ -1631,6 +1651,8 @@ struct EffGpuFormKernelsPass
         op->moveBefore(first);
       op = next;
     }
+    for (Operation *op : group.hoisted)
+      op->moveBefore(first);
     for (Operation *op : llvm::reverse(group.deferred))
       op->moveAfter(last);
 
@@ -1665,12 +1687,16 @@ struct EffGpuFormKernelsPass
                                              lane, zero);
       if (inRange)
         isStorer = arith::AndIOp::create(b, loc, isStorer, inRange);
+      // Per-row values only later members read go unstored (matchRowGroup).
       auto storeIfStorer = [&](linalg::GenericOp op, ArrayRef<Value> ivs,
-                               ArrayRef<Value> values) {
+                               ArrayRef<Value> values,
+                               ArrayRef<unsigned> unstored) {
+        if (static_cast<int64_t>(unstored.size()) == op.getNumDpsInits())
+          return;
         OpBuilder::InsertionGuard storeGuard(b);
         auto ifStorer = scf::IfOp::create(b, loc, isStorer, /*withElse=*/false);
         b.setInsertionPointToStart(&ifStorer.getThenRegion().front());
-        storeOutputs(b, op, ivs, values);
+        storeOutputs(b, op, ivs, values, unstored);
       };
 
       SmallVector<SmallVector<Value>> rowValues(group.members.size());
@@ -1711,7 +1737,7 @@ struct EffGpuFormKernelsPass
             combined.push_back(
                 applyCombiner(b, op, n, combiners[n], initial, total));
           }
-          storeIfStorer(op, ivs, combined);
+          storeIfStorer(op, ivs, combined, group.unstored[i]);
           rowValues[i] = combined;
           foldedFills += llvm::count_if(initials, [](Value v) { return v; });
           foldedInitials.erase(op);
@@ -1722,7 +1748,7 @@ struct EffGpuFormKernelsPass
             ivs.push_back(zero);
           SmallVector<Value> values =
               emitPayload(b, op, ivs, {}, presetFor(op, given));
-          storeIfStorer(op, ivs, values);
+          storeIfStorer(op, ivs, values, group.unstored[i]);
           rowValues[i] = values;
           break;
         }
@@ -1746,6 +1772,10 @@ struct EffGpuFormKernelsPass
       sinkGlobals(launch);
     }
     unsigned reductions = llvm::count(group.kinds, RowOpKind::Reduction);
+    size_t unstored = 0;
+    for (ArrayRef<unsigned> outputs : group.unstored)
+      unstored += outputs.size();
+    numUnstoredRowValues += unstored;
     remark(first, "row group: one warp per row of " +
                       Twine(group.rowLength) + " elements (" + Twine(width) +
                       " at a time), " + Twine(rowsPerBlock) +
@@ -1757,6 +1787,17 @@ struct EffGpuFormKernelsPass
                            : "; " + std::to_string(foldedFills) +
                                  (foldedFills == 1 ? " fill" : " fills") +
                                  " folded in") +
+                      (unstored == 0
+                           ? std::string()
+                           : "; " + std::to_string(unstored) +
+                                 (unstored == 1 ? " per-row value" : " per-row values") +
+                                 " kept in registers only") +
+                      (group.hoisted.empty()
+                           ? std::string()
+                           : "; " + std::to_string(group.hoisted.size()) +
+                                 (group.hoisted.size() == 1
+                                      ? " op between them runs before it"
+                                      : " ops between them run before it")) +
                       (group.deferred.empty()
                            ? std::string()
                            : "; " + std::to_string(group.deferred.size()) +

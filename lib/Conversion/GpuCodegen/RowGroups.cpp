@@ -11,10 +11,14 @@
 #include "effopt/Conversion/GpuCodegen/RowGroups.h"
 
 #include "effopt/Conversion/GpuCodegen/Reductions.h"
+#include "effopt/Dialect/Eff/IR/EffDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -166,11 +170,102 @@ static bool touchesMemory(Value value) {
   return isa<MemRefType>(value.getType());
 }
 
-std::optional<RowGroup>
-matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
-              llvm::function_ref<bool(linalg::GenericOp)> isWarpReduction,
-              llvm::function_ref<int64_t(linalg::GenericOp, RowOpKind)>
-                  ownWidth) {
+/// Whether `a` and `b` touch common memory where one of them writes.
+static bool conflicts(linalg::GenericOp a, linalg::GenericOp b) {
+  for (OpOperand &x : a->getOpOperands())
+    for (OpOperand &y : b->getOpOperands())
+      if (touchesMemory(x.get()) && touchesMemory(y.get()) &&
+          (a.isDpsInit(&x) || b.isDpsInit(&y)) && mayOverlap(x.get(), y.get()))
+        return true;
+  return false;
+}
+
+/// The temporary buffer `value` views: a `memref.alloc`, or a `memref.view`
+/// of the step's arena (the argument `eff.arena_arg` names), whose bytes
+/// hold nothing once its last reader ran. Null for anything else (state,
+/// inputs, globals: their bytes outlive the step).
+static Value temporaryBufferOf(Value value) {
+  for (int depth = 0; depth < 16; ++depth) {
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      return {};
+    if (isa<memref::AllocOp>(def))
+      return value;
+    if (auto view = dyn_cast<memref::ViewOp>(def)) {
+      auto arg = dyn_cast<BlockArgument>(view.getSource());
+      auto func =
+          arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+      auto arena =
+          func ? func->getAttrOfType<IntegerAttr>(eff::kArenaArgAttrName)
+               : IntegerAttr();
+      if (arena && arg.getOwner()->isEntryBlock() &&
+          arena.getInt() == static_cast<int64_t>(arg.getArgNumber()))
+        return value;
+      return {};
+    }
+    auto viewLike = dyn_cast<ViewLikeOpInterface>(def);
+    if (!viewLike)
+      return {};
+    value = viewLike.getViewSource();
+  }
+  return {};
+}
+
+/// The uses of `buffer` and of the views of it, view ops themselves left
+/// out.
+static SmallVector<OpOperand *> usesOfBuffer(Value buffer) {
+  SmallVector<OpOperand *> uses;
+  SmallVector<Value> worklist{buffer};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      auto view = dyn_cast<ViewLikeOpInterface>(use.getOwner());
+      if (view && view.getViewSource() == v) {
+        llvm::append_range(worklist, use.getOwner()->getResults());
+        continue;
+      }
+      uses.push_back(&use);
+    }
+  }
+  return uses;
+}
+
+/// Whether the per-row output `init` of `op` (a reduction or per-row
+/// member) may go unstored if every later reader joins the group and takes
+/// it from the register: it is a row-local value (no element-of-row
+/// stride) of a temporary buffer that nothing before `op` touches.
+static bool mayGoUnstored(linalg::GenericOp op, OpOperand &init,
+                          RowOpKind kind, unsigned numRows,
+                          const llvm::DenseSet<Value> &stored,
+                          llvm::function_ref<bool(linalg::GenericOp)> storesAll) {
+  if (kind == RowOpKind::Elementwise || storesAll(op))
+    return false;
+  Value buffer = temporaryBufferOf(init.get());
+  if (!buffer || stored.contains(buffer))
+    return false;
+  std::optional<RowAddress> address = rowAddress(op, init, kind, numRows);
+  if (!address || address->coefficients.back() != 0)
+    return false;
+  Block *block = op->getBlock();
+  for (OpOperand *use : usesOfBuffer(buffer)) {
+    Operation *user = block->findAncestorOpInBlock(*use->getOwner());
+    if (!user || (user != op && user->isBeforeInBlock(op)))
+      return false;
+  }
+  return true;
+}
+
+/// matchRowGroup with the temporaries in `stored` always stored. Sets
+/// `mustStore` (and returns nothing) when a buffer the group left unstored
+/// turns out to be read where no register reaches: by an op outside the
+/// group, or by a member from memory.
+static std::optional<RowGroup>
+matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
+                  llvm::function_ref<bool(linalg::GenericOp)> isWarpReduction,
+                  llvm::function_ref<int64_t(linalg::GenericOp, RowOpKind)>
+                      ownWidth,
+                  llvm::function_ref<bool(linalg::GenericOp)> storesAll,
+                  const llvm::DenseSet<Value> &stored, Value &mustStore) {
   if (!seed.hasPureBufferSemantics())
     return std::nullopt;
   SmallVector<int64_t> ranges = seed.getStaticLoopRanges();
@@ -185,8 +280,25 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
 
   // Whether `op` (of kind `kind`) can join the members so far; fills in
   // what it reads from them in registers.
+  // Whether a member overwrote what an earlier reduction member read: no
+  // reduction may follow (see below).
+  bool reductionInputOverwritten = false;
   auto joins = [&](linalg::GenericOp op, RowOpKind kind,
-                   DenseMap<unsigned, ForwardedRowValue> &forwarded) {
+                   DenseMap<unsigned, ForwardedRowValue> &forwarded,
+                   SmallVector<unsigned> &unstored,
+                   bool &overwritesReductionInput) {
+    unstored.clear();
+    overwritesReductionInput = false;
+    if (kind == RowOpKind::Reduction && reductionInputOverwritten)
+      return false;
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (mayGoUnstored(op, init, kind, numRows, stored, storesAll))
+        unstored.push_back(init.getOperandNumber());
+    // A write that does not happen races with nothing.
+    auto writes = [&](OpOperand &operand) {
+      return op.isDpsInit(&operand) &&
+             !llvm::is_contained(unstored, operand.getOperandNumber());
+    };
     if (kind == RowOpKind::Reduction && !isWarpReduction(op))
       return false;
     // One lane per element (or vector) of the row in every member, each
@@ -211,7 +323,7 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
     if (kind == RowOpKind::Reduction)
       for (OpOperand *input : op.getDpsInputOperands())
         for (OpOperand &init : op.getDpsInitsMutable())
-          if (touchesMemory(input->get()) &&
+          if (touchesMemory(input->get()) && writes(init) &&
               mayOverlap(input->get(), init.get()))
             return false;
     for (Operation *later : group.deferred)
@@ -219,8 +331,12 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
         for (OpOperand &m : op->getOpOperands()) {
           if (!touchesMemory(x.get()) || !touchesMemory(m.get()))
             continue;
+          // An unstored output: the deferred op cannot read it (then it
+          // would not go unstored) and writing its bytes harms nothing.
+          if (op.isDpsInit(&m) && !writes(m))
+            continue;
           bool xWrites = cast<DestinationStyleOpInterface>(later).isDpsInit(&x);
-          if ((xWrites || op.isDpsInit(&m)) && mayOverlap(x.get(), m.get()))
+          if ((xWrites || writes(m)) && mayOverlap(x.get(), m.get()))
             return false;
         }
     for (auto [j, member] : llvm::enumerate(group.members)) {
@@ -231,8 +347,17 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
         for (OpOperand &m : op->getOpOperands()) {
           if (!touchesMemory(m.get()))
             continue;
-          bool mWrites = op.isDpsInit(&m);
+          bool mWrites = writes(m);
+          // An unstored output of `op` over what a member touched: no
+          // store, no race.
+          if (op.isDpsInit(&m) && !mWrites)
+            continue;
           if (!aWrites && !mWrites)
+            continue;
+          // What `op` writes over a member's unstored output races with no
+          // store; what it reads there must come from the register (below).
+          if (aWrites && !reads(op, m) &&
+              llvm::is_contained(group.unstored[j], a.getOperandNumber()))
             continue;
           if (!mayOverlap(a.get(), m.get()))
             continue;
@@ -247,14 +372,24 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
             // same lane writes it (the planner puts a layer norm's output
             // over the GEMM output the residual add read); its values only
             // reach its own stores, so the emulation's replays stay exact.
+            // So did a reduction member's lane (all members take the same
+            // elements in each lane), but its partial sums reach its
+            // shuffles, which a later reduction's phase would replay from
+            // the overwritten memory: then no reduction may follow (the
+            // hardware would be right; the emulation would not).
             std::optional<RowAddress> read =
                 rowAddress(member, a, group.kinds[j], numRows);
             std::optional<RowAddress> written =
                 rowAddress(op, m, kind, numRows);
-            if (group.kinds[j] == RowOpKind::Elementwise && read && written &&
-                *read == *written &&
-                rowsDisjoint(*read, group.rows, group.rowLength))
+            bool sameLane = read && written && *read == *written &&
+                            rowsDisjoint(*read, group.rows, group.rowLength);
+            if (sameLane && group.kinds[j] == RowOpKind::Elementwise)
               continue;
+            if (sameLane && group.kinds[j] == RowOpKind::Reduction &&
+                kind != RowOpKind::Reduction) {
+              overwritesReductionInput = true;
+              continue;
+            }
             return false;
           }
           std::optional<RowAddress> written =
@@ -282,12 +417,16 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
   };
 
   auto add = [&](linalg::GenericOp op, RowOpKind kind,
-                 DenseMap<unsigned, ForwardedRowValue> forwarded) {
+                 DenseMap<unsigned, ForwardedRowValue> forwarded,
+                 SmallVector<unsigned> unstored,
+                 bool overwritesReductionInput) {
+    reductionInputOverwritten |= overwritesReductionInput;
     if (kind == RowOpKind::Reduction && group.width == 0)
       group.width = ownWidth(op, kind);
     group.members.push_back(op);
     group.kinds.push_back(kind);
     group.forwarded.push_back(std::move(forwarded));
+    group.unstored.push_back(std::move(unstored));
   };
 
   std::optional<RowOpKind> seedKind =
@@ -296,9 +435,11 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
     return std::nullopt;
   {
     DenseMap<unsigned, ForwardedRowValue> none;
-    if (!joins(seed, *seedKind, none))
+    SmallVector<unsigned> unstored;
+    bool overwrites = false;
+    if (!joins(seed, *seedKind, none, unstored, overwrites))
       return std::nullopt;
-    add(seed, *seedKind, std::move(none));
+    add(seed, *seedKind, std::move(none), std::move(unstored), overwrites);
   }
 
   constexpr size_t kMaxDeferred = 8;
@@ -311,23 +452,37 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
     std::optional<RowOpKind> kind =
         classify(generic, group.rows, group.rowLength);
     DenseMap<unsigned, ForwardedRowValue> forwarded;
-    if (kind && joins(generic, *kind, forwarded)) {
+    SmallVector<unsigned> unstored;
+    bool overwrites = false;
+    if (kind && joins(generic, *kind, forwarded, unstored, overwrites)) {
       SmallVector<linalg::GenericOp> members(group.members);
       members.push_back(generic);
       if (kernelArgumentBytes(members) > kMaxKernelArgumentBytes)
         break;
-      add(generic, *kind, std::move(forwarded));
+      add(generic, *kind, std::move(forwarded), std::move(unstored),
+          overwrites);
       continue;
     }
-    if (group.deferred.size() == kMaxDeferred)
+    if (group.hoisted.size() + group.deferred.size() == kMaxDeferred)
       break;
-    group.deferred.push_back(op);
+    // Before the kernel when nothing before it in the group (members,
+    // deferred ops) touches its memory where either writes: that leaves
+    // later members free to write what it reads.
+    bool independent =
+        llvm::none_of(group.members,
+                      [&](linalg::GenericOp member) {
+                        return conflicts(member, generic);
+                      }) &&
+        llvm::none_of(group.deferred, [&](Operation *deferred) {
+          return conflicts(cast<linalg::GenericOp>(deferred), generic);
+        });
+    (independent ? group.hoisted : group.deferred).push_back(op);
   }
   // Ops after the last member stay where they are.
   Operation *last = group.members.back();
-  while (!group.deferred.empty() &&
-         last->isBeforeInBlock(group.deferred.back()))
-    group.deferred.pop_back();
+  for (SmallVector<Operation *> *between : {&group.hoisted, &group.deferred})
+    while (!between->empty() && last->isBeforeInBlock(between->back()))
+      between->pop_back();
   // One reduction and per-row ops after it are a warp reduction with an
   // epilogue already.
   size_t reductions = llvm::count(group.kinds, RowOpKind::Reduction);
@@ -335,7 +490,47 @@ matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
       (reductions == 1 && !llvm::is_contained(group.kinds,
                                               RowOpKind::Elementwise)))
     return std::nullopt;
+  // Every read of an unstored buffer is a member's, from the register.
+  DenseMap<Operation *, unsigned> memberIndex;
+  for (auto [i, member] : llvm::enumerate(group.members))
+    memberIndex[member] = i;
+  for (auto [i, member] : llvm::enumerate(group.members))
+    for (unsigned n : group.unstored[i]) {
+      Value buffer = temporaryBufferOf(member->getOperand(n));
+      for (OpOperand *use : usesOfBuffer(buffer)) {
+        auto found = memberIndex.find(use->getOwner());
+        bool fromRegister =
+            found != memberIndex.end() &&
+            (found->second == i ||
+             group.forwarded[found->second].count(use->getOperandNumber()) ||
+             (group.members[found->second].isDpsInit(use) &&
+              !reads(group.members[found->second], *use)));
+        if (!fromRegister) {
+          mustStore = buffer;
+          return std::nullopt;
+        }
+      }
+    }
   return group;
+}
+
+std::optional<RowGroup>
+matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
+              llvm::function_ref<bool(linalg::GenericOp)> isWarpReduction,
+              llvm::function_ref<int64_t(linalg::GenericOp, RowOpKind)>
+                  ownWidth,
+              llvm::function_ref<bool(linalg::GenericOp)> storesAll) {
+  // Each retry stores one more buffer, so this ends.
+  llvm::DenseSet<Value> stored;
+  while (true) {
+    Value mustStore;
+    std::optional<RowGroup> group = matchRowGroupOnce(
+        seed, maxRowLength, isWarpReduction, ownWidth, storesAll, stored,
+        mustStore);
+    if (!mustStore)
+      return group;
+    stored.insert(mustStore);
+  }
 }
 
 } // namespace effopt

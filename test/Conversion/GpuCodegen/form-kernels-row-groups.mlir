@@ -153,3 +153,143 @@ func.func @stays_out(%arena: memref<65536xi8>, %s: memref<16xf32>, %t: memref<16
   }
   return
 }
+
+// -----
+
+// A residual add before a row reduction whose sum the plan put over the
+// add's input %g (GPT-2's layer norm sums over the GEMM output): the sum
+// is a per-row value only the group reads, so it is not stored and the
+// add joins (one kernel). When something after the group reads it
+// (@sum_read_after: a copy after a library call), it is stored, it would
+// race with the add's reads of other rows, and the add runs alone.
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @sum_unstored
+// CHECK:       gpu.launch
+// CHECK-NOT:   memref.store {{.*}} : memref<16xf32>
+// CHECK:       } {eff.kernel = "row-group"}
+// CHECK-NOT:   gpu.launch
+// CHECK-LABEL: func.func @sum_read_after
+// CHECK:       } {eff.kernel = "elementwise"}
+// CHECK:       gpu.launch
+// CHECK:       memref.store {{.*}} : memref<16xf32>
+// CHECK:       } {eff.kernel = "row-group"}
+// REMARK: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 2 after it (1 reductions); 1 fill folded in; 1 per-row value kept in registers only{{$}}
+// REMARK: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 1 after it (1 reductions); 1 fill folded in{{$}}
+func.func @sum_unstored(%arena: memref<65536xi8>, %x: memref<16x64xf32>,
+                        %y: memref<16x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c8192 = arith.constant 8192 : index
+  %g = memref.view %arena[%c0][] : memref<65536xi8> to memref<16x64xf32>
+  %h = memref.view %arena[%c8192][] : memref<65536xi8> to memref<16x64xf32>
+  linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %g : memref<16x64xf32>, memref<16x64xf32>) outs(%h : memref<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  }
+  %s = memref.view %arena[%c0][] : memref<65536xi8> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%h : memref<16x64xf32>) outs(%s : memref<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #rows, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %s : memref<16x64xf32>, memref<16xf32>) outs(%y : memref<16x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %r = arith.subf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+func.func private @effrt_cuda_barrier_free_call()
+func.func @sum_read_after(%arena: memref<65536xi8>, %x: memref<16x64xf32>,
+                          %y: memref<16x64xf32>, %t: memref<16xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c8192 = arith.constant 8192 : index
+  %g = memref.view %arena[%c0][] : memref<65536xi8> to memref<16x64xf32>
+  %h = memref.view %arena[%c8192][] : memref<65536xi8> to memref<16x64xf32>
+  linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %g : memref<16x64xf32>, memref<16x64xf32>) outs(%h : memref<16x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  }
+  %s = memref.view %arena[%c0][] : memref<65536xi8> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%h : memref<16x64xf32>) outs(%s : memref<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #rows, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %s : memref<16x64xf32>, memref<16xf32>) outs(%y : memref<16x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %r = arith.subf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  func.call @effrt_cuda_barrier_free_call() : () -> ()
+  memref.copy %s, %t : memref<16xf32> to memref<16xf32>
+  return
+}
+
+// -----
+
+// A write over what a reduction member read (the same lane, the same
+// address) joins only when no reduction follows it: %d16 over %dy joins,
+// the sum of %dx after it runs as a warp reduction of its own.
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @no_reduction_after_overwrite
+// CHECK:       } {eff.kernel = "row-group"}
+// CHECK:       } {eff.kernel = "warp-reduction"}
+// CHECK-NOT:   gpu.launch
+// REMARK: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 2 after it (1 reductions); 1 fill folded in; 1 per-row value kept in registers only{{$}}
+// REMARK: warp reduction: one warp per output element, 8 per block
+func.func @no_reduction_after_overwrite(%arena: memref<65536xi8>, %x: memref<16x64xf32>, %t: memref<16xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c4096 = arith.constant 4096 : index
+  %c8192 = arith.constant 8192 : index
+  %dy = memref.view %arena[%c0][] : memref<65536xi8> to memref<16x64xbf16>
+  %s = memref.view %arena[%c4096][] : memref<65536xi8> to memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id2, #id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%dy, %x : memref<16x64xbf16>, memref<16x64xf32>) outs(%s : memref<16xf32>) {
+  ^bb0(%a: bf16, %b: f32, %o: f32):
+    %e = arith.extf %a : bf16 to f32
+    %p = arith.mulf %e, %b : f32
+    %r = arith.addf %p, %o : f32
+    linalg.yield %r : f32
+  }
+  %dx = memref.view %arena[%c8192][] : memref<65536xi8> to memref<16x64xf32>
+  linalg.generic {indexing_maps = [#id2, #rows, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%dy, %s : memref<16x64xbf16>, memref<16xf32>) outs(%dx : memref<16x64xf32>) {
+  ^bb0(%a: bf16, %m: f32, %o: f32):
+    %e = arith.extf %a : bf16 to f32
+    %r = arith.subf %e, %m : f32
+    linalg.yield %r : f32
+  }
+  %d16 = memref.view %arena[%c0][] : memref<65536xi8> to memref<16x64xbf16>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%dx : memref<16x64xf32>) outs(%d16 : memref<16x64xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  linalg.fill ins(%zero : f32) outs(%t : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%dx : memref<16x64xf32>) outs(%t : memref<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  return
+}

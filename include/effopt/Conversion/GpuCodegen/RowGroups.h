@@ -59,9 +59,19 @@ struct RowGroup {
   /// Per member: operand number -> the earlier member's per-row value it
   /// reads (in place of a load).
   llvm::SmallVector<llvm::DenseMap<unsigned, ForwardedRowValue>> forwarded;
+  /// Per member: the outputs it does not store (their operand numbers
+  /// among its inits): per-row values of a temporary buffer that only later
+  /// members read, each from the register (see matchRowGroup).
+  llvm::SmallVector<llvm::SmallVector<unsigned>> unstored;
   /// Linalg ops between the members, none of them a member, that touch no
-  /// memory a later member touches (where either writes): they run after
-  /// the group's kernel, in their order.
+  /// memory an earlier member or deferred op touches (where either
+  /// writes): they run before the group's kernel, in their order (GPT-2:
+  /// a layer norm backward's weight-gradient column sums, which read the
+  /// gradient the group then overwrites with its bf16 copy).
+  llvm::SmallVector<mlir::Operation *> hoisted;
+  /// The other ops between the members: they touch no memory a later
+  /// member touches (where either writes) and run after the group's
+  /// kernel, in their order.
   llvm::SmallVector<mlir::Operation *> deferred;
 };
 
@@ -86,14 +96,22 @@ int64_t kernelArgumentBytes(llvm::ArrayRef<mlir::linalg::GenericOp> ops);
 /// (see RowGroup), and the group's arguments stay within
 /// kMaxKernelArgumentBytes; an op that would write memory an earlier member reads
 /// does not join (nor may it be deferred past one that reads or writes
-/// it). Null unless the group has two reductions, or one and an
+/// it). A per-row output of a temporary (a `memref.alloc`, or a view of
+/// the step's arena) that nothing but later members reads, all from the
+/// register, is not stored (RowGroup::unstored): its writer joins although
+/// the planner put those bytes over what an earlier member reads (GPT-2:
+/// a layer norm's sum of squares over the GEMM output the residual add
+/// before it reads); `storesAll` names members whose outputs something
+/// reads that the uses of their buffers do not show (an erased
+/// recomputation's readers). Null unless the group has two reductions, or one and an
 /// elementwise op (one reduction and per-row ops are a warp reduction with
 /// an epilogue).
 std::optional<RowGroup>
 matchRowGroup(mlir::linalg::GenericOp seed, int64_t maxRowLength,
               llvm::function_ref<bool(mlir::linalg::GenericOp)> isWarpReduction,
               llvm::function_ref<int64_t(mlir::linalg::GenericOp, RowOpKind)>
-                  ownWidth);
+                  ownWidth,
+              llvm::function_ref<bool(mlir::linalg::GenericOp)> storesAll);
 
 } // namespace effopt
 
