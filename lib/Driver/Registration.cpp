@@ -28,6 +28,7 @@ void effopt::registerAllTargetBackends() {
   static bool registered = [] {
     registerCpuTargetBackend();
     registerCudaTargetBackend();
+    registerCudaEmulatedTargetBackend();
     return true;
   }();
   (void)registered;

@@ -1192,7 +1192,8 @@ def run(args):
         for c in CHECKS:
             res.unsupported(c, why)
         status = 3
-    elif manifest["target"] != want_target:
+    elif manifest["target"] != want_target and not (
+            want_target == "cpu" and manifest["target"] == "cuda-emulated"):
         for c in CHECKS:
             res.failed(c, "the .effx files were compiled for --target %s, "
                        "--device-kind %s needs %s (scripts/gpu/prepare.sh "
@@ -1274,7 +1275,10 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("--out", required=True)
     p.add_argument("--bin", required=True, help="directory with effc")
-    p.add_argument("--target", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--target", default="cuda",
+                   choices=["cuda", "cpu", "cuda-emulated"],
+                   help="cuda-emulated: the cuda step's kernels emulated on "
+                        "the CPU, run with --device-kind cpu")
     p.add_argument("--models", default="",
                    help="comma list of mlp,cnn,gpt,llama,lora,remat "
                         "(default: all)")

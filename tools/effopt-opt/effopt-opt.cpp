@@ -17,7 +17,6 @@
 
 namespace effopt::test {
 void registerTestCostInterfacePass();
-void registerTestEmulateGpuLaunchesPass();
 void registerTestEmulateHostTaskCopiesPass();
 void registerTestForwardBlocksPass();
 void registerTestMaskLikeParametersPass();
@@ -32,7 +31,6 @@ int main(int argc, char **argv) {
   effopt::registerAllTargetBackends();
   effopt::registerTrainStepPipelines();
   effopt::test::registerTestCostInterfacePass();
-  effopt::test::registerTestEmulateGpuLaunchesPass();
   effopt::test::registerTestEmulateHostTaskCopiesPass();
   effopt::test::registerTestForwardBlocksPass();
   effopt::test::registerTestMaskLikeParametersPass();

@@ -657,6 +657,57 @@ def EffGpuFoldBiasIntoProductsPass
   ];
 }
 
+def EffGpuEmulateLaunchesPass
+    : Pass<"eff-gpu-emulate-launches", "::mlir::ModuleOp"> {
+  let summary = "Runs each gpu.launch as host loops over its blocks and "
+                "threads (GPU kernels checked on a CPU)";
+  let description = [{
+    Every 1-D `gpu.launch` that `eff-gpu-form-kernels` formed becomes
+    `scf.for` loops over its blocks and threads, so the CPU pipeline runs
+    the kernel: lit checks a kernel's values against the same function
+    lowered for the CPU, and the `cuda-emulated` target runs a whole
+    training step's kernels on the CPU against PyTorch (docs/GpuKernels.md,
+    "Emulated").
+
+    A body with uniform `gpu.all_reduce`s runs in phases: every thread
+    computes its operands, combined in thread order, then the ops that use
+    a total run once as thread 0 (dependent all_reduces, an online
+    log-sum-exp, one phase each). A body with top-level `gpu.shuffle xor`s
+    (warp reductions, row groups) runs one phase per shuffle plus a last
+    one: phase j runs every thread up to shuffle j and keeps what it sends;
+    later phases recompute the body and read each earlier shuffle's result
+    from its source lane, as the hardware exchanges them (the same
+    combination order, so the same bits); stores run in the first phase
+    that reaches them. A body with `gpu.barrier`s runs the code between
+    barriers thread by thread, workgroup memory as host buffers.
+
+    Errors (one line, the op named): a launch over more than one dimension
+    of blocks or threads, a multi-block body, a shuffle other than xor or
+    not at the body's top level, a non-uniform all_reduce, a write before
+    a dependent all_reduce or (other than a store) before the last
+    shuffle, a barrier inside anything but an `scf.for` with uniform
+    bounds, a thread's value used across a barrier, workgroup memory other
+    than 1-D static integer buffers.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def EffGpuEmulatedLibraryCallsPass
+    : Pass<"eff-gpu-emulated-library-calls", "::mlir::ModuleOp"> {
+  let summary = "Points the cuda step's library calls at the CPU runtime's "
+                "stand-ins (the cuda-emulated target)";
+  let description = [{
+    Renames every declaration `@effrt_cuda_X` (and its calls) to
+    `@effrt_emulated_cuda_X`, which the CPU runtime defines with the same
+    arguments on host memory (runtime/src/cpu/EmulatedCuda.cpp): the
+    GEMMs, the attention kernels, the convolutions and the collectives. A
+    call with no stand-in (the host tasks of `--offload optimizer`) is an
+    error naming it.
+  }];
+}
+
 def EffGpuSplitReductionsPass
     : Pass<"eff-gpu-split-reductions", "::mlir::ModuleOp"> {
   let summary = "Splits reductions that would leave a GPU idle into a "

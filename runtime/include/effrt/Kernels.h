@@ -455,6 +455,80 @@ void effrt_cuda_conv2d_bwd_data(const void *dy, const void *w, void *dx,
 void effrt_cuda_conv2d_bwd_weights(const void *x, const void *dy, void *dw,
                                    EFFRT_CONV2D_SHAPE_ARGS, int32_t type);
 
+/* Compiled cuda-emulated code (effc --target cuda-emulated: the cuda step,
+ * its kernels emulated on the CPU) imports effrt_emulated_cuda_X for each
+ * effrt_cuda_X above (GEMMs, attention, convolutions, collectives): the
+ * same arguments and results on host memory, computed in f32 by plain
+ * loops (runtime/src/cpu/EmulatedCuda.cpp; the collectives are the CPU's). */
+void effrt_emulated_cuda_gemm(int32_t transA, int32_t transB, int64_t M,
+                              int64_t N, int64_t K, float alpha, const void *A,
+                              int64_t lda, const void *B, int64_t ldb,
+                              float beta, void *C, int64_t ldc, int32_t abType,
+                              int32_t cType);
+void effrt_emulated_cuda_gemm_batched(
+    int32_t transA, int32_t transB, int64_t batch, int64_t M, int64_t N,
+    int64_t K, float alpha, const void *A, int64_t lda, int64_t strideA,
+    const void *B, int64_t ldb, int64_t strideB, float beta, void *C,
+    int64_t ldc, int64_t strideC, int32_t abType, int32_t cType);
+void effrt_emulated_cuda_gemm_bias(int32_t transA, int32_t transB, int64_t M,
+                                   int64_t N, int64_t K, float alpha,
+                                   const void *A, int64_t lda, const void *B,
+                                   int64_t ldb, void *C, int64_t ldc,
+                                   const void *bias, int32_t abType,
+                                   int32_t cType);
+void effrt_emulated_cuda_attention_fwd(const void *q, const void *k,
+                                       const void *v, void *o, float *lse,
+                                       int64_t B1, int64_t B2, int64_t Tq,
+                                       int64_t Tk, int64_t D, int64_t Dv,
+                                       float scale, int32_t causal,
+                                       int32_t type);
+void effrt_emulated_cuda_attention_bwd(
+    const void *q, const void *k, const void *v, const void *o,
+    const float *lse, const void *dout, void *dq, void *dk, void *dv,
+    float *workspace, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk,
+    int64_t D, int64_t Dv, float scale, int32_t causal, int32_t type);
+void effrt_emulated_cuda_attention_fwd_strided(
+    const void *q, int64_t qB1, int64_t qB2, int64_t qT, const void *k,
+    int64_t kB1, int64_t kB2, int64_t kT, const void *v, int64_t vB1,
+    int64_t vB2, int64_t vT, void *o, int64_t oB1, int64_t oB2, int64_t oT,
+    float *lse, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D,
+    int64_t Dv, float scale, int32_t causal, int32_t type);
+void effrt_emulated_cuda_attention_bwd_strided(
+    const void *q, int64_t qB1, int64_t qB2, int64_t qT, const void *k,
+    int64_t kB1, int64_t kB2, int64_t kT, const void *v, int64_t vB1,
+    int64_t vB2, int64_t vT, const void *o, int64_t oB1, int64_t oB2,
+    int64_t oT, const float *lse, const void *dout, int64_t dB1, int64_t dB2,
+    int64_t dT, void *dq, int64_t dqB1, int64_t dqB2, int64_t dqT, void *dk,
+    int64_t dkB1, int64_t dkB2, int64_t dkT, void *dv, int64_t dvB1,
+    int64_t dvB2, int64_t dvT, float *workspace, int64_t B1, int64_t B2,
+    int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale, int32_t causal,
+    int32_t type);
+void effrt_emulated_cuda_conv2d_fwd(const void *x, const void *w, void *y,
+                                    EFFRT_CONV2D_SHAPE_ARGS, int32_t type);
+void effrt_emulated_cuda_conv2d_bwd_data(const void *dy, const void *w,
+                                         void *dx, EFFRT_CONV2D_SHAPE_ARGS,
+                                         int32_t type);
+void effrt_emulated_cuda_conv2d_bwd_weights(const void *x, const void *dy,
+                                            void *dw, EFFRT_CONV2D_SHAPE_ARGS,
+                                            int32_t type);
+void effrt_emulated_cuda_allreduce_sum_f32(float *data, int64_t count);
+void effrt_emulated_cuda_reduce_scatter_sum_f32(const float *send, float *recv,
+                                                int64_t recvCount);
+void effrt_emulated_cuda_all_gather_f32(const float *send, float *recv,
+                                        int64_t sendCount);
+void effrt_emulated_cuda_shard_f32(const float *whole, float *shard,
+                                   int64_t shardCount);
+int64_t effrt_emulated_cuda_allreduce_sum_f32_start(float *data,
+                                                    int64_t count);
+int64_t effrt_emulated_cuda_reduce_scatter_sum_f32_start(const float *send,
+                                                         float *recv,
+                                                         int64_t recvCount);
+int64_t effrt_emulated_cuda_all_gather_f32_start(const float *send,
+                                                 float *recv,
+                                                 int64_t sendCount);
+void effrt_emulated_cuda_collective_wait(int64_t request, const float *send,
+                                         const float *recv);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

@@ -31,10 +31,10 @@
 // RUN: effopt-opt %s --eff-gpu-form-kernels=remarks=true 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: effopt-opt %s --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.cpu
-// RUN: effopt-opt %s --eff-gpu-form-kernels --test-eff-emulate-gpu-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
+// RUN: effopt-opt %s --eff-gpu-form-kernels --eff-gpu-emulate-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.gpu
 // RUN: diff %t.cpu %t.gpu
-// RUN: effopt-opt %s --eff-gpu-form-kernels="block-size=32 max-blocks=5" --test-eff-emulate-gpu-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
+// RUN: effopt-opt %s --eff-gpu-form-kernels="block-size=32 max-blocks=5" --eff-gpu-emulate-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.gpu32
 // RUN: diff %t.cpu %t.gpu32
 // RUN: %python %S/Inputs/scatter_compacted_reference.py %t.gpu | FileCheck %s

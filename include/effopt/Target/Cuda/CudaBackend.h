@@ -13,6 +13,9 @@ namespace effopt {
 
 /// The CUDA target's name (effc --target cuda).
 inline constexpr llvm::StringLiteral kCudaTargetName = "cuda";
+/// The CUDA target's step run on the CPU, kernels emulated (effc --target
+/// cuda-emulated).
+inline constexpr llvm::StringLiteral kCudaEmulatedTargetName = "cuda-emulated";
 
 /// The GPU architectures every cuda .effx holds SASS for, lowest first, and
 /// the PTX it embeds for newer GPUs (the last architecture's).
@@ -35,6 +38,11 @@ std::string getCudaToolkitPath();
 /// fatbin (sm_80 + sm_90 SASS, compute_90 PTX), GEMMs through cuBLASLt, an
 /// x86-64 host object that launches them.
 void registerCudaTargetBackend();
+
+/// Registers cuda-emulated: the cuda target's step with its kernels emulated
+/// on the CPU and its library calls sent to the CPU runtime's stand-ins, an
+/// .effx the CPU device runs (checking the GPU code without a GPU).
+void registerCudaEmulatedTargetBackend();
 
 } // namespace effopt
 

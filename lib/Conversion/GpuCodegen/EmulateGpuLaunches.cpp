@@ -1,11 +1,14 @@
-//===- TestEmulateGpuLaunches.cpp - run gpu.launch bodies as host loops ---===//
+//===- EmulateGpuLaunches.cpp - run gpu.launch bodies as host loops -------===//
 //
-// Lets lit check the semantics of the kernels eff-gpu-form-kernels forms on
-// a machine without a GPU: every 1-D gpu.launch becomes host loops over its
-// blocks and threads, so the CPU pipeline and mlir-runner execute it and a
-// test compares the results with the same function lowered for the CPU.
+// Checks the semantics of the kernels eff-gpu-form-kernels forms on a
+// machine without a GPU: every 1-D gpu.launch becomes host loops over its
+// blocks and threads, so the CPU pipeline runs it -- in lit (mlir-runner,
+// against the same function lowered for the CPU) and in the cuda-emulated
+// target (a whole training step, against PyTorch).
 //
 //===----------------------------------------------------------------------===//
+
+#include "effopt/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,9 +16,15 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
+
+namespace effopt {
+#define GEN_PASS_DEF_EFFGPUEMULATELAUNCHESPASS
+#include "effopt/Conversion/Passes.h.inc"
+} // namespace effopt
 
 using namespace mlir;
 
@@ -68,20 +77,8 @@ static Value combine(OpBuilder &b, Location loc, gpu::AllReduceOperation kind,
 /// the value it sends in a buffer; later phases recompute the body and
 /// read each earlier shuffle's result from its source lane's entry, as the
 /// hardware exchanges them (the same combination order, so the same bits).
-struct TestEmulateGpuLaunchesPass
-    : PassWrapper<TestEmulateGpuLaunchesPass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestEmulateGpuLaunchesPass)
-  StringRef getArgument() const final {
-    return "test-eff-emulate-gpu-launches";
-  }
-  StringRef getDescription() const final {
-    return "Run 1-D gpu.launch bodies as host loops over blocks and threads";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry
-        .insert<arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect>();
-  }
-
+struct EffGpuEmulateLaunchesPass
+    : effopt::impl::EffGpuEmulateLaunchesPassBase<EffGpuEmulateLaunchesPass> {
   void runOnOperation() override {
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
@@ -96,6 +93,12 @@ struct TestEmulateGpuLaunchesPass
     Block &body = launch.getBody().front();
     if (!llvm::hasSingleElement(launch.getBody()))
       return launch.emitOpError("emulation needs a single-block body");
+    // The y and z dimensions are taken as 0 below.
+    for (Value size : {launch.getGridSizeY(), launch.getGridSizeZ(),
+                       launch.getBlockSizeY(), launch.getBlockSizeZ()})
+      if (getConstantIntValue(size) != std::optional<int64_t>(1))
+        return launch.emitOpError("emulation needs 1-D launches (y and z "
+                                  "sizes of 1)");
     if (launch.getBody()
             .walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
             .wasInterrupted())
@@ -571,9 +574,3 @@ struct TestEmulateGpuLaunchesPass
 };
 
 } // namespace
-
-namespace effopt::test {
-void registerTestEmulateGpuLaunchesPass() {
-  PassRegistration<TestEmulateGpuLaunchesPass>();
-}
-} // namespace effopt::test
