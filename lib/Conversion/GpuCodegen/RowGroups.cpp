@@ -413,6 +413,17 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
         }
       }
     }
+    // Every lane of a per-row op loads the per-row inputs no register
+    // holds, then lane 0 stores the outputs: an output over such an input
+    // (a mean written in place over the saved row sum it divides) would be
+    // stored while other lanes may still load it.
+    if (kind == RowOpKind::PerRow)
+      for (OpOperand *input : op.getDpsInputOperands())
+        if (touchesMemory(input->get()) &&
+            !forwarded.count(input->getOperandNumber()))
+          for (OpOperand &init : op.getDpsInitsMutable())
+            if (writes(init) && mayOverlap(input->get(), init.get()))
+              return false;
     return true;
   };
 

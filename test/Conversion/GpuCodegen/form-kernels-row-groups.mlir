@@ -293,3 +293,107 @@ func.func @no_reduction_after_overwrite(%arena: memref<65536xi8>, %x: memref<16x
   }
   return
 }
+
+// -----
+
+// A per-row op written in place over a per-row input it loads (no member
+// wrote it: a remat's recomputed mean over the saved row sum) stays out
+// when its output is stored (read after the group): every lane loads the
+// sum, lane 0 stores the mean, so in a group other lanes could load the
+// mean instead. It runs before the kernel; the reduction and the op after
+// it read the mean it stored. Read by members only, the mean is not stored
+// and the op joins (@per_row_in_place_unstored).
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+#v = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @per_row_in_place
+// CHECK:       } {eff.kernel = "elementwise"}
+// CHECK:       } {eff.kernel = "row-group"}
+// CHECK:       call @effrt_cuda_barrier_free_call
+// CHECK-LABEL: func.func @per_row_in_place_unstored
+// CHECK:       } {eff.kernel = "row-group"}
+// CHECK-NOT:   gpu.launch
+// REMARK: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 2 after it (1 reductions); 1 fill folded in; 1 op between them runs before it{{$}}
+// REMARK: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 3 after it (1 reductions); 1 fill folded in; 1 per-row value kept in registers only{{$}}
+func.func private @effrt_cuda_barrier_free_call()
+func.func @per_row_in_place(%arena: memref<65536xi8>, %x: memref<16x64xf32>,
+                            %h: memref<16x64xf32>, %q: memref<16xf32>,
+                            %y: memref<16x64xf32>, %saved: memref<16xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %n = arith.constant 64.0 : f32
+  %c0 = arith.constant 0 : index
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<16x64xf32>) outs(%h : memref<16x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %one : f32
+    linalg.yield %r : f32
+  }
+  %sum = memref.view %arena[%c0][] : memref<65536xi8> to memref<16xf32>
+  %mean = memref.view %arena[%c0][] : memref<65536xi8> to memref<16xf32>
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%sum : memref<16xf32>) outs(%mean : memref<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.divf %a, %n : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%q : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%h, %mean : memref<16x64xf32>, memref<16xf32>) outs(%q : memref<16xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %d2 = arith.mulf %d, %d : f32
+    %r = arith.addf %d2, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #rows, #rows, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %mean, %q : memref<16x64xf32>, memref<16xf32>, memref<16xf32>) outs(%y : memref<16x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %s: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %r = arith.mulf %d, %s : f32
+    linalg.yield %r : f32
+  }
+  func.call @effrt_cuda_barrier_free_call() : () -> ()
+  memref.copy %mean, %saved : memref<16xf32> to memref<16xf32>
+  return
+}
+func.func @per_row_in_place_unstored(%arena: memref<65536xi8>, %x: memref<16x64xf32>,
+                                     %h: memref<16x64xf32>, %q: memref<16xf32>,
+                                     %y: memref<16x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %n = arith.constant 64.0 : f32
+  %c0 = arith.constant 0 : index
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<16x64xf32>) outs(%h : memref<16x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %one : f32
+    linalg.yield %r : f32
+  }
+  %sum = memref.view %arena[%c0][] : memref<65536xi8> to memref<16xf32>
+  %mean = memref.view %arena[%c0][] : memref<65536xi8> to memref<16xf32>
+  linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%sum : memref<16xf32>) outs(%mean : memref<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.divf %a, %n : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%q : memref<16xf32>)
+  linalg.generic {indexing_maps = [#id2, #rows, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%h, %mean : memref<16x64xf32>, memref<16xf32>) outs(%q : memref<16xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %d2 = arith.mulf %d, %d : f32
+    %r = arith.addf %d2, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #rows, #rows, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %mean, %q : memref<16x64xf32>, memref<16xf32>, memref<16xf32>) outs(%y : memref<16x64xf32>) {
+  ^bb0(%a: f32, %m: f32, %s: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %r = arith.mulf %d, %s : f32
+    linalg.yield %r : f32
+  }
+  return
+}
