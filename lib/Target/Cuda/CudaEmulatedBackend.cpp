@@ -12,8 +12,7 @@
 
 #include "CudaTarget.h"
 
-#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
-#include "llvm/TargetParser/Triple.h"
+#include "../Cpu/CpuHost.h"
 
 using namespace mlir;
 
@@ -46,47 +45,18 @@ public:
     pm.addNestedPass<func::FuncOp>(createEffParallelLoopsPass());
     pm.addPass(createConvertSCFToOpenMPPass());
     pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
-    pm.addPass(createLowerAffinePass());
-    pm.addPass(createSCFToControlFlowPass());
-    math::MathExtendToSupportedTypesOptions extend;
-    extend.targetTypeStr = "f32";
-    pm.addPass(math::createMathExtendToSupportedTypes(extend));
-    arith::ArithEmulateUnsupportedFloatsOptions emulate;
-    emulate.sourceTypeStrs = {"bf16", "f16"};
-    emulate.targetTypeStr = "f32";
-    pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
-    pm.addPass(createEffExpandBF16ConversionsPass());
-    pm.addPass(memref::createExpandStridedMetadataPass());
-    pm.addPass(createLowerAffinePass());
-    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-    math::MathExpandOpsPassOptions expand;
-    expand.opMnemonics = {"rsqrt"};
-    pm.addPass(math::createMathExpandOpsPass(expand));
-    pm.addPass(createConvertMathToLibmPass());
-    pm.addPass(createConvertToLLVMPass());
-    pm.addPass(createReconcileUnrealizedCastsPass());
+    // libm's exp and erf, not the CPU target's polynomials: closer to the
+    // GPU's libdevice.
+    addCpuHostLowering(pm, /*polynomialMath=*/false);
   }
 
   FailureOr<TargetArtifacts>
   serialize(ModuleOp module, const CodegenOptions &options) const override {
-    dropStepAbiAttributes(module);
-    CpuCodegenOptions codegen;
-    codegen.cpu = options.arch;
-    codegen.optLevel = options.optLevel;
-    FailureOr<CpuCode> code = emitCpuSharedObject(module, codegen);
-    if (failed(code))
-      return failure();
-    // The CPU device runs it (effrt hostTarget()'s name).
-    std::string target =
-        ("cpu-" + llvm::Triple(code->triple).getArchName()).str();
-    TargetArtifacts artifacts;
-    artifacts.sections.push_back(EffxSectionData{
-        effrt::EffxSectionKind::HostCode, target, "step",
-        std::move(code->sharedObject)});
-    artifacts.manifest["target"] = target;
-    artifacts.manifest["emulates"] = kCudaTargetName;
-    artifacts.manifest["cpu"] = code->cpu;
-    artifacts.manifest["entry"] = effrt::kEffxEntrySymbol;
+    // The CPU device runs it; the manifest says what it stands for.
+    FailureOr<TargetArtifacts> artifacts =
+        serializeCpuHostStep(module, options);
+    if (succeeded(artifacts))
+      artifacts->manifest["emulates"] = kCudaTargetName;
     return artifacts;
   }
 };
