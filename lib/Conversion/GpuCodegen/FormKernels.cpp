@@ -1597,8 +1597,14 @@ struct EffGpuFormKernelsPass
     auto storesAll = [&](linalg::GenericOp member) {
       return storesReadElsewhere.contains(member);
     };
-    std::optional<RowGroup> group = matchRowGroup(
-        op, kMaxWarpRow, isWarpRowReduction, ownWidth, storesAll);
+    auto startsFromFill = [&](linalg::GenericOp reduction, unsigned n) {
+      auto it = foldedInitials.find(reduction);
+      return it != foldedInitials.end() && n < it->second.size() &&
+             it->second[n];
+    };
+    RowGroupQueries queries{isWarpRowReduction, ownWidth, storesAll,
+                            startsFromFill};
+    std::optional<RowGroup> group = matchRowGroup(op, kMaxWarpRow, queries);
     if (!group)
       return std::nullopt;
     auto reductions = [](const RowGroup &g) {
@@ -1608,8 +1614,8 @@ struct EffGpuFormKernelsPass
          llvm::drop_begin(llvm::zip(group->members, group->kinds))) {
       if (kind == RowOpKind::PerRow)
         continue;
-      std::optional<RowGroup> later = matchRowGroup(
-          member, kMaxWarpRow, isWarpRowReduction, ownWidth, storesAll);
+      std::optional<RowGroup> later =
+          matchRowGroup(member, kMaxWarpRow, queries);
       if (later && reductions(*later) > reductions(*group))
         return std::nullopt;
       if (kind == RowOpKind::Reduction)

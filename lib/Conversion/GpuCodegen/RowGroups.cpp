@@ -237,8 +237,8 @@ static SmallVector<OpOperand *> usesOfBuffer(Value buffer) {
 static bool mayGoUnstored(linalg::GenericOp op, OpOperand &init,
                           RowOpKind kind, unsigned numRows,
                           const llvm::DenseSet<Value> &stored,
-                          llvm::function_ref<bool(linalg::GenericOp)> storesAll) {
-  if (kind == RowOpKind::Elementwise || storesAll(op))
+                          const RowGroupQueries &queries) {
+  if (kind == RowOpKind::Elementwise || queries.storesAll(op))
     return false;
   Value buffer = temporaryBufferOf(init.get());
   if (!buffer || stored.contains(buffer))
@@ -261,10 +261,7 @@ static bool mayGoUnstored(linalg::GenericOp op, OpOperand &init,
 /// group, or by a member from memory.
 static std::optional<RowGroup>
 matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
-                  llvm::function_ref<bool(linalg::GenericOp)> isWarpReduction,
-                  llvm::function_ref<int64_t(linalg::GenericOp, RowOpKind)>
-                      ownWidth,
-                  llvm::function_ref<bool(linalg::GenericOp)> storesAll,
+                  const RowGroupQueries &queries,
                   const llvm::DenseSet<Value> &stored, Value &mustStore) {
   if (!seed.hasPureBufferSemantics())
     return std::nullopt;
@@ -292,29 +289,29 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
     if (kind == RowOpKind::Reduction && reductionInputOverwritten)
       return false;
     for (OpOperand &init : op.getDpsInitsMutable())
-      if (mayGoUnstored(op, init, kind, numRows, stored, storesAll))
+      if (mayGoUnstored(op, init, kind, numRows, stored, queries))
         unstored.push_back(init.getOperandNumber());
     // A write that does not happen races with nothing.
     auto writes = [&](OpOperand &operand) {
       return op.isDpsInit(&operand) &&
              !llvm::is_contained(unstored, operand.getOperandNumber());
     };
-    if (kind == RowOpKind::Reduction && !isWarpReduction(op))
+    if (kind == RowOpKind::Reduction && !queries.isWarpReduction(op))
       return false;
     // One lane per element (or vector) of the row in every member, each
     // reduction in its own order.
     if (kind == RowOpKind::Reduction) {
-      int64_t width = ownWidth(op, kind);
+      int64_t width = queries.ownWidth(op, kind);
       if (group.width != 0 && width != group.width)
         return false;
       if (group.width == 0)
         for (auto [member, memberKind] :
              llvm::zip(group.members, group.kinds))
           if (memberKind == RowOpKind::Elementwise &&
-              ownWidth(member, memberKind) < width)
+              queries.ownWidth(member, memberKind) < width)
             return false;
     } else if (kind == RowOpKind::Elementwise && group.width != 0 &&
-               ownWidth(op, kind) < group.width) {
+               queries.ownWidth(op, kind) < group.width) {
       return false;
     }
     if (!writesOncePerPoint(op))
@@ -417,6 +414,15 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
     // holds, then lane 0 stores the outputs: an output over such an input
     // (a mean written in place over the saved row sum it divides) would be
     // stored while other lanes may still load it.
+    // Likewise a reduction's initial value: every lane needs the total, so
+    // every lane would load an output no fill or register gives while
+    // lane 0 stores over it.
+    if (kind == RowOpKind::Reduction)
+      for (OpOperand &init : op.getDpsInitsMutable())
+        if (!forwarded.count(init.getOperandNumber()) &&
+            !queries.startsFromFill(op, init.getOperandNumber() -
+                                            op.getNumDpsInputs()))
+          return false;
     if (kind == RowOpKind::PerRow)
       for (OpOperand *input : op.getDpsInputOperands())
         if (touchesMemory(input->get()) &&
@@ -433,7 +439,7 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
                  bool overwritesReductionInput) {
     reductionInputOverwritten |= overwritesReductionInput;
     if (kind == RowOpKind::Reduction && group.width == 0)
-      group.width = ownWidth(op, kind);
+      group.width = queries.ownWidth(op, kind);
     group.members.push_back(op);
     group.kinds.push_back(kind);
     group.forwarded.push_back(std::move(forwarded));
@@ -525,19 +531,15 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
   return group;
 }
 
-std::optional<RowGroup>
-matchRowGroup(linalg::GenericOp seed, int64_t maxRowLength,
-              llvm::function_ref<bool(linalg::GenericOp)> isWarpReduction,
-              llvm::function_ref<int64_t(linalg::GenericOp, RowOpKind)>
-                  ownWidth,
-              llvm::function_ref<bool(linalg::GenericOp)> storesAll) {
+std::optional<RowGroup> matchRowGroup(linalg::GenericOp seed,
+                                      int64_t maxRowLength,
+                                      const RowGroupQueries &queries) {
   // Each retry stores one more buffer, so this ends.
   llvm::DenseSet<Value> stored;
   while (true) {
     Value mustStore;
-    std::optional<RowGroup> group = matchRowGroupOnce(
-        seed, maxRowLength, isWarpReduction, ownWidth, storesAll, stored,
-        mustStore);
+    std::optional<RowGroup> group =
+        matchRowGroupOnce(seed, maxRowLength, queries, stored, mustStore);
     if (!mustStore)
       return group;
     stored.insert(mustStore);

@@ -84,7 +84,9 @@ func.func @layer_norm(%x: memref<4x8x768xf32>, %s: memref<4x8xf32>, %q: memref<4
 // bf16 rows over the f32 input's bytes: another row's warp may still read
 // them), which runs as its own kernel after the group; rows longer than
 // 4096 (block reductions); one reduction with a per-row op after it (a
-// warp reduction with an epilogue, as without row groups).
+// warp reduction with an epilogue, as without row groups); a reduction
+// that adds to what its output held (no fill: every lane would load it
+// while lane 0 stores the total over it, @accumulates).
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
@@ -97,12 +99,14 @@ func.func @layer_norm(%x: memref<4x8x768xf32>, %s: memref<4x8xf32>, %q: memref<4
 // CHECK:       eff.kernel = "block-reduction"
 // CHECK:       eff.kernel = "elementwise"
 // CHECK-NOT:   gpu.launch
-// REMARK: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 1 after it (1 reductions){{$}}
+// REMARK: row group: one warp per row of 64 elements (4 at a time), 8 per block, runs this op and the 1 after it (1 reductions); 1 fill folded in{{$}}
 // REMARK: warp reduction: one warp per output element, 8 per block; the elementwise op after it runs in its epilogue
 // REMARK: block reduction: one block per output element{{$}}
 func.func private @effrt_cuda_barrier_free_call()
 func.func @stays_out(%arena: memref<65536xi8>, %s: memref<16xf32>, %t: memref<16xf32>,
                      %l: memref<16x5000xf32>, %ls: memref<16xf32>, %e: memref<16x5000xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<16xf32>)
   %c0 = arith.constant 0 : index
   %c8192 = arith.constant 8192 : index
   %x = memref.view %arena[%c0][] : memref<65536xi8> to memref<16x64xf32>
@@ -147,6 +151,27 @@ func.func @stays_out(%arena: memref<65536xi8>, %s: memref<16xf32>, %t: memref<16
   }
   linalg.generic {indexing_maps = [#id2, #rows, #id2], iterator_types = ["parallel", "parallel"]}
       ins(%l, %ls : memref<16x5000xf32>, memref<16xf32>) outs(%e : memref<16x5000xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %r = arith.subf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @accumulates
+// CHECK:       eff.kernel = "warp-reduction"
+// CHECK:       eff.kernel = "elementwise"
+// CHECK-NOT:   gpu.launch
+func.func @accumulates(%arena: memref<65536xi8>, %x: memref<16x64xf32>, %s: memref<16xf32>,
+                       %y: memref<16x64xf32>) attributes {eff.arena_arg = 0 : i64} {
+  linalg.generic {indexing_maps = [#id2, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<16x64xf32>) outs(%s : memref<16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #rows, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : memref<16x64xf32>, memref<16xf32>) outs(%y : memref<16x64xf32>) {
   ^bb0(%a: f32, %m: f32, %o: f32):
     %r = arith.subf %a, %m : f32
     linalg.yield %r : f32

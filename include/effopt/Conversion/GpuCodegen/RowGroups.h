@@ -84,34 +84,55 @@ constexpr int64_t kMaxKernelArgumentBytes = 3072;
 /// constants are sunk into the kernel, a value used twice passed once.
 int64_t kernelArgumentBytes(llvm::ArrayRef<mlir::linalg::GenericOp> ops);
 
+/// What matchRowGroup asks of the kernel former about an op.
+struct RowGroupQueries {
+  /// Whether a reduction can run as a warp reduction (combiners
+  /// recognised, outputs that shuffles move).
+  llvm::function_ref<bool(mlir::linalg::GenericOp)> isWarpReduction;
+  /// Elements a lane takes at a time when the op runs alone.
+  llvm::function_ref<int64_t(mlir::linalg::GenericOp, RowOpKind)> ownWidth;
+  /// Whether something reads the op's outputs that the uses of their
+  /// buffers do not show (an erased recomputation's readers): then it
+  /// stores all of them.
+  llvm::function_ref<bool(mlir::linalg::GenericOp)> storesAll;
+  /// Whether output `n` of a reduction starts from a folded fill's value
+  /// (not loaded).
+  llvm::function_ref<bool(mlir::linalg::GenericOp, unsigned n)>
+      startsFromFill;
+};
+
 /// The row group starting at `seed` (a reduction or an elementwise op over
 /// (rows..., row) of a static shape with rows of at most `maxRowLength`
 /// elements): the ops after it in its block that join it, up to the first
-/// op with memory effects that is not a linalg.generic. A reduction joins
-/// when `isWarpReduction` accepts it (combiners recognised, outputs that
-/// shuffles move) and its `ownWidth` (elements a lane takes at a time
-/// when it runs alone) equals the other reductions'; an elementwise op
-/// when its `ownWidth` is at least that. Every dependency between two members (one writes what
-/// the other reads or writes) must be row-local at one address function
-/// (see RowGroup), and the group's arguments stay within
-/// kMaxKernelArgumentBytes; an op that would write memory an earlier member reads
-/// does not join (nor may it be deferred past one that reads or writes
-/// it). A per-row output of a temporary (a `memref.alloc`, or a view of
-/// the step's arena) that nothing but later members reads, all from the
+/// op with memory effects that is not a linalg.generic.
+///
+/// A reduction joins when `queries.isWarpReduction` accepts it, its
+/// `ownWidth` equals the other reductions' and each output starts from a
+/// folded fill or an earlier member's register (every lane needs the
+/// total); an elementwise op when its `ownWidth` is at least that. Every
+/// dependency between two members (one writes what the other reads or
+/// writes) must be row-local at one address function (see RowGroup), and
+/// the group's arguments stay within kMaxKernelArgumentBytes. An op that
+/// would write memory an earlier member reads does not join, unless the
+/// same lane read it (the same address function: after an elementwise
+/// member, or after a reduction member when no reduction follows); a
+/// per-row op does not join when it would store over a per-row input it
+/// loads from memory (every lane loads it, lane 0 stores).
+///
+/// A per-row output of a temporary (a `memref.alloc`, or a view of the
+/// step's arena) that nothing but later members reads, all from the
 /// register, is not stored (RowGroup::unstored): its writer joins although
-/// the planner put those bytes over what an earlier member reads (GPT-2:
-/// a layer norm's sum of squares over the GEMM output the residual add
-/// before it reads); `storesAll` names members whose outputs something
-/// reads that the uses of their buffers do not show (an erased
-/// recomputation's readers). Null unless the group has two reductions, or one and an
+/// the planner put those bytes over what an earlier member reads (GPT-2: a
+/// layer norm's sum of squares over the GEMM output the residual add
+/// before it reads). Members `queries.storesAll` names store everything.
+///
+/// Ops between the members that do not join are hoisted or deferred (see
+/// RowGroup). Null unless the group has two reductions, or one and an
 /// elementwise op (one reduction and per-row ops are a warp reduction with
 /// an epilogue).
-std::optional<RowGroup>
-matchRowGroup(mlir::linalg::GenericOp seed, int64_t maxRowLength,
-              llvm::function_ref<bool(mlir::linalg::GenericOp)> isWarpReduction,
-              llvm::function_ref<int64_t(mlir::linalg::GenericOp, RowOpKind)>
-                  ownWidth,
-              llvm::function_ref<bool(mlir::linalg::GenericOp)> storesAll);
+std::optional<RowGroup> matchRowGroup(mlir::linalg::GenericOp seed,
+                                      int64_t maxRowLength,
+                                      const RowGroupQueries &queries);
 
 } // namespace effopt
 
