@@ -809,11 +809,12 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     ops in registers, elementwise ops with the lanes striding over the
     row; every dependency between members is at one address per (row,
     element), so the lane that wrote an element reads it (no barrier);
-    ops between the members that touch none of the later members' memory
-    run after the kernel (`row-groups`; docs/GpuKernels.md). A per-row
-    value of a temporary that only later members read (a layer norm's sum
-    of squares) is not stored at all, so its writer joins even where the
-    plan put its bytes over what an earlier member reads.
+    ops between the members run before the kernel when they touch none of
+    the earlier members' memory, else after it when they touch none of the
+    later members' (`row-groups`; docs/GpuKernels.md). A per-row value of a
+    temporary that only later members read (a layer norm's sum of squares)
+    is not stored at all, so its writer joins even where the plan put its
+    bytes over what an earlier member reads.
     Neighbouring independent all-parallel ops of at most 65536 points
     (vectors) each share one launch (`small-batches`), and an
     all-parallel op recomputing what an earlier op stored in the same
