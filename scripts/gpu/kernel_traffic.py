@@ -155,10 +155,20 @@ def main():
     p.add_argument("--bandwidth", type=float, default=2.5,
                    help="TB/s the milliseconds are counted at")
     p.add_argument("--json", help="write every launch here")
+    p.add_argument("--formed", help="keep the formed step here (the launches' "
+                   "`line`s point into it)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        launches, calls = launches_of(form_kernels(args, work))
+        formed = form_kernels(args, work)
+        launches, calls = launches_of(formed)
+    if args.formed:
+        with open(args.formed, "w") as f:
+            f.write(formed)
     total = sum(k["read"] + k["written"] for k in launches)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(launches=launches, calls=dict(calls),
+                           total_bytes=total), f, indent=1)
     ms = lambda b: b / (args.bandwidth * 1e12) * 1e3  # noqa: E731
     print("launches: %d, %.2f GB read and written: %.2f ms at %.1f TB/s" %
           (len(launches), total / 1e9, ms(total), args.bandwidth))
@@ -178,9 +188,6 @@ def main():
             :args.top]:
         print("  %-30s read %9.1f MB written %9.1f MB" % (
             k["name"], k["read"] / 1e6, k["written"] / 1e6))
-    if args.json:
-        json.dump(dict(launches=launches, calls=dict(calls),
-                       total_bytes=total), open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -102,3 +102,51 @@ func.func @different(%x: tensor<64x512xf32>, %y: tensor<8x8x8xf32>) -> (tensor<6
   } -> tensor<64xf32>
   return %a, %b, %c, %d, %d2, %h : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<64xf32>
 }
+
+// -----
+
+// Two Adam updates' bias corrections from one learning rate and step: one
+// computation. A third with another weight decay, and a fourth reading
+// another step, stay.
+#s = affine_map<() -> ()>
+// CHECK-LABEL: func.func @scalar_computations
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[A:.*]], %[[A]], %[[B:.*]], %[[C:.*]] :
+func.func @scalar_computations(%lr: tensor<f32>, %step: tensor<i64>, %step2: tensor<i64>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
+  %e0 = tensor.empty() : tensor<f32>
+  %a = linalg.generic {indexing_maps = [#s, #s, #s], iterator_types = []} ins(%lr, %step : tensor<f32>, tensor<i64>) outs(%e0 : tensor<f32>) {
+  ^bb0(%l: f32, %t: i64, %out: f32):
+    %c1 = arith.constant 1 : i64
+    %n = arith.addi %t, %c1 : i64
+    %f = arith.sitofp %n : i64 to f32
+    %r = arith.divf %l, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<f32>
+  %a2 = linalg.generic {indexing_maps = [#s, #s, #s], iterator_types = []} ins(%lr, %step : tensor<f32>, tensor<i64>) outs(%e1 : tensor<f32>) {
+  ^bb0(%l: f32, %t: i64, %out: f32):
+    %c1 = arith.constant 1 : i64
+    %n = arith.addi %t, %c1 : i64
+    %f = arith.sitofp %n : i64 to f32
+    %r = arith.divf %l, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %b = linalg.generic {indexing_maps = [#s, #s, #s], iterator_types = []} ins(%lr, %step : tensor<f32>, tensor<i64>) outs(%e1 : tensor<f32>) {
+  ^bb0(%l: f32, %t: i64, %out: f32):
+    %c2 = arith.constant 2 : i64
+    %n = arith.addi %t, %c2 : i64
+    %f = arith.sitofp %n : i64 to f32
+    %r = arith.divf %l, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %c = linalg.generic {indexing_maps = [#s, #s, #s], iterator_types = []} ins(%lr, %step2 : tensor<f32>, tensor<i64>) outs(%e1 : tensor<f32>) {
+  ^bb0(%l: f32, %t: i64, %out: f32):
+    %c1 = arith.constant 1 : i64
+    %n = arith.addi %t, %c1 : i64
+    %f = arith.sitofp %n : i64 to f32
+    %r = arith.divf %l, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %a, %a2, %b, %c : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+}

@@ -559,7 +559,7 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
 def EffMergeEqualReductionsPass
     : Pass<"eff-merge-equal-reductions", "::mlir::ModuleOp"> {
   let summary = "Computes a reduction the step makes twice once, when its "
-                "result is small";
+                "result is small, and a scalar computation made twice once";
   let description = [{
     Runs on linalg on tensors after `eff-fuse-elementwise`. The backward
     often makes a reduction again that the forward already made: the
@@ -577,11 +577,18 @@ def EffMergeEqualReductionsPass
     reader, which costs little when it is one value per row; a large value
     that `eff-remat` chose to recompute is left recomputed (this is why the
     lowering pipeline runs no general CSE after `convert-eff-to-linalg`).
+
+    Equal scalar computations (a rank-0 `linalg.generic` of rank-0 operands,
+    outputs empty tensors of one type) are merged too: each Adam update
+    derives its bias corrections from the learning rate and the step count,
+    and once the memory-aware order puts each update right after its
+    gradient, each would be its own kernel launch on a GPU.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
   let statistics = [
-    Statistic<"numMerged", "merged", "Reductions merged into an equal one">
+    Statistic<"numMerged", "merged",
+              "Reductions and scalar computations merged into an equal one">
   ];
 }
 

@@ -4,8 +4,9 @@
 // cross-entropy's gradient needs each row's max and sum of exponentials,
 // which the loss computed from the same logits. The result is small (one
 // value per row) and the reduction reads the whole input, so keeping the
-// forward's result is cheap and computing it again is not. See the pass
-// description in Passes.td.
+// forward's result is cheap and computing it again is not. Equal scalar
+// computations (each optimizer update's bias corrections) are merged too:
+// on a GPU each is a launch. See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +77,27 @@ bool isSmallReduction(linalg::GenericOp op) {
   return written * kReadToResultRatio <= read;
 }
 
+/// Two empty tensors of one type: the uninitialized outputs of equal
+/// elementwise computations.
+bool equalEmpties(Value a, Value b) {
+  return a.getType() == b.getType() && a.getDefiningOp<tensor::EmptyOp>() &&
+         b.getDefiningOp<tensor::EmptyOp>();
+}
+
+/// Whether `op` computes scalars from scalars: the per-step values each
+/// optimizer update derives from the learning rate and the step count
+/// (bias corrections), one computation per parameter as lowered.
+bool isScalarComputation(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op.getNumLoops() != 0)
+    return false;
+  auto isScalar = [](Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.getRank() == 0;
+  };
+  return llvm::all_of(op->getOperands(), isScalar) &&
+         llvm::all_of(op->getResults(), isScalar);
+}
+
 bool isReshape(Operation *op) {
   return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op);
 }
@@ -95,7 +117,9 @@ struct EffMergeEqualReductionsPass
     DenseMap<Value, SmallVector<Operation *>> earlier;
     for (Operation &op : llvm::make_early_inc_range(block)) {
       auto generic = dyn_cast<linalg::GenericOp>(op);
-      bool candidate = isReshape(&op) || (generic && isSmallReduction(generic));
+      bool candidate =
+          isReshape(&op) || (generic && (isSmallReduction(generic) ||
+                                         isScalarComputation(generic)));
       if (!candidate || op.getNumOperands() == 0)
         continue;
       SmallVector<Operation *> &same = earlier[op.getOperand(0)];
@@ -107,7 +131,7 @@ struct EffMergeEqualReductionsPass
             prev, &op,
             [&](Value a, Value b) {
               return success(a == b || matched.lookup(a) == b ||
-                             equalFills(a, b));
+                             equalFills(a, b) || equalEmpties(a, b));
             },
             [&](Value a, Value b) { matched[a] = b; },
             OperationEquivalence::IgnoreLocations);

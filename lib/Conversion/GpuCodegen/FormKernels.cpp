@@ -656,7 +656,7 @@ struct EffGpuFormKernelsPass
       bool rowReduction = parallelDims.empty() ||
                           (inner && llvm::is_contained(reductionDims, *inner));
       bool online = rowReduction && isOnlineLogSumExp(op);
-      if (succeeded(combiners) && rowReduction)
+      if (!online)
         epilogue = matchEpilogue(op, sizes, parallelDims);
       // The address arithmetic between the two (the epilogue's output
       // views) moves ahead of the kernel, which uses it.
@@ -692,14 +692,14 @@ struct EffGpuFormKernelsPass
           ++numSerialFallbacks;
           remark(op, "reduction combiner not recognised: one thread per "
                      "output element (correct, slow)" +
-                         foldedFillsRemark(op));
+                         foldedFillsRemark(op) + epilogueRemark);
         } else {
           remark(op, "reduction over outer dimensions: one thread per output "
                      "element" +
-                         foldedFillsRemark(op));
+                         foldedFillsRemark(op) + epilogueRemark);
         }
         launch = formThreadPerPoint(b, op, sizes, parallelDims, reductionDims,
-                                    "thread-reduction");
+                                    "thread-reduction", epilogue);
       }
     }
     if (!launch)
@@ -867,7 +867,8 @@ struct EffGpuFormKernelsPass
                                    ArrayRef<Value> sizes,
                                    ArrayRef<unsigned> parallelDims,
                                    ArrayRef<unsigned> reductionDims,
-                                   StringRef strategy) {
+                                   StringRef strategy,
+                                   linalg::GenericOp epilogue = {}) {
     Location loc = op.getLoc();
     SmallVector<Value> parallelSizes, reductionSizes;
     for (unsigned d : parallelDims)
@@ -926,7 +927,10 @@ struct EffGpuFormKernelsPass
           emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
                             r, carried);
         });
-    storeOutputs(b, op, ivs, SmallVector<Value>(reduce.getResults()));
+    SmallVector<Value> totals(reduce.getResults());
+    storeOutputs(b, op, ivs, totals);
+    if (epilogue)
+      emitEpilogue(b, op, epilogue, ivs, parallelDims, totals);
     return launch;
   }
 

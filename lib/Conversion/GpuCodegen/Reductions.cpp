@@ -297,13 +297,29 @@ std::optional<FoldableFill> matchFoldableFill(linalg::GenericOp fill) {
   if (value.getType() != bufferType.getElementType() ||
       !bufferType.hasStaticShape())
     return std::nullopt;
-  // The next op that may touch memory (address arithmetic in between).
-  Operation *next = fill->getNextNode();
-  while (next && isMemoryEffectFree(next) && next->getNumRegions() == 0)
-    next = next->getNextNode();
-  auto reduction = dyn_cast_or_null<linalg::GenericOp>(next);
-  if (!reduction || !reduction.hasPureBufferSemantics() ||
-      reduction.getNumReductionLoops() == 0)
+  // The first later op that touches the buffer, past address arithmetic
+  // and ops that touch other memory only (bufferization puts the fill of a
+  // split reduction's result before the partial sums' fill and loop).
+  auto touchesBuffer = [&](linalg::GenericOp op) {
+    return llvm::any_of(op->getOperands(), [&](Value v) {
+      return isa<MemRefType>(v.getType()) && mayOverlap(v, buffer);
+    });
+  };
+  constexpr int kMaxOpsBetween = 16;
+  linalg::GenericOp reduction;
+  int between = 0;
+  for (Operation *next = fill->getNextNode(); next && !reduction;
+       next = next->getNextNode()) {
+    if (isMemoryEffectFree(next) && next->getNumRegions() == 0)
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(next);
+    if (!generic || !generic.hasPureBufferSemantics() ||
+        ++between > kMaxOpsBetween)
+      return std::nullopt;
+    if (touchesBuffer(generic))
+      reduction = generic;
+  }
+  if (!reduction || reduction.getNumReductionLoops() == 0)
     return std::nullopt;
   std::optional<unsigned> output;
   for (OpOperand &init : reduction.getDpsInitsMutable()) {
@@ -388,8 +404,22 @@ linalg::GenericOp matchEpilogue(linalg::GenericOp reduction,
     for (OpOperand &init : reduction.getDpsInitsMutable())
       if (init.get() == input->get())
         source = &init;
-    if (!source)
-      return {};
+    if (!source) {
+      // Other memory (an optimizer update's parameter and moments beside
+      // the gradient the reduction sums): loaded where the epilogue runs,
+      // if the reduction writes none of it and the epilogue writes it only
+      // at the point it reads (in place).
+      for (OpOperand &init : reduction.getDpsInitsMutable())
+        if (mayOverlap(init.get(), input->get()))
+          return {};
+      AffineMap read = epilogue.getMatchingIndexingMap(input);
+      for (OpOperand &output : epilogue.getDpsInitsMutable())
+        if (mayOverlap(output.get(), input->get()) &&
+            (!sameMemory(output.get(), input->get()) ||
+             epilogue.getMatchingIndexingMap(&output) != read))
+          return {};
+      continue;
+    }
     std::optional<AffineMap> at = pointMap(source);
     if (!at || *at != epilogue.getMatchingIndexingMap(input))
       return {};

@@ -459,7 +459,7 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
     add(seed, *seedKind, std::move(none), std::move(unstored), overwrites);
   }
 
-  constexpr size_t kMaxDeferred = 8;
+  constexpr size_t kMaxDeferred = 32;
   for (Operation *op = seed->getNextNode(); op; op = op->getNextNode()) {
     if (isMemoryEffectFree(op) && op->getNumRegions() == 0)
       continue;

@@ -237,8 +237,8 @@ func.func @long_row_max_vectors(%x: memref<4x50304xbf16>, %m: memref<4xbf16>) at
 // -----
 
 // Fills that stay kernels: the reduction also reads the filled buffer
-// (through another view of its memory), an op with memory effects sits
-// between the fill and the reduction, the reduction covers only part of the
+// (through another view of its memory), an op between the fill and the
+// reduction reads the filled buffer, the reduction covers only part of the
 // filled buffer. A thread reduction (a column sum) folds its fill too.
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -267,8 +267,10 @@ func.func @fills_that_stay(%arena: memref<4096xi8>, %x: memref<32x10xf32>, %y: m
     linalg.yield %r : f32
   }
   %t = memref.view %arena[%c0][] : memref<4096xi8> to memref<32xf32>
+  %c2048 = arith.constant 2048 : index
+  %w = memref.view %arena[%c2048][] : memref<4096xi8> to memref<32xf32>
   linalg.fill ins(%zero : f32) outs(%t : memref<32xf32>)
-  linalg.copy ins(%x : memref<32x10xf32>) outs(%y : memref<32x10xf32>)
+  linalg.copy ins(%t : memref<32xf32>) outs(%w : memref<32xf32>)
   linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
       ins(%y : memref<32x10xf32>) outs(%t : memref<32xf32>) {
   ^bb0(%in: f32, %out: f32):
@@ -290,6 +292,95 @@ func.func @fills_that_stay(%arena: memref<4096xi8>, %x: memref<32x10xf32>, %y: m
   ^bb0(%in: f32, %out: f32):
     %r = arith.addf %in, %out : f32
     linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A fill folds into its reduction past ops that touch other memory (the
+// fill of a split reduction's result comes before the partial sums').
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#rows = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @fill_folds_past_other_memory
+// CHECK: eff.kernel = "elementwise"
+// CHECK-NOT: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "warp-reduction"
+// CHECK-NOT: eff.kernel
+func.func @fill_folds_past_other_memory(%arena: memref<4096xi8>, %x: memref<32x10xf32>, %y: memref<32x10xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %t = memref.view %arena[%c0][] : memref<4096xi8> to memref<32xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<32xf32>)
+  linalg.copy ins(%x : memref<32x10xf32>) outs(%y : memref<32x10xf32>)
+  linalg.generic {indexing_maps = [#id, #rows], iterator_types = ["parallel", "reduction"]}
+      ins(%y : memref<32x10xf32>) outs(%t : memref<32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// A column sum (one thread per output) runs the update after it in its
+// epilogue: the update reads the sum from the register and its parameter
+// and moment from memory, which it writes in place. The second update
+// writes its parameter at another point than it reads it: it stays.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#cols = affine_map<(d0, d1) -> (d1)>
+#v = affine_map<(d0) -> (d0)>
+#rev = affine_map<(d0) -> (9 - d0)>
+// CHECK-LABEL: func.func @thread_reduction_epilogues
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: memref.store
+// CHECK: memref.load %{{.*}} : memref<10xf32>
+// CHECK: memref.load %{{.*}} : memref<10xf32>
+// CHECK: memref.store
+// CHECK: memref.store
+// CHECK: eff.kernel = "thread-reduction"
+// CHECK-NOT: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "thread-reduction"
+// CHECK: eff.kernel = "elementwise"
+// CHECK-NOT: eff.kernel
+func.func @thread_reduction_epilogues(%arena: memref<4096xi8>, %g: memref<32x10xf32>, %p: memref<10xf32>, %m: memref<10xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %zero = arith.constant 0.0 : f32
+  %rate = arith.constant 0.1 : f32
+  %c0 = arith.constant 0 : index
+  %sum = memref.view %arena[%c0][] : memref<4096xi8> to memref<10xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<10xf32>)
+  linalg.generic {indexing_maps = [#id, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%g : memref<32x10xf32>) outs(%sum : memref<10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v, #v, #v, #v], iterator_types = ["parallel"]}
+      ins(%sum, %p, %m : memref<10xf32>, memref<10xf32>, memref<10xf32>) outs(%p, %m : memref<10xf32>, memref<10xf32>) {
+  ^bb0(%gs: f32, %pi: f32, %mi: f32, %po: f32, %mo: f32):
+    %mn = arith.addf %mi, %gs : f32
+    %step = arith.mulf %mn, %rate : f32
+    %pn = arith.subf %pi, %step : f32
+    linalg.yield %pn, %mn : f32, f32
+  }
+  %c64 = arith.constant 64 : index
+  %sum2 = memref.view %arena[%c64][] : memref<4096xi8> to memref<10xf32>
+  linalg.fill ins(%zero : f32) outs(%sum2 : memref<10xf32>)
+  linalg.generic {indexing_maps = [#id, #cols], iterator_types = ["reduction", "parallel"]}
+      ins(%g : memref<32x10xf32>) outs(%sum2 : memref<10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#v, #v, #rev], iterator_types = ["parallel"]}
+      ins(%sum2, %p : memref<10xf32>, memref<10xf32>) outs(%p : memref<10xf32>) {
+  ^bb0(%gs: f32, %pi: f32, %po: f32):
+    %pn = arith.subf %pi, %gs : f32
+    linalg.yield %pn : f32
   }
   return
 }
@@ -396,9 +487,9 @@ func.func @vector_row_variance(%x: memref<32x64xf32>, %mean: memref<32xf32>, %q:
 // -----
 
 // Elementwise ops that stay kernels after a reduction: one writes the
-// reduction's input (other warps may still read it), one reads a buffer
-// the reduction does not write, one reads the reduction's output at
-// another point (reversed).
+// reduction's input (other warps may still read it), one reads memory the
+// reduction's output overlaps through another view, one reads the
+// reduction's output at another point (reversed).
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #rows = affine_map<(d0, d1) -> (d0)>
@@ -432,8 +523,9 @@ func.func @epilogues_that_stay(%arena: memref<8192xi8>, %s: memref<32xf32>, %t: 
     %r = arith.addf %in, %out : f32
     linalg.yield %r : f32
   }
+  %t64 = memref.cast %t : memref<32xf32> to memref<?xf32>
   linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
-      ins(%t, %s : memref<32xf32>, memref<32xf32>) outs(%u : memref<32xf32>) {
+      ins(%s, %t64 : memref<32xf32>, memref<?xf32>) outs(%u : memref<32xf32>) {
   ^bb0(%in: f32, %in2: f32, %out: f32):
     %a = arith.addf %in, %in2 : f32
     linalg.yield %a : f32

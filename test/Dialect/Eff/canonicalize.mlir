@@ -649,6 +649,74 @@ func.func @transpose_of_transpose_is_identity(%x: tensor<2x3x4xf32>) -> tensor<2
 
 // -----
 
+// A weight gradient computed as x^T dy and transposed into W's layout is
+// computed in W's layout: (X^T DY)^T = DY^T X.
+// CHECK-LABEL: func.func @transpose_of_linear
+// CHECK-SAME: (%[[X:.*]]: tensor<8x3xf32>, %[[DY:.*]]: tensor<8x5xf32>)
+// CHECK-NEXT: %[[G:.*]] = eff.linear %[[DY]], %[[X]] {eff.gradient, transpose_a = true} : (tensor<8x5xf32>, tensor<8x3xf32>) -> tensor<5x3xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @transpose_of_linear(%x: tensor<8x3xf32>, %dy: tensor<8x5xf32>) -> tensor<5x3xf32> {
+  %0 = eff.linear %x, %dy {eff.gradient, transpose_a = true} : (tensor<8x3xf32>, tensor<8x5xf32>) -> tensor<3x5xf32>
+  %1 = eff.transpose %0 {permutation = array<i64: 1, 0>} : tensor<3x5xf32> -> tensor<5x3xf32>
+  return %1 : tensor<5x3xf32>
+}
+
+// -----
+
+// Both flags: (A^T B^T)^T = B A, alpha, beta and a one-element bias kept.
+// CHECK-LABEL: func.func @transpose_of_linear_both_flags
+// CHECK-SAME: (%[[A:.*]]: tensor<4x2xf32>, %[[B:.*]]: tensor<3x4xf32>, %[[C:.*]]: tensor<1x1xf32>)
+// CHECK-NEXT: %[[G:.*]] = eff.linear %[[B]], %[[A]], %[[C]] {alpha = 2.000000e+00 : f64, beta = 5.000000e-01 : f64} : (tensor<3x4xf32>, tensor<4x2xf32>, tensor<1x1xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @transpose_of_linear_both_flags(%a: tensor<4x2xf32>, %b: tensor<3x4xf32>, %c: tensor<1x1xf32>) -> tensor<3x2xf32> {
+  %0 = eff.linear %a, %b, %c {alpha = 2.0 : f64, beta = 0.5 : f64, transpose_a = true, transpose_b = true} : (tensor<4x2xf32>, tensor<3x4xf32>, tensor<1x1xf32>) -> tensor<2x3xf32>
+  %1 = eff.transpose %0 {permutation = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %1 : tensor<3x2xf32>
+}
+
+// -----
+
+// An accumulation chain of bf16 partial products into an f32 sum, rounded to
+// bf16 and transposed (eff-chunk-cross-entropy's tied-embedding gradient):
+// every link is computed transposed, the rounding after the last.
+// CHECK-LABEL: func.func @transpose_of_accumulated_linears
+// CHECK-SAME: (%[[X0:.*]]: tensor<8x3xbf16>, %[[D0:.*]]: tensor<8x5xbf16>, %[[X1:.*]]: tensor<8x3xbf16>, %[[D1:.*]]: tensor<8x5xbf16>, %[[Z:.*]]: tensor<f32>)
+// CHECK-NEXT: %[[S0:.*]] = eff.linear %[[D0]], %[[X0]], %[[Z]] {transpose_a = true} : (tensor<8x5xbf16>, tensor<8x3xbf16>, tensor<f32>) -> tensor<5x3xf32>
+// CHECK-NEXT: %[[S1:.*]] = eff.linear %[[D1]], %[[X1]], %[[S0]] {transpose_a = true} : (tensor<8x5xbf16>, tensor<8x3xbf16>, tensor<5x3xf32>) -> tensor<5x3xf32>
+// CHECK-NEXT: %[[R:.*]] = eff.cast %[[S1]] : tensor<5x3xf32> to tensor<5x3xbf16>
+// CHECK-NEXT: return %[[R]]
+func.func @transpose_of_accumulated_linears(%x0: tensor<8x3xbf16>, %d0: tensor<8x5xbf16>, %x1: tensor<8x3xbf16>, %d1: tensor<8x5xbf16>, %zero: tensor<f32>) -> tensor<5x3xbf16> {
+  %0 = eff.linear %x0, %d0, %zero {transpose_a = true} : (tensor<8x3xbf16>, tensor<8x5xbf16>, tensor<f32>) -> tensor<3x5xf32>
+  %1 = eff.linear %x1, %d1, %0 {transpose_a = true} : (tensor<8x3xbf16>, tensor<8x5xbf16>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  %2 = eff.cast %1 : tensor<3x5xf32> to tensor<3x5xbf16>
+  %3 = eff.transpose %2 {permutation = array<i64: 1, 0>} : tensor<3x5xbf16> -> tensor<5x3xbf16>
+  return %3 : tensor<5x3xbf16>
+}
+
+// -----
+
+// Left alone: the product has another use (it would be computed twice), and
+// a bias of full shape that is not a product would need its own transpose.
+// CHECK-LABEL: func.func @transpose_of_linear_kept
+// CHECK: %[[P:.*]] = eff.linear
+// CHECK-NEXT: %[[T:.*]] = eff.transpose %[[P]]
+// CHECK: %[[Q:.*]] = eff.linear
+// CHECK-NEXT: %[[U:.*]] = eff.transpose %[[Q]]
+// CHECK-NEXT: %[[C:.*]] = eff.cast
+// CHECK-NEXT: %[[V:.*]] = eff.transpose %[[C]]
+// CHECK-NEXT: return %[[T]], %[[P]], %[[U]], %[[V]]
+func.func @transpose_of_linear_kept(%x: tensor<8x3xf32>, %dy: tensor<8x5xf32>, %c: tensor<3x5xf32>, %y: tensor<3x5xf32>) -> (tensor<5x3xf32>, tensor<3x5xf32>, tensor<5x3xf32>, tensor<5x3xbf16>) {
+  %0 = eff.linear %x, %dy {transpose_a = true} : (tensor<8x3xf32>, tensor<8x5xf32>) -> tensor<3x5xf32>
+  %1 = eff.transpose %0 {permutation = array<i64: 1, 0>} : tensor<3x5xf32> -> tensor<5x3xf32>
+  %2 = eff.linear %x, %dy, %c {transpose_a = true} : (tensor<8x3xf32>, tensor<8x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  %3 = eff.transpose %2 {permutation = array<i64: 1, 0>} : tensor<3x5xf32> -> tensor<5x3xf32>
+  %4 = eff.cast %y : tensor<3x5xf32> to tensor<3x5xbf16>
+  %5 = eff.transpose %4 {permutation = array<i64: 1, 0>} : tensor<3x5xbf16> -> tensor<5x3xbf16>
+  return %1, %0, %3, %5 : tensor<5x3xf32>, tensor<3x5xf32>, tensor<5x3xf32>, tensor<5x3xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @reshape_identity
 // CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
 // CHECK-NEXT: return %[[X]]

@@ -61,9 +61,10 @@ struct FoldableFill {
 };
 
 /// Matches `fill`, an all-parallel linalg.generic on memrefs that stores one
-/// scalar into every element of its output B, when the next op with memory
-/// effects is a reduction (any strategy: each folds in its outputs'
-/// initial values once) with B (the same value)
+/// scalar into every element of its output B, when the next op touching B
+/// (past at most 16 linalg.generics that touch other memory; any other op
+/// with memory effects ends the search) is a reduction (any strategy: each
+/// folds in its outputs' initial values once) with B (the same value)
 /// as exactly one of its outputs, whose points cover every element of B
 /// (a projected-permutation map onto B's static shape), and none of whose
 /// other operands may overlap B (see `mayOverlap`). Then nothing reads B
@@ -96,12 +97,14 @@ bool sameMemory(mlir::Value a, mlir::Value b);
 bool mayOverlap(mlir::Value a, mlir::Value b);
 
 /// An all-parallel linalg.generic that can run in the epilogue of
-/// `reduction` (a warp or block reduction over parallel dims
-/// `parallelDims`), by the thread that stores each output point, on the
-/// values it just stored: the next op with memory effects after the
+/// `reduction` (a warp, block or thread-per-point reduction over parallel
+/// dims `parallelDims`), by the thread that stores each output point, on
+/// the values it just stored: the next op with memory effects after the
 /// reduction, with one loop per parallel dim of the reduction of the same
 /// static size, in order; whose memref inputs are outputs of the reduction
-/// (the same values) read at the point the reduction stores them; whose
+/// (the same values) read at the point the reduction stores them, or
+/// memory no output of the reduction overlaps, which the epilogue writes
+/// only in place (an optimizer update of the gradient summed); whose
 /// outputs are indexed by a permutation of its loops (one writer per
 /// element), overlap no input of the reduction (other threads may still
 /// read those) and overlap an output of the reduction only when they are

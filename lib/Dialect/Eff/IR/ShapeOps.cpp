@@ -183,11 +183,86 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
     return success();
   }
 };
+
+/// Whether `bias` of a linear op reads the same after transposing the
+/// result: absent, or one element broadcast everywhere.
+static bool isTransposeInvariantBias(Value bias) {
+  if (!bias)
+    return true;
+  auto type = cast<RankedTensorType>(bias.getType());
+  return type.hasStaticShape() && type.getNumElements() == 1;
+}
+
+/// transpose(linear(a, b, c)) -> linear(b, a, transpose(c)) with the flags
+/// swapped and negated: `(op(A) op(B))^T = op(B)^T op(A)^T`, which a GEMM
+/// computes by reading its operands the other way. The weight gradient of
+/// `x @ W.T` (every `torch.nn.Linear`, tied embeddings) is computed as
+/// `x^T dy` and transposed; folded here it is produced in W's layout, so the
+/// optimizer reads it coalesced instead of column by column. The bias must
+/// be one element, or the single-use result of a product (an accumulation
+/// chain of `eff-chunk-cross-entropy`), which this pattern then transposes
+/// in turn.
+struct TransposeLinearIntoOperands : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!llvm::equal(op.getPermutation(), ArrayRef<int64_t>{1, 0}))
+      return rewriter.notifyMatchFailure(op, "not a 2-D transpose");
+    auto linear = op.getInput().getDefiningOp<LinearOp>();
+    if (!linear || !linear->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "input is not a single-use linear");
+    Value bias = linear.getBias();
+    auto biasProduct = bias ? bias.getDefiningOp<LinearOp>() : LinearOp();
+    bool biasFolds =
+        biasProduct && biasProduct->hasOneUse() &&
+        cast<RankedTensorType>(bias.getType()).getShape() ==
+            linear.getType().getShape();
+    if (!isTransposeInvariantBias(bias) && !biasFolds)
+      return rewriter.notifyMatchFailure(op, "bias would need a transpose");
+    if (biasFolds)
+      bias = TransposeOp::create(rewriter, op.getLoc(), bias,
+                                 op.getPermutation());
+    auto swapped = LinearOp::create(
+        rewriter, linear.getLoc(), op.getType(), linear.getB(), linear.getA(),
+        bias, !linear.getTransposeB(), !linear.getTransposeA(),
+        linear.getAlpha(), linear.getBeta());
+    swapped->setDiscardableAttrs(linear->getDiscardableAttrDictionary());
+    rewriter.replaceOp(op, swapped.getResult());
+    return success();
+  }
+};
+
+/// transpose(cast(x)) -> cast(transpose(x)) when x is a single-use product
+/// or transpose, so the transpose reaches an op that absorbs it (autocast
+/// rounds a weight gradient to bf16 between its GEMM and the transpose).
+struct TransposeBeforeCast : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto castOp = op.getInput().getDefiningOp<CastOp>();
+    if (!castOp || !castOp->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "input is not a single-use cast");
+    Value source = castOp.getInput();
+    Operation *producer = source.getDefiningOp();
+    if (!producer || !source.hasOneUse() ||
+        !isa<LinearOp, TransposeOp>(producer))
+      return rewriter.notifyMatchFailure(op, "nothing absorbs the transpose");
+    auto transposed =
+        TransposeOp::create(rewriter, op.getLoc(), source, op.getPermutation());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto converted = CastOp::create(rewriter, castOp.getLoc(), resultType,
+                                    transposed.getResult());
+    converted->setDiscardableAttrs(castOp->getDiscardableAttrDictionary());
+    rewriter.replaceOp(op, converted.getResult());
+    return success();
+  }
+};
 } // namespace
 
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
-  patterns.add<ComposeTransposes>(context);
+  patterns.add<ComposeTransposes, TransposeLinearIntoOperands,
+               TransposeBeforeCast>(context);
 }
 
 //===----------------------------------------------------------------------===//
