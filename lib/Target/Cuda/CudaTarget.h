@@ -110,6 +110,9 @@ public:
     // into the broadcast that stands for the epilogue.
     pm.addPass(createEffGpuFoldBiasIntoProductsPass());
     pm.addPass(createCanonicalizerPass());
+    // A LayerNorm's scale and bias gradients read its output gradient
+    // once, as one reduction with two outputs.
+    pm.addPass(createEffMergeSiblingReductionsPass());
     // Bias and LayerNorm weight gradients (768 sums of 32768 rows) would
     // run as 768 serial threads: partial sums first, planned like any
     // temporary.

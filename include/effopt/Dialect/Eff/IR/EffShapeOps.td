@@ -56,6 +56,11 @@ def Eff_TransposeOp : Eff_MovementOp<"transpose", [InferTypeOpAdaptor]> {
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`.
 
+    Canonicalization composes transposes, and folds a 2-D transpose of a
+    single-use `eff.linear` into the product's operands,
+    `(op(A) op(B))^T = op(B)^T op(A)^T` (through a single-use `eff.cast`
+    between them), so a weight gradient is computed in the weight's layout.
+
     ```mlir
     %y = eff.transpose %x {permutation = array<i64: 0, 2, 1, 3>}
         : tensor<8x32x4x16xf32> -> tensor<8x4x32x16xf32>
