@@ -12,8 +12,11 @@ effc's own lowering pipeline cut after that pass), and for every
 once, at the buffer's full size; a buffer it stores before it first loads
 it (a row group's member reading what an earlier member wrote) counts its
 store only. That is what a bandwidth-bound kernel
-costs at best; it overcounts a launch that reads a few elements of a large
-buffer (a cross-entropy's gather of each row's target logit). The library
+costs at best. An access indexed by a loaded integer counts, per index
+read, the slice after the dimension it selects (a cross-entropy's gather
+of each row's target logit: one 32-byte sector per row; an embedding
+gradient's scatter: one row per token); other sparse accesses count the
+whole buffer. The library
 calls (cuBLASLt GEMMs, the attention kernels, cuDNN) are listed by name
 and count; their traffic is not counted.
 
@@ -43,6 +46,26 @@ ACCESS = re.compile(
 KERNEL_KIND = re.compile(r'eff\.kernel = "([a-z-]+)"')
 KERNEL_NAME = re.compile(r"function\(@(\w+)\)")
 LIBRARY_CALL = re.compile(r"call @(effrt_cuda_\w+)")
+
+
+DEFINES = re.compile(r"\s*(%[\w#]+)(?::\d+)? = (.*)")
+SSA_NAME = re.compile(r"%[\w#]+")
+INTEGER_ELEMENT = re.compile(r"x(i64|i32|i16|i8)(,|>)|<(i64|i32|i16|i8)>")
+
+
+def memref_shape(type_text):
+    """The static sizes of a memref type (1 for a dynamic one)."""
+    inner = re.match(r"memref<([^>]*)>", type_text).group(1)
+    return [int(d) if d.strip().isdigit() else 1
+            for d in inner.split(",")[0].split("x")[:-1]]
+
+
+def memref_elements(type_text):
+    """Elements of a static memref type."""
+    count = 1
+    for size in memref_shape(type_text):
+        count *= size
+    return count
 
 
 def memref_bytes(type_text):
@@ -80,8 +103,22 @@ def launches_of(text):
             depth += lines[j].count("{") - lines[j].count("}")
             j += 1
         read, written = {}, {}
+        # Values computed from loaded integers (indices a gather or a
+        # scatter reads), with the element count of the buffer they came
+        # from: an access indexed by one touches that many elements.
+        data = {}
         for b in body:
             m = ACCESS.search(b)
+            d = DEFINES.match(b)
+            if d:
+                name, rest = d.groups()
+                sources = [data[v] for v in SSA_NAME.findall(rest)
+                           if v in data]
+                if sources:
+                    data[name] = max(sources)
+                elif m and "load" in m.group(1) and INTEGER_ELEMENT.search(
+                        m.group(3)):
+                    data[name] = memref_elements(m.group(3))
             if m:
                 op, value, type_text = m.groups()
                 stores = "store" in op or "atomic" in op
@@ -92,6 +129,26 @@ def launches_of(text):
                 if not stores and value in written and value not in read:
                     continue
                 target = written if stores else read
+                indices = b[m.end(2):].split("]")[0].lstrip("[").split(",")
+                gathered = [(k, data[v]) for k, index in enumerate(indices)
+                            for v in SSA_NAME.findall(index) if v in data]
+                if gathered:
+                    # Per index read, the slice of the dimensions after the
+                    # last one it selects (a row of a scatter, an element
+                    # of a gather: at least its 32-byte sector); never
+                    # more than the buffer.
+                    dims = memref_shape(type_text)
+                    last = max(k for k, _ in gathered)
+                    inner = 1
+                    for size in dims[last + 1:]:
+                        inner *= size
+                    element = memref_bytes(type_text) // max(
+                        1, memref_elements(type_text))
+                    count = max(n for _, n in gathered) * max(
+                        inner * element, 32)
+                    target[value] = max(target.get(value, 0),
+                                        min(count, memref_bytes(type_text)))
+                    continue
                 target[value] = memref_bytes(type_text)
         text_body = "\n".join(body)
         kind = KERNEL_KIND.search(text_body)
