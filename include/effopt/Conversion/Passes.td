@@ -771,6 +771,14 @@ def EffGpuSplitReductionsPass
     least 4096 elements); reductions that already have that much
     parallelism, that are short, whose shapes are dynamic, or whose
     combiner is not recognised are left as they are.
+
+    The first partial reduction of a reduction whose input is the result of
+    an all-parallel `linalg.generic` of the same block (through reshapes)
+    moves right after that op, with the empty tensors, fills, constants and
+    reshapes it reads from between them (else it stays): there
+    `eff-gpu-form-kernels` runs the producer in the partial reduction's
+    threads (a bias gradient summed as the activation's backward computes
+    the gradient it sums, which is then not read again).
   }];
   let options = [
     Option<"targetThreads", "target-threads", "int64_t", /*default=*/"524288",
@@ -783,7 +791,9 @@ def EffGpuSplitReductionsPass
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
   let statistics = [
-    Statistic<"numSplits", "splits", "Reductions split in two">
+    Statistic<"numSplits", "splits", "Reductions split in two">,
+    Statistic<"numPlacedAfterProducers", "placed-after-producers",
+              "Partial reductions moved right after their input's producer">
   ];
 }
 
@@ -921,6 +931,8 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Fills folded into the next reduction's initial value (no kernel)">,
     Statistic<"numFusedEpilogues", "fused-epilogues",
               "Elementwise ops run in the epilogue of the reduction before them">,
+    Statistic<"numFusedPrologues", "fused-prologues",
+              "Elementwise ops run in the threads of the reduction after them">,
     Statistic<"numSerialFallbacks", "serial-fallbacks",
               "Reductions whose combiner was not recognised (thread per output)">,
     Statistic<"numRowGroups", "row-groups",

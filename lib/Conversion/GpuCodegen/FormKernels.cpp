@@ -358,6 +358,7 @@ struct EffGpuFormKernelsPass
       // address.
       grouped.clear();
       fusedEpilogues.clear();
+      prologues.clear();
       storesReadElsewhere.clear();
       if (failed(normalize(func)) ||
           failed(formBlock(func.getBody().front())) || failed(verifyHost(func)))
@@ -456,6 +457,11 @@ struct EffGpuFormKernelsPass
             formRowGroup(*group);
             continue;
           }
+        // Runs in the threads of the reduction after it, formed there.
+        if (std::optional<Prologue> prologue = matchPrologue(generic)) {
+          prologues[prologue->reduction] = *prologue;
+          continue;
+        }
         if (SmallVector<linalg::GenericOp> batch =
                 smallBatches ? matchSmallBatch(generic)
                              : SmallVector<linalg::GenericOp>();
@@ -628,6 +634,111 @@ struct EffGpuFormKernelsPass
            llvm::join(outputs, ", ");
   }
 
+  /// An all-parallel op run in the threads of the thread reduction after
+  /// it (matchPrologue): operand `operand` of `reduction` reads output
+  /// `output` of `producer` as it lies.
+  struct Prologue {
+    linalg::GenericOp producer;
+    linalg::GenericOp reduction;
+    unsigned operand = 0;
+    unsigned output = 0;
+  };
+  /// By reduction, the producer it runs (erased once the reduction formed).
+  DenseMap<Operation *, Prologue> prologues;
+
+  /// Whether `value` is a memref of static shape and identity layout.
+  static bool isPlainBuffer(Value value) {
+    auto type = dyn_cast<MemRefType>(value.getType());
+    return type && type.hasStaticShape() && type.getLayout().isIdentity();
+  }
+
+  /// `producer`, an all-parallel op on memrefs, and the reduction over
+  /// outer dimensions right after it (address arithmetic between) that
+  /// reads one of its outputs: every element once, through a view of the
+  /// same bytes (eff-gpu-split-reductions puts a bias gradient's partial
+  /// sums right after the activation's backward that computes the
+  /// gradient). Then each thread of the reduction computes the producer at
+  /// the points it reduces, stores its outputs, and sums the value from
+  /// the register: the output is not read back. Conditions: the
+  /// producer's outputs are plain buffers indexed by the identity (its
+  /// points are their elements), its inputs overlap its outputs only at
+  /// the same point (in place); the reduction is formed one thread per
+  /// output (its innermost accessed dim parallel), reads the output through
+  /// a plain view of the same bytes by a permutation of its loops over the
+  /// view's shape, and no other operand of it overlaps the producer's
+  /// outputs, nor its outputs the producer's inputs.
+  std::optional<Prologue> matchPrologue(linalg::GenericOp producer) {
+    if (!producer.hasPureBufferSemantics() ||
+        producer.getNumReductionLoops() != 0 || producer.getNumLoops() == 0 ||
+        fusedEpilogues.contains(producer))
+      return std::nullopt;
+    SmallVector<int64_t> ranges = producer.getStaticLoopRanges();
+    for (OpOperand &init : producer.getDpsInitsMutable()) {
+      if (!isPlainBuffer(init.get()) ||
+          !producer.getMatchingIndexingMap(&init).isIdentity() ||
+          cast<MemRefType>(init.get().getType()).getShape() !=
+              ArrayRef<int64_t>(ranges))
+        return std::nullopt;
+      for (OpOperand *input : producer.getDpsInputOperands())
+        if (isa<MemRefType>(input->get().getType()) &&
+            mayOverlap(input->get(), init.get()) &&
+            (!sameMemory(input->get(), init.get()) ||
+             producer.getMatchingIndexingMap(input) !=
+                 producer.getMatchingIndexingMap(&init)))
+          return std::nullopt;
+    }
+    Operation *next = producer->getNextNode();
+    while (next && isMemoryEffectFree(next) && next->getNumRegions() == 0)
+      next = next->getNextNode();
+    auto reduction = dyn_cast_or_null<linalg::GenericOp>(next);
+    if (!reduction || !reduction.hasPureBufferSemantics() ||
+        reduction.getNumReductionLoops() == 0 ||
+        reduction.getNumParallelLoops() == 0 ||
+        isOnlineLogSumExp(reduction))
+      return std::nullopt;
+    std::optional<unsigned> inner = innermostAccessedDim(reduction);
+    if (!inner || !linalg::isParallelIterator(
+                      reduction.getIteratorTypesArray()[*inner]))
+      return std::nullopt;
+    std::optional<Prologue> found;
+    for (OpOperand &operand : reduction->getOpOperands()) {
+      if (!isa<MemRefType>(operand.get().getType()))
+        continue;
+      for (auto [k, init] : llvm::enumerate(producer.getDpsInitsMutable())) {
+        if (!mayOverlap(operand.get(), init.get()))
+          continue;
+        if (found || !reduction.isDpsInput(&operand))
+          return std::nullopt;
+        ByteRange read = byteRangeOf(operand.get());
+        ByteRange written = byteRangeOf(init.get());
+        auto readType = cast<MemRefType>(operand.get().getType());
+        AffineMap map = reduction.getMatchingIndexingMap(&operand);
+        SmallVector<int64_t> loops = reduction.getStaticLoopRanges();
+        if (!isPlainBuffer(operand.get()) || !read.root ||
+            read.root != written.root || read.begin != written.begin ||
+            !read.size || read.size != written.size ||
+            readType.getElementType() !=
+                cast<MemRefType>(init.get().getType()).getElementType() ||
+            !map.isPermutation())
+          return std::nullopt;
+        for (auto [d, expr] : llvm::enumerate(map.getResults()))
+          if (loops[cast<AffineDimExpr>(expr).getPosition()] !=
+              readType.getDimSize(d))
+            return std::nullopt;
+        found = Prologue{producer, reduction, operand.getOperandNumber(),
+                         static_cast<unsigned>(k)};
+      }
+    }
+    if (!found)
+      return std::nullopt;
+    for (OpOperand &init : reduction.getDpsInitsMutable())
+      for (OpOperand *input : producer.getDpsInputOperands())
+        if (isa<MemRefType>(input->get().getType()) &&
+            mayOverlap(input->get(), init.get()))
+          return std::nullopt;
+    return found;
+  }
+
   LogicalResult formGeneric(linalg::GenericOp op) {
     if (!op.hasPureBufferSemantics())
       return op->emitOpError()
@@ -696,10 +807,15 @@ struct EffGpuFormKernelsPass
         } else {
           remark(op, "reduction over outer dimensions: one thread per output "
                      "element" +
-                         foldedFillsRemark(op) + epilogueRemark);
+                         foldedFillsRemark(op) + epilogueRemark +
+                         (prologues.count(op)
+                              ? "; the elementwise op before it runs in its "
+                                "threads"
+                              : ""));
         }
         launch = formThreadPerPoint(b, op, sizes, parallelDims, reductionDims,
-                                    "thread-reduction", epilogue);
+                                    "thread-reduction", epilogue,
+                                    prologues.lookup(op).producer);
       }
     }
     if (!launch)
@@ -708,6 +824,15 @@ struct EffGpuFormKernelsPass
       fusedEpilogues.insert(epilogue);
       epilogue.erase();
       ++numFusedEpilogues;
+    }
+    // matchPrologue admits only reductions formed one thread per output,
+    // whose launch ran the producer.
+    if (auto it = prologues.find(op); it != prologues.end()) {
+      Operation *producer = it->second.producer;
+      prologues.erase(it);
+      fusedEpilogues.insert(producer);
+      producer->erase();
+      ++numFusedPrologues;
     }
     sinkGlobals(launch);
     ++numKernels;
@@ -863,12 +988,53 @@ struct EffGpuFormKernelsPass
     }
   }
 
+  /// One step of a thread reduction running `prologue`'s producer: the
+  /// producer's point that holds the element the reduction reads (the
+  /// element's offset in the shared bytes, split over the producer's
+  /// loops), its payload and stores there, then the reduction's payload
+  /// with that element from the register.
+  static void emitPrologueStep(OpBuilder &b, Location loc,
+                               const Prologue &prologue, ArrayRef<Value> ivs,
+                               ArrayRef<unsigned> reductionDims,
+                               ArrayRef<Value> reductionSizes, Value r,
+                               ValueRange carried) {
+    linalg::GenericOp op = prologue.reduction, producer = prologue.producer;
+    SmallVector<Value> pointIvs(ivs);
+    for (auto [d, iv] :
+         llvm::zip(reductionDims, delinearize(b, loc, r, reductionSizes)))
+      pointIvs[d] = iv;
+    OpOperand &read = op->getOpOperand(prologue.operand);
+    SmallVector<Value> indices =
+        applyMap(b, loc, op.getMatchingIndexingMap(&read), pointIvs);
+    auto readType = cast<MemRefType>(read.get().getType());
+    Value offset = indexConstant(b, loc, 0);
+    for (auto [index, size] : llvm::zip(indices, readType.getShape()))
+      offset = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, offset, indexConstant(b, loc, size)),
+          index);
+    SmallVector<Value> producerSizes;
+    for (int64_t size : producer.getStaticLoopRanges())
+      producerSizes.push_back(indexConstant(b, loc, size));
+    SmallVector<Value> producerIvs =
+        delinearize(b, loc, offset, producerSizes);
+    SmallVector<Value> produced = emitPayload(b, producer, producerIvs, {});
+    storeOutputs(b, producer, producerIvs, produced);
+    GivenOperands given;
+    given[prologue.operand] = produced[prologue.output];
+    scf::YieldOp::create(b, loc,
+                         emitPayload(b, op, pointIvs,
+                                     SmallVector<Value>(carried),
+                                     presetFor(op, given)));
+  }
+
   gpu::LaunchOp formThreadPerPoint(OpBuilder &b, linalg::GenericOp op,
                                    ArrayRef<Value> sizes,
                                    ArrayRef<unsigned> parallelDims,
                                    ArrayRef<unsigned> reductionDims,
                                    StringRef strategy,
-                                   linalg::GenericOp epilogue = {}) {
+                                   linalg::GenericOp epilogue = {},
+                                   linalg::GenericOp producer = {}) {
     Location loc = op.getLoc();
     SmallVector<Value> parallelSizes, reductionSizes;
     for (unsigned d : parallelDims)
@@ -920,12 +1086,20 @@ struct EffGpuFormKernelsPass
               : Value(memref::LoadOp::create(
                     b, loc, init.get(),
                     applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs))));
+    std::optional<Prologue> prologue;
+    if (producer)
+      prologue = prologues.lookup(op);
     auto reduce = scf::ForOp::create(
         b, loc, indexConstant(b, loc, 0), reductionCount,
         indexConstant(b, loc, 1), initial,
         [&](OpBuilder &nb, Location nloc, Value r, ValueRange carried) {
-          emitReductionStep(nb, nloc, op, ivs, reductionDims, reductionSizes,
-                            r, carried);
+          if (!prologue) {
+            emitReductionStep(nb, nloc, op, ivs, reductionDims,
+                              reductionSizes, r, carried);
+            return;
+          }
+          emitPrologueStep(nb, nloc, *prologue, ivs, reductionDims,
+                           reductionSizes, r, carried);
         });
     SmallVector<Value> totals(reduce.getResults());
     storeOutputs(b, op, ivs, totals);

@@ -14,7 +14,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "eff-gpu-split-reductions"
@@ -79,17 +82,105 @@ struct EffGpuSplitReductionsPass
     SmallVector<linalg::GenericOp> worklist;
     getOperation().walk([&](linalg::GenericOp op) { worklist.push_back(op); });
     IRRewriter rewriter(&getContext());
+    SmallVector<linalg::GenericOp> firstPartials;
     while (!worklist.empty()) {
       linalg::GenericOp op = worklist.pop_back_val();
       std::optional<SplitChoice> choice = choose(op);
       if (!choice)
         continue;
+      bool first = !splitCombines.contains(op);
       // The combine may still be too serial: split it again.
       if (linalg::GenericOp combine = split(rewriter, op, *choice)) {
         ++numSplits;
+        if (first)
+          firstPartials.push_back(lastPartial);
+        splitCombines.insert(combine);
         worklist.push_back(combine);
       }
     }
+    for (linalg::GenericOp partial : firstPartials)
+      if (placeAfterProducer(partial))
+        ++numPlacedAfterProducers;
+  }
+
+  /// The combines split creates: their partials read partials.
+  llvm::DenseSet<Operation *> splitCombines;
+  /// The partial reduction the last split created.
+  linalg::GenericOp lastPartial;
+
+  /// Moves `partial` (a first partial reduction, over the whole input)
+  /// right after the all-parallel op whose result it reads (through
+  /// reshapes), with the empty tensors, fills, constants and reshapes it
+  /// reads that sit between (its fills before the op): eff-gpu-form-kernels
+  /// can then run that op in
+  /// the partial reduction's threads (a bias gradient's partial sums
+  /// taken as its activation's backward computes the gradient), and the
+  /// gradient is not read again. False when there is no such producer or
+  /// something else it reads comes after it.
+  static bool placeAfterProducer(linalg::GenericOp partial) {
+    linalg::GenericOp producer;
+    for (Value input : partial.getDpsInputs()) {
+      Value source = input;
+      while (Operation *def = source.getDefiningOp()) {
+        if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+          break;
+        source = def->getOperand(0);
+      }
+      auto generic = source.getDefiningOp<linalg::GenericOp>();
+      if (!generic || generic.getNumReductionLoops() != 0 ||
+          generic->getBlock() != partial->getBlock())
+        continue;
+      if (producer && producer != generic)
+        return false;
+      producer = generic;
+    }
+    if (!producer || producer->getNextNode() == partial)
+      return false;
+    // Everything `partial` needs from after `producer`, nearest first.
+    llvm::SetVector<Operation *> moved;
+    SmallVector<Operation *> worklist{partial};
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!moved.insert(op))
+        continue;
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || def->getBlock() != partial->getBlock() ||
+            def == producer || def->isBeforeInBlock(producer))
+          continue;
+        if (!isa<tensor::EmptyOp, linalg::FillOp, arith::ConstantOp,
+                 tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+          return false;
+        worklist.push_back(def);
+      }
+    }
+    SmallVector<Operation *> ordered(moved.begin(), moved.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    // The partial sums' fills (and what they fill) go before the producer:
+    // their buffers are then live while it runs, so the memory plan puts
+    // them apart from its inputs and outputs, which the threads running it
+    // read and write while others already store partial sums.
+    llvm::SetVector<Operation *> before;
+    for (Operation *op : ordered)
+      if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+        before.insert(fill);
+        for (Value operand : fill->getOperands())
+          if (Operation *def = operand.getDefiningOp(); def && moved.count(def))
+            before.insert(def);
+      }
+    for (Operation *op : ordered)
+      if (before.count(op))
+        op->moveBefore(producer);
+    Operation *after = producer;
+    for (Operation *op : ordered) {
+      if (before.count(op))
+        continue;
+      op->moveAfter(after);
+      after = op;
+    }
+    return true;
   }
 
   /// The split that gives `op` about the target parallelism, or none.
@@ -271,6 +362,7 @@ struct EffGpuSplitReductionsPass
     auto partial = linalg::GenericOp::create(rewriter, loc, partialTypes,
                                              inputs, partialInits, maps,
                                              iterators);
+    lastPartial = partial;
     rewriter.cloneRegionBefore(op.getRegion(), partial.getRegion(),
                                partial.getRegion().end());
     // linalg.index of the old dimensions, in the new numbering.

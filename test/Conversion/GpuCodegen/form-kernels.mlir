@@ -387,6 +387,60 @@ func.func @thread_reduction_epilogues(%arena: memref<4096xi8>, %g: memref<32x10x
 
 // -----
 
+// Elementwise ops that stay kernels before a thread reduction reading
+// their output: the partial sums are planned over the op's input (other
+// threads may still read it), and the reduction reads bytes the output
+// overlaps only in part (a window of a larger buffer).
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#part = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-LABEL: func.func @prologues_that_stay
+// CHECK: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "thread-reduction"
+// CHECK: eff.kernel = "elementwise"
+// CHECK: eff.kernel = "thread-reduction"
+func.func @prologues_that_stay(%arena: memref<8192xi8>, %dy: memref<2x6x8xf32>) attributes {eff.arena_arg = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1024 = arith.constant 1024 : index
+  %c2048 = arith.constant 2048 : index
+  %in = memref.view %arena[%c0][] : memref<8192xi8> to memref<2x6x8xf32>
+  %out = memref.view %arena[%c1024][] : memref<8192xi8> to memref<2x6x8xf32>
+  %partial = memref.view %arena[%c0][] : memref<8192xi8> to memref<2x2x8xf32>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%in : memref<2x6x8xf32>) outs(%out : memref<2x6x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %a : f32
+    linalg.yield %r : f32
+  }
+  %rows = memref.expand_shape %out [[0], [1, 2], [3]] output_shape [2, 2, 3, 8] : memref<2x6x8xf32> into memref<2x2x3x8xf32>
+  linalg.generic {indexing_maps = [#id4, #part], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%rows : memref<2x2x3x8xf32>) outs(%partial : memref<2x2x8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  %big = memref.view %arena[%c2048][] : memref<8192xi8> to memref<4x6x8xf32>
+  %half = memref.subview %big[1, 0, 0] [2, 6, 8] [1, 1, 1] : memref<4x6x8xf32> to memref<2x6x8xf32, strided<[48, 8, 1], offset: 48>>
+  %whole = memref.view %arena[%c2048][] : memref<8192xi8> to memref<2x6x8xf32>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%dy : memref<2x6x8xf32>) outs(%whole : memref<2x6x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  %rows2 = memref.expand_shape %half [[0], [1, 2], [3]] output_shape [2, 2, 3, 8] : memref<2x6x8xf32, strided<[48, 8, 1], offset: 48>> into memref<2x2x3x8xf32, strided<[48, 24, 8, 1], offset: 48>>
+  %partial2 = memref.view %arena[%c1024][] : memref<8192xi8> to memref<2x2x8xf32>
+  linalg.generic {indexing_maps = [#id4, #part], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%rows2 : memref<2x2x3x8xf32, strided<[48, 24, 8, 1], offset: 48>>) outs(%partial2 : memref<2x2x8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // A mean (the sum over 64, in place) and a variance step (out of place)
 // run in the epilogue of the reduction before them: the storing lane
 // computes them from the values it just stored, no load.

@@ -143,3 +143,42 @@ func.func @left_alone(%rows: tensor<4096x1024xf32>, %m: tensor<4096xf32>,
   } -> tensor<8xf32>
   return %0, %1, %2, %3 : tensor<4096xf32>, tensor<768xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A bias gradient summed from an activation's backward, with a product
+// reading the same gradient between them: the first partial sums move
+// right after the activation's backward (their fill before it, so the
+// memory plan keeps their buffer apart from its operands); the combines
+// stay after the product.
+#xp = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#colp = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @bias_grad_after_its_producer
+// CHECK: %[[P0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<32x16x768xf32>)
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0, %arg1 : tensor<32x1024x768xf32>, tensor<32x1024x768xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: linalg.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[X:.*]] = tensor.expand_shape %[[G]]
+// CHECK-NEXT: %[[S0:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<32x16x64x768xf32>) outs(%[[P0]] : tensor<32x16x768xf32>)
+// CHECK: linalg.matmul
+// CHECK: linalg.generic {{.*}} ins(%[[S0]] : tensor<32x16x768xf32>)
+func.func @bias_grad_after_its_producer(%dy: tensor<32x1024x768xf32>, %mask: tensor<32x1024x768xf32>, %w: tensor<768x768xf32>, %init: tensor<768xf32>, %out: tensor<32768x768xf32>) -> (tensor<768xf32>, tensor<32768x768xf32>) {
+  %e = tensor.empty() : tensor<32x1024x768xf32>
+  %g = linalg.generic {indexing_maps = [#xp, #xp, #xp], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%dy, %mask : tensor<32x1024x768xf32>, tensor<32x1024x768xf32>) outs(%e : tensor<32x1024x768xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %p = arith.mulf %a, %m : f32
+    linalg.yield %p : f32
+  } -> tensor<32x1024x768xf32>
+  %flat = tensor.collapse_shape %g [[0, 1], [2]] : tensor<32x1024x768xf32> into tensor<32768x768xf32>
+  %dx = linalg.matmul ins(%flat, %w : tensor<32768x768xf32>, tensor<768x768xf32>) outs(%out : tensor<32768x768xf32>) -> tensor<32768x768xf32>
+  %r = linalg.generic {indexing_maps = [#xp, #colp], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%g : tensor<32x1024x768xf32>) outs(%init : tensor<768xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<768xf32>
+  return %r, %dx : tensor<768xf32>, tensor<32768x768xf32>
+}
