@@ -683,6 +683,12 @@ class Runner:
                                    % (planned, alloc), planned=planned,
                                    allocated=alloc)
         if case["variants"][tag]["target"] != "cuda":
+            if note:
+                return self.res.failed(
+                    name, "planned %d bytes, effrun allocated %d%s (the "
+                    "CPU runtime allocates a cuda-emulated step's workspace "
+                    "too)" % (planned, alloc, note), planned=planned,
+                    allocated=alloc)
             return self.res.passed(name, "planned == allocated == %d bytes "
                                    "(host; no device bytes on --target %s)"
                                    % (planned, case["variants"][tag]["target"]),

@@ -8,6 +8,8 @@
 #include "effrt/Error.h"
 #include "effrt/Kernels.h"
 
+#include <nlohmann/json.hpp>
+
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -116,9 +118,29 @@ private:
   uint64_t size_ = 0;
 };
 
+/// The library workspace the plan of a step compiled with `effc --target
+/// cuda-emulated` counts (cuBLASLt's, on the GPU it stands for): allocated
+/// here too, untouched by the CPU stand-ins, so the step takes exactly the
+/// planned bytes as on the GPU. 0 for anything else.
+uint64_t emulatedWorkspaceBytes(const DeviceOptions &options) {
+  if (!options.manifest)
+    return 0;
+  nlohmann::json root = nlohmann::json::parse(
+      options.manifest->json, nullptr, /*allow_exceptions=*/false);
+  if (!root.is_object())
+    return 0;
+  auto emulates = root.find("emulates");
+  auto bytes = root.find("workspace_bytes");
+  if (emulates == root.end() || !emulates->is_string() ||
+      bytes == root.end() || !bytes->is_number_unsigned())
+    return 0;
+  return bytes->get<uint64_t>();
+}
+
 class CpuDevice final : public Device {
 public:
-  explicit CpuDevice(const DeviceOptions &options) : Device(options) {}
+  explicit CpuDevice(const DeviceOptions &options)
+      : Device(options), workspaceBytes_(emulatedWorkspaceBytes(options)) {}
   ~CpuDevice() override {
     if (worker_.joinable()) {
       {
@@ -145,8 +167,12 @@ public:
     // Host and device are one memory here: the host region is one more
     // allocation, apart from the others as on a GPU.
     host_ = Region(label(), "host", sizes.host);
+    workspace_ = Region();
+    workspace_ = Region(label(), "library workspace", workspaceBytes_);
     sizes_ = sizes;
   }
+
+  uint64_t libraryWorkspaceBytes() const override { return workspace_.size(); }
 
   std::byte *hostPointer(RegionKind region) override {
     return regionOf(region).data();
@@ -307,6 +333,9 @@ private:
   }
 
   Region state_, arena_, io_, host_;
+  /// A cuda-emulated step's library workspace (emulatedWorkspaceBytes).
+  uint64_t workspaceBytes_ = 0;
+  Region workspace_;
   // Host tasks (effrt_host_task_start): a queue served by one worker.
   std::thread worker_;
   std::mutex taskMutex_;
