@@ -452,6 +452,12 @@ struct EffGpuFormKernelsPass
       if (fusedEpilogues.contains(op) || grouped.contains(op))
         continue;
       if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+        // A reduction running the op before it: formed as matched.
+        if (prologues.count(generic)) {
+          if (failed(formGeneric(generic)))
+            return failure();
+          continue;
+        }
         if (rowGroups)
           if (std::optional<RowGroup> group = bestRowGroupAt(generic)) {
             formRowGroup(*group);
