@@ -459,6 +459,8 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
     add(seed, *seedKind, std::move(none), std::move(unstored), overwrites);
   }
 
+  // Enough for a layer norm backward's column sums and the AdamW updates
+  // the memory-aware order puts between its members (GPT-2: about a dozen).
   constexpr size_t kMaxDeferred = 32;
   for (Operation *op = seed->getNextNode(); op; op = op->getNextNode()) {
     if (isMemoryEffectFree(op) && op->getNumRegions() == 0)
