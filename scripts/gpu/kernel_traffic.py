@@ -16,7 +16,9 @@ costs at best. An access indexed by a loaded integer counts, per index
 read, the slice after the dimension it selects (a cross-entropy's gather
 of each row's target logit: one 32-byte sector per row; an embedding
 gradient's scatter: one row per token); other sparse accesses count the
-whole buffer. The library
+whole buffer. Accesses through views of the same bytes (a reshape, the
+same arena offset) count once; workgroup (shared) memory does not count.
+The library
 calls (cuBLASLt GEMMs, the attention kernels, cuDNN) are listed by name
 and count; their traffic is not counted.
 
@@ -81,10 +83,38 @@ def memref_bytes(type_text):
     return count * ELEMENT_BYTES.get(dims[-1].strip(), 4)
 
 
+INDEX_CONSTANT = re.compile(r"\s*(%[\w#]+) = arith\.constant (\d+) : index")
+VIEW = re.compile(r"\s*(%[\w#]+) = memref\.view (%[\w#]+)\[(%[\w#]+)\]")
+RESHAPE = re.compile(r"\s*(%[\w#]+) = memref\.(?:expand_shape|collapse_shape|"
+                     r"cast) (%[\w#]+)")
+
+
+def view_roots(lines):
+    """{value: (root, byte offset)} for the views of a buffer (memref.view
+    at a constant offset, reshapes, casts): accesses through different
+    views of the same bytes are the same bytes."""
+    constants, roots = {}, {}
+    for line in lines:
+        c = INDEX_CONSTANT.match(line)
+        if c:
+            constants[c.group(1)] = int(c.group(2))
+            continue
+        v = VIEW.match(line)
+        if v and v.group(3) in constants:
+            root, offset = roots.get(v.group(2), (v.group(2), 0))
+            roots[v.group(1)] = (root, offset + constants[v.group(3)])
+            continue
+        r = RESHAPE.match(line)
+        if r:
+            roots[r.group(1)] = roots.get(r.group(2), (r.group(2), 0))
+    return roots
+
+
 def launches_of(text):
     """[{kind, name, read, written, line}] per gpu.launch, in program order,
     and a Counter of library calls."""
     lines = text.split("\n")
+    roots = view_roots(lines)
     launches, calls = [], collections.Counter()
     i = 0
     while i < len(lines):
@@ -121,6 +151,12 @@ def launches_of(text):
                     data[name] = memref_elements(m.group(3))
             if m:
                 op, value, type_text = m.groups()
+                # Shared memory is not DRAM traffic.
+                if "workgroup" in type_text:
+                    continue
+                # The bytes, whichever view reaches them.
+                value = roots.get(value, (value, 0)) + (
+                    memref_bytes(type_text),)
                 stores = "store" in op or "atomic" in op
                 # A buffer the launch stores before it loads it (a row
                 # group's member reading what an earlier member wrote,

@@ -689,6 +689,26 @@ def EffGpuFoldBiasIntoProductsPass
   ];
 }
 
+def EffGpuAlignWorkgroupMemoryPass
+    : Pass<"eff-gpu-align-workgroup-memory", "::mlir::ModuleOp"> {
+  let summary = "Aligns every kernel's workgroup buffers for vector access";
+  let description = [{
+    Runs after `gpu-kernel-outlining`: each workgroup attribution of each
+    `gpu.func` gets `llvm.align` of at least `alignment` bytes, which
+    `convert-gpu-to-nvvm` gives the shared-memory global. Without it the
+    global is aligned to its element only, while NVPTX merges neighbouring
+    scalar accesses into 16-byte ones (a row group's column partial sums:
+    four f32 of a lane in a row), which need the 16.
+
+    Error: an `alignment` that is not a power of two.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "Bytes every workgroup buffer is aligned to at least">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def EffGpuEmulateLaunchesPass
     : Pass<"eff-gpu-emulate-launches", "::mlir::ModuleOp"> {
   let summary = "Runs each gpu.launch as host loops over its blocks and "
@@ -710,16 +730,21 @@ def EffGpuEmulateLaunchesPass
     later phases recompute the body and read each earlier shuffle's result
     from its source lane, as the hardware exchanges them (the same
     combination order, so the same bits); stores run in the first phase
-    that reaches them. A body with `gpu.barrier`s runs the code between
-    barriers thread by thread, workgroup memory as host buffers.
+    that reaches them; top-level barriers after the last shuffle split the
+    last phase (the code after each runs thread by thread once every
+    thread ran the code before it). A body with `gpu.barrier`s and no
+    shuffles runs the code between barriers thread by thread. Workgroup
+    memory (1-D, static, integer or float) becomes host buffers whose
+    bits are all ones when a block starts.
 
     Errors (one line, the op named): a launch over more than one dimension
     of blocks or threads, a multi-block body, a shuffle other than xor or
     not at the body's top level, a non-uniform all_reduce, a write before
     a dependent all_reduce or (other than a store) before the last
     shuffle, a barrier inside anything but an `scf.for` with uniform
-    bounds, a thread's value used across a barrier, workgroup memory other
-    than 1-D static integer buffers.
+    bounds (or, with shuffles, anywhere but the top level after the last
+    one), a thread's value used across a barrier, workgroup memory other
+    than 1-D static integer or float buffers.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
@@ -779,19 +804,34 @@ def EffGpuSplitReductionsPass
     `eff-gpu-form-kernels` runs the producer in the partial reduction's
     threads (a bias gradient summed as the activation's backward computes
     the gradient it sums, which is then not read again).
+
+    A column sum (loops: rows..., columns, the rows reduced) whose rows a
+    row reduction of the same block also reads (through reshapes) is split
+    into chunks of `block-rows` rows (the innermost row dimension split,
+    the outer ones parallel), when the chunk's values fit a block's
+    workgroup memory (48 KiB: `block-rows` x columns x the outputs'
+    element bytes): `eff-gpu-form-kernels` runs such a partial sum inside
+    the row group over those rows (a layer norm backward and its weight
+    and bias gradients read x and dy once). The combine splits as above.
   }];
   let options = [
     Option<"targetThreads", "target-threads", "int64_t", /*default=*/"524288",
            "Threads a reduction over outer dimensions should have "
            "(2 waves of 132 SMs x 2048)">,
     Option<"targetBlocks", "target-blocks", "int64_t", /*default=*/"2048",
-           "Blocks a row reduction should have">
+           "Blocks a row reduction should have">,
+    Option<"blockRows", "block-rows", "int64_t", /*default=*/"8",
+           "Rows a block of eff-gpu-form-kernels' row groups runs (its "
+           "block-size / 32): the chunk of column sums over rows a row "
+           "reduction also reads">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numSplits", "splits", "Reductions split in two">,
+    Statistic<"numBlockRowSplits", "block-row-splits",
+              "Column sums split into chunks of a row group's block of rows">,
     Statistic<"numPlacedAfterProducers", "placed-after-producers",
               "Partial reductions moved right after their input's producer">
   ];
@@ -856,7 +896,12 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     later members' (`row-groups`; docs/GpuKernels.md). A per-row value of a
     temporary that only later members read (a layer norm's sum of squares)
     is not stored at all, so its writer joins even where the plan put its
-    bytes over what an earlier member reads.
+    bytes over what an earlier member reads. A column partial sum over
+    the block's `block-size / 32` rows (`eff-gpu-split-reductions`'
+    chunks for a layer norm's weight and bias gradients) joins too: each
+    lane stores what its elements add in a workgroup buffer, and after a
+    barrier the block combines its warps in row order (the same bits as
+    the op alone).
     Neighbouring independent all-parallel ops of at most 65536 points
     (vectors) each share one launch (`small-batches`), and an
     all-parallel op recomputing what an earlier op stored in the same
@@ -939,6 +984,9 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Chains of row ops run as one kernel, one warp per row">,
     Statistic<"numRowGroupMembers", "row-group-ops",
               "Ops run inside row groups">,
+    Statistic<"numRowGroupColumnPartials", "row-group-column-partials",
+              "Column partial sums run inside row groups (combined per "
+              "block)">,
     Statistic<"numUnstoredRowValues", "unstored-row-values",
               "Per-row outputs of row-group members only later members read "
               "(from registers): not stored">,

@@ -87,24 +87,8 @@ struct EffGpuEmulateLaunchesPass
         return signalPassFailure();
   }
 
-  LogicalResult emulate(gpu::LaunchOp launch) {
-    Location loc = launch.getLoc();
-    OpBuilder b(launch);
-    Block &body = launch.getBody().front();
-    if (!llvm::hasSingleElement(launch.getBody()))
-      return launch.emitOpError("emulation needs a single-block body");
-    // The y and z dimensions are taken as 0 below.
-    for (Value size : {launch.getGridSizeY(), launch.getGridSizeZ(),
-                       launch.getBlockSizeY(), launch.getBlockSizeZ()})
-      if (getConstantIntValue(size) != std::optional<int64_t>(1))
-        return launch.emitOpError("emulation needs 1-D launches (y and z "
-                                  "sizes of 1)");
-    if (launch.getBody()
-            .walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
-            .wasInterrupted())
-      return emulateWithBarriers(launch);
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  /// The launch's block and grid sizes as its operands, y and z ids as 0.
+  static IRMapping baseMapping(gpu::LaunchOp launch, Value zero) {
     IRMapping base;
     gpu::KernelDim3 blocks = launch.getBlockIds(),
                     threads = launch.getThreadIds(),
@@ -120,13 +104,80 @@ struct EffGpuEmulateLaunchesPass
     base.map(blockSize.x, launch.getBlockSizeX());
     base.map(blockSize.y, launch.getBlockSizeY());
     base.map(blockSize.z, launch.getBlockSizeZ());
+    return base;
+  }
 
+  /// Host buffers for the launch's workgroup attributions (1-D, static,
+  /// integer or float elements), mapped in `mapping`.
+  static FailureOr<SmallVector<Value>>
+  allocateWorkgroupBuffers(OpBuilder &b, gpu::LaunchOp launch,
+                           IRMapping &mapping) {
+    SmallVector<Value> buffers;
+    for (BlockArgument attribution : launch.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(attribution.getType());
+      if (!type.hasStaticShape() || type.getRank() != 1 ||
+          !type.getElementType().isIntOrFloat())
+        return launch.emitOpError(
+            "emulation needs 1-D static integer or float workgroup buffers");
+      Value buffer = memref::AllocOp::create(
+          b, launch.getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()));
+      buffers.push_back(buffer);
+      mapping.map(attribution, buffer);
+    }
+    return buffers;
+  }
+
+  /// Sets every bit of `buffers` (shared memory starts undefined: a kernel
+  /// that reads what it did not write sees ones, NaN for floats).
+  static void fillWithOnes(OpBuilder &b, Location loc,
+                           ArrayRef<Value> buffers) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    for (Value buffer : buffers) {
+      auto type = cast<MemRefType>(buffer.getType());
+      Type element = type.getElementType();
+      auto bits = b.getIntegerType(element.getIntOrFloatBitWidth());
+      Value ones = arith::ConstantOp::create(b, loc, b.getIntegerAttr(bits, -1));
+      if (element != bits)
+        ones = arith::BitcastOp::create(b, loc, element, ones);
+      scf::ForOp::create(
+          b, loc, zero,
+          arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)), one, {},
+          [&](OpBuilder &nb, Location nloc, Value i, ValueRange) {
+            memref::StoreOp::create(nb, nloc, ones, buffer, i);
+            scf::YieldOp::create(nb, nloc);
+          });
+    }
+  }
+
+  LogicalResult emulate(gpu::LaunchOp launch) {
+    Location loc = launch.getLoc();
+    OpBuilder b(launch);
+    Block &body = launch.getBody().front();
+    if (!llvm::hasSingleElement(launch.getBody()))
+      return launch.emitOpError("emulation needs a single-block body");
+    // The y and z dimensions are taken as 0 below.
+    for (Value size : {launch.getGridSizeY(), launch.getGridSizeZ(),
+                       launch.getBlockSizeY(), launch.getBlockSizeZ()})
+      if (getConstantIntValue(size) != std::optional<int64_t>(1))
+        return launch.emitOpError("emulation needs 1-D launches (y and z "
+                                  "sizes of 1)");
     SmallVector<gpu::ShuffleOp> shuffles;
     for (Operation &op : body.without_terminator())
       if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
         shuffles.push_back(shuffle);
     if (!shuffles.empty())
-      return emulateShuffles(launch, shuffles, base);
+      return emulateShuffles(launch, shuffles);
+    if (launch.getBody()
+            .walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
+            .wasInterrupted())
+      return emulateWithBarriers(launch);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    IRMapping base = baseMapping(launch, zero);
+    gpu::KernelDim3 blocks = launch.getBlockIds(),
+                    threads = launch.getThreadIds();
 
     // Ops that depend on a reduction's result run once per block.
     DenseSet<Operation *> afterReduce;
@@ -280,10 +331,13 @@ struct EffGpuEmulateLaunchesPass
 
   /// The phases of a body with top-level shuffles (see the pass comment).
   /// The body may write memory only after its last shuffle, as phases
-  /// before that are run again.
+  /// before that are run again. Top-level barriers after the last shuffle
+  /// (a row group's column partial sums, combined through workgroup
+  /// memory) split the last phase: the code after each barrier runs for
+  /// every thread in turn once all threads ran the code before it, and may
+  /// use no value a thread computed before it.
   LogicalResult emulateShuffles(gpu::LaunchOp launch,
-                                ArrayRef<gpu::ShuffleOp> shuffles,
-                                const IRMapping &base) {
+                                ArrayRef<gpu::ShuffleOp> shuffles) {
     Location loc = launch.getLoc();
     Block &body = launch.getBody().front();
     for (gpu::ShuffleOp shuffle : shuffles)
@@ -293,12 +347,53 @@ struct EffGpuEmulateLaunchesPass
       if (isa<gpu::AllReduceOp>(op) ||
           (isa<gpu::ShuffleOp>(op) && op->getBlock() != &body))
         return WalkResult::interrupt();
+      if (isa<gpu::BarrierOp>(op) &&
+          (op->getBlock() != &body || op->isBeforeInBlock(shuffles.back())))
+        return WalkResult::interrupt();
       return WalkResult::advance();
     });
     if (nested.wasInterrupted())
       return launch.emitOpError("emulation needs every gpu.shuffle at the top "
-                                "level of the body and no gpu.all_reduce "
-                                "beside them");
+                                "level of the body, no gpu.all_reduce beside "
+                                "them and barriers only at the top level "
+                                "after the last shuffle");
+    // The ops between barriers, after the last shuffle's phase: each may
+    // use only values of its own segment, block-uniform ones and those
+    // defined outside the launch.
+    SmallVector<SmallVector<Operation *>> segments;
+    for (Operation &op : body.without_terminator()) {
+      if (isa<gpu::BarrierOp>(op)) {
+        segments.emplace_back();
+        continue;
+      }
+      if (!segments.empty())
+        segments.back().push_back(&op);
+    }
+    gpu::KernelDim3 blockIds = launch.getBlockIds(),
+                    threadIds = launch.getThreadIds();
+    for (ArrayRef<Operation *> segment : segments) {
+      DenseSet<Operation *> inSegment(segment.begin(), segment.end());
+      for (Operation *op : segment) {
+        WalkResult crosses = op->walk([&](Operation *inner) {
+          for (Value operand : inner->getOperands()) {
+            Operation *def = operand.getDefiningOp();
+            if (!def)
+              def = operand.getParentRegion()->getParentOp();
+            // Defined outside the launch, or the body's arguments (ids,
+            // sizes, workgroup buffers).
+            if (def == launch || !launch->isAncestor(def))
+              continue;
+            Operation *top = body.findAncestorOpInBlock(*def);
+            if (!top || !inSegment.contains(top))
+              return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        });
+        if (crosses.wasInterrupted())
+          return op->emitOpError(
+              "emulation: a thread's value is used across a barrier");
+      }
+    }
     // Ops before the last shuffle run again in later phases: they may write
     // memory only through memref.store / vector.store, which run in the
     // first phase that reaches them and are dropped from the replays (a
@@ -327,6 +422,11 @@ struct EffGpuEmulateLaunchesPass
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value warp = arith::ConstantIndexOp::create(b, loc, 32);
     Value threadCount = launch.getBlockSizeX();
+    IRMapping base = baseMapping(launch, zero);
+    FailureOr<SmallVector<Value>> workgroup =
+        allocateWorkgroupBuffers(b, launch, base);
+    if (failed(workgroup))
+      return failure();
     // What each thread sends, per shuffle.
     SmallVector<Value> sent;
     for (gpu::ShuffleOp shuffle : shuffles)
@@ -339,6 +439,7 @@ struct EffGpuEmulateLaunchesPass
     auto blockLoop =
         scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
     b.setInsertionPointToStart(blockLoop.getBody());
+    fillWithOnes(b, loc, *workgroup);
     for (size_t phase = 0; phase <= shuffles.size(); ++phase) {
       scf::ForOp::create(
           b, loc, zero, threadCount, one, ValueRange{},
@@ -351,6 +452,8 @@ struct EffGpuEmulateLaunchesPass
             // Shuffles passed before `op`: its stores ran in that phase.
             size_t passed = 0;
             for (Operation &op : body.without_terminator()) {
+              if (isa<gpu::BarrierOp>(op))
+                break;
               auto shuffle = dyn_cast<gpu::ShuffleOp>(op);
               if (!shuffle) {
                 Operation *copy = nb.clone(op, mapping);
@@ -401,8 +504,21 @@ struct EffGpuEmulateLaunchesPass
             scf::YieldOp::create(nb, nloc);
           });
     }
+    for (ArrayRef<Operation *> segment : segments)
+      scf::ForOp::create(
+          b, loc, zero, threadCount, one, ValueRange{},
+          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
+            IRMapping mapping = base;
+            mapping.map(blockIds.x, blockLoop.getInductionVar());
+            mapping.map(threadIds.x, tx);
+            for (Operation *op : segment)
+              nb.clone(*op, mapping);
+            scf::YieldOp::create(nb, nloc);
+          });
     b.setInsertionPointAfter(blockLoop);
     for (Value buffer : sent)
+      memref::DeallocOp::create(b, loc, buffer);
+    for (Value buffer : *workgroup)
       memref::DeallocOp::create(b, loc, buffer);
     launch.erase();
     return success();
@@ -427,52 +543,25 @@ struct EffGpuEmulateLaunchesPass
                     threads = launch.getThreadIds(),
                     gridSize = launch.getGridSize(),
                     blockSize = launch.getBlockSize();
-    IRMapping mapping;
-    mapping.map(blocks.y, zero);
-    mapping.map(blocks.z, zero);
-    mapping.map(threads.y, zero);
-    mapping.map(threads.z, zero);
-    mapping.map(gridSize.x, launch.getGridSizeX());
-    mapping.map(gridSize.y, launch.getGridSizeY());
-    mapping.map(gridSize.z, launch.getGridSizeZ());
-    mapping.map(blockSize.x, launch.getBlockSizeX());
-    mapping.map(blockSize.y, launch.getBlockSizeY());
-    mapping.map(blockSize.z, launch.getBlockSizeZ());
+    IRMapping mapping = baseMapping(launch, zero);
     uniform.clear();
     for (Value v : {blocks.x, blocks.y, blocks.z, gridSize.x, gridSize.y,
                     gridSize.z, blockSize.x, blockSize.y, blockSize.z})
       uniform.insert(v);
-    SmallVector<Value> buffers;
-    for (BlockArgument attribution : launch.getWorkgroupAttributions()) {
-      auto type = cast<MemRefType>(attribution.getType());
-      if (!type.hasStaticShape() || type.getRank() != 1 ||
-          !type.getElementType().isSignlessInteger())
-        return launch.emitOpError(
-            "emulation needs 1-D static integer workgroup buffers");
-      Value buffer = memref::AllocOp::create(
-          b, loc, MemRefType::get(type.getShape(), type.getElementType()));
-      buffers.push_back(buffer);
-      mapping.map(attribution, buffer);
+    FailureOr<SmallVector<Value>> allocated =
+        allocateWorkgroupBuffers(b, launch, mapping);
+    if (failed(allocated))
+      return failure();
+    SmallVector<Value> buffers = *allocated;
+    for (BlockArgument attribution : launch.getWorkgroupAttributions())
       uniform.insert(attribution);
-    }
     auto blockLoop =
         scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(blockLoop.getBody());
       mapping.map(blocks.x, blockLoop.getInductionVar());
-      for (Value buffer : buffers) {
-        auto type = cast<MemRefType>(buffer.getType());
-        Value ones = arith::ConstantOp::create(
-            b, loc, b.getIntegerAttr(type.getElementType(), -1));
-        scf::ForOp::create(
-            b, loc, zero,
-            arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)), one, {},
-            [&](OpBuilder &nb, Location nloc, Value i, ValueRange) {
-              memref::StoreOp::create(nb, nloc, ones, buffer, i);
-              scf::YieldOp::create(nb, nloc);
-            });
-      }
+      fillWithOnes(b, loc, buffers);
       SmallVector<Operation *> ops;
       for (Operation &op : body.without_terminator())
         ops.push_back(&op);

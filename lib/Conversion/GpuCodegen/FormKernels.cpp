@@ -101,9 +101,13 @@ static Value gridFor(OpBuilder &b, Location loc, Value n, int64_t blockSize,
 
 /// A 1-D launch; the builder is left at the start of its body.
 static gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value grid,
-                                  Value block, StringRef strategy) {
+                                  Value block, StringRef strategy,
+                                  TypeRange workgroup = {}) {
   Value one = indexConstant(b, loc, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, grid, one, one, block, one, one);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, grid, one, one, block, one, one,
+      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/{}, workgroup);
   launch->setAttr(kKernelAttrName, b.getStringAttr(strategy));
   Block &body = launch.getBody().front();
   b.setInsertionPointToEnd(&body);
@@ -288,6 +292,55 @@ static IRMapping presetFor(linalg::GenericOp op, const GivenOperands &given) {
   for (auto [n, value] : given)
     preset.map(op.getMatchingBlockArgument(&op->getOpOperand(n)), value);
   return preset;
+}
+
+/// What the payload of reduction `op` at `ivs` combines into each output
+/// (the operand of its combiner other than the output), without loading
+/// or combining the outputs. Block arguments in `preset` are not loaded.
+static SmallVector<Value> emitContributions(OpBuilder &b, linalg::GenericOp op,
+                                            ArrayRef<Value> ivs,
+                                            ArrayRef<Combiner> combiners,
+                                            const IRMapping &preset = {}) {
+  Location loc = op.getLoc();
+  IRMapping mapping;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(input);
+    if (arg.use_empty())
+      continue;
+    if (Value given = preset.lookupOrNull(arg)) {
+      mapping.map(arg, given);
+      continue;
+    }
+    Value value = input->get();
+    if (!isa<MemRefType>(value.getType())) {
+      mapping.map(arg, value);
+      continue;
+    }
+    mapping.map(arg, memref::LoadOp::create(
+                         b, loc, value,
+                         applyMap(b, loc, op.getMatchingIndexingMap(input),
+                                  ivs)));
+  }
+  DenseSet<Operation *> combinerOps;
+  for (const Combiner &c : combiners)
+    combinerOps.insert(c.combiner);
+  for (Operation &inner : op.getRegion().front()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    if (isa<linalg::YieldOp>(inner) || combinerOps.contains(&inner))
+      continue;
+    b.clone(inner, mapping);
+  }
+  SmallVector<Value> contributions;
+  for (auto [k, c] : llvm::enumerate(combiners)) {
+    BlockArgument out = op.getMatchingBlockArgument(op.getDpsInitOperand(k));
+    Value other = c.combiner->getOperand(0) == out ? c.combiner->getOperand(1)
+                                                   : c.combiner->getOperand(0);
+    contributions.push_back(mapping.lookupOrDefault(other));
+  }
+  return contributions;
 }
 
 /// One step of a loop over the linearised reduction dims of `op` at the
@@ -940,6 +993,33 @@ struct EffGpuFormKernelsPass
     SmallVector<Value> ivs(vectorIvs);
     ivs[last] = arith::MulIOp::create(b, loc, vectorIvs[last],
                                       indexConstant(b, loc, width));
+    SmallVector<SmallVector<Value>> lanes = emitVectorPayloads(
+        b, op, ivs, last, width, given, /*loadOutputs=*/true,
+        [&](ArrayRef<Value> laneIvs, const IRMapping &preset) {
+          return emitPayload(b, op, laneIvs, {}, preset);
+        });
+    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
+      auto type = cast<MemRefType>(init.get().getType());
+      Value vector = vector::FromElementsOp::create(
+          b, loc, VectorType::get({width}, type.getElementType()), lanes[k]);
+      vector::StoreOp::create(
+          b, loc, vector, init.get(),
+          applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs),
+          /*nontemporal=*/false,
+          llvm::MaybeAlign(width * type.getElementTypeBitWidth() / 8));
+    }
+  }
+
+  /// The `width` points from `ivs` along `last`: vector loads of the
+  /// operands indexed by `last` (the inputs only, unless `loadOutputs`),
+  /// one scalar load of the others, then `payload` once per point with
+  /// those values preset; its values per result, point by point.
+  static SmallVector<SmallVector<Value>> emitVectorPayloads(
+      OpBuilder &b, linalg::GenericOp op, ArrayRef<Value> ivs, unsigned last,
+      int64_t width, const GivenOperands &given, bool loadOutputs,
+      function_ref<SmallVector<Value>(ArrayRef<Value>, const IRMapping &)>
+          payload) {
+    Location loc = op.getLoc();
     auto alignment = [&](Type element) {
       return llvm::MaybeAlign(width * element.getIntOrFloatBitWidth() / 8);
     };
@@ -948,7 +1028,7 @@ struct EffGpuFormKernelsPass
     for (OpOperand &operand : op->getOpOperands()) {
       BlockArgument arg = op.getMatchingBlockArgument(&operand);
       auto type = dyn_cast<MemRefType>(operand.get().getType());
-      if (arg.use_empty() || !type)
+      if (arg.use_empty() || !type || (!loadOutputs && op.isDpsInit(&operand)))
         continue;
       if (Value value = given.lookup(operand.getOperandNumber())) {
         scalars[operand.getOperandNumber()] = value;
@@ -979,19 +1059,10 @@ struct EffGpuFormKernelsPass
       SmallVector<Value> laneIvs(ivs);
       laneIvs[last] =
           arith::AddIOp::create(b, loc, ivs[last], indexConstant(b, loc, lane));
-      for (auto [k, value] :
-           llvm::enumerate(emitPayload(b, op, laneIvs, {}, preset)))
+      for (auto [k, value] : llvm::enumerate(payload(laneIvs, preset)))
         lanes[k].push_back(value);
     }
-    for (auto [k, init] : llvm::enumerate(op.getDpsInitsMutable())) {
-      auto type = cast<MemRefType>(init.get().getType());
-      Value vector = vector::FromElementsOp::create(
-          b, loc, VectorType::get({width}, type.getElementType()), lanes[k]);
-      vector::StoreOp::create(
-          b, loc, vector, init.get(),
-          applyMap(b, loc, op.getMatchingIndexingMap(&init), ivs),
-          /*nontemporal=*/false, alignment(type.getElementType()));
-    }
+    return lanes;
   }
 
   /// One step of a thread reduction running `prologue`'s producer: the
@@ -1500,11 +1571,12 @@ struct EffGpuFormKernelsPass
   };
   static WarpRows createWarpRowLaunch(OpBuilder &b, Location loc, Value grid,
                                       int64_t rowsPerBlock, Value points,
-                                      bool mayOverrun, StringRef strategy) {
+                                      bool mayOverrun, StringRef strategy,
+                                      TypeRange workgroup = {}) {
     WarpRows rows;
     rows.launch = createLaunch(
         b, loc, grid, indexConstant(b, loc, rowsPerBlock * kWarpSize),
-        strategy);
+        strategy, workgroup);
     rows.warpSize = indexConstant(b, loc, kWarpSize);
     Value tx = rows.launch.getThreadIds().x;
     rows.lane = arith::RemUIOp::create(b, loc, tx, rows.warpSize);
@@ -1788,7 +1860,7 @@ struct EffGpuFormKernelsPass
     };
     RowGroupQueries queries{isWarpRowReduction, ownWidth, storesAll,
                             startsFromFill};
-    std::optional<RowGroup> group = matchRowGroup(op, kMaxWarpRow, queries);
+    std::optional<RowGroup> group = matchRowGroup(op, kMaxWarpRow, blockSize / kWarpSize, queries);
     if (!group)
       return std::nullopt;
     auto reductions = [](const RowGroup &g) {
@@ -1799,7 +1871,7 @@ struct EffGpuFormKernelsPass
       if (kind == RowOpKind::PerRow)
         continue;
       std::optional<RowGroup> later =
-          matchRowGroup(member, kMaxWarpRow, queries);
+          matchRowGroup(member, kMaxWarpRow, blockSize / kWarpSize, queries);
       if (later && reductions(*later) > reductions(*group))
         return std::nullopt;
       if (kind == RowOpKind::Reduction)
@@ -1815,6 +1887,8 @@ struct EffGpuFormKernelsPass
     if (kind == RowOpKind::PerRow)
       return 1;
     unsigned last = op.getNumLoops() - 1;
+    if (kind == RowOpKind::ColumnPartial)
+      return inputVectorWidth(op, last);
     int64_t width = withStaticSizes(op, [&](ArrayRef<Value> sizes) {
       return kind == RowOpKind::Reduction
                  ? warpVectorWidth(op, sizes, {last}, vectorBytes)
@@ -1823,6 +1897,34 @@ struct EffGpuFormKernelsPass
     return std::max<int64_t>(width, 1);
   }
 
+
+  /// Elements along loop `last` a lane can load at a time for the inputs
+  /// of `op` (its outputs are not accessed per element): as vectorWidth,
+  /// over the inputs; `vectorBytes` when no input varies along `last`.
+  int64_t inputVectorWidth(linalg::GenericOp op, unsigned last) {
+    int64_t widestBytes = 0;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      if (!isa<MemRefType>(input->get().getType()) ||
+          op.getMatchingBlockArgument(input).use_empty())
+        continue;
+      int64_t bytes = vectorElementBytes(op, *input, last);
+      if (bytes < 0)
+        return 1;
+      widestBytes = std::max(widestBytes, bytes);
+    }
+    if (widestBytes == 0)
+      return vectorBytes;
+    int64_t width = vectorBytes / widestBytes;
+    if (width < 2 || op.getStaticLoopRanges()[last] % width != 0)
+      return 1;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      auto type = dyn_cast<MemRefType>(input->get().getType());
+      if (type && op.getMatchingIndexingMap(input).isFunctionOfDim(last) &&
+          !alignsVectors(type, width))
+        return 1;
+    }
+    return width;
+  }
 
   /// One kernel for a row group (matchRowGroup): one warp per row,
   /// `block-size / 32` rows a block; each member runs in turn over the
@@ -1859,11 +1961,28 @@ struct EffGpuFormKernelsPass
       rowSizes.push_back(indexConstant(b, loc, size));
     Value grid =
         indexConstant(b, loc, llvm::divideCeil(points, rowsPerBlock));
+    // Column partial sums: per output, each warp's values for its row.
+    SmallVector<Type> workgroup;
+    SmallVector<std::pair<size_t, unsigned>> partialOutputs;
+    for (auto [i, member] : llvm::enumerate(group.members)) {
+      if (group.kinds[i] != RowOpKind::ColumnPartial)
+        continue;
+      assert(rowsPerBlock == group.blockRows && "matched for whole blocks");
+      for (Value init : member.getDpsInits()) {
+        partialOutputs.push_back({i, static_cast<unsigned>(workgroup.size())});
+        workgroup.push_back(MemRefType::get(
+            {rowsPerBlock * group.rowLength},
+            cast<MemRefType>(init.getType()).getElementType(),
+            MemRefLayoutAttrInterface{},
+            gpu::AddressSpaceAttr::get(b.getContext(),
+                                       gpu::AddressSpace::Workgroup)));
+      }
+    }
     {
       OpBuilder::InsertionGuard guard(b);
       WarpRows rows = createWarpRowLaunch(
           b, loc, grid, rowsPerBlock, indexConstant(b, loc, points),
-          points % rowsPerBlock != 0, "row-group");
+          points % rowsPerBlock != 0, "row-group", workgroup);
       gpu::LaunchOp launch = rows.launch;
       Value warpSize = rows.warpSize, lane = rows.lane, row = rows.row,
             inRange = rows.inRange;
@@ -1957,11 +2076,56 @@ struct EffGpuFormKernelsPass
                          emitPayload(b, op, ivs, {}, presetFor(op, given)));
           break;
         }
+        case RowOpKind::ColumnPartial: {
+          // The lane's elements as an elementwise member takes them; what
+          // each adds goes to the warp's slot of the workgroup buffers.
+          SmallVector<Combiner> combiners = *matchCombiners(op);
+          Value blockRows = indexConstant(b, loc, rowsPerBlock);
+          ivs.pop_back();
+          ivs.push_back(arith::DivUIOp::create(b, loc, rowIvs.back(), blockRows));
+          ivs.push_back(arith::RemUIOp::create(b, loc, rowIvs.back(), blockRows));
+          Value slot = arith::MulIOp::create(
+              b, loc,
+              arith::DivUIOp::create(b, loc, launch.getThreadIds().x, warpSize),
+              indexConstant(b, loc, group.rowLength));
+          SmallVector<Value> buffers;
+          for (auto [member, buffer] : partialOutputs)
+            if (member == i)
+              buffers.push_back(launch.getWorkgroupAttributions()[buffer]);
+          Value count = indexConstant(b, loc, group.rowLength / width);
+          OpBuilder::InsertionGuard loopGuard(b);
+          auto loop = scf::ForOp::create(b, loc, lane, count, warpSize);
+          b.setInsertionPointToStart(loop.getBody());
+          Value first = arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                                              indexConstant(b, loc, width));
+          ivs.push_back(first);
+          SmallVector<SmallVector<Value>> values = emitVectorPayloads(
+              b, op, ivs, k + 1, width, given, /*loadOutputs=*/false,
+              [&](ArrayRef<Value> pointIvs, const IRMapping &preset) {
+                return emitContributions(b, op, pointIvs, combiners, preset);
+              });
+          // Scalar stores: the workgroup buffers are aligned to their
+          // element only.
+          Value at = arith::AddIOp::create(b, loc, slot, first);
+          for (auto [buffer, outputValues] : llvm::zip(buffers, values))
+            for (auto [e, value] : llvm::enumerate(outputValues))
+              memref::StoreOp::create(
+                  b, loc, value, buffer,
+                  ValueRange{arith::AddIOp::create(
+                      b, loc, at, indexConstant(b, loc, e))});
+          break;
+        }
         }
       }
+      if (!partialOutputs.empty())
+        emitColumnPartialCombine(b, group, launch, rowsPerBlock,
+                                 partialOutputs);
       sinkGlobals(launch);
     }
     unsigned reductions = llvm::count(group.kinds, RowOpKind::Reduction);
+    unsigned columnPartials =
+        llvm::count(group.kinds, RowOpKind::ColumnPartial);
+    numRowGroupColumnPartials += columnPartials;
     size_t unstored = 0;
     for (ArrayRef<unsigned> outputs : group.unstored)
       unstored += outputs.size();
@@ -1972,6 +2136,14 @@ struct EffGpuFormKernelsPass
                       " per block, runs this op and the " +
                       Twine(group.members.size() - 1) + " after it (" +
                       Twine(reductions) + " reductions)" +
+                      (columnPartials == 0
+                           ? std::string()
+                           : "; " + std::to_string(columnPartials) +
+                                 (columnPartials == 1
+                                      ? " column partial sum"
+                                      : " column partial sums") +
+                                 " over each block's rows, combined "
+                                 "through workgroup memory") +
                       (foldedFills == 0
                            ? std::string()
                            : "; " + std::to_string(foldedFills) +
@@ -2000,6 +2172,60 @@ struct EffGpuFormKernelsPass
     for (linalg::GenericOp op : group.members) {
       grouped.insert(op);
       op.erase();
+    }
+  }
+
+  /// After a row group's members: a barrier, then the block's threads
+  /// combine each column partial sum's per-warp values column by column,
+  /// the output's initial value (its folded fill's, or loaded) first, then
+  /// the warps in row order (the op's own order over its chunk), and store
+  /// the block's partials. Everything here is computed anew from the ids:
+  /// no thread's value crosses the barrier.
+  void emitColumnPartialCombine(
+      OpBuilder &b, const RowGroup &group, gpu::LaunchOp launch,
+      int64_t rowsPerBlock,
+      ArrayRef<std::pair<size_t, unsigned>> partialOutputs) {
+    Location loc = launch.getLoc();
+    gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> rowSizes;
+    for (int64_t size : group.rows)
+      rowSizes.push_back(indexConstant(b, loc, size));
+    Value blockRows = indexConstant(b, loc, rowsPerBlock);
+    Value firstRow =
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x, blockRows);
+    SmallVector<Value> rowIvs = delinearize(b, loc, firstRow, rowSizes);
+    auto loop = scf::ForOp::create(
+        b, loc, launch.getThreadIds().x,
+        indexConstant(b, loc, group.rowLength),
+        indexConstant(b, loc, rowsPerBlock * kWarpSize));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value column = loop.getInductionVar();
+    size_t at = 0;
+    while (at < partialOutputs.size()) {
+      size_t memberIndex = partialOutputs[at].first;
+      linalg::GenericOp op = group.members[memberIndex];
+      SmallVector<Combiner> combiners = *matchCombiners(op);
+      SmallVector<Value> ivs(rowIvs.begin(), rowIvs.end() - 1);
+      ivs.push_back(arith::DivUIOp::create(b, loc, rowIvs.back(), blockRows));
+      ivs.push_back(indexConstant(b, loc, 0));
+      ivs.push_back(column);
+      SmallVector<Value> initials = foldedInitials.lookup(op);
+      SmallVector<Value> totals = initialValues(b, op, ivs, initials);
+      foldedFills += llvm::count_if(initials, [](Value v) { return v; });
+      foldedInitials.erase(op);
+      for (unsigned n = 0; n < op.getNumDpsInits(); ++n, ++at) {
+        Value buffer =
+            launch.getWorkgroupAttributions()[partialOutputs[at].second];
+        for (int64_t warp = 0; warp < rowsPerBlock; ++warp) {
+          Value index = arith::AddIOp::create(
+              b, loc, column,
+              indexConstant(b, loc, warp * group.rowLength));
+          Value value = memref::LoadOp::create(b, loc, buffer, index);
+          totals[n] = applyCombiner(b, op, n, combiners[n], totals[n], value);
+        }
+      }
+      storeOutputs(b, op, ivs, totals);
     }
   }
 

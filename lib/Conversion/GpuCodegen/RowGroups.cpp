@@ -41,10 +41,37 @@ struct RowAddress {
 
 } // namespace
 
+/// Whether `op` sums columns over chunks of `blockRows` rows of the row
+/// space (RowOpKind::ColumnPartial).
+static bool isColumnPartial(linalg::GenericOp op, ArrayRef<int64_t> rows,
+                            int64_t rowLength, int64_t blockRows) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  size_t k = rows.size();
+  if (ranges.size() != k + 2 || blockRows < 2 ||
+      ArrayRef<int64_t>(ranges).take_front(k - 1) != rows.drop_back() ||
+      ranges[k] != blockRows || ranges[k - 1] * blockRows != rows.back() ||
+      ranges[k + 1] != rowLength)
+    return false;
+  for (auto [d, iterator] : llvm::enumerate(iterators))
+    if (linalg::isReductionIterator(iterator) != (d == k))
+      return false;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    if (map.isFunctionOfDim(k))
+      return false;
+    for (unsigned d = 0; d < k + 2; ++d)
+      if (d != k && !map.isFunctionOfDim(d))
+        return false;
+  }
+  return succeeded(matchCombiners(op));
+}
+
 /// How `op` iterates the row space `rows` x `rowLength`, if it does.
 static std::optional<RowOpKind> classify(linalg::GenericOp op,
                                          ArrayRef<int64_t> rows,
-                                         int64_t rowLength) {
+                                         int64_t rowLength,
+                                         int64_t blockRows) {
   if (!op.hasPureBufferSemantics())
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -52,6 +79,8 @@ static std::optional<RowOpKind> classify(linalg::GenericOp op,
     return std::nullopt;
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   size_t k = rows.size();
+  if (isColumnPartial(op, rows, rowLength, blockRows))
+    return RowOpKind::ColumnPartial;
   if (ranges.size() < k || ranges.size() > k + 1 ||
       ArrayRef<int64_t>(ranges).take_front(k) != rows ||
       !llvm::all_of(ArrayRef<utils::IteratorType>(iterators).take_front(k),
@@ -69,10 +98,28 @@ static std::optional<RowOpKind> classify(linalg::GenericOp op,
 
 /// The address function of memref operand `operand` of `op` (of kind
 /// `kind` over `numRows` row dims), if its map is dims and constants and
-/// its layout static.
+/// its layout static. A column partial sum's input is a function of the
+/// row space when its chunk dims compose the split row (the outer dim's
+/// coefficient `blockRows` times the inner's); its outputs have none.
 static std::optional<RowAddress> rowAddress(linalg::GenericOp op,
                                             OpOperand &operand, RowOpKind kind,
-                                            unsigned numRows) {
+                                            unsigned numRows,
+                                            int64_t blockRows = 0) {
+  if (kind == RowOpKind::ColumnPartial) {
+    if (op.isDpsInit(&operand))
+      return std::nullopt;
+    // The same operand seen over the row space: loops (rows..., element)
+    // with the split row dim as one.
+    std::optional<RowAddress> split =
+        rowAddress(op, operand, RowOpKind::Elementwise, numRows + 1);
+    if (!split)
+      return std::nullopt;
+    SmallVector<int64_t> &c = split->coefficients;
+    if (c[numRows - 1] != blockRows * c[numRows])
+      return std::nullopt;
+    c.erase(c.begin() + numRows - 1);
+    return split;
+  }
   auto type = dyn_cast<MemRefType>(operand.get().getType());
   if (!type || !type.getElementType().isIntOrFloat() ||
       type.getElementTypeBitWidth() % 8 != 0)
@@ -238,7 +285,8 @@ static bool mayGoUnstored(linalg::GenericOp op, OpOperand &init,
                           RowOpKind kind, unsigned numRows,
                           const llvm::DenseSet<Value> &stored,
                           const RowGroupQueries &queries) {
-  if (kind == RowOpKind::Elementwise || queries.storesAll(op))
+  if (kind == RowOpKind::Elementwise || kind == RowOpKind::ColumnPartial ||
+      queries.storesAll(op))
     return false;
   Value buffer = temporaryBufferOf(init.get());
   if (!buffer || stored.contains(buffer))
@@ -261,7 +309,7 @@ static bool mayGoUnstored(linalg::GenericOp op, OpOperand &init,
 /// group, or by a member from memory.
 static std::optional<RowGroup>
 matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
-                  const RowGroupQueries &queries,
+                  int64_t blockRows, const RowGroupQueries &queries,
                   const llvm::DenseSet<Value> &stored, Value &mustStore) {
   if (!seed.hasPureBufferSemantics())
     return std::nullopt;
@@ -271,9 +319,20 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
   RowGroup group;
   group.rows.assign(ranges.begin(), ranges.end() - 1);
   group.rowLength = ranges.back();
+  group.blockRows = blockRows;
   if (group.rowLength < 2 || group.rowLength > maxRowLength)
     return std::nullopt;
   unsigned numRows = group.rows.size();
+  auto addressOf = [&](linalg::GenericOp op, OpOperand &operand,
+                       RowOpKind kind) {
+    return rowAddress(op, operand, kind, numRows, blockRows);
+  };
+  // Elementwise ops and column partial sums: each lane runs the payload at
+  // its elements, `width` at a time.
+  auto perElement = [](RowOpKind kind) {
+    return kind == RowOpKind::Elementwise || kind == RowOpKind::ColumnPartial;
+  };
+  int64_t workgroupBytes = 0;
 
   // Whether `op` (of kind `kind`) can join the members so far; fills in
   // what it reads from them in registers.
@@ -307,12 +366,20 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
       if (group.width == 0)
         for (auto [member, memberKind] :
              llvm::zip(group.members, group.kinds))
-          if (memberKind == RowOpKind::Elementwise &&
+          if (perElement(memberKind) &&
               queries.ownWidth(member, memberKind) < width)
             return false;
-    } else if (kind == RowOpKind::Elementwise && group.width != 0 &&
+    } else if (perElement(kind) && group.width != 0 &&
                queries.ownWidth(op, kind) < group.width) {
       return false;
+    }
+    if (kind == RowOpKind::ColumnPartial) {
+      int64_t bytes = 0;
+      for (Value init : op.getDpsInits())
+        bytes += blockRows * group.rowLength *
+                 cast<MemRefType>(init.getType()).getElementTypeBitWidth() / 8;
+      if (workgroupBytes + bytes > kMaxRowGroupWorkgroupBytes)
+        return false;
     }
     if (!writesOncePerPoint(op))
       return false;
@@ -353,7 +420,14 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
             continue;
           // What `op` writes over a member's unstored output races with no
           // store; what it reads there must come from the register (below).
-          if (aWrites && !reads(op, m) &&
+          // A column partial sum whose output starts from a folded fill
+          // stores it after the barrier and never loads it.
+          bool readsOld =
+              kind == RowOpKind::ColumnPartial && op.isDpsInit(&m)
+                  ? !queries.startsFromFill(op, m.getOperandNumber() -
+                                                    op.getNumDpsInputs())
+                  : reads(op, m);
+          if (aWrites && !readsOld &&
               llvm::is_contained(group.unstored[j], a.getOperandNumber()))
             continue;
           if (!mayOverlap(a.get(), m.get()))
@@ -374,13 +448,11 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
             // shuffles, which a later reduction's phase would replay from
             // the overwritten memory: then no reduction may follow (the
             // hardware would be right; the emulation would not).
-            std::optional<RowAddress> read =
-                rowAddress(member, a, group.kinds[j], numRows);
-            std::optional<RowAddress> written =
-                rowAddress(op, m, kind, numRows);
+            std::optional<RowAddress> read = addressOf(member, a, group.kinds[j]);
+            std::optional<RowAddress> written = addressOf(op, m, kind);
             bool sameLane = read && written && *read == *written &&
                             rowsDisjoint(*read, group.rows, group.rowLength);
-            if (sameLane && group.kinds[j] == RowOpKind::Elementwise)
+            if (sameLane && perElement(group.kinds[j]))
               continue;
             if (sameLane && group.kinds[j] == RowOpKind::Reduction &&
                 kind != RowOpKind::Reduction) {
@@ -390,9 +462,8 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
             return false;
           }
           std::optional<RowAddress> written =
-              rowAddress(member, a, group.kinds[j], numRows);
-          std::optional<RowAddress> touched =
-              rowAddress(op, m, kind, numRows);
+              addressOf(member, a, group.kinds[j]);
+          std::optional<RowAddress> touched = addressOf(op, m, kind);
           if (!written || !touched || !(*written == *touched) ||
               !rowsDisjoint(*written, group.rows, group.rowLength))
             return false;
@@ -401,7 +472,9 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
           if (!reads(op, m) || written->coefficients.back() != 0)
             continue;
           AffineMap map = op.getMatchingIndexingMap(&m);
-          if (kind != RowOpKind::PerRow && map.isFunctionOfDim(numRows))
+          unsigned element =
+              kind == RowOpKind::ColumnPartial ? numRows + 1 : numRows;
+          if (kind != RowOpKind::PerRow && map.isFunctionOfDim(element))
             return false;
           forwarded[m.getOperandNumber()] = ForwardedRowValue{
               static_cast<unsigned>(j),
@@ -438,6 +511,11 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
                  SmallVector<unsigned> unstored,
                  bool overwritesReductionInput) {
     reductionInputOverwritten |= overwritesReductionInput;
+    if (kind == RowOpKind::ColumnPartial)
+      for (Value init : op.getDpsInits())
+        workgroupBytes +=
+            blockRows * group.rowLength *
+            cast<MemRefType>(init.getType()).getElementTypeBitWidth() / 8;
     if (kind == RowOpKind::Reduction && group.width == 0)
       group.width = queries.ownWidth(op, kind);
     group.members.push_back(op);
@@ -447,8 +525,9 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
   };
 
   std::optional<RowOpKind> seedKind =
-      classify(seed, group.rows, group.rowLength);
-  if (!seedKind || *seedKind == RowOpKind::PerRow)
+      classify(seed, group.rows, group.rowLength, blockRows);
+  if (!seedKind || *seedKind == RowOpKind::PerRow ||
+      *seedKind == RowOpKind::ColumnPartial)
     return std::nullopt;
   {
     DenseMap<unsigned, ForwardedRowValue> none;
@@ -469,7 +548,7 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
     if (!generic || !generic.hasPureBufferSemantics())
       break;
     std::optional<RowOpKind> kind =
-        classify(generic, group.rows, group.rowLength);
+        classify(generic, group.rows, group.rowLength, blockRows);
     DenseMap<unsigned, ForwardedRowValue> forwarded;
     SmallVector<unsigned> unstored;
     bool overwrites = false;
@@ -506,8 +585,7 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
   // epilogue already.
   size_t reductions = llvm::count(group.kinds, RowOpKind::Reduction);
   if (reductions == 0 ||
-      (reductions == 1 && !llvm::is_contained(group.kinds,
-                                              RowOpKind::Elementwise)))
+      (reductions == 1 && llvm::none_of(group.kinds, perElement)))
     return std::nullopt;
   // Every read of an unstored buffer is a member's, from the register.
   DenseMap<Operation *, unsigned> memberIndex;
@@ -534,14 +612,14 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
 }
 
 std::optional<RowGroup> matchRowGroup(linalg::GenericOp seed,
-                                      int64_t maxRowLength,
+                                      int64_t maxRowLength, int64_t blockRows,
                                       const RowGroupQueries &queries) {
   // Each retry stores one more buffer, so this ends.
   llvm::DenseSet<Value> stored;
   while (true) {
     Value mustStore;
-    std::optional<RowGroup> group =
-        matchRowGroupOnce(seed, maxRowLength, queries, stored, mustStore);
+    std::optional<RowGroup> group = matchRowGroupOnce(
+        seed, maxRowLength, blockRows, queries, stored, mustStore);
     if (!mustStore)
       return group;
     stored.insert(mustStore);

@@ -10,7 +10,9 @@
 #include "effopt/Conversion/Passes.h"
 
 #include "effopt/Conversion/GpuCodegen/Reductions.h"
+#include "effopt/Conversion/GpuCodegen/RowGroups.h"
 
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -225,6 +227,9 @@ struct EffGpuSplitReductionsPass
     }
     if (maxChunks < 2)
       return std::nullopt;
+    if (!rowReduction)
+      if (std::optional<SplitChoice> rows = chooseBlockRowChunks(op))
+        return rows;
     // Outermost reduction dimensions first; a row reduction keeps its
     // contiguous dimension reduced (it may only be split).
     SplitChoice choice;
@@ -249,6 +254,94 @@ struct EffGpuSplitReductionsPass
     LLVM_DEBUG(llvm::dbgs() << DEBUG_TYPE << ": " << points << " outputs x "
                             << count << " -> " << choice.chunks
                             << " partials each\n");
+    return choice;
+  }
+
+  /// Chunks of `block-rows` rows for the column sums (loops: rows...,
+  /// columns; the rows reduced) of rows a row reduction of this block
+  /// also reads (through reshapes, one of the inputs): a layer norm
+  /// backward's weight and bias gradients. eff-gpu-form-kernels runs a
+  /// row group one warp per row, `block-rows` rows a block, so such a
+  /// partial sum joins the group (RowOpKind::ColumnPartial) and the rows
+  /// are read once. None when the columns' workgroup buffers would not fit
+  /// (kMaxRowGroupWorkgroupBytes) or no row reduction reads the rows.
+  std::optional<SplitChoice> chooseBlockRowChunks(linalg::GenericOp op) {
+    SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+    unsigned n = sizes.size();
+    if (n < 2 || blockRows < 2 || innermostAccessedDim(op) != n - 1)
+      return std::nullopt;
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    for (unsigned d = 0; d < n; ++d)
+      if (linalg::isReductionIterator(iterators[d]) != (d != n - 1))
+        return std::nullopt;
+    int64_t columns = sizes.back();
+    unsigned inner = n - 2;
+    if (sizes[inner] % blockRows != 0 || sizes[inner] < 2 * blockRows ||
+        !onlyPlainUses(op, inner))
+      return std::nullopt;
+    int64_t workgroupBytes = 0;
+    for (Value init : op.getDpsInits())
+      workgroupBytes +=
+          blockRows * columns *
+          cast<ShapedType>(init.getType()).getElementTypeBitWidth() / 8;
+    if (workgroupBytes > kMaxRowGroupWorkgroupBytes)
+      return std::nullopt;
+    int64_t rows = 1;
+    for (unsigned d = 0; d < n - 1; ++d)
+      rows *= sizes[d];
+    auto sourceOf = [](Value v) {
+      while (Operation *def = v.getDefiningOp()) {
+        if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+          break;
+        v = def->getOperand(0);
+      }
+      return v;
+    };
+    // A row reduction over `rows` rows of `columns` reading `source`.
+    auto readByRowReduction = [&](Value source) {
+      SmallVector<Value> worklist{source};
+      while (!worklist.empty()) {
+        Value v = worklist.pop_back_val();
+        for (Operation *user : v.getUsers()) {
+          if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user)) {
+            worklist.push_back(user->getResult(0));
+            continue;
+          }
+          auto generic = dyn_cast<linalg::GenericOp>(user);
+          if (!generic || generic == op ||
+              generic->getBlock() != op->getBlock())
+            continue;
+          SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+          SmallVector<utils::IteratorType> its =
+              generic.getIteratorTypesArray();
+          if (ranges.size() < 2 || ranges.back() != columns ||
+              !linalg::isReductionIterator(its.back()))
+            continue;
+          int64_t points = 1;
+          bool parallel = true;
+          for (unsigned d = 0; d + 1 < ranges.size(); ++d) {
+            points *= ranges[d];
+            parallel &= linalg::isParallelIterator(its[d]);
+          }
+          if (parallel && points == rows)
+            return true;
+        }
+      }
+      return false;
+    };
+    if (llvm::none_of(op.getDpsInputs(), [&](Value input) {
+          return readByRowReduction(sourceOf(input));
+        }))
+      return std::nullopt;
+    SplitChoice choice;
+    for (unsigned d = 0; d < inner; ++d) {
+      choice.promoted.push_back(d);
+      choice.chunks *= sizes[d];
+    }
+    choice.split = inner;
+    choice.factor = sizes[inner] / blockRows;
+    choice.chunks *= choice.factor;
+    ++numBlockRowSplits;
     return choice;
   }
 

@@ -132,6 +132,9 @@ public:
     // One gpu.func per launch, in gpu.modules (eff-cuda-fatbin merges them
     // into one binary); the constants a kernel reads are copied in.
     pm.addPass(createGpuKernelOutliningPass());
+    // Shared-memory globals aligned for the 16-byte accesses NVPTX merges
+    // scalar ones into.
+    pm.addPass(createEffGpuAlignWorkgroupMemoryPass());
     // Host tasks (effc --offload optimizer, eff-host-tasks) run on the CPU
     // as on the CPU target: the outermost parallel loop of a large nest on
     // OpenMP threads (an update of millions of weights), the rest plain

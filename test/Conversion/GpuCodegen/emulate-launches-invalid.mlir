@@ -33,3 +33,46 @@ func.func @up_shuffle(%m: memref<32xf32>) {
   }
   return
 }
+
+// -----
+
+// After the last shuffle a barrier may split the last phase (a row group's
+// column partial sums), but the code after it runs thread by thread again:
+// it may not use a value a thread computed before it.
+func.func @shuffle_value_across_barrier(%m: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %one = arith.constant 1 : i32
+  %width = arith.constant 32 : i32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %m[%tx] : memref<32xf32>
+    %s, %ok = gpu.shuffle xor %v, %one, %width : f32
+    gpu.barrier
+    // expected-error @+1 {{emulation: a thread's value is used across a barrier}}
+    memref.store %s, %m[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A barrier before the last shuffle: the phases replay the code before
+// each shuffle, which a barrier cannot split.
+func.func @barrier_before_shuffle(%m: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %one = arith.constant 1 : i32
+  %width = arith.constant 32 : i32
+  // expected-error @+1 {{emulation needs every gpu.shuffle at the top level of the body, no gpu.all_reduce beside them and barriers only at the top level after the last shuffle}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %m[%tx] : memref<32xf32>
+    gpu.barrier
+    %s, %ok = gpu.shuffle xor %v, %one, %width : f32
+    memref.store %s, %m[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -182,3 +182,65 @@ func.func @bias_grad_after_its_producer(%dy: tensor<32x1024x768xf32>, %mask: ten
   } -> tensor<768xf32>
   return %r, %dx : tensor<768xf32>, tensor<32768x768xf32>
 }
+
+// -----
+
+// A layer norm backward's weight and bias gradients (two outputs) over
+// rows a row reduction also reads (dy, through a reshape): chunks of
+// block-rows = 8 rows, one row group block's (eff-gpu-form-kernels runs
+// them inside the group): the batch parallel, 1024 rows as 128 x 8. The
+// combine (4096 partials per column) splits as usual. With 3 outputs of
+// 768 f32 columns the chunk's values would not fit 48 KiB of workgroup
+// memory (3 x 8 x 768 x 4 = 72 KiB): the usual split. A column sum whose
+// rows no row reduction reads keeps the usual split (bias_grad above).
+
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rr = affine_map<(d0, d1, d2) -> (d0, d1)>
+#rc = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @block_rows
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2], [3]] output_shape [32, 128, 8, 768] : tensor<32x1024x768xf32> into tensor<32x128x8x768xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<32x128x8x768xf32>, tensor<32x128x8x768xf32>) outs(%{{.*}}, %{{.*}} : tensor<32x128x768xf32>, tensor<32x128x768xf32>)
+// CHECK-LABEL: func.func @three_outputs
+// CHECK: output_shape [32, 16, 64, 768]
+// CHECK-NOT: output_shape [32, 128, 8, 768]
+func.func @block_rows(%x: tensor<32x1024x768xf32>, %dy2: tensor<32768x768xf32>,
+                      %rows: tensor<32x1024xf32>, %init: tensor<768xf32>)
+    -> (tensor<32x1024xf32>, tensor<768xf32>, tensor<768xf32>) {
+  %dy = tensor.expand_shape %dy2 [[0, 1], [2]] output_shape [32, 1024, 768] : tensor<32768x768xf32> into tensor<32x1024x768xf32>
+  %s = linalg.generic {indexing_maps = [#r3, #r3, #rr], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dy, %x : tensor<32x1024x768xf32>, tensor<32x1024x768xf32>) outs(%rows : tensor<32x1024xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %t = arith.addf %p, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<32x1024xf32>
+  %g:2 = linalg.generic {indexing_maps = [#r3, #r3, #rc, #rc], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%dy, %x : tensor<32x1024x768xf32>, tensor<32x1024x768xf32>) outs(%init, %init : tensor<768xf32>, tensor<768xf32>) {
+  ^bb0(%a: f32, %b: f32, %o0: f32, %o1: f32):
+    %p = arith.mulf %a, %b : f32
+    %t0 = arith.addf %p, %o0 : f32
+    %t1 = arith.addf %a, %o1 : f32
+    linalg.yield %t0, %t1 : f32, f32
+  } -> (tensor<768xf32>, tensor<768xf32>)
+  return %s, %g#0, %g#1 : tensor<32x1024xf32>, tensor<768xf32>, tensor<768xf32>
+}
+
+func.func @three_outputs(%x: tensor<32x1024x768xf32>, %rows: tensor<32x1024xf32>,
+                         %init: tensor<768xf32>)
+    -> (tensor<32x1024xf32>, tensor<768xf32>, tensor<768xf32>, tensor<768xf32>) {
+  %s = linalg.generic {indexing_maps = [#r3, #rr], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<32x1024x768xf32>) outs(%rows : tensor<32x1024xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.addf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<32x1024xf32>
+  %g:3 = linalg.generic {indexing_maps = [#r3, #rc, #rc, #rc], iterator_types = ["reduction", "reduction", "parallel"]}
+      ins(%x : tensor<32x1024x768xf32>) outs(%init, %init, %init : tensor<768xf32>, tensor<768xf32>, tensor<768xf32>) {
+  ^bb0(%a: f32, %o0: f32, %o1: f32, %o2: f32):
+    %t0 = arith.addf %a, %o0 : f32
+    %t1 = arith.addf %a, %o1 : f32
+    %t2 = arith.addf %a, %o2 : f32
+    linalg.yield %t0, %t1, %t2 : f32, f32, f32
+  } -> (tensor<768xf32>, tensor<768xf32>, tensor<768xf32>)
+  return %s, %g#0, %g#1, %g#2 : tensor<32x1024xf32>, tensor<768xf32>, tensor<768xf32>, tensor<768xf32>
+}

@@ -31,6 +31,14 @@ enum class RowOpKind {
   Elementwise,
   /// All-parallel over the rows (or rows x 1): one point per row.
   PerRow,
+  /// Partial column sums over the rows a block runs: loops (rows..., with
+  /// the last row dim split as (size / blockRows, blockRows), row), the
+  /// blockRows dim reduced, every other loop parallel and every output
+  /// indexed by them all (eff-gpu-split-reductions makes these). Each lane
+  /// computes what its elements add, the block combines its warps' values
+  /// in row order after the last member (workgroup memory, one barrier):
+  /// the same order, so the same bits, as the op alone.
+  ColumnPartial,
 };
 
 /// Where a member reads a value an earlier member computed for the same
@@ -50,6 +58,8 @@ struct ForwardedRowValue {
 struct RowGroup {
   llvm::SmallVector<int64_t> rows;
   int64_t rowLength = 0;
+  /// Rows (warps) a block runs: the chunk of a column partial sum.
+  int64_t blockRows = 0;
   /// Elements a lane takes at a time in every member: the reductions' own
   /// width (as each would run alone, so a reduction adds up in the same
   /// order in or out of a group: remat and grouping keep the bits).
@@ -74,6 +84,11 @@ struct RowGroup {
   /// kernel, in their order.
   llvm::SmallVector<mlir::Operation *> deferred;
 };
+
+/// The most workgroup memory a row group's column partial sums take (a
+/// block's warps' values, one buffer per output): CUDA's static shared
+/// memory limit.
+constexpr int64_t kMaxRowGroupWorkgroupBytes = 48 * 1024;
 
 /// The most bytes of arguments a kernel formed from several ops takes: a
 /// CUDA kernel's parameters hold 4352 bytes (ptxas refuses more).
@@ -126,12 +141,17 @@ struct RowGroupQueries {
 /// layer norm's sum of squares over the GEMM output the residual add
 /// before it reads). Members `queries.storesAll` names store everything.
 ///
+/// A column partial sum (RowOpKind::ColumnPartial, over chunks of
+/// `blockRows` rows: one block's) joins like an elementwise op that reads
+/// its inputs and writes nothing a member touches; its outputs' workgroup
+/// buffers stay within kMaxRowGroupWorkgroupBytes.
+///
 /// Ops between the members that do not join are hoisted or deferred (see
 /// RowGroup). Null unless the group has two reductions, or one and an
 /// elementwise op (one reduction and per-row ops are a warp reduction with
 /// an epilogue).
 std::optional<RowGroup> matchRowGroup(mlir::linalg::GenericOp seed,
-                                      int64_t maxRowLength,
+                                      int64_t maxRowLength, int64_t blockRows,
                                       const RowGroupQueries &queries);
 
 } // namespace effopt
