@@ -87,6 +87,19 @@ struct EffGpuEmulateLaunchesPass
         return signalPassFailure();
   }
 
+  /// A loop over the threads [0, count) of a block, `body` emitting each
+  /// thread's code for its id.
+  static void forEachThread(OpBuilder &b, Location loc, Value count,
+                            function_ref<void(OpBuilder &, Value)> body) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    scf::ForOp::create(b, loc, zero, count, one, ValueRange{},
+                       [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
+                         body(nb, tx);
+                         scf::YieldOp::create(nb, nloc);
+                       });
+  }
+
   /// The launch's block and grid sizes as its operands, y and z ids as 0.
   static IRMapping baseMapping(gpu::LaunchOp launch, Value zero) {
     IRMapping base;
@@ -441,9 +454,8 @@ struct EffGpuEmulateLaunchesPass
     b.setInsertionPointToStart(blockLoop.getBody());
     fillWithOnes(b, loc, *workgroup);
     for (size_t phase = 0; phase <= shuffles.size(); ++phase) {
-      scf::ForOp::create(
-          b, loc, zero, threadCount, one, ValueRange{},
-          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
+      forEachThread(b, loc, threadCount, [&](OpBuilder &nb, Value tx) {
+            Location nloc = loc;
             IRMapping mapping = base;
             mapping.map(blocks.x, blockLoop.getInductionVar());
             mapping.map(threads.x, tx);
@@ -501,20 +513,18 @@ struct EffGpuEmulateLaunchesPass
                                                  ValueRange{from}));
               mapping.map(shuffle.getValid(), valid);
             }
-            scf::YieldOp::create(nb, nloc);
           });
     }
+    // Each segment after a barrier: the phase loop again, past the
+    // shuffles, cloning only the segment's ops.
     for (ArrayRef<Operation *> segment : segments)
-      scf::ForOp::create(
-          b, loc, zero, threadCount, one, ValueRange{},
-          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
-            IRMapping mapping = base;
-            mapping.map(blockIds.x, blockLoop.getInductionVar());
-            mapping.map(threadIds.x, tx);
-            for (Operation *op : segment)
-              nb.clone(*op, mapping);
-            scf::YieldOp::create(nb, nloc);
-          });
+      forEachThread(b, loc, threadCount, [&](OpBuilder &nb, Value tx) {
+        IRMapping mapping = base;
+        mapping.map(blockIds.x, blockLoop.getInductionVar());
+        mapping.map(threadIds.x, tx);
+        for (Operation *op : segment)
+          nb.clone(*op, mapping);
+      });
     b.setInsertionPointAfter(blockLoop);
     for (Value buffer : sent)
       memref::DeallocOp::create(b, loc, buffer);
@@ -540,7 +550,6 @@ struct EffGpuEmulateLaunchesPass
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     gpu::KernelDim3 blocks = launch.getBlockIds(),
-                    threads = launch.getThreadIds(),
                     gridSize = launch.getGridSize(),
                     blockSize = launch.getBlockSize();
     IRMapping mapping = baseMapping(launch, zero);

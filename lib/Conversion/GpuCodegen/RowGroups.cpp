@@ -333,6 +333,17 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
     return kind == RowOpKind::Elementwise || kind == RowOpKind::ColumnPartial;
   };
   int64_t workgroupBytes = 0;
+  // Whether `op` loads the old value of `operand` from memory: as `reads`,
+  // except a reduction's output that starts from a folded fill (a column
+  // partial sum stores such an output after the barrier and never loads
+  // it; a row reduction's lanes take the fill's value).
+  auto loadsOldValue = [&](linalg::GenericOp op, OpOperand &operand) {
+    if (op.isDpsInit(&operand) && op.getNumReductionLoops() != 0 &&
+        queries.startsFromFill(op, operand.getOperandNumber() -
+                                       op.getNumDpsInputs()))
+      return false;
+    return reads(op, operand);
+  };
 
   // Whether `op` (of kind `kind`) can join the members so far; fills in
   // what it reads from them in registers.
@@ -420,14 +431,7 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
             continue;
           // What `op` writes over a member's unstored output races with no
           // store; what it reads there must come from the register (below).
-          // A column partial sum whose output starts from a folded fill
-          // stores it after the barrier and never loads it.
-          bool readsOld =
-              kind == RowOpKind::ColumnPartial && op.isDpsInit(&m)
-                  ? !queries.startsFromFill(op, m.getOperandNumber() -
-                                                    op.getNumDpsInputs())
-                  : reads(op, m);
-          if (aWrites && !readsOld &&
+          if (aWrites && !loadsOldValue(op, m) &&
               llvm::is_contained(group.unstored[j], a.getOperandNumber()))
             continue;
           if (!mayOverlap(a.get(), m.get()))
