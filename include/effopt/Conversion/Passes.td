@@ -724,7 +724,11 @@ def EffGpuEmulateLaunchesPass
     A body with uniform `gpu.all_reduce`s runs in phases: every thread
     computes its operands, combined in thread order, then the ops that use
     a total run once as thread 0 (dependent all_reduces, an online
-    log-sum-exp, one phase each). A body with top-level `gpu.shuffle xor`s
+    log-sum-exp, one phase each); a top-level barrier after the last
+    all_reduce (a log-sum-exp's row epilogue) ends what runs as thread 0,
+    and the ops after it run for every thread in turn with the block's
+    values (a value that depends on the thread's id used across it is an
+    error). A body with top-level `gpu.shuffle xor`s
     (warp reductions, row groups) runs one phase per shuffle plus a last
     one: phase j runs every thread up to shuffle j and keeps what it sends;
     later phases recompute the body and read each earlier shuffle's result
@@ -813,6 +817,18 @@ def EffGpuSplitReductionsPass
     element bytes): `eff-gpu-form-kernels` runs such a partial sum inside
     the row group over those rows (a layer norm backward and its weight
     and bias gradients read x and dy once). The combine splits as above.
+
+    First, for each online log-sum-exp over rows (a cross-entropy over a
+    large vocabulary, `isOnlineLogSumExp`), the ops up to the next
+    all-parallel op over the same loops that reads its rows again (the
+    logits' gradient) are ordered so the per-row ops that use its results
+    come right after it: ops that do not use them move before it, and a
+    sum over the rows of what does (the chunk's loss, whose gather reads
+    the logits the gradient overwrites in place) becomes per-row terms
+    (each row's from the identity) and a combine that moves after the
+    gradient. `eff-gpu-form-kernels` then runs the per-row ops and the
+    gradient in the log-sum-exp's blocks: each row of logits is read from
+    DRAM once. Nothing changes when another kind of op sits between.
   }];
   let options = [
     Option<"targetThreads", "target-threads", "int64_t", /*default=*/"524288",
@@ -833,7 +849,13 @@ def EffGpuSplitReductionsPass
     Statistic<"numBlockRowSplits", "block-row-splits",
               "Column sums split into chunks of a row group's block of rows">,
     Statistic<"numPlacedAfterProducers", "placed-after-producers",
-              "Partial reductions moved right after their input's producer">
+              "Partial reductions moved right after their input's producer">,
+    Statistic<"numRowEpilogues", "row-epilogues",
+              "Online log-sum-exps followed by their per-row ops and the "
+              "op that reads their rows again">,
+    Statistic<"numRowTotalsSplit", "row-totals-split",
+              "Sums over the rows split into per-row terms and a combine "
+              "after a log-sum-exp's row epilogue">
   ];
 }
 
@@ -902,6 +924,13 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     lane stores what its elements add in a workgroup buffer, and after a
     barrier the block combines its warps in row order (the same bits as
     the op alone).
+    An online log-sum-exp (a cross-entropy over a large vocabulary: one
+    block per row) runs the per-row ops after it and then the all-parallel
+    op over its loops that reads its rows again (the logits' gradient) in
+    its blocks (`row-epilogues`): every thread computes the per-row values
+    from the block's totals (thread 0 stores them), a barrier, then the
+    threads walk the row again, from L2 where the log-sum-exp just read
+    it, so each row of logits is read from DRAM once.
     Neighbouring independent all-parallel ops of at most 65536 points
     (vectors) each share one launch (`small-batches`), and an
     all-parallel op recomputing what an earlier op stored in the same
@@ -952,6 +981,10 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
     Option<"rowGroups", "row-groups", "bool", /*default=*/"true",
            "Run chains of row reductions and row-wise ops (layer norm, "
            "softmax and their backward) as one kernel, one warp per row">,
+    Option<"rowEpilogues", "row-epilogues", "bool", /*default=*/"true",
+           "Run the per-row ops and the elementwise op over the rows after "
+           "an online log-sum-exp (a cross-entropy's gradient) in its "
+           "blocks">,
     Option<"smallBatches", "small-batches", "bool", /*default=*/"true",
            "Run neighbouring independent elementwise ops of at most 65536 "
            "points (vectors) each as one launch">
@@ -976,6 +1009,8 @@ def EffGpuFormKernelsPass : Pass<"eff-gpu-form-kernels", "::mlir::ModuleOp"> {
               "Fills folded into the next reduction's initial value (no kernel)">,
     Statistic<"numFusedEpilogues", "fused-epilogues",
               "Elementwise ops run in the epilogue of the reduction before them">,
+    Statistic<"numRowEpilogues", "row-epilogues",
+              "Online log-sum-exps that ran their row epilogue">,
     Statistic<"numFusedPrologues", "fused-prologues",
               "Elementwise ops run in the threads of the reduction after them">,
     Statistic<"numSerialFallbacks", "serial-fallbacks",

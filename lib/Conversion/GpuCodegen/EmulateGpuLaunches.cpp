@@ -182,13 +182,22 @@ struct EffGpuEmulateLaunchesPass
         shuffles.push_back(shuffle);
     if (!shuffles.empty())
       return emulateShuffles(launch, shuffles);
-    if (launch.getBody()
+    bool hasBarrier =
+        launch.getBody()
             .walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
-            .wasInterrupted())
+            .wasInterrupted();
+    bool hasAllReduce = llvm::any_of(body, [](Operation &op) {
+      return isa<gpu::AllReduceOp>(op);
+    });
+    if (hasBarrier && !hasAllReduce)
       return emulateWithBarriers(launch);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     IRMapping base = baseMapping(launch, zero);
+    // A row epilogue after the totals: phases per all_reduce, then the
+    // code after the barrier in every thread.
+    if (hasBarrier)
+      return emulateDependentReduces(launch, base);
     gpu::KernelDim3 blocks = launch.getBlockIds(),
                     threads = launch.getThreadIds();
 
@@ -273,6 +282,12 @@ struct EffGpuEmulateLaunchesPass
   /// operand in thread order; then the whole body runs once, as thread 0,
   /// with every total. The phases run the ops before an all_reduce again,
   /// so those may not write memory.
+  ///
+  /// A top-level gpu.barrier after the last all_reduce (a log-sum-exp's
+  /// row epilogue; the only barrier, nested in nothing) ends what runs as
+  /// thread 0: the ops after it run for every thread in turn, and may use
+  /// the values before it only where they do not depend on the thread's
+  /// id (the totals and what the block computes from them).
   LogicalResult emulateDependentReduces(gpu::LaunchOp launch,
                                         IRMapping base) {
     Location loc = launch.getLoc();
@@ -282,6 +297,53 @@ struct EffGpuEmulateLaunchesPass
     for (Operation &op : body.without_terminator())
       if (auto reduce = dyn_cast<gpu::AllReduceOp>(op))
         reduces.push_back(reduce);
+    gpu::BarrierOp barrier;
+    WalkResult barriers = body.walk([&](gpu::BarrierOp op) {
+      if (barrier || op->getBlock() != &body ||
+          op->isBeforeInBlock(reduces.back()))
+        return WalkResult::interrupt();
+      barrier = op;
+      return WalkResult::advance();
+    });
+    if (barriers.wasInterrupted())
+      return launch.emitOpError(
+          "emulation needs at most one barrier beside gpu.all_reduce, at "
+          "the top level after the last one");
+    SmallVector<Operation *> tail;
+    if (barrier) {
+      // Values before the barrier that depend on the thread's id.
+      DenseSet<Value> perThread{launch.getThreadIds().x};
+      for (Operation &op : body) {
+        if (&op == barrier.getOperation())
+          break;
+        if (isa<gpu::AllReduceOp>(op))
+          continue;
+        bool depends = op.walk([&](Operation *nested) {
+                             for (Value operand : nested->getOperands())
+                               if (perThread.contains(operand))
+                                 return WalkResult::interrupt();
+                             return WalkResult::advance();
+                           })
+                           .wasInterrupted();
+        if (depends)
+          for (Value result : op.getResults())
+            perThread.insert(result);
+      }
+      for (Operation *op = barrier->getNextNode(); op != body.getTerminator();
+           op = op->getNextNode()) {
+        WalkResult crosses = op->walk([&](Operation *nested) {
+          for (Value operand : nested->getOperands())
+            if (perThread.contains(operand) &&
+                operand != launch.getThreadIds().x)
+              return WalkResult::interrupt();
+          return WalkResult::advance();
+        });
+        if (crosses.wasInterrupted())
+          return op->emitOpError(
+              "emulation: a thread's value is used across a barrier");
+        tail.push_back(op);
+      }
+    }
     // Writes after the last all_reduce only (they run once, as thread 0).
     for (Operation &op : body.without_terminator()) {
       if (!op.isBeforeInBlock(reduces.back()))
@@ -335,9 +397,20 @@ struct EffGpuEmulateLaunchesPass
     mapping.map(threads.x, zero);
     for (auto [reduce, total] : llvm::zip(reduces, totals))
       mapping.map(reduce.getResult(), total);
-    for (Operation &op : body.without_terminator())
+    for (Operation &op : body.without_terminator()) {
+      if (&op == barrier.getOperation())
+        break;
       if (!isa<gpu::AllReduceOp>(op))
         b.clone(op, mapping);
+    }
+    if (!tail.empty())
+      forEachThread(b, loc, launch.getBlockSizeX(),
+                    [&](OpBuilder &nb, Value tx) {
+                      IRMapping threadMapping = mapping;
+                      threadMapping.map(threads.x, tx);
+                      for (Operation *op : tail)
+                        nb.clone(*op, threadMapping);
+                    });
     launch.erase();
     return success();
   }

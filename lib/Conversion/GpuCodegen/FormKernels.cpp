@@ -598,6 +598,10 @@ struct EffGpuFormKernelsPass
       if (isMemoryEffectFree(&op) && op.getNumRegions() == 0)
         continue;
       auto generic = dyn_cast<linalg::GenericOp>(&op);
+      // A gather reads memory no operand shows, which may change between
+      // the two: never taken as a recomputation.
+      if (generic && !gatheredMemrefs(generic).empty())
+        generic = {};
       if (generic && generic.hasPureBufferSemantics()) {
         auto earlier = llvm::find_if(available, [&](linalg::GenericOp e) {
           return equivalent(e, generic);
@@ -728,6 +732,7 @@ struct EffGpuFormKernelsPass
   /// outputs, nor its outputs the producer's inputs.
   std::optional<Prologue> matchPrologue(linalg::GenericOp producer) {
     if (!producer.hasPureBufferSemantics() ||
+        !gatheredMemrefs(producer).empty() ||
         producer.getNumReductionLoops() != 0 || producer.getNumLoops() == 0 ||
         fusedEpilogues.contains(producer))
       return std::nullopt;
@@ -788,9 +793,9 @@ struct EffGpuFormKernelsPass
                          static_cast<unsigned>(k)};
       }
     }
-    if (!found)
+    if (!found || !gatheredMemrefs(found->reduction).empty())
       return std::nullopt;
-    for (OpOperand &init : reduction.getDpsInitsMutable())
+    for (OpOperand &init : found->reduction.getDpsInitsMutable())
       for (OpOperand *input : producer.getDpsInputOperands())
         if (isa<MemRefType>(input->get().getType()) &&
             mayOverlap(input->get(), init.get()))
@@ -836,12 +841,41 @@ struct EffGpuFormKernelsPass
       std::string epilogueRemark =
           epilogue ? "; the elementwise op after it runs in its epilogue" : "";
       if (online) {
+        std::optional<RowEpilogue> rowEpilogue =
+            rowEpilogues ? matchRowEpilogue(op) : std::nullopt;
+        if (rowEpilogue) {
+          // The address arithmetic between the members moves ahead of the
+          // kernel, which uses it.
+          Operation *last = rowEpilogue->elementwise;
+          for (Operation *next = op->getNextNode(); next != last;) {
+            Operation *following = next->getNextNode();
+            if (isMemoryEffectFree(next) && next->getNumRegions() == 0)
+              next->moveBefore(op);
+            next = following;
+          }
+          b.setInsertionPoint(op);
+        }
         launch = formOnlineLogSumExp(b, op, sizes, parallelDims,
-                                     reductionDims);
+                                     reductionDims,
+                                     rowEpilogue ? &*rowEpilogue : nullptr);
         ++numBlockReductions;
+        std::string rowEpilogueRemark;
+        if (rowEpilogue) {
+          rowEpilogueRemark =
+              "; " + std::to_string(rowEpilogue->perRow.size()) +
+              " per-row op(s) and the elementwise op over its rows run in "
+              "its blocks (row epilogue)";
+          for (linalg::GenericOp member : rowEpilogue->perRow) {
+            fusedEpilogues.insert(member);
+            member.erase();
+          }
+          fusedEpilogues.insert(rowEpilogue->elementwise);
+          rowEpilogue->elementwise.erase();
+          ++numRowEpilogues;
+        }
         remark(op, "online log-sum-exp: one block per row, its max and sum "
                    "of exponentials in one pass" +
-                       foldedFillsRemark(op));
+                       foldedFillsRemark(op) + rowEpilogueRemark);
       } else if (succeeded(combiners) && rowReduction &&
                  isShortRowReduction(op, sizes, parallelDims, reductionDims)) {
         int64_t rowsPerBlock = 0;
@@ -1265,10 +1299,20 @@ struct EffGpuFormKernelsPass
   /// block's max M is one gpu.all_reduce, the sum of the threads' s rescaled
   /// to it, s * exp(m - M), another; thread 0 folds in the outputs' initial
   /// values the same way and stores both.
+  ///
+  /// With a row epilogue (matchRowEpilogue), every thread loads the
+  /// outputs' initial values before the totals (thread 0 stores over them
+  /// after) and computes the final pair and the per-row members from the
+  /// totals, forwarding each per-row value to its readers; thread 0 stores
+  /// them all; after a barrier (the per-row members' gathers are done) the
+  /// threads walk the row again for the elementwise op, `vector-bytes` at
+  /// a time where the layout allows. A thread writes only elements it
+  /// reads, so an in-place gradient needs no more.
   gpu::LaunchOp formOnlineLogSumExp(OpBuilder &b, linalg::GenericOp op,
                                     ArrayRef<Value> sizes,
                                     ArrayRef<unsigned> parallelDims,
-                                    ArrayRef<unsigned> reductionDims) {
+                                    ArrayRef<unsigned> reductionDims,
+                                    const RowEpilogue *rowEpilogue) {
     Location loc = op.getLoc();
     OpBuilder::InsertionGuard guard(b);
     auto [launch, ivs] =
@@ -1300,22 +1344,112 @@ struct EffGpuFormKernelsPass
       return arith::MulFOp::create(b, loc, s, factor);
     };
     Value mine = partial.getResult(0), sum = partial.getResult(1);
+    SmallVector<Value> initial;
+    if (rowEpilogue)
+      initial = initialValues(b, op, ivs, foldedInitials.lookup(op));
     Value max = blockAllReduce(b, loc, mine, gpu::AllReduceOperation::MAXIMUMF);
     Value total = blockAllReduce(b, loc, rescaled(sum, mine, max),
                                  gpu::AllReduceOperation::ADD);
     Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                           launch.getThreadIds().x,
                                           indexConstant(b, loc, 0));
-    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
-    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    SmallVector<Value> initial =
-        initialValues(b, op, ivs, foldedInitials.lookup(op));
-    Value finalMax = arith::MaximumFOp::create(b, loc, initial[0], max);
-    Value finalSum = arith::AddFOp::create(
-        b, loc, rescaled(initial[1], initial[0], finalMax),
-        rescaled(total, max, finalMax));
-    storeOutputs(b, op, ivs, {finalMax, finalSum});
+    auto finalPair = [&]() -> SmallVector<Value> {
+      Value finalMax = arith::MaximumFOp::create(b, loc, initial[0], max);
+      Value finalSum = arith::AddFOp::create(
+          b, loc, rescaled(initial[1], initial[0], finalMax),
+          rescaled(total, max, finalMax));
+      return {finalMax, finalSum};
+    };
+    if (!rowEpilogue) {
+      auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      initial = initialValues(b, op, ivs, foldedInitials.lookup(op));
+      storeOutputs(b, op, ivs, finalPair());
+      return launch;
+    }
+    emitRowEpilogue(b, op, *rowEpilogue, launch, ivs, finalPair(), isFirst);
     return launch;
+  }
+
+  /// The row epilogue of online log-sum-exp `op` (see formOnlineLogSumExp)
+  /// in `launch`, from the row's final (max, sum) pair.
+  void emitRowEpilogue(OpBuilder &b, linalg::GenericOp op,
+                       const RowEpilogue &epilogue, gpu::LaunchOp launch,
+                       ArrayRef<Value> ivs, ArrayRef<Value> pair,
+                       Value isFirst) {
+    Location loc = op.getLoc();
+    SmallVector<int64_t> rows = op.getStaticLoopRanges();
+    rows.pop_back();
+    Value zero = indexConstant(b, loc, 0);
+    // Per-row values so far: (memref written, value), latest last.
+    SmallVector<std::pair<Value, Value>> values;
+    for (auto [init, value] : llvm::zip(op.getDpsInits(), pair))
+      values.push_back({init, value});
+    // Operand number -> forwarded value, for the operands of `member` at
+    // its loops' point that read a per-row value.
+    auto forwardedOperands = [&](linalg::GenericOp member) {
+      GivenOperands given;
+      for (OpOperand *input : member.getDpsInputOperands())
+        for (auto [memory, value] : llvm::reverse(values))
+          if (readsRowValue(input->get(), member.getMatchingIndexingMap(input),
+                            memory, rows)) {
+            given[input->getOperandNumber()] = value;
+            break;
+          }
+      return given;
+    };
+    SmallVector<Value> rowIvs(ivs.begin(), ivs.end() - 1);
+    SmallVector<std::pair<linalg::GenericOp, SmallVector<Value>>> stores;
+    for (linalg::GenericOp member : epilogue.perRow) {
+      SmallVector<Value> memberIvs(rowIvs);
+      memberIvs.resize(member.getNumLoops(), zero);
+      SmallVector<Value> results = emitPayload(
+          b, member, memberIvs, {}, presetFor(member, forwardedOperands(member)));
+      for (auto [init, value] : llvm::zip(member.getDpsInits(), results))
+        values.push_back({init, value});
+      stores.push_back({member, results});
+    }
+    {
+      OpBuilder::InsertionGuard guard(b);
+      auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElse=*/false);
+      b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      storeOutputs(b, op, ivs, pair);
+      for (auto &[member, results] : stores) {
+        SmallVector<Value> memberIvs(rowIvs);
+        memberIvs.resize(member.getNumLoops(), zero);
+        storeOutputs(b, member, memberIvs, results);
+      }
+    }
+    // The per-row members' gathers read what the elementwise op may
+    // overwrite (a gradient in place over the logits).
+    gpu::BarrierOp::create(b, loc);
+    linalg::GenericOp elementwise = epilogue.elementwise;
+    GivenOperands given = forwardedOperands(elementwise);
+    unsigned last = elementwise.getNumLoops() - 1;
+    SmallVector<Value> elementwiseSizes;
+    for (int64_t size : elementwise.getStaticLoopRanges())
+      elementwiseSizes.push_back(indexConstant(b, loc, size));
+    SmallVector<unsigned> allDims = llvm::to_vector(
+        llvm::seq<unsigned>(0, elementwise.getNumLoops()));
+    int64_t width =
+        vectorWidth(elementwise, elementwiseSizes, allDims, vectorBytes);
+    int64_t rowLength = elementwise.getStaticLoopRanges().back();
+    scf::ForOp::create(
+        b, loc, launch.getThreadIds().x,
+        indexConstant(b, loc, rowLength / width), launch.getBlockSize().x,
+        ValueRange{},
+        [&](OpBuilder &nb, Location nloc, Value j, ValueRange) {
+          SmallVector<Value> pointIvs(rowIvs);
+          pointIvs.push_back(j);
+          if (width > 1) {
+            emitVectorPoint(nb, elementwise, pointIvs, last, width, given);
+          } else {
+            storeOutputs(nb, elementwise, pointIvs,
+                         emitPayload(nb, elementwise, pointIvs, {},
+                                     presetFor(elementwise, given)));
+          }
+          scf::YieldOp::create(nb, nloc);
+        });
   }
 
   /// Applies output `k`'s combiner of `op` (the payload's own op, cloned)
@@ -1718,8 +1852,13 @@ struct EffGpuFormKernelsPass
     std::optional<int64_t> points = elementwisePoints(op, width);
     if (!points || *points > kSmallPoints)
       return {};
+    // Gathers read memory no operand shows: such ops are not batched.
+    if (!gatheredMemrefs(op).empty())
+      return {};
     SmallVector<linalg::GenericOp> batch = {op};
     auto independent = [&](linalg::GenericOp candidate) {
+      if (!gatheredMemrefs(candidate).empty())
+        return false;
       for (linalg::GenericOp member : batch)
         for (OpOperand &a : member->getOpOperands())
           for (OpOperand &c : candidate->getOpOperands()) {

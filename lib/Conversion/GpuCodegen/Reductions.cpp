@@ -1,10 +1,13 @@
 //===- Reductions.cpp - how a linalg.generic reduces, for GPU kernels -----===//
 
 #include "effopt/Conversion/GpuCodegen/Reductions.h"
+#include "effopt/Conversion/GpuCodegen/RowGroups.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -232,12 +235,43 @@ ByteRange byteRangeOf(Value value) {
       range.root = view.getSource();
       continue;
     }
+    // A subview with a static layout of a source that starts at its base:
+    // the span from its first to its last element (the step's labels,
+    // sliced per loss chunk).
+    if (auto subview = dyn_cast<memref::SubViewOp>(def)) {
+      MemRefType sourceType = subview.getSourceType();
+      MemRefType resultType = subview.getType();
+      SmallVector<int64_t> strides;
+      int64_t offset, sourceOffset;
+      SmallVector<int64_t> sourceStrides;
+      if (failed(sourceType.getStridesAndOffset(sourceStrides, sourceOffset)) ||
+          sourceOffset != 0 ||
+          failed(resultType.getStridesAndOffset(strides, offset)) ||
+          ShapedType::isDynamic(offset) || !resultType.hasStaticShape() ||
+          llvm::any_of(strides, ShapedType::isDynamic) ||
+          !resultType.getElementType().isIntOrFloat())
+        return {range.root, 0, std::nullopt};
+      int64_t elementBytes =
+          llvm::divideCeil(resultType.getElementTypeBitWidth(), 8);
+      int64_t last = 0;
+      for (auto [size, stride] : llvm::zip(resultType.getShape(), strides))
+        last += (size - 1) * stride;
+      range.begin += offset * elementBytes;
+      // Reached through reshapes only when contiguous: then the outer
+      // size is its size.
+      if (depth == 0 || !range.size)
+        range.size = (last + 1) * elementBytes;
+      range.root = subview.getSource();
+      continue;
+    }
     if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::CastOp>(
             def)) {
-      // Same elements, same bytes (identity layouts only).
+      // Same elements, same bytes (contiguous layouts only).
       auto sourceType = dyn_cast<MemRefType>(def->getOperand(0).getType());
-      if (!sourceType || !sourceType.getLayout().isIdentity() || !type ||
-          !type.getLayout().isIdentity())
+      auto resultType = dyn_cast<MemRefType>(def->getResult(0).getType());
+      if (!sourceType || !resultType ||
+          !memref::isStaticShapeAndContiguousRowMajor(sourceType) ||
+          !memref::isStaticShapeAndContiguousRowMajor(resultType))
         return {def->getOperand(0), 0, std::nullopt};
       range.root = def->getOperand(0);
       continue;
@@ -301,9 +335,13 @@ std::optional<FoldableFill> matchFoldableFill(linalg::GenericOp fill) {
   // and ops that touch other memory only (bufferization puts the fill of a
   // split reduction's result before the partial sums' fill and loop).
   auto touchesBuffer = [&](linalg::GenericOp op) {
-    return llvm::any_of(op->getOperands(), [&](Value v) {
-      return isa<MemRefType>(v.getType()) && mayOverlap(v, buffer);
-    });
+    return llvm::any_of(op->getOperands(),
+                        [&](Value v) {
+                          return isa<MemRefType>(v.getType()) &&
+                                 mayOverlap(v, buffer);
+                        }) ||
+           llvm::any_of(gatheredMemrefs(op),
+                        [&](Value v) { return mayOverlap(v, buffer); });
   };
   constexpr int kMaxOpsBetween = 16;
   linalg::GenericOp reduction;
@@ -368,7 +406,10 @@ linalg::GenericOp matchEpilogue(linalg::GenericOp reduction,
   while (next && isMemoryEffectFree(next) && next->getNumRegions() == 0)
     next = next->getNextNode();
   auto epilogue = dyn_cast_or_null<linalg::GenericOp>(next);
-  if (!epilogue || !epilogue.hasPureBufferSemantics() ||
+  // Gathers read memory no operand shows: left to kernels of their own.
+  if (!epilogue || !gatheredMemrefs(reduction).empty() ||
+      !gatheredMemrefs(epilogue).empty() ||
+      !epilogue.hasPureBufferSemantics() ||
       epilogue.getNumReductionLoops() != 0 ||
       epilogue.getNumLoops() != parallelDims.size())
     return {};
@@ -443,6 +484,185 @@ linalg::GenericOp matchEpilogue(linalg::GenericOp reduction,
         return {};
     }
   }
+  return epilogue;
+}
+
+/// The row-major linear index of `map`'s results into `shape`.
+static AffineExpr linearIndex(AffineMap map, ArrayRef<int64_t> shape) {
+  AffineExpr linear = getAffineConstantExpr(0, map.getContext());
+  int64_t stride = 1;
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+    linear = linear + map.getResult(i) * stride;
+    stride *= shape[i];
+  }
+  return simplifyAffineExpr(linear, map.getNumDims(), map.getNumSymbols());
+}
+
+/// Whether `map` (of a member's loops, rows first) points at the row's
+/// linear index in a contiguous buffer of `type` holding one value per row.
+static bool indexesRow(AffineMap map, MemRefType type, ArrayRef<int64_t> rows) {
+  int64_t count = 1;
+  for (int64_t r : rows)
+    count *= r;
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      type.getNumElements() != count || map.getNumDims() < rows.size())
+    return false;
+  AffineMap rowMap = AffineMap::getMultiDimIdentityMap(map.getNumDims(),
+                                                       map.getContext())
+                         .getSubMap(llvm::to_vector(llvm::seq<unsigned>(
+                             0, static_cast<unsigned>(rows.size()))));
+  return linearIndex(map, type.getShape()) == linearIndex(rowMap, rows);
+}
+
+bool readsRowValue(Value read, AffineMap map, Value written,
+                   ArrayRef<int64_t> rows) {
+  auto readType = dyn_cast<MemRefType>(read.getType());
+  auto writtenType = dyn_cast<MemRefType>(written.getType());
+  if (!readType || !writtenType ||
+      readType.getElementType() != writtenType.getElementType() ||
+      !writtenType.getLayout().isIdentity())
+    return false;
+  ByteRange a = byteRangeOf(read), b = byteRangeOf(written);
+  return a.root == b.root && a.begin == b.begin && a.size && a.size == b.size &&
+         indexesRow(map, readType, rows);
+}
+
+SmallVector<Value> gatheredMemrefs(linalg::GenericOp op) {
+  SmallVector<Value> memrefs;
+  op.getRegion().walk([&](memref::LoadOp load) {
+    if (!op->isAncestor(load.getMemRef().getParentRegion()->getParentOp()))
+      memrefs.push_back(load.getMemRef());
+  });
+  return memrefs;
+}
+
+std::optional<RowEpilogue> matchRowEpilogue(linalg::GenericOp lse) {
+  if (!lse.hasPureBufferSemantics() || !isOnlineLogSumExp(lse))
+    return std::nullopt;
+  SmallVector<int64_t> sizes = lse.getStaticLoopRanges();
+  if (sizes.size() < 2 || llvm::any_of(sizes, ShapedType::isDynamic))
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = lse.getIteratorTypesArray();
+  for (unsigned d = 0; d < sizes.size(); ++d)
+    if (linalg::isReductionIterator(iterators[d]) != (d + 1 == sizes.size()))
+      return std::nullopt;
+  ArrayRef<int64_t> rows = ArrayRef<int64_t>(sizes).drop_back();
+  // Per-row values written so far (memrefs), and memory read from memory.
+  SmallVector<Value> written;
+  SmallVector<Value> loaded(lse.getDpsInputs());
+  for (OpOperand &init : lse.getDpsInitsMutable()) {
+    if (!indexesRow(lse.getMatchingIndexingMap(&init),
+                    cast<MemRefType>(init.get().getType()), rows))
+      return std::nullopt;
+    written.push_back(init.get());
+  }
+  // Whether operand `operand` of `member` reads a per-row value written
+  // so far (else it must overlap none of them).
+  auto forwarded = [&](linalg::GenericOp member, OpOperand &operand) {
+    return llvm::any_of(written, [&](Value w) {
+      return readsRowValue(operand.get(), member.getMatchingIndexingMap(&operand),
+                           w, rows);
+    });
+  };
+  auto overlapsWritten = [&](Value v) {
+    return llvm::any_of(written, [&](Value w) { return mayOverlap(v, w); });
+  };
+  // Loads a member makes; false when one overlaps a per-row output.
+  auto collectLoads = [&](linalg::GenericOp member, bool elementwise) {
+    for (OpOperand *input : member.getDpsInputOperands()) {
+      if (!isa<MemRefType>(input->get().getType()))
+        continue;
+      if (forwarded(member, *input))
+        continue;
+      if (overlapsWritten(input->get()))
+        return false;
+      loaded.push_back(input->get());
+    }
+    for (Value gathered : gatheredMemrefs(member)) {
+      if (overlapsWritten(gathered))
+        return false;
+      // A per-row member's gathers run before the barrier, so the
+      // elementwise op may overwrite what they read; its own may not.
+      if (elementwise &&
+          llvm::any_of(member.getDpsInits(),
+                       [&](Value out) { return mayOverlap(out, gathered); }))
+        return false;
+      loaded.push_back(gathered);
+    }
+    for (OpOperand &init : member.getDpsInitsMutable())
+      if (!member.getMatchingBlockArgument(&init).use_empty())
+        return false;
+    return true;
+  };
+  RowEpilogue epilogue;
+  for (Operation *next = lse->getNextNode(); next; next = next->getNextNode()) {
+    if (isMemoryEffectFree(next) && next->getNumRegions() == 0)
+      continue;
+    auto member = dyn_cast<linalg::GenericOp>(next);
+    if (!member || !member.hasPureBufferSemantics() ||
+        member.getNumReductionLoops() != 0)
+      return std::nullopt;
+    SmallVector<int64_t> ranges = member.getStaticLoopRanges();
+    if (ranges == sizes) {
+      if (!collectLoads(member, /*elementwise=*/true))
+        return std::nullopt;
+      epilogue.elementwise = member;
+      break;
+    }
+    bool perRow =
+        ranges.size() >= rows.size() &&
+        ArrayRef<int64_t>(ranges).take_front(rows.size()) == rows &&
+        llvm::all_of(ArrayRef<int64_t>(ranges).drop_front(rows.size()),
+                     [](int64_t r) { return r == 1; });
+    if (!perRow || !collectLoads(member, /*elementwise=*/false))
+      return std::nullopt;
+    for (OpOperand &init : member.getDpsInitsMutable()) {
+      if (!indexesRow(member.getMatchingIndexingMap(&init),
+                      cast<MemRefType>(init.get().getType()), rows))
+        return std::nullopt;
+      // Rewriting an earlier per-row value is fine (readers after take the
+      // new one); overlapping it otherwise is not.
+      for (Value w : written)
+        if (mayOverlap(init.get(), w) &&
+            !readsRowValue(init.get(), member.getMatchingIndexingMap(&init),
+                           w, rows))
+          return std::nullopt;
+      written.push_back(init.get());
+    }
+    epilogue.perRow.push_back(member);
+  }
+  linalg::GenericOp elementwise = epilogue.elementwise;
+  if (!elementwise)
+    return std::nullopt;
+  // Every per-row output apart from what is read from memory.
+  for (Value w : written)
+    for (Value l : loaded)
+      if (mayOverlap(w, l))
+        return std::nullopt;
+  // The elementwise op's outputs: identity-indexed, apart from the per-row
+  // values and its per-row inputs; over the rows' inputs only in place.
+  Value rowsInput = lse.getDpsInputOperand(0)->get();
+  for (OpOperand &init : elementwise.getDpsInitsMutable()) {
+    if (!elementwise.getMatchingIndexingMap(&init).isIdentity() ||
+        overlapsWritten(init.get()))
+      return std::nullopt;
+    for (OpOperand *input : elementwise.getDpsInputOperands()) {
+      if (!isa<MemRefType>(input->get().getType()) ||
+          !mayOverlap(init.get(), input->get()))
+        continue;
+      if (!sameMemory(init.get(), input->get()) ||
+          !elementwise.getMatchingIndexingMap(input).isIdentity())
+        return std::nullopt;
+    }
+    if (mayOverlap(init.get(), rowsInput) &&
+        !sameMemory(init.get(), rowsInput))
+      return std::nullopt;
+  }
+  SmallVector<linalg::GenericOp> all{lse};
+  llvm::append_range(all, epilogue.perRow);
+  all.push_back(elementwise);
+  if (kernelArgumentBytes(all) > kMaxKernelArgumentBytes)
+    return std::nullopt;
   return epilogue;
 }
 

@@ -549,7 +549,10 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
     if (isMemoryEffectFree(op) && op->getNumRegions() == 0)
       continue;
     auto generic = dyn_cast<linalg::GenericOp>(op);
-    if (!generic || !generic.hasPureBufferSemantics())
+    // A gather (a cross-entropy's target logit) reads memory the checks
+    // below, which follow operands, do not see: the group ends before it.
+    if (!generic || !generic.hasPureBufferSemantics() ||
+        !gatheredMemrefs(generic).empty())
       break;
     std::optional<RowOpKind> kind =
         classify(generic, group.rows, group.rowLength, blockRows);
@@ -612,6 +615,17 @@ matchRowGroupOnce(linalg::GenericOp seed, int64_t maxRowLength,
         }
       }
     }
+  // The seed's gathers (no later op gathers: the scan stops there) may
+  // not read what the group's ops write.
+  SmallVector<Operation *> all(group.members.begin(), group.members.end());
+  llvm::append_range(all, group.hoisted);
+  llvm::append_range(all, group.deferred);
+  for (Operation *op : all)
+    for (Value gathered : gatheredMemrefs(cast<linalg::GenericOp>(op)))
+      for (Operation *writer : all)
+        for (Value out : cast<linalg::GenericOp>(writer).getDpsInits())
+          if (mayOverlap(out, gathered))
+            return std::nullopt;
   return group;
 }
 

@@ -81,9 +81,17 @@ struct EffGpuSplitReductionsPass
              "must be positive";
       return signalPassFailure();
     }
+    IRRewriter rewriter(&getContext());
+    SmallVector<linalg::GenericOp> logSumExps;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.hasPureTensorSemantics() && isOnlineLogSumExp(op))
+        logSumExps.push_back(op);
+    });
+    for (linalg::GenericOp op : logSumExps)
+      if (gatherRowEpilogue(rewriter, op))
+        ++numRowEpilogues;
     SmallVector<linalg::GenericOp> worklist;
     getOperation().walk([&](linalg::GenericOp op) { worklist.push_back(op); });
-    IRRewriter rewriter(&getContext());
     SmallVector<linalg::GenericOp> firstPartials;
     while (!worklist.empty()) {
       linalg::GenericOp op = worklist.pop_back_val();
@@ -183,6 +191,149 @@ struct EffGpuSplitReductionsPass
       after = op;
     }
     return true;
+  }
+
+  /// Orders the ops after `lse`, an online log-sum-exp over rows (loops:
+  /// rows..., row; static), so those that use its results per row come
+  /// right after it, up to the all-parallel op over the same loops that
+  /// reads its rows again (a cross-entropy's gradient): eff-gpu-form-kernels
+  /// then runs them all in the log-sum-exp's blocks, each row read from
+  /// DRAM once (RowEpilogue). Between the two, ops that do not use `lse`'s
+  /// results move before it; a full reduction over the rows of what does
+  /// (the chunk's loss: the sum of w * (lse - x[label]), whose gather reads
+  /// the logits the gradient then overwrites in place) becomes a per-row
+  /// partial (promoted rows: each row's term from the identity) and its
+  /// combine, which moves after the gradient op (its results are used only
+  /// after it). The combine sums the same terms in the order the reduction
+  /// alone would. False (nothing changed) unless every op left between is
+  /// an all-parallel op over the rows, a reshape, a fill or an empty tensor.
+  bool gatherRowEpilogue(IRRewriter &rewriter, linalg::GenericOp lse) {
+    SmallVector<int64_t> sizes = lse.getStaticLoopRanges();
+    if (sizes.size() < 2 || llvm::any_of(sizes, ShapedType::isDynamic) ||
+        lse.getNumDpsInputs() != 1)
+      return false;
+    SmallVector<utils::IteratorType> iterators = lse.getIteratorTypesArray();
+    for (unsigned d = 0; d < sizes.size(); ++d)
+      if (linalg::isReductionIterator(iterators[d]) != (d + 1 == sizes.size()))
+        return false;
+    OpOperand *rowsOperand = lse.getDpsInputOperand(0);
+    if (!lse.getMatchingIndexingMap(rowsOperand).isIdentity())
+      return false;
+    ArrayRef<int64_t> rows = ArrayRef<int64_t>(sizes).drop_back();
+    int64_t rowCount = 1;
+    for (int64_t r : rows)
+      rowCount *= r;
+    Block *block = lse->getBlock();
+    // The gradient: the first all-parallel op over the same loops after
+    // `lse` that reads its rows by the identity.
+    linalg::GenericOp gradient;
+    for (OpOperand &use : rowsOperand->get().getUses()) {
+      auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!user || user->getBlock() != block || !lse->isBeforeInBlock(user) ||
+          user.getNumReductionLoops() != 0 ||
+          user.getStaticLoopRanges() != sizes || !user.isDpsInput(&use) ||
+          !user.getMatchingIndexingMap(&use).isIdentity())
+        continue;
+      if (!gradient || user->isBeforeInBlock(gradient))
+        gradient = user;
+    }
+    if (!gradient)
+      return false;
+    // Ops between that use `lse`'s results (directly or not).
+    DenseSet<Operation *> dependent{lse};
+    auto usesDependent = [&](Operation *op) {
+      return op
+          ->walk([&](Operation *nested) {
+            for (Value operand : nested->getOperands())
+              if (Operation *def = operand.getDefiningOp();
+                  def && dependent.contains(def))
+                return WalkResult::interrupt();
+            return WalkResult::advance();
+          })
+          .wasInterrupted();
+    };
+    // A per-row op: all-parallel over the rows (trailing unit loops aside).
+    auto isPerRow = [&](linalg::GenericOp op) {
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (op.getNumReductionLoops() != 0 || ranges.size() < rows.size() ||
+          ArrayRef<int64_t>(ranges).take_front(rows.size()) != rows)
+        return false;
+      return llvm::all_of(ArrayRef<int64_t>(ranges).drop_front(rows.size()),
+                          [](int64_t r) { return r == 1; });
+    };
+    // A sum over the rows into a scalar whose results are used only after
+    // the gradient.
+    auto isRowTotal = [&](linalg::GenericOp op) {
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      return ranges.size() == 1 && ranges[0] == rowCount &&
+             op.getNumReductionLoops() == 1 &&
+             llvm::all_of(op.getDpsInits(),
+                          [](Value init) {
+                            return cast<ShapedType>(init.getType())
+                                       .getRank() == 0;
+                          }) &&
+             succeeded(matchCombiners(op)) &&
+             llvm::all_of(op->getUsers(), [&](Operation *user) {
+               Operation *top = block->findAncestorOpInBlock(*user);
+               return top && gradient->isBeforeInBlock(top);
+             });
+    };
+    SmallVector<Operation *> hoisted;
+    SmallVector<linalg::GenericOp> totals;
+    for (Operation *op = lse->getNextNode(); op != gradient;
+         op = op->getNextNode()) {
+      if (!usesDependent(op)) {
+        hoisted.push_back(op);
+        continue;
+      }
+      dependent.insert(op);
+      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      if (generic && isRowTotal(generic)) {
+        totals.push_back(generic);
+        continue;
+      }
+      if (!generic || !isPerRow(generic))
+        return false;
+    }
+    if (totals.empty() && hoisted.empty())
+      return false;
+    for (Operation *op : hoisted)
+      op->moveBefore(lse);
+    for (linalg::GenericOp total : totals) {
+      SplitChoice choice;
+      choice.promoted.push_back(0);
+      choice.chunks = rowCount;
+      linalg::GenericOp combine = split(rewriter, total, choice);
+      startFromIdentity(rewriter, lastPartial);
+      // Its partials' empty tensor goes before `lse` with the others.
+      for (Value init : lastPartial.getDpsInits())
+        if (Operation *def = init.getDefiningOp())
+          def->moveBefore(lse);
+      combine->moveAfter(gradient);
+      ++numRowTotalsSplit;
+    }
+    return true;
+  }
+
+  /// `partial` has no reduction loops: each output element is computed once
+  /// from the fill of the combiner's identity it starts from. The payload
+  /// takes the identity itself, and the outputs start from empty tensors
+  /// (nothing fills them: a row epilogue's per-row member stores them).
+  static void startFromIdentity(IRRewriter &rewriter,
+                                linalg::GenericOp partial) {
+    for (OpOperand &init : partial.getDpsInitsMutable()) {
+      auto fill = init.get().getDefiningOp<linalg::FillOp>();
+      if (!fill)
+        continue;
+      BlockArgument arg = partial.getMatchingBlockArgument(&init);
+      rewriter.replaceAllUsesWith(arg, fill.getInputs()[0]);
+      rewriter.modifyOpInPlace(partial,
+                               [&] { init.set(fill.getOutputs()[0]); });
+      if (fill->use_empty())
+        rewriter.eraseOp(fill);
+    }
   }
 
   /// The split that gives `op` about the target parallelism, or none.

@@ -76,3 +76,43 @@ func.func @barrier_before_shuffle(%m: memref<32xf32>) {
   }
   return
 }
+
+// -----
+
+// After a block's all_reduce and a barrier (a log-sum-exp's row epilogue),
+// each thread runs the code after the barrier with the block's totals; a
+// value computed from the thread's own id before the barrier is not the
+// block's: refused.
+func.func @thread_value_after_all_reduce_barrier(%m: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %m[%tx] : memref<32xf32>
+    %total = gpu.all_reduce add %v uniform {} : (f32) -> f32
+    %mine = arith.addf %total, %v : f32
+    gpu.barrier
+    // expected-error @+1 {{emulation: a thread's value is used across a barrier}}
+    memref.store %mine, %m[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A barrier before the last all_reduce: not a row epilogue, refused.
+func.func @barrier_before_all_reduce(%m: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  // expected-error @+1 {{emulation needs at most one barrier beside gpu.all_reduce, at the top level after the last one}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %m[%tx] : memref<32xf32>
+    gpu.barrier
+    %total = gpu.all_reduce add %v uniform {} : (f32) -> f32
+    memref.store %total, %m[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -114,6 +114,52 @@ mlir::linalg::GenericOp matchEpilogue(mlir::linalg::GenericOp reduction,
                                       llvm::ArrayRef<mlir::Value> sizes,
                                       llvm::ArrayRef<unsigned> parallelDims);
 
+/// The memrefs `op`'s payload loads itself (gathers: a `memref.load` of a
+/// memref defined outside the op, at indices it computes: a
+/// cross-entropy's target logit, an embedding's rows). No operand shows
+/// them, so every check of what an op touches must add them as reads.
+llvm::SmallVector<mlir::Value> gatheredMemrefs(mlir::linalg::GenericOp op);
+
+/// What runs in the blocks of an online log-sum-exp after its totals (see
+/// matchRowEpilogue): a cross-entropy's per-row ops and its gradient.
+struct RowEpilogue {
+  /// All-parallel ops over the rows (trailing unit loops aside), in
+  /// order: every thread of a row's block computes them (the values the
+  /// log-sum-exp and earlier members computed for the row forwarded from
+  /// registers), thread 0 stores their outputs.
+  llvm::SmallVector<mlir::linalg::GenericOp> perRow;
+  /// The all-parallel op over the log-sum-exp's loops, after a barrier:
+  /// the block's threads walk the row again (in L2 since the log-sum-exp
+  /// just read it), per-row values from registers.
+  mlir::linalg::GenericOp elementwise;
+};
+
+/// Whether `read`, an operand of a member of a row epilogue of `rows`
+/// (static sizes) read through `map` (of the member's loops, the rows
+/// first), reads the per-row value `written` holds for the row of the
+/// member's point: the same bytes (views, reshapes), contiguous, with
+/// `rows` elements of one type, indexed by the row's linear index.
+bool readsRowValue(mlir::Value read, mlir::AffineMap map, mlir::Value written,
+                   llvm::ArrayRef<int64_t> rows);
+
+/// The row epilogue of `lse`, an online log-sum-exp on memrefs with loops
+/// (rows..., row) of static sizes, the last reduced: the all-parallel ops
+/// over the rows that come next (memory-effect-free ops between aside),
+/// then an all-parallel op over `lse`'s loops. Each member's memref
+/// operand (and memref read in its payload: a gather) either reads a
+/// per-row value `lse` or an earlier member wrote for its row
+/// (readsRowValue, forwarded) or overlaps nothing they write. Per-row
+/// outputs are written at the row's linear index, overlap none of the
+/// memory the members or `lse` read from memory, and overlap an earlier
+/// per-row output only as the same values (rewritten). The elementwise
+/// op's outputs are indexed by the identity, overlap no per-row output,
+/// no per-row operand it loads, and `lse`'s or its own row inputs only
+/// as the same bytes by the identity (in place: each thread reads the
+/// elements it writes). Members may not read their outputs' old values.
+/// None unless there is an elementwise op; the kernel's arguments stay
+/// within kMaxKernelArgumentBytes.
+std::optional<RowEpilogue> matchRowEpilogue(mlir::linalg::GenericOp lse);
+
 } // namespace effopt
 
 #endif // EFFOPT_CONVERSION_GPUCODEGEN_REDUCTIONS_H
