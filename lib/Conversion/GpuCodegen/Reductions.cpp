@@ -536,6 +536,27 @@ SmallVector<Value> gatheredMemrefs(linalg::GenericOp op) {
   return memrefs;
 }
 
+/// Whether every load of `memory` in `op`'s payload indexes its leading
+/// `rows` dims by the op's first `rows` loops (linalg.index 0, 1, ...):
+/// it reads only its own row.
+static bool gathersOwnRow(linalg::GenericOp op, Value memory, size_t rows) {
+  bool own = true;
+  op.getRegion().walk([&](memref::LoadOp load) {
+    if (load.getMemRef() != memory)
+      return;
+    if (load.getIndices().size() < rows) {
+      own = false;
+      return;
+    }
+    for (size_t d = 0; d < rows; ++d) {
+      auto index = load.getIndices()[d].getDefiningOp<linalg::IndexOp>();
+      if (!index || index.getDim() != d)
+        own = false;
+    }
+  });
+  return own;
+}
+
 std::optional<RowEpilogue> matchRowEpilogue(linalg::GenericOp lse) {
   if (!lse.hasPureBufferSemantics() || !isOnlineLogSumExp(lse))
     return std::nullopt;
@@ -655,8 +676,24 @@ std::optional<RowEpilogue> matchRowEpilogue(linalg::GenericOp lse) {
         return std::nullopt;
     }
     if (mayOverlap(init.get(), rowsInput) &&
-        !sameMemory(init.get(), rowsInput))
+        (!sameMemory(init.get(), rowsInput) ||
+         !lse.getMatchingIndexingMap(lse.getDpsInputOperand(0)).isIdentity()))
       return std::nullopt;
+    // Other blocks still run their per-row members while this one writes
+    // its row: what those read from memory lies apart from the output, but
+    // for a gather of the row's own elements of it (the target's logit of
+    // an in-place gradient), which this block's barrier orders.
+    for (linalg::GenericOp member : epilogue.perRow) {
+      for (OpOperand *input : member.getDpsInputOperands())
+        if (isa<MemRefType>(input->get().getType()) &&
+            mayOverlap(init.get(), input->get()))
+          return std::nullopt;
+      for (Value gathered : gatheredMemrefs(member))
+        if (mayOverlap(init.get(), gathered) &&
+            (!sameMemory(init.get(), gathered) ||
+             !gathersOwnRow(member, gathered, rows.size())))
+          return std::nullopt;
+    }
   }
   SmallVector<linalg::GenericOp> all{lse};
   llvm::append_range(all, epilogue.perRow);

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -283,6 +284,9 @@ struct EffGpuSplitReductionsPass
     for (Operation *op = lse->getNextNode(); op != gradient;
          op = op->getNextNode()) {
       if (!usesDependent(op)) {
+        // Moved earlier: only ops without side effects.
+        if (!isMemoryEffectFree(op))
+          return false;
         hoisted.push_back(op);
         continue;
       }
