@@ -822,13 +822,16 @@ def EffGpuSplitReductionsPass
     large vocabulary, `isOnlineLogSumExp`), the ops up to the next
     all-parallel op over the same loops that reads its rows again (the
     logits' gradient) are ordered so the per-row ops that use its results
-    come right after it: ops that do not use them move before it, and a
-    sum over the rows of what does (the chunk's loss, whose gather reads
-    the logits the gradient overwrites in place) becomes per-row terms
-    (each row's from the identity) and a combine that moves after the
-    gradient. `eff-gpu-form-kernels` then runs the per-row ops and the
-    gradient in the log-sum-exp's blocks: each row of logits is read from
-    DRAM once. Nothing changes when another kind of op sits between.
+    come right after it: ops that do not use them move before it; ops that
+    use them but that the gradient does not need move after it (an
+    unchunked mean loss's sum and division), and where such an op reads
+    the logits, which the gradient overwrites in place, it must be a sum
+    over the rows (the chunk's loss, whose gather reads each target's
+    logit): it becomes per-row terms (each row's from the identity), which
+    stay, and a combine, which moves. `eff-gpu-form-kernels` then runs
+    the per-row ops and the gradient in the log-sum-exp's blocks: each row
+    of logits is read from DRAM once. Nothing changes when another kind of
+    op sits between, or one with side effects would move.
   }];
   let options = [
     Option<"targetThreads", "target-threads", "int64_t", /*default=*/"524288",

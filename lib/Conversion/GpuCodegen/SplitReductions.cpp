@@ -199,15 +199,19 @@ struct EffGpuSplitReductionsPass
   /// right after it, up to the all-parallel op over the same loops that
   /// reads its rows again (a cross-entropy's gradient): eff-gpu-form-kernels
   /// then runs them all in the log-sum-exp's blocks, each row read from
-  /// DRAM once (RowEpilogue). Between the two, ops that do not use `lse`'s
-  /// results move before it; a full reduction over the rows of what does
-  /// (the chunk's loss: the sum of w * (lse - x[label]), whose gather reads
-  /// the logits the gradient then overwrites in place) becomes a per-row
-  /// partial (promoted rows: each row's term from the identity) and its
-  /// combine, which moves after the gradient op (its results are used only
-  /// after it). The combine sums the same terms in the order the reduction
-  /// alone would. False (nothing changed) unless every op left between is
-  /// an all-parallel op over the rows, a reshape, a fill or an empty tensor.
+  /// DRAM once (RowEpilogue). Between the two (all moved ops free of side
+  /// effects):
+  /// - ops that do not use `lse`'s results move before it;
+  /// - ops that use them and that the gradient does not need move after
+  ///   it, in their order (a mean loss's sum and division), unless they
+  ///   read the rows (the gradient overwrites them in place): then a sum
+  ///   over the rows into a scalar (the chunk's loss: the sum of w * (lse -
+  ///   x[label]), whose gather reads the logits) becomes per-row terms
+  ///   (promoted rows: each row's term from the identity), which stay,
+  ///   and a combine, which moves (it sums the same terms in the order the
+  ///   reduction alone would);
+  /// - the gradient needs the rest: per-row ops and reshapes.
+  /// False (nothing changed) when anything else sits between.
   bool gatherRowEpilogue(IRRewriter &rewriter, linalg::GenericOp lse) {
     SmallVector<int64_t> sizes = lse.getStaticLoopRanges();
     if (sizes.size() < 2 || llvm::any_of(sizes, ShapedType::isDynamic) ||
@@ -220,6 +224,7 @@ struct EffGpuSplitReductionsPass
     OpOperand *rowsOperand = lse.getDpsInputOperand(0);
     if (!lse.getMatchingIndexingMap(rowsOperand).isIdentity())
       return false;
+    Value rowsTensor = rowsOperand->get();
     ArrayRef<int64_t> rows = ArrayRef<int64_t>(sizes).drop_back();
     int64_t rowCount = 1;
     for (int64_t r : rows)
@@ -228,7 +233,7 @@ struct EffGpuSplitReductionsPass
     // The gradient: the first all-parallel op over the same loops after
     // `lse` that reads its rows by the identity.
     linalg::GenericOp gradient;
-    for (OpOperand &use : rowsOperand->get().getUses()) {
+    for (OpOperand &use : rowsTensor.getUses()) {
       auto user = dyn_cast<linalg::GenericOp>(use.getOwner());
       if (!user || user->getBlock() != block || !lse->isBeforeInBlock(user) ||
           user.getNumReductionLoops() != 0 ||
@@ -240,19 +245,44 @@ struct EffGpuSplitReductionsPass
     }
     if (!gradient)
       return false;
-    // Ops between that use `lse`'s results (directly or not).
-    DenseSet<Operation *> dependent{lse};
-    auto usesDependent = [&](Operation *op) {
+    auto between = [&](Operation *op) {
+      return op && op->getBlock() == block && lse->isBeforeInBlock(op) &&
+             op->isBeforeInBlock(gradient);
+    };
+    // Whether `op` (its regions included) uses a result of an op in `set`.
+    auto usesAny = [&](Operation *op, const DenseSet<Operation *> &set) {
       return op
           ->walk([&](Operation *nested) {
             for (Value operand : nested->getOperands())
               if (Operation *def = operand.getDefiningOp();
-                  def && dependent.contains(def))
+                  def && set.contains(def))
                 return WalkResult::interrupt();
             return WalkResult::advance();
           })
           .wasInterrupted();
     };
+    // Whether `op` reads the rows (an operand, or a gather in its payload).
+    auto readsRows = [&](Operation *op) {
+      return op
+          ->walk([&](Operation *nested) {
+            return llvm::is_contained(nested->getOperands(), rowsTensor)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          })
+          .wasInterrupted();
+    };
+    // What the gradient needs among the ops between.
+    DenseSet<Operation *> needed;
+    SmallVector<Operation *> worklist{gradient};
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      op->walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (Operation *def = operand.getDefiningOp();
+              between(def) && needed.insert(def).second)
+            worklist.push_back(def);
+      });
+    }
     // A per-row op: all-parallel over the rows (trailing unit loops aside).
     auto isPerRow = [&](linalg::GenericOp op) {
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -262,8 +292,7 @@ struct EffGpuSplitReductionsPass
       return llvm::all_of(ArrayRef<int64_t>(ranges).drop_front(rows.size()),
                           [](int64_t r) { return r == 1; });
     };
-    // A sum over the rows into a scalar whose results are used only after
-    // the gradient.
+    // A sum over the rows into scalars.
     auto isRowTotal = [&](linalg::GenericOp op) {
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       return ranges.size() == 1 && ranges[0] == rowCount &&
@@ -273,50 +302,61 @@ struct EffGpuSplitReductionsPass
                             return cast<ShapedType>(init.getType())
                                        .getRank() == 0;
                           }) &&
-             succeeded(matchCombiners(op)) &&
-             llvm::all_of(op->getUsers(), [&](Operation *user) {
-               Operation *top = block->findAncestorOpInBlock(*user);
-               return top && gradient->isBeforeInBlock(top);
-             });
+             succeeded(matchCombiners(op));
     };
-    SmallVector<Operation *> hoisted;
+    DenseSet<Operation *> dependent{lse};
+    SmallVector<Operation *> hoisted, sunk;
     SmallVector<linalg::GenericOp> totals;
     for (Operation *op = lse->getNextNode(); op != gradient;
          op = op->getNextNode()) {
-      if (!usesDependent(op)) {
-        // Moved earlier: only ops without side effects.
+      bool uses = usesAny(op, dependent);
+      if (uses)
+        dependent.insert(op);
+      if (!uses || !needed.contains(op)) {
+        // Moved: only ops without side effects.
         if (!isMemoryEffectFree(op))
           return false;
-        hoisted.push_back(op);
+        if (!uses) {
+          hoisted.push_back(op);
+          continue;
+        }
+        if (readsRows(op)) {
+          auto generic = dyn_cast<linalg::GenericOp>(op);
+          if (!generic || !isRowTotal(generic))
+            return false;
+          totals.push_back(generic);
+        }
+        sunk.push_back(op);
         continue;
       }
-      dependent.insert(op);
       if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
         continue;
       auto generic = dyn_cast<linalg::GenericOp>(op);
-      if (generic && isRowTotal(generic)) {
-        totals.push_back(generic);
-        continue;
-      }
       if (!generic || !isPerRow(generic))
         return false;
     }
-    if (totals.empty() && hoisted.empty())
+    if (sunk.empty() && hoisted.empty())
       return false;
     for (Operation *op : hoisted)
       op->moveBefore(lse);
-    for (linalg::GenericOp total : totals) {
-      SplitChoice choice;
-      choice.promoted.push_back(0);
-      choice.chunks = rowCount;
-      linalg::GenericOp combine = split(rewriter, total, choice);
-      startFromIdentity(rewriter, lastPartial);
-      // Its partials' empty tensor goes before `lse` with the others.
-      for (Value init : lastPartial.getDpsInits())
-        if (Operation *def = init.getDefiningOp())
-          def->moveBefore(lse);
-      combine->moveAfter(gradient);
-      ++numRowTotalsSplit;
+    Operation *after = gradient;
+    for (Operation *op : sunk) {
+      auto total = dyn_cast<linalg::GenericOp>(op);
+      if (total && llvm::is_contained(totals, total)) {
+        SplitChoice choice;
+        choice.promoted.push_back(0);
+        choice.chunks = rowCount;
+        linalg::GenericOp combine = split(rewriter, total, choice);
+        startFromIdentity(rewriter, lastPartial);
+        // Its partials' empty tensor goes before `lse` with the others.
+        for (Value init : lastPartial.getDpsInits())
+          if (Operation *def = init.getDefiningOp())
+            def->moveBefore(lse);
+        ++numRowTotalsSplit;
+        op = combine;
+      }
+      op->moveAfter(after);
+      after = op;
     }
     return true;
   }

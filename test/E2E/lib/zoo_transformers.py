@@ -145,3 +145,50 @@ def masked_attention():
     torch.manual_seed(0)
     return ZooCase(MaskedAttention(), 3, causal_sequences(3, 6, 16, 6, seed=6),
                    ("logits",))
+
+
+class TokenLM(torch.nn.Module):
+    """A decoder-only language model as people write one with torch.nn: a
+    causal nn.TransformerEncoder, an untied LM head with a bias, and the
+    per-token cross-entropy over the flattened logits with ignored targets
+    (-100, PyTorch's default ignore_index). Its vocabulary is large and odd
+    (5003 > 4096): on the cuda target the loss takes the online
+    log-sum-exp, with the per-row terms and the logits' gradient in its
+    blocks (the row epilogue), one element at a time (no 16-byte vectors
+    divide 5003)."""
+
+    def __init__(self, vocab=5003, d=32, heads=4, layers=1, length=8):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(0.02 * torch.randn(length, d))
+        layer = torch.nn.TransformerEncoderLayer(
+            d, heads, dim_feedforward=64, dropout=0.0, batch_first=True,
+            norm_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers,
+                                                   enable_nested_tensor=False)
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, tokens, targets):
+        causal = torch.nn.Transformer.generate_square_subsequent_mask(
+            tokens.shape[1])
+        h = self.encoder(self.embed(tokens) + self.pos, mask=causal)
+        logits = self.head(h)
+        return torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def token_stream(batch, length, vocab, seed=0):
+    def batches(step):
+        rng = np.random.RandomState(seed * 1000 + step)
+        targets = rng.randint(0, vocab, size=(batch, length)).astype(np.int64)
+        # About one target in five ignored (padding).
+        targets[rng.rand(batch, length) < 0.2] = -100
+        return {"tokens": rng.randint(0, vocab, size=(batch, length)).astype(
+                    np.int64),
+                "targets": targets}
+    return batches
+
+
+def token_lm():
+    torch.manual_seed(0)
+    return ZooCase(TokenLM(), 4, token_stream(4, 8, 5003, seed=11))
