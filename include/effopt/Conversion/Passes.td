@@ -822,7 +822,8 @@ def EffGpuSplitReductionsPass
     large vocabulary, `isOnlineLogSumExp`), the ops up to the next
     all-parallel op over the same loops that reads its rows again (the
     logits' gradient) are ordered so the per-row ops that use its results
-    come right after it: ops that do not use them move before it; ops that
+    come right after it: ops that do not use them move before it (but for
+    per-row ops the gradient needs, which stay: a chunk's weights); ops that
     use them but that the gradient does not need move after it (an
     unchunked mean loss's sum and division), and where such an op reads
     the logits, which the gradient overwrites in place, it must be a sum

@@ -201,7 +201,8 @@ struct EffGpuSplitReductionsPass
   /// then runs them all in the log-sum-exp's blocks, each row read from
   /// DRAM once (RowEpilogue). Between the two (all moved ops free of side
   /// effects):
-  /// - ops that do not use `lse`'s results move before it;
+  /// - ops that do not use `lse`'s results move before it, but for
+  ///   per-row ops the gradient needs (a chunk's weights), which stay;
   /// - ops that use them and that the gradient does not need move after
   ///   it, in their order (a mean loss's sum and division), unless they
   ///   read the rows (the gradient overwrites them in place): then a sum
@@ -304,36 +305,45 @@ struct EffGpuSplitReductionsPass
                           }) &&
              succeeded(matchCombiners(op));
     };
-    DenseSet<Operation *> dependent{lse};
+    // `lse` and the ops that stay between or move after the gradient: an
+    // op that uses none of them moves before `lse`.
+    DenseSet<Operation *> anchored{lse};
     SmallVector<Operation *> hoisted, sunk;
     SmallVector<linalg::GenericOp> totals;
     for (Operation *op = lse->getNextNode(); op != gradient;
          op = op->getNextNode()) {
-      bool uses = usesAny(op, dependent);
-      if (uses)
-        dependent.insert(op);
-      if (!uses || !needed.contains(op)) {
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      bool stays = needed.contains(op) &&
+                   (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op) ||
+                    (generic && isPerRow(generic)));
+      if (!usesAny(op, anchored)) {
+        // A per-row op the gradient needs stays even when it does not use
+        // `lse` (the rows' weights): it runs in the row epilogue, not as
+        // a kernel of its own per chunk.
+        if (stays) {
+          anchored.insert(op);
+          continue;
+        }
         // Moved: only ops without side effects.
         if (!isMemoryEffectFree(op))
           return false;
-        if (!uses) {
-          hoisted.push_back(op);
-          continue;
-        }
-        if (readsRows(op)) {
-          auto generic = dyn_cast<linalg::GenericOp>(op);
-          if (!generic || !isRowTotal(generic))
-            return false;
-          totals.push_back(generic);
-        }
-        sunk.push_back(op);
+        hoisted.push_back(op);
         continue;
       }
-      if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+      anchored.insert(op);
+      if (needed.contains(op)) {
+        if (!stays)
+          return false;
         continue;
-      auto generic = dyn_cast<linalg::GenericOp>(op);
-      if (!generic || !isPerRow(generic))
+      }
+      if (!isMemoryEffectFree(op))
         return false;
+      if (readsRows(op)) {
+        if (!generic || !isRowTotal(generic))
+          return false;
+        totals.push_back(generic);
+      }
+      sunk.push_back(op);
     }
     if (sunk.empty() && hoisted.empty())
       return false;

@@ -5,14 +5,14 @@
 // w * (lse - x[label]), the label's logit gathered), 1 / count and the
 // rows' weights (which do not use the log-sum-exp), lse, the gradient
 // over the logits. Afterwards: the ops that do not use the log-sum-exp
-// before it; right after it the loss's per-row terms (no fill: each from
-// the identity, 0) and lse; then the gradient; the loss's combine (a sum
-// of the 16 terms into the loss's fill) last.
+// before it (1 / count), but for the rows' weights, a per-row op the
+// gradient needs; right after it the loss's per-row terms (no fill: each
+// from the identity, 0), the weights and lse; then the gradient; the
+// loss's combine (a sum of the 16 terms into the loss's fill) last.
 
 // CHECK-LABEL: func.func @chunk
 // CHECK:       %[[LOSS0:.*]] = linalg.fill {{.*}} -> tensor<f32>
 // CHECK:       %[[RECIP:.*]] = linalg.generic {{.*}} iterator_types = []} ins(%arg2
-// CHECK:       %[[W:.*]] = linalg.generic {{.*}} ins(%arg1, %[[RECIP]]
 // CHECK:       %[[MS:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%arg0
 // CHECK-NEXT:  ^bb0
 // CHECK:       %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
@@ -21,6 +21,7 @@
 // CHECK:         %[[TERM:.*]] = arith.mulf
 // CHECK-NEXT:    %[[ACC:.*]] = arith.addf %[[TERM]], %[[ZERO]] : f32
 // CHECK-NEXT:    linalg.yield %[[ACC]]
+// CHECK:       %[[W:.*]] = linalg.generic {{.*}} ins(%arg1, %[[RECIP]]
 // CHECK:       %[[LSE:.*]] = linalg.generic {{.*}} ins(%[[MS]]#0, %[[MS]]#1
 // CHECK:       %[[GRAD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%arg0
 // CHECK:       %[[LOSS:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[TERMS]] : tensor<16xf32>) outs(%[[LOSS0]] : tensor<f32>)
@@ -36,8 +37,8 @@
 
 // CHECK-LABEL: func.func @mean_loss
 // CHECK:       %[[COUNT:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[W0:.*]]#0
-// CHECK:       %[[SCALE:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%arg1, %[[COUNT]]
 // CHECK:       %[[MS:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]}
+// CHECK:       %[[SCALE:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%arg1, %[[COUNT]]
 // CHECK:       %[[LSE:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[MS]]#0, %[[MS]]#1
 // CHECK:       %[[GRAD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
 // CHECK-NEXT:  ^bb0
@@ -198,8 +199,8 @@ func.func @other_op_between(%x: tensor<16x8192xf32>) -> (tensor<16x8192xf32>, te
 // and the gradient the loss's sum over the rows (of per-row values only),
 // the weights' sum, the mean, the gradient's scale and lse. The sum and
 // the mean move after the gradient (it does not need them and they do
-// not read the logits), the weights' sum and the scale before the
-// log-sum-exp; lse stays.
+// not read the logits), the weights' sum before the log-sum-exp; the
+// scale and lse (per-row ops the gradient needs) stay.
 
 #rows2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
