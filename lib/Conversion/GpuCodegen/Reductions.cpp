@@ -557,17 +557,36 @@ static bool gathersOwnRow(linalg::GenericOp op, Value memory, size_t rows) {
   return own;
 }
 
-std::optional<RowEpilogue> matchRowEpilogue(linalg::GenericOp lse) {
-  if (!lse.hasPureBufferSemantics() || !isOnlineLogSumExp(lse))
-    return std::nullopt;
-  SmallVector<int64_t> sizes = lse.getStaticLoopRanges();
+std::optional<SmallVector<int64_t>>
+rowsOfRowReduction(linalg::GenericOp op) {
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
   if (sizes.size() < 2 || llvm::any_of(sizes, ShapedType::isDynamic))
     return std::nullopt;
-  SmallVector<utils::IteratorType> iterators = lse.getIteratorTypesArray();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   for (unsigned d = 0; d < sizes.size(); ++d)
     if (linalg::isReductionIterator(iterators[d]) != (d + 1 == sizes.size()))
       return std::nullopt;
-  ArrayRef<int64_t> rows = ArrayRef<int64_t>(sizes).drop_back();
+  sizes.pop_back();
+  return sizes;
+}
+
+bool isPerRowOp(linalg::GenericOp op, ArrayRef<int64_t> rows) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (op.getNumReductionLoops() != 0 || ranges.size() < rows.size() ||
+      ArrayRef<int64_t>(ranges).take_front(rows.size()) != rows)
+    return false;
+  return llvm::all_of(ArrayRef<int64_t>(ranges).drop_front(rows.size()),
+                      [](int64_t r) { return r == 1; });
+}
+
+std::optional<RowEpilogue> matchRowEpilogue(linalg::GenericOp lse) {
+  if (!lse.hasPureBufferSemantics() || !isOnlineLogSumExp(lse))
+    return std::nullopt;
+  std::optional<SmallVector<int64_t>> rowSizes = rowsOfRowReduction(lse);
+  if (!rowSizes)
+    return std::nullopt;
+  SmallVector<int64_t> sizes = lse.getStaticLoopRanges();
+  ArrayRef<int64_t> rows = *rowSizes;
   // Per-row values written so far (memrefs), and memory read from memory.
   SmallVector<Value> written;
   SmallVector<Value> loaded(lse.getDpsInputs());
@@ -630,12 +649,8 @@ std::optional<RowEpilogue> matchRowEpilogue(linalg::GenericOp lse) {
       epilogue.elementwise = member;
       break;
     }
-    bool perRow =
-        ranges.size() >= rows.size() &&
-        ArrayRef<int64_t>(ranges).take_front(rows.size()) == rows &&
-        llvm::all_of(ArrayRef<int64_t>(ranges).drop_front(rows.size()),
-                     [](int64_t r) { return r == 1; });
-    if (!perRow || !collectLoads(member, /*elementwise=*/false))
+    if (!isPerRowOp(member, rows) ||
+        !collectLoads(member, /*elementwise=*/false))
       return std::nullopt;
     for (OpOperand &init : member.getDpsInitsMutable()) {
       if (!indexesRow(member.getMatchingIndexingMap(&init),

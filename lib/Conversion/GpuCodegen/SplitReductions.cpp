@@ -214,19 +214,15 @@ struct EffGpuSplitReductionsPass
   /// - the gradient needs the rest: per-row ops and reshapes.
   /// False (nothing changed) when anything else sits between.
   bool gatherRowEpilogue(IRRewriter &rewriter, linalg::GenericOp lse) {
-    SmallVector<int64_t> sizes = lse.getStaticLoopRanges();
-    if (sizes.size() < 2 || llvm::any_of(sizes, ShapedType::isDynamic) ||
-        lse.getNumDpsInputs() != 1)
+    std::optional<SmallVector<int64_t>> rowSizes = rowsOfRowReduction(lse);
+    if (!rowSizes || lse.getNumDpsInputs() != 1)
       return false;
-    SmallVector<utils::IteratorType> iterators = lse.getIteratorTypesArray();
-    for (unsigned d = 0; d < sizes.size(); ++d)
-      if (linalg::isReductionIterator(iterators[d]) != (d + 1 == sizes.size()))
-        return false;
+    SmallVector<int64_t> sizes = lse.getStaticLoopRanges();
     OpOperand *rowsOperand = lse.getDpsInputOperand(0);
     if (!lse.getMatchingIndexingMap(rowsOperand).isIdentity())
       return false;
     Value rowsTensor = rowsOperand->get();
-    ArrayRef<int64_t> rows = ArrayRef<int64_t>(sizes).drop_back();
+    ArrayRef<int64_t> rows = *rowSizes;
     int64_t rowCount = 1;
     for (int64_t r : rows)
       rowCount *= r;
@@ -262,11 +258,22 @@ struct EffGpuSplitReductionsPass
           })
           .wasInterrupted();
     };
-    // Whether `op` reads the rows (an operand, or a gather in its payload).
+    // The rows and their reshapes.
+    DenseSet<Value> rowViews{rowsTensor};
+    SmallVector<Value> views{rowsTensor};
+    while (!views.empty())
+      for (Operation *user : views.pop_back_val().getUsers())
+        if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user) &&
+            rowViews.insert(user->getResult(0)).second)
+          views.push_back(user->getResult(0));
+    // Whether `op` reads the rows (an operand, or a gather in its payload,
+    // through reshapes): moved after the gradient, it would keep them alive
+    // and the gradient could not be in place.
     auto readsRows = [&](Operation *op) {
       return op
           ->walk([&](Operation *nested) {
-            return llvm::is_contained(nested->getOperands(), rowsTensor)
+            return llvm::any_of(nested->getOperands(),
+                                [&](Value v) { return rowViews.contains(v); })
                        ? WalkResult::interrupt()
                        : WalkResult::advance();
           })
@@ -284,15 +291,6 @@ struct EffGpuSplitReductionsPass
             worklist.push_back(def);
       });
     }
-    // A per-row op: all-parallel over the rows (trailing unit loops aside).
-    auto isPerRow = [&](linalg::GenericOp op) {
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      if (op.getNumReductionLoops() != 0 || ranges.size() < rows.size() ||
-          ArrayRef<int64_t>(ranges).take_front(rows.size()) != rows)
-        return false;
-      return llvm::all_of(ArrayRef<int64_t>(ranges).drop_front(rows.size()),
-                          [](int64_t r) { return r == 1; });
-    };
     // A sum over the rows into scalars.
     auto isRowTotal = [&](linalg::GenericOp op) {
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -315,7 +313,7 @@ struct EffGpuSplitReductionsPass
       auto generic = dyn_cast<linalg::GenericOp>(op);
       bool stays = needed.contains(op) &&
                    (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op) ||
-                    (generic && isPerRow(generic)));
+                    (generic && isPerRowOp(generic, rows)));
       if (!usesAny(op, anchored)) {
         // A per-row op the gradient needs stays even when it does not use
         // `lse` (the rows' weights): it runs in the row epilogue, not as

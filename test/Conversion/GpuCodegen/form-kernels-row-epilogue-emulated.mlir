@@ -53,7 +53,9 @@
 // KERNELS:       } {eff.kernel = "block-reduction"}
 // KERNELS-NOT:   gpu.launch
 
+// SEPARATE-NOT: gpu.barrier
 // SEPARATE:     eff.kernel = "block-reduction"
+// SEPARATE-NOT: gpu.barrier
 // SEPARATE-COUNT-3: eff.kernel = "elementwise"
 // SEPARATE:     eff.kernel = "block-reduction"
 // SEPARATE-NOT:  gpu.barrier

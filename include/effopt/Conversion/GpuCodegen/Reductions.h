@@ -120,6 +120,15 @@ mlir::linalg::GenericOp matchEpilogue(mlir::linalg::GenericOp reduction,
 /// them, so every check of what an op touches must add them as reads.
 llvm::SmallVector<mlir::Value> gatheredMemrefs(mlir::linalg::GenericOp op);
 
+/// The rows of a row reduction with static loops (rows..., row) whose last
+/// loop alone is reduced: the sizes of the others. None for other ops.
+std::optional<llvm::SmallVector<int64_t>>
+rowsOfRowReduction(mlir::linalg::GenericOp op);
+
+/// Whether `op` is all-parallel over `rows` (static loops: the rows, then
+/// unit loops only): one point per row.
+bool isPerRowOp(mlir::linalg::GenericOp op, llvm::ArrayRef<int64_t> rows);
+
 /// What runs in the blocks of an online log-sum-exp after its totals (see
 /// matchRowEpilogue): a cross-entropy's per-row ops and its gradient.
 struct RowEpilogue {
