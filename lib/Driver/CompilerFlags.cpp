@@ -149,6 +149,13 @@ Error applyCompilerFlag(CompileOptions &options, StringRef name,
     options.codegen.allowTf32 = value == "true" || value == "1";
     return Error::success();
   }
+  if (name == "emulated-order") {
+    if (value != "ascending" && value != "descending")
+      return flagError(name, "must be ascending or descending, got '" +
+                                 value + "'");
+    options.codegen.emulateDescending = value == "descending";
+    return Error::success();
+  }
   if (name == "opt-level") {
     unsigned level;
     if (value.getAsInteger(10, level) || level > 3)

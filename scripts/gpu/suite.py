@@ -171,6 +171,10 @@ def prepare(args):
         if tgt == "cpu":
             # Runs on whatever CPU the GPU machine has.
             cmd += ["--cpu", "x86-64"]
+        if tgt == target:
+            # --effc flags are for the suite's target (not the CPU
+            # variants the cross-device checks compile).
+            cmd += args.effc
         case["variants"][tag] = dict(effx=effx, report=report, target=tgt,
                                      flags=flags)
         r = subprocess.run(cmd + flags, stdout=subprocess.PIPE,
@@ -1288,6 +1292,9 @@ def main():
     p.add_argument("--models", default="",
                    help="comma list of mlp,cnn,gpt,llama,lora,remat "
                         "(default: all)")
+    p.add_argument("--effc", action="append", default=[],
+                   help="an extra effc flag for every variant of --target "
+                        "(e.g. --effc=--emulated-order=descending)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True, help="what prepare wrote")
     r.add_argument("--effrun", required=True)

@@ -27,6 +27,7 @@
 #include "effopt/Driver/TrainStep.h"
 #include "effopt/Support/ToolDiagnostics.h"
 #include "effopt/Target/Cpu/CpuBackend.h"
+#include "effopt/Target/Cuda/CudaBackend.h"
 
 #include "TrainConfig.h"
 
@@ -174,6 +175,14 @@ static cl::opt<bool> allowTf32(
              "cores (PyTorch's torch.backends.cuda.matmul.allow_tf32; off by "
              "default, like PyTorch's)"),
     cl::init(false), cl::cat(category));
+static cl::opt<std::string> emulatedOrder(
+    "emulated-order",
+    cl::desc("--target cuda-emulated: the order each kernel's blocks and "
+             "threads run in, ascending (default) or descending ids (a "
+             "kernel correct on a GPU gives the same values both ways; a "
+             "race between threads shows in one of them)"),
+    cl::value_desc("ascending|descending"), cl::init("ascending"),
+    cl::cat(category));
 static cl::opt<std::string> precision(
     "precision",
     cl::desc("fp32, or bf16/fp16 mixed precision (eff-autocast: GEMMs and "
@@ -622,6 +631,11 @@ void fillCompileOptions(effopt::CompileOptions &options,
   options.codegen.arch = cpuName;
   options.codegen.optLevel = optLevel;
   options.codegen.allowTf32 = allowTf32;
+  apply("emulated-order", emulatedOrder);
+  if (emulatedOrder.getNumOccurrences() &&
+      options.step.target != effopt::kCudaEmulatedTargetName)
+    die("--emulated-order: only --target cuda-emulated emulates kernels "
+        "(the target is " + options.step.target + ")");
 }
 
 /// --print-pipeline: the pipeline as effopt-opt replays it, by name and

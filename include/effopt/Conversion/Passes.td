@@ -749,7 +749,20 @@ def EffGpuEmulateLaunchesPass
     bounds (or, with shuffles, anywhere but the top level after the last
     one), a thread's value used across a barrier, workgroup memory other
     than 1-D static integer or float buffers.
+
+    Blocks and threads run in ascending order of their ids, or descending
+    with `descending=true`. A kernel correct on a GPU is correct in every
+    order; a race between two threads or blocks (one writes what the other
+    reads, with no barrier or launch between) gives the right values in
+    one order at most, so running a step both ways shows the races the
+    ascending order hides (`effc --emulated-order=descending`). The totals
+    of `gpu.all_reduce` are then combined in descending order too.
   }];
+  let options = [
+    Option<"descending", "descending", "bool", /*default=*/"false",
+           "Run blocks and threads in descending order of their ids (races "
+           "the ascending order hides show)">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];

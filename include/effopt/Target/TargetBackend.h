@@ -43,6 +43,10 @@ struct CodegenOptions {
   /// target records it for its runtime, PyTorch's
   /// torch.backends.cuda.matmul.allow_tf32). The CPU ignores it.
   bool allowTf32 = false;
+  /// cuda-emulated: run each kernel's blocks and threads in descending
+  /// order of their ids (effc --emulated-order=descending), so races the
+  /// ascending order hides show. Other targets ignore it.
+  bool emulateDescending = false;
 };
 
 /// What a backend contributes to the .effx.

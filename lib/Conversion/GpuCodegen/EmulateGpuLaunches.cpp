@@ -79,6 +79,8 @@ static Value combine(OpBuilder &b, Location loc, gpu::AllReduceOperation kind,
 /// hardware exchanges them (the same combination order, so the same bits).
 struct EffGpuEmulateLaunchesPass
     : effopt::impl::EffGpuEmulateLaunchesPassBase<EffGpuEmulateLaunchesPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
@@ -87,15 +89,27 @@ struct EffGpuEmulateLaunchesPass
         return signalPassFailure();
   }
 
+  /// The id the `iteration`-th trip of a loop over [0, count) runs: the
+  /// iteration itself, or count - 1 - iteration with `descending` (a
+  /// kernel correct on a GPU is correct in every order of its blocks and
+  /// threads; a race the ascending order hides shows in the other).
+  Value idOf(OpBuilder &b, Location loc, Value iteration, Value count) {
+    if (!descending)
+      return iteration;
+    Value last = arith::SubIOp::create(
+        b, loc, count, arith::ConstantIndexOp::create(b, loc, 1));
+    return arith::SubIOp::create(b, loc, last, iteration);
+  }
+
   /// A loop over the threads [0, count) of a block, `body` emitting each
   /// thread's code for its id.
-  static void forEachThread(OpBuilder &b, Location loc, Value count,
-                            function_ref<void(OpBuilder &, Value)> body) {
+  void forEachThread(OpBuilder &b, Location loc, Value count,
+                     function_ref<void(OpBuilder &, Value)> body) {
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     scf::ForOp::create(b, loc, zero, count, one, ValueRange{},
-                       [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
-                         body(nb, tx);
+                       [&](OpBuilder &nb, Location nloc, Value i, ValueRange) {
+                         body(nb, idOf(nb, nloc, i, count));
                          scf::YieldOp::create(nb, nloc);
                        });
   }
@@ -233,7 +247,8 @@ struct EffGpuEmulateLaunchesPass
     auto blockLoop =
         scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
     b.setInsertionPointToStart(blockLoop.getBody());
-    base.map(blocks.x, blockLoop.getInductionVar());
+    base.map(blocks.x, idOf(b, loc, blockLoop.getInductionVar(),
+                            launch.getGridSizeX()));
 
     // Phase 1: each thread in order; reduced operands carried and combined.
     SmallVector<Value> initial;
@@ -242,14 +257,15 @@ struct EffGpuEmulateLaunchesPass
           b, loc, b.getZeroAttr(reduce.getValue().getType())));
     auto threadLoop = scf::ForOp::create(
         b, loc, zero, launch.getBlockSizeX(), one, initial,
-        [&](OpBuilder &nb, Location nloc, Value tx, ValueRange carried) {
+        [&](OpBuilder &nb, Location nloc, Value i, ValueRange carried) {
           IRMapping mapping = base;
-          mapping.map(threads.x, tx);
+          mapping.map(threads.x, idOf(nb, nloc, i, launch.getBlockSizeX()));
           for (Operation &op : body.without_terminator())
             if (!afterReduce.contains(&op))
               nb.clone(op, mapping);
+          // The first thread run starts the total.
           Value isFirst = arith::CmpIOp::create(
-              nb, nloc, arith::CmpIPredicate::eq, tx, zero);
+              nb, nloc, arith::CmpIPredicate::eq, i, zero);
           SmallVector<Value> next;
           for (auto [reduce, acc] : llvm::zip(reduces, carried)) {
             Value mine = mapping.lookup(reduce.getValue());
@@ -363,16 +379,17 @@ struct EffGpuEmulateLaunchesPass
     auto blockLoop =
         scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
     b.setInsertionPointToStart(blockLoop.getBody());
-    base.map(blocks.x, blockLoop.getInductionVar());
+    base.map(blocks.x, idOf(b, loc, blockLoop.getInductionVar(),
+                            launch.getGridSizeX()));
     SmallVector<Value> totals;
     for (gpu::AllReduceOp reduce : reduces) {
       Value initial = arith::ConstantOp::create(
           b, loc, b.getZeroAttr(reduce.getValue().getType()));
       auto threadLoop = scf::ForOp::create(
           b, loc, zero, launch.getBlockSizeX(), one, ValueRange{initial},
-          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange carried) {
+          [&](OpBuilder &nb, Location nloc, Value i, ValueRange carried) {
             IRMapping mapping = base;
-            mapping.map(threads.x, tx);
+            mapping.map(threads.x, idOf(nb, nloc, i, launch.getBlockSizeX()));
             for (auto [earlier, total] : llvm::zip(reduces, totals))
               mapping.map(earlier.getResult(), total);
             for (Operation &op : body.without_terminator()) {
@@ -382,7 +399,7 @@ struct EffGpuEmulateLaunchesPass
                 nb.clone(op, mapping);
             }
             Value isFirst = arith::CmpIOp::create(
-                nb, nloc, arith::CmpIPredicate::eq, tx, zero);
+                nb, nloc, arith::CmpIPredicate::eq, i, zero);
             Value mine = mapping.lookup(reduce.getValue());
             Value combined =
                 combine(nb, nloc, *reduce.getOp(), carried.front(), mine);
@@ -525,12 +542,14 @@ struct EffGpuEmulateLaunchesPass
     auto blockLoop =
         scf::ForOp::create(b, loc, zero, launch.getGridSizeX(), one);
     b.setInsertionPointToStart(blockLoop.getBody());
+    Value blockId =
+        idOf(b, loc, blockLoop.getInductionVar(), launch.getGridSizeX());
     fillWithOnes(b, loc, *workgroup);
     for (size_t phase = 0; phase <= shuffles.size(); ++phase) {
       forEachThread(b, loc, threadCount, [&](OpBuilder &nb, Value tx) {
             Location nloc = loc;
             IRMapping mapping = base;
-            mapping.map(blocks.x, blockLoop.getInductionVar());
+            mapping.map(blocks.x, blockId);
             mapping.map(threads.x, tx);
             Value lane = arith::RemUIOp::create(nb, nloc, tx, warp);
             Value warpBase = arith::SubIOp::create(nb, nloc, tx, lane);
@@ -593,7 +612,7 @@ struct EffGpuEmulateLaunchesPass
     for (ArrayRef<Operation *> segment : segments)
       forEachThread(b, loc, threadCount, [&](OpBuilder &nb, Value tx) {
         IRMapping mapping = base;
-        mapping.map(blockIds.x, blockLoop.getInductionVar());
+        mapping.map(blockIds.x, blockId);
         mapping.map(threadIds.x, tx);
         for (Operation *op : segment)
           nb.clone(*op, mapping);
@@ -642,7 +661,8 @@ struct EffGpuEmulateLaunchesPass
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(blockLoop.getBody());
-      mapping.map(blocks.x, blockLoop.getInductionVar());
+      mapping.map(blocks.x, idOf(b, loc, blockLoop.getInductionVar(),
+                                 launch.getGridSizeX()));
       fillWithOnes(b, loc, buffers);
       SmallVector<Operation *> ops;
       for (Operation &op : body.without_terminator())
@@ -687,9 +707,10 @@ struct EffGpuEmulateLaunchesPass
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
       scf::ForOp::create(
           b, loc, zero, launch.getBlockSizeX(), one, {},
-          [&](OpBuilder &nb, Location nloc, Value tx, ValueRange) {
+          [&](OpBuilder &nb, Location nloc, Value i, ValueRange) {
             IRMapping threadMapping = mapping;
-            threadMapping.map(launch.getThreadIds().x, tx);
+            threadMapping.map(launch.getThreadIds().x,
+                              idOf(nb, nloc, i, launch.getBlockSizeX()));
             for (Operation *op : phase)
               nb.clone(*op, threadMapping);
             scf::YieldOp::create(nb, nloc);

@@ -34,9 +34,11 @@ public:
   llvm::StringRef getHostTaskAbi() const override { return "cpu"; }
 
   void buildCodegenPipeline(OpPassManager &pm,
-                            const CodegenOptions &) const override {
+                            const CodegenOptions &options) const override {
     pm.addPass(createEffGpuFormKernelsPass());
-    pm.addPass(createEffGpuEmulateLaunchesPass());
+    EffGpuEmulateLaunchesPassOptions emulate;
+    emulate.descending = options.emulateDescending;
+    pm.addPass(createEffGpuEmulateLaunchesPass(emulate));
     pm.addPass(createEffGpuEmulatedLibraryCallsPass());
     // Then the host code as the CPU target lowers it. The emulated kernels
     // are plain loops (one thread); host tasks, which keep their linalg
@@ -55,8 +57,11 @@ public:
     // The CPU device runs it; the manifest says what it stands for.
     FailureOr<TargetArtifacts> artifacts =
         serializeCpuHostStep(module, options);
-    if (succeeded(artifacts))
+    if (succeeded(artifacts)) {
       artifacts->manifest["emulates"] = kCudaTargetName;
+      artifacts->manifest["emulated_order"] =
+          options.emulateDescending ? "descending" : "ascending";
+    }
     return artifacts;
   }
 };

@@ -18,6 +18,11 @@
 // RUN: effopt-opt %s --eff-gpu-form-kernels --eff-gpu-emulate-launches --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.gpu
 // RUN: diff %t.cpu %t.gpu
+// Blocks and threads in descending order: the same values (no race the
+// ascending order hides).
+// RUN: effopt-opt %s --eff-gpu-form-kernels --eff-gpu-emulate-launches=descending=true --convert-linalg-to-loops --expand-strided-metadata --lower-affine --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts \
+// RUN:   | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | grep -v base@ > %t.desc
+// RUN: diff %t.cpu %t.desc
 // RUN: %python %S/Inputs/scatter_reference.py %t.gpu | FileCheck %s
 
 // REMARK: remark: loop nest: 1 of 3 loops spread over threads, the written rows split over 501 partitions of 2 rows (each row's owner applies its updates in order; not compacted: a loop of the nest has bounds that are not constants)
