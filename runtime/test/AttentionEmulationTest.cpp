@@ -3,9 +3,10 @@
 // Runs the kernels of runtime/src/cuda/Attention.cu on the CPU, compiled
 // from the same source: every thread of a block is a fiber (ucontext) on
 // one OS thread, __syncthreads a barrier over the block's fibers, a warp's
-// shuffles and mma.sync.m16n8k16 exchanges among its 32 fibers (the mma's
-// operand and result fragments laid out as PTX defines them), shared memory
-// a buffer per block. The launch configurations and shared memory sizes
+// shuffles, ldmatrix and mma.sync.m16n8k16 exchanges among its 32 fibers
+// (the fragments laid out as PTX defines them; ldmatrix's row addresses
+// checked for alignment and shared memory), shared memory a buffer per
+// block. The launch configurations and shared memory sizes
 // are Attention.cpp's. Results are compared with float64 attention
 // computed here from the same rounded inputs: forward o and lse, backward
 // dq, dk, dv; bf16, f16 and f32; head sizes 64 and 128; causal and not;
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -203,6 +205,47 @@ void emulatedMma(float c[4], const uint32_t a[4], const uint32_t b[2],
   arriveAndWait(warps[warp()]);
   for (int e = 0; e < 4; ++e)
     c[e] = d[e];
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 over the warp's lanes
+/// (PTX ISA, "ldmatrix"): lane l gives row l % 8 of matrix l / 8 and
+/// receives in r[i] the 16-bit pair of matrix i at row l / 4, columns
+/// 2 (l % 4) and +1, or with `trans` rows 2 (l % 4) and +1 of column l / 4.
+/// Each row address must be 16-byte aligned and in shared memory.
+void emulatedLdmatrix(uint32_t r[4], const void *row, bool trans) {
+  using namespace emu;
+  uint32_t *x = warpExchange();
+  int me = lane();
+  uintptr_t address = reinterpret_cast<uintptr_t>(row);
+  uintptr_t shared = reinterpret_cast<uintptr_t>(dynamicShared.data());
+  if (address % 16 != 0 || address < shared ||
+      address + 16 > shared + dynamicShared.size() * sizeof(uint4)) {
+    std::fprintf(stderr, "ldmatrix: lane %d's row address is not a 16-byte "
+                         "aligned row of shared memory\n", me);
+    std::abort();
+  }
+  x[me * 6] = static_cast<uint32_t>(address);
+  x[me * 6 + 1] = static_cast<uint32_t>(uint64_t(address) >> 32);
+  arriveAndWait(warps[warp()]);
+  auto rowOf = [&](int l) {
+    return reinterpret_cast<const uint16_t *>(
+        uintptr_t(x[l * 6]) | uintptr_t(uint64_t(x[l * 6 + 1]) << 32));
+  };
+  uint32_t out[4];
+  for (int i = 0; i < 4; ++i) {
+    if (trans) {
+      const uint16_t *lo = rowOf(8 * i + 2 * (me % 4));
+      const uint16_t *hi = rowOf(8 * i + 2 * (me % 4) + 1);
+      out[i] = uint32_t(lo[me / 4]) | (uint32_t(hi[me / 4]) << 16);
+    } else {
+      const uint16_t *src = rowOf(8 * i + me / 4);
+      out[i] = uint32_t(src[2 * (me % 4)]) |
+               (uint32_t(src[2 * (me % 4) + 1]) << 16);
+    }
+  }
+  arriveAndWait(warps[warp()]);
+  for (int i = 0; i < 4; ++i)
+    r[i] = out[i];
 }
 
 #define EFFRT_ATTENTION_EMULATION 1

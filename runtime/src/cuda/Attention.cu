@@ -17,9 +17,11 @@
 // 2t and 2t + 1 of each 16 x 8 tile), so the row statistics are reduced
 // over the 4 threads of a quad, and a score tile's C fragments are directly
 // the A fragments of the product with V (FlashAttention-2's register
-// reuse). Tiles are staged in shared memory with rows padded by 16 bytes,
-// which makes both the 32-bit fragment loads and the transposed 16-bit ones
-// conflict-free.
+// reuse). Tiles are staged in shared memory with rows padded by 16 bytes;
+// the fragments come out of them by ldmatrix (x4: an A fragment, or the B
+// fragments of two column tiles; .trans for V, dO, Q and K where the
+// product reads them untransposed), whose eight 16-byte rows per phase the
+// padding spreads over all 32 banks.
 //
 // Determinism: no atomics. The backward runs three kernels: D per row, dK
 // and dV per key tile (queries streamed past it), dQ per query tile (keys
@@ -113,17 +115,36 @@ __device__ __forceinline__ float toFloat(__half x) { return __half2float(x); }
 template <typename T> __device__ __forceinline__ uint32_t ld32(const T *p) {
   return *reinterpret_cast<const uint32_t *>(p);
 }
-/// p[0] and p[stride] as one register: a fragment of the transposed tile.
-template <typename T>
-__device__ __forceinline__ uint32_t ldPair(const T *p, int stride) {
-  uint32_t lo = *reinterpret_cast<const uint16_t *>(p);
-  uint32_t hi = *reinterpret_cast<const uint16_t *>(p + stride);
-  return lo | (hi << 16);
-}
 
 /// Shared memory row stride (elements) of a D-wide tile: 16 bytes of
 /// padding keep rows 16-byte aligned and fragment loads conflict-free.
 template <int D> __host__ __device__ constexpr int rowStride() { return D + 8; }
+
+/// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: four 8 x 8 matrices of
+/// 16-bit elements in shared memory; lane l gives the address of row l % 8
+/// of matrix l / 8 (16 bytes, 16-byte aligned) and receives in r[i] the
+/// word of matrix i at row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1
+/// (TRANS: rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4), i.e. mma
+/// fragments: one instruction where 32-bit loads took four (and 16-bit
+/// ones of a transposed operand eight).
+template <bool TRANS, typename T>
+__device__ __forceinline__ void ldmatrixX4(uint32_t r[4], const T *row) {
+#ifdef EFFRT_ATTENTION_EMULATION
+  emulatedLdmatrix(r, row, TRANS);
+#else
+  uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  if (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+#endif
+}
 
 /// Rows [row0, row0 + ROWS) of a [rows, D] matrix whose rows are `stride`
 /// elements apart into shared memory, zeros past `rows` (so masked products
@@ -159,36 +180,38 @@ __device__ __forceinline__ void loadTile(T *dst, const T *src, int row0,
 }
 
 /// The A fragment (16 x 16, k-step kk) of rows [row, row + 16) of a tile in
-/// shared memory.
+/// shared memory: a[0..3] = rows +0/+8 of columns +0, then of columns +8.
 template <typename T, int D>
 __device__ __forceinline__ void loadA(uint32_t a[4], const T *tile, int row,
-                                      int kk, int g, int t) {
+                                      int kk, int lane) {
   constexpr int S = rowStride<D>();
-  const T *p = tile + (row + g) * S + kk * 16 + 2 * t;
-  a[0] = ld32(p);
-  a[1] = ld32(p + 8 * S);
-  a[2] = ld32(p + 8);
-  a[3] = ld32(p + 8 * S + 8);
+  const int m = lane / 8;
+  ldmatrixX4<false>(
+      a, tile + (row + (m & 1) * 8 + lane % 8) * S + kk * 16 + (m >> 1) * 8);
 }
 
-/// The B fragment (16 x 8) of tile^T: B(k, n) = tile[n0 + n][kk * 16 + k].
+/// The B fragments (16 x 8) of tile^T for the column tiles n0 and n0 + 8:
+/// B(k, n) = tile[n0 + n][kk * 16 + k]; b[0..1] the first, b[2..3] the
+/// second.
 template <typename T, int D>
-__device__ __forceinline__ void loadBt(uint32_t b[2], const T *tile, int n0,
-                                       int kk, int g, int t) {
+__device__ __forceinline__ void loadBtPair(uint32_t b[4], const T *tile,
+                                           int n0, int kk, int lane) {
   constexpr int S = rowStride<D>();
-  const T *p = tile + (n0 + g) * S + kk * 16 + 2 * t;
-  b[0] = ld32(p);
-  b[1] = ld32(p + 8);
+  const int m = lane / 8;
+  ldmatrixX4<false>(
+      b, tile + (n0 + (m >> 1) * 8 + lane % 8) * S + kk * 16 + (m & 1) * 8);
 }
 
-/// The B fragment (16 x 8) of the tile itself: B(k, n) = tile[k0 + k][n0 + n].
+/// The B fragments (16 x 8) of the tile itself for the column tiles n0 and
+/// n0 + 8: B(k, n) = tile[k0 + k][n0 + n] (ldmatrix's transpose); b[0..1]
+/// the first, b[2..3] the second.
 template <typename T, int D>
-__device__ __forceinline__ void loadB(uint32_t b[2], const T *tile, int k0,
-                                      int n0, int g, int t) {
+__device__ __forceinline__ void loadBPair(uint32_t b[4], const T *tile, int k0,
+                                          int n0, int lane) {
   constexpr int S = rowStride<D>();
-  const T *p = tile + (k0 + 2 * t) * S + n0 + g;
-  b[0] = ldPair(p, S);
-  b[1] = ldPair(p + 8 * S, S);
+  const int m = lane / 8;
+  ldmatrixX4<true>(
+      b, tile + (k0 + (m & 1) * 8 + lane % 8) * S + n0 + (m >> 1) * 8);
 }
 
 /// C fragments of a 16 x N tile as the A fragment of its k-step kk.
@@ -212,12 +235,13 @@ __device__ __forceinline__ void productAbT(float (*c)[4], const T *a, int row,
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t af[4];
-    loadA<T, D>(af, a, row, kk, g, t);
+    loadA<T, D>(af, a, row, kk, 4 * g + t);
 #pragma unroll
-    for (int n = 0; n < N / 8; ++n) {
-      uint32_t bf[2];
-      loadBt<T, D>(bf, b, n * 8, kk, g, t);
+    for (int n = 0; n < N / 8; n += 2) {
+      uint32_t bf[4];
+      loadBtPair<T, D>(bf, b, n * 8, kk, 4 * g + t);
       Elem<T>::mma(c[n], af, bf);
+      Elem<T>::mma(c[n + 1], af, bf + 2);
     }
   }
 }
@@ -231,10 +255,11 @@ accumulatePB(float (*acc)[4], const float (*p)[4], const T *b, int g, int t) {
     uint32_t af[4];
     cToA<T>(af, p, kk);
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      uint32_t bf[2];
-      loadB<T, D>(bf, b, kk * 16, n * 8, g, t);
+    for (int n = 0; n < D / 8; n += 2) {
+      uint32_t bf[4];
+      loadBPair<T, D>(bf, b, kk * 16, n * 8, 4 * g + t);
       Elem<T>::mma(acc[n], af, bf);
+      Elem<T>::mma(acc[n + 1], af, bf + 2);
     }
   }
 }
