@@ -757,6 +757,11 @@ def EffGpuEmulateLaunchesPass
     one order at most, so running a step both ways shows the races the
     ascending order hides (`effc --emulated-order=descending`). The totals
     of `gpu.all_reduce` are then combined in descending order too.
+
+    Every `vector.load` and `vector.store` of a kernel that claims an
+    alignment gets a check of its address (the view's offset and strides,
+    the buffer's aligned pointer) in the emulation's loops: a misaligned
+    one, which faults on a GPU, writes one line to stderr and aborts.
   }];
   let options = [
     Option<"descending", "descending", "bool", /*default=*/"false",
@@ -764,6 +769,7 @@ def EffGpuEmulateLaunchesPass
            "the ascending order hides show)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
 }

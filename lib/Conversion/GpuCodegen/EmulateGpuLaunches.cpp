@@ -11,6 +11,8 @@
 #include "effopt/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -85,9 +87,14 @@ struct EffGpuEmulateLaunchesPass
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
     for (gpu::LaunchOp launch : launches)
+      markAlignedAccesses(launch);
+    for (gpu::LaunchOp launch : launches)
       if (failed(emulate(launch)))
         return signalPassFailure();
+    checkAlignedAccesses(getOperation());
   }
+
+  static constexpr StringLiteral kAlignedAccess = "eff.emulated_aligned_access";
 
   /// The id the `iteration`-th trip of a loop over [0, count) runs: the
   /// iteration itself, or count - 1 - iteration with `descending` (a
@@ -176,6 +183,111 @@ struct EffGpuEmulateLaunchesPass
             scf::YieldOp::create(nb, nloc);
           });
     }
+  }
+
+  /// Marks the vector loads and stores in `launch` that claim an alignment
+  /// (eff-gpu-form-kernels' 16-byte accesses); their copies keep the mark.
+  static void markAlignedAccesses(gpu::LaunchOp launch) {
+    launch.getBody().walk([&](Operation *op) {
+      auto load = dyn_cast<vector::LoadOp>(op);
+      auto store = dyn_cast<vector::StoreOp>(op);
+      if ((load && load.getAlignment()) || (store && store.getAlignment()))
+        op->setAttr(kAlignedAccess, UnitAttr::get(op->getContext()));
+    });
+  }
+
+  /// Before each marked access (now in the emulation's host loops), an
+  /// assertion that its address has the alignment it claims: on a GPU a
+  /// misaligned vector access faults, on the CPU it would pass unnoticed.
+  /// After emulating, so the phases' rules about what writes memory do not
+  /// see the assertions.
+  static void checkAlignedAccesses(ModuleOp module) {
+    SmallVector<Operation *> accesses;
+    module.walk([&](Operation *op) {
+      if (op->hasAttr(kAlignedAccess))
+        accesses.push_back(op);
+    });
+    for (Operation *op : accesses) {
+      op->removeAttr(kAlignedAccess);
+      auto [memref, indices, alignment] =
+          [&]() -> std::tuple<Value, ValueRange, uint64_t> {
+        if (auto load = dyn_cast<vector::LoadOp>(op))
+          return {load.getBase(), load.getIndices(), *load.getAlignment()};
+        auto store = cast<vector::StoreOp>(op);
+        return {store.getBase(), store.getIndices(), *store.getAlignment()};
+      }();
+      auto type = cast<MemRefType>(memref.getType());
+      if (!type.getElementType().isIntOrFloat())
+        continue;
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+      Value element = metadata.getOffset();
+      for (auto [index, stride] : llvm::zip(indices, metadata.getStrides()))
+        element = arith::AddIOp::create(
+            b, loc, element, arith::MulIOp::create(b, loc, index, stride));
+      Value bytes = arith::MulIOp::create(
+          b, loc, element,
+          arith::ConstantIndexOp::create(
+              b, loc, type.getElementTypeBitWidth() / 8));
+      Value address = arith::AddIOp::create(
+          b, loc,
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
+          bytes);
+      Value rest = arith::RemUIOp::create(
+          b, loc, address,
+          arith::ConstantIndexOp::create(b, loc,
+                                         static_cast<int64_t>(alignment)));
+      Value misaligned = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne, rest,
+          arith::ConstantIndexOp::create(b, loc, 0));
+      scf::IfOp::create(b, loc, misaligned,
+                        [&](OpBuilder &tb, Location tloc) {
+                          fault(tb, tloc, module, alignment);
+                          scf::YieldOp::create(tb, tloc);
+                        });
+    }
+  }
+
+  /// Writes that an access of `alignment` bytes is misaligned on stderr
+  /// (unbuffered: the message survives the abort, whatever stdout is) and
+  /// aborts.
+  static void fault(OpBuilder &b, Location loc, ModuleOp module,
+                    uint64_t alignment) {
+    std::string text = (Twine("emulation: a ") + Twine(alignment) +
+                        "-byte vector access at an address that is not " +
+                        Twine(alignment) +
+                        "-byte aligned (a GPU faults: misaligned address)\n")
+                           .str();
+    std::string name =
+        (Twine("eff_emulation_misaligned_") + Twine(alignment)).str();
+    auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+    Type i8 = b.getI8Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
+    if (!global) {
+      OpBuilder mb(module.getBodyRegion());
+      global = LLVM::GlobalOp::create(
+          mb, loc, LLVM::LLVMArrayType::get(i8, text.size()),
+          /*isConstant=*/true, LLVM::Linkage::Internal, name,
+          mb.getStringAttr(text));
+    }
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    FailureOr<LLVM::LLVMFuncOp> write =
+        LLVM::lookupOrCreateFn(b, module, "write", {i32, ptr, i64}, i64);
+    FailureOr<LLVM::LLVMFuncOp> abortFn = LLVM::lookupOrCreateFn(
+        b, module, "abort", {}, LLVM::LLVMVoidType::get(b.getContext()));
+    if (failed(write) || failed(abortFn))
+      return; // declared with other types: the module's own, left alone
+    Value message = LLVM::AddressOfOp::create(b, loc, global);
+    LLVM::CallOp::create(
+        b, loc, *write,
+        ValueRange{LLVM::ConstantOp::create(b, loc, i32,
+                                            b.getI32IntegerAttr(2)),
+                   message,
+                   LLVM::ConstantOp::create(
+                       b, loc, i64,
+                       b.getI64IntegerAttr(
+                           static_cast<int64_t>(text.size())))});
+    LLVM::CallOp::create(b, loc, *abortFn, ValueRange{});
   }
 
   LogicalResult emulate(gpu::LaunchOp launch) {
