@@ -758,10 +758,12 @@ def EffGpuEmulateLaunchesPass
     ascending order hides (`effc --emulated-order=descending`). The totals
     of `gpu.all_reduce` are then combined in descending order too.
 
-    Every `vector.load` and `vector.store` of a kernel that claims an
-    alignment gets a check of its address (the view's offset and strides,
-    the buffer's aligned pointer) in the emulation's loops: a misaligned
-    one, which faults on a GPU, writes one line to stderr and aborts.
+    Every load and store of a kernel (`memref` and `vector`) gets checks in
+    the emulation's loops: each index within its dimension (a 1-D vector's
+    last element too), and for a vector access that claims an alignment,
+    its address (the view's offset and strides, the buffer's aligned
+    pointer). One that fails -- out of bounds, or misaligned, which faults
+    on a GPU -- writes one line to stderr and aborts.
   }];
   let options = [
     Option<"descending", "descending", "bool", /*default=*/"false",

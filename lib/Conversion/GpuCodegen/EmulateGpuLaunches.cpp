@@ -87,14 +87,14 @@ struct EffGpuEmulateLaunchesPass
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
     for (gpu::LaunchOp launch : launches)
-      markAlignedAccesses(launch);
+      markAccesses(launch);
     for (gpu::LaunchOp launch : launches)
       if (failed(emulate(launch)))
         return signalPassFailure();
-    checkAlignedAccesses(getOperation());
+    checkAccesses(getOperation());
   }
 
-  static constexpr StringLiteral kAlignedAccess = "eff.emulated_aligned_access";
+  static constexpr StringLiteral kAccess = "eff.emulated_access";
 
   /// The id the `iteration`-th trip of a loop over [0, count) runs: the
   /// iteration itself, or count - 1 - iteration with `descending` (a
@@ -185,45 +185,105 @@ struct EffGpuEmulateLaunchesPass
     }
   }
 
-  /// Marks the vector loads and stores in `launch` that claim an alignment
-  /// (eff-gpu-form-kernels' 16-byte accesses); their copies keep the mark.
-  static void markAlignedAccesses(gpu::LaunchOp launch) {
+  /// Marks the loads and stores of memory in `launch`; their copies in the
+  /// emulation's loops keep the mark.
+  static void markAccesses(gpu::LaunchOp launch) {
     launch.getBody().walk([&](Operation *op) {
-      auto load = dyn_cast<vector::LoadOp>(op);
-      auto store = dyn_cast<vector::StoreOp>(op);
-      if ((load && load.getAlignment()) || (store && store.getAlignment()))
-        op->setAttr(kAlignedAccess, UnitAttr::get(op->getContext()));
+      if (isa<memref::LoadOp, memref::StoreOp, vector::LoadOp,
+              vector::StoreOp>(op))
+        op->setAttr(kAccess, UnitAttr::get(op->getContext()));
     });
   }
 
-  /// Before each marked access (now in the emulation's host loops), an
-  /// assertion that its address has the alignment it claims: on a GPU a
-  /// misaligned vector access faults, on the CPU it would pass unnoticed.
-  /// After emulating, so the phases' rules about what writes memory do not
-  /// see the assertions.
-  static void checkAlignedAccesses(ModuleOp module) {
+  /// An access's memref, indices, the elements it covers along the last
+  /// dimension and the alignment it claims (0: none).
+  struct Access {
+    Value memref;
+    ValueRange indices;
+    int64_t width = 1;
+    uint64_t alignment = 0;
+  };
+  static Access accessOf(Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return {load.getMemRef(), load.getIndices()};
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      return {store.getMemRef(), store.getIndices()};
+    auto vectorAccess = [](Value base, ValueRange indices, VectorType type,
+                           std::optional<uint64_t> alignment) {
+      return Access{base, indices,
+                    type.getRank() == 1 ? type.getDimSize(0) : 0,
+                    alignment.value_or(0)};
+    };
+    if (auto load = dyn_cast<vector::LoadOp>(op))
+      return vectorAccess(load.getBase(), load.getIndices(),
+                          load.getVectorType(), load.getAlignment());
+    auto store = cast<vector::StoreOp>(op);
+    return vectorAccess(store.getBase(), store.getIndices(),
+                        store.getVectorType(), store.getAlignment());
+  }
+
+  /// Before each marked access (now in the emulation's host loops), checks
+  /// of what a GPU would not forgive and a CPU would: every index within
+  /// its dimension (a 1-D vector's last element too), and a vector access
+  /// claiming an alignment at an address that has it (a misaligned one
+  /// faults on a GPU). After emulating, so the phases' rules about what
+  /// writes memory do not see the checks.
+  static void checkAccesses(ModuleOp module) {
     SmallVector<Operation *> accesses;
     module.walk([&](Operation *op) {
-      if (op->hasAttr(kAlignedAccess))
+      if (op->hasAttr(kAccess))
         accesses.push_back(op);
     });
     for (Operation *op : accesses) {
-      op->removeAttr(kAlignedAccess);
-      auto [memref, indices, alignment] =
-          [&]() -> std::tuple<Value, ValueRange, uint64_t> {
-        if (auto load = dyn_cast<vector::LoadOp>(op))
-          return {load.getBase(), load.getIndices(), *load.getAlignment()};
-        auto store = cast<vector::StoreOp>(op);
-        return {store.getBase(), store.getIndices(), *store.getAlignment()};
-      }();
-      auto type = cast<MemRefType>(memref.getType());
-      if (!type.getElementType().isIntOrFloat())
+      op->removeAttr(kAccess);
+      Access access = accessOf(op);
+      auto type = cast<MemRefType>(access.memref.getType());
+      // A multi-dimensional vector's reach is not one index's.
+      if (access.width == 0)
         continue;
       OpBuilder b(op);
       Location loc = op->getLoc();
-      auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value outside;
+      for (auto [d, index] : llvm::enumerate(access.indices)) {
+        Value last = index;
+        if (d + 1 == access.indices.size() && access.width > 1)
+          last = arith::AddIOp::create(
+              b, loc, index,
+              arith::ConstantIndexOp::create(b, loc, access.width - 1));
+        Value size = memref::DimOp::create(b, loc, access.memref,
+                                           static_cast<int64_t>(d));
+        // Unsigned: a negative index is past every size too.
+        Value past = arith::OrIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, index,
+                                  size),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, last,
+                                  size));
+        outside = outside ? arith::OrIOp::create(b, loc, outside, past) : past;
+      }
+      if (outside) {
+        bool isLoad = isa<memref::LoadOp, vector::LoadOp>(op);
+        scf::IfOp::create(
+            b, loc, outside, [&](OpBuilder &tb, Location tloc) {
+              fault(tb, tloc, module,
+                    isLoad ? "eff_emulation_load_out_of_bounds"
+                           : "eff_emulation_store_out_of_bounds",
+                    (Twine("emulation: a kernel ") +
+                     (isLoad ? "reads" : "writes") +
+                     " past a dimension of a buffer (an index out of "
+                     "bounds)\n")
+                        .str());
+              scf::YieldOp::create(tb, tloc);
+            });
+      }
+      if (!access.alignment || !type.getElementType().isIntOrFloat())
+        continue;
+      auto metadata =
+          memref::ExtractStridedMetadataOp::create(b, loc, access.memref);
       Value element = metadata.getOffset();
-      for (auto [index, stride] : llvm::zip(indices, metadata.getStrides()))
+      for (auto [index, stride] :
+           llvm::zip(access.indices, metadata.getStrides()))
         element = arith::AddIOp::create(
             b, loc, element, arith::MulIOp::create(b, loc, index, stride));
       Value bytes = arith::MulIOp::create(
@@ -232,35 +292,35 @@ struct EffGpuEmulateLaunchesPass
               b, loc, type.getElementTypeBitWidth() / 8));
       Value address = arith::AddIOp::create(
           b, loc,
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, access.memref),
           bytes);
       Value rest = arith::RemUIOp::create(
           b, loc, address,
-          arith::ConstantIndexOp::create(b, loc,
-                                         static_cast<int64_t>(alignment)));
+          arith::ConstantIndexOp::create(
+              b, loc, static_cast<int64_t>(access.alignment)));
       Value misaligned = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::ne, rest,
-          arith::ConstantIndexOp::create(b, loc, 0));
-      scf::IfOp::create(b, loc, misaligned,
-                        [&](OpBuilder &tb, Location tloc) {
-                          fault(tb, tloc, module, alignment);
-                          scf::YieldOp::create(tb, tloc);
-                        });
+          b, loc, arith::CmpIPredicate::ne, rest, zero);
+      scf::IfOp::create(
+          b, loc, misaligned, [&](OpBuilder &tb, Location tloc) {
+            fault(tb, tloc, module,
+                  (Twine("eff_emulation_misaligned_") +
+                   Twine(access.alignment))
+                      .str(),
+                  (Twine("emulation: a ") + Twine(access.alignment) +
+                   "-byte vector access at an address that is not " +
+                   Twine(access.alignment) +
+                   "-byte aligned (a GPU faults: misaligned address)\n")
+                      .str());
+            scf::YieldOp::create(tb, tloc);
+          });
     }
   }
 
-  /// Writes that an access of `alignment` bytes is misaligned on stderr
+  /// Writes `text` (one line, kept in the global `name`) on stderr
   /// (unbuffered: the message survives the abort, whatever stdout is) and
   /// aborts.
   static void fault(OpBuilder &b, Location loc, ModuleOp module,
-                    uint64_t alignment) {
-    std::string text = (Twine("emulation: a ") + Twine(alignment) +
-                        "-byte vector access at an address that is not " +
-                        Twine(alignment) +
-                        "-byte aligned (a GPU faults: misaligned address)\n")
-                           .str();
-    std::string name =
-        (Twine("eff_emulation_misaligned_") + Twine(alignment)).str();
+                    StringRef name, StringRef text) {
     auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
     Type i8 = b.getI8Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
     if (!global) {

@@ -1,15 +1,22 @@
-// The emulation asserts the alignment each vector load and store of a
-// kernel claims (eff-gpu-form-kernels' 16-byte accesses): on a GPU a
-// misaligned vector access faults, on the CPU it would pass. Each thread
-// copies 4 floats with 16-byte vector accesses; from the start of a
-// buffer the copy runs, from one float in (a view at offset 1) it stops
-// at the first access with the assertion's message.
+// The emulation checks what a GPU would not forgive and a CPU would: the
+// alignment each vector load and store of a kernel claims
+// (eff-gpu-form-kernels' 16-byte accesses; a misaligned one faults on a
+// GPU), and every index of every load and store within its dimension (a
+// vector's last element included). Each thread copies 4 floats with
+// 16-byte vector accesses: from the start of a buffer the copy runs; from
+// one float in (a view at offset 1) it stops at the first access; a third
+// thread reads past the end of an 8-float source, or writes past the end
+// of an 8-float destination.
 //
 // DEFINE: %{lower} = --convert-vector-to-llvm --convert-scf-to-cf --expand-strided-metadata --lower-affine --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts
 // RUN: effopt-opt %s --eff-gpu-emulate-launches %{lower} \
 // RUN:   | mlir-runner -e aligned -entry-point-result=void -shared-libs=%mlir_runner_libs | FileCheck %s --check-prefix=ALIGNED
 // RUN: effopt-opt %s --eff-gpu-emulate-launches %{lower} \
 // RUN:   | not --crash mlir-runner -e misaligned -entry-point-result=void -shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=MISALIGNED
+// RUN: effopt-opt %s --eff-gpu-emulate-launches %{lower} \
+// RUN:   | not --crash mlir-runner -e read_past -entry-point-result=void -shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=READ-PAST
+// RUN: effopt-opt %s --eff-gpu-emulate-launches %{lower} \
+// RUN:   | not --crash mlir-runner -e write_past -entry-point-result=void -shared-libs=%mlir_runner_libs 2>&1 | FileCheck %s --check-prefix=WRITE-PAST
 // The check reads the view's offset and strides and the buffer's aligned
 // pointer; inserted after the emulation made its loops (inside a kernel,
 // phases may not write memory before their last exchange), it writes to
@@ -18,10 +25,16 @@
 
 // ALIGNED: [0,  1,  2,  3,  4,  5,  6,  7]
 // MISALIGNED: emulation: a 16-byte vector access at an address that is not 16-byte aligned (a GPU faults: misaligned address)
+// READ-PAST: emulation: a kernel reads past a dimension of a buffer (an index out of bounds)
+// WRITE-PAST: emulation: a kernel writes past a dimension of a buffer (an index out of bounds)
 
 // IR-LABEL: func.func @copy
 // IR:         scf.for
 // IR:           scf.for
+// IR:             memref.dim
+// IR:             arith.cmpi uge
+// IR:             scf.if
+// IR:               llvm.call @write
 // IR:             memref.extract_strided_metadata
 // IR:             memref.extract_aligned_pointer_as_index
 // IR:             arith.remui
@@ -29,7 +42,7 @@
 // IR:               llvm.call @write
 // IR:               llvm.call @abort
 // IR:             vector.load {{.*}}{alignment = 16 : i64}
-// IR-NOT:         eff.emulated_aligned_access
+// IR-NOT:         eff.emulated_access
 
 #strided = strided<[1], offset: ?>
 
@@ -48,6 +61,41 @@ module {
       vector.store %v, %dst[%i] {alignment = 16 : i64} : memref<8xf32>, vector<4xf32>
       gpu.terminator
     }
+    return
+  }
+
+  // Three threads of 4 floats: dst[4t .. 4t + 3] = src[4t .. 4t + 3].
+  func.func @copy3(%src: memref<?xf32>, %dst: memref<?xf32>) {
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c3, %sy = %c1, %sz = %c1) {
+      %i = arith.muli %tx, %c4 : index
+      %v = vector.load %src[%i] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+      vector.store %v, %dst[%i] {alignment = 16 : i64} : memref<?xf32>, vector<4xf32>
+      gpu.terminator
+    }
+    return
+  }
+
+  func.func @read_past() {
+    %src = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+    %dst = memref.alloc() {alignment = 64 : i64} : memref<12xf32>
+    %s = memref.cast %src : memref<8xf32> to memref<?xf32>
+    %d = memref.cast %dst : memref<12xf32> to memref<?xf32>
+    func.call @iota(%s) : (memref<?xf32>) -> ()
+    func.call @copy3(%s, %d) : (memref<?xf32>, memref<?xf32>) -> ()
+    return
+  }
+
+  func.func @write_past() {
+    %src = memref.alloc() {alignment = 64 : i64} : memref<12xf32>
+    %dst = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+    %s = memref.cast %src : memref<12xf32> to memref<?xf32>
+    %d = memref.cast %dst : memref<8xf32> to memref<?xf32>
+    func.call @iota(%s) : (memref<?xf32>) -> ()
+    func.call @copy3(%s, %d) : (memref<?xf32>, memref<?xf32>) -> ()
     return
   }
 
