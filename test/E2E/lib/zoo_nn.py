@@ -142,3 +142,33 @@ def frozen_backbone():
                 "y": r.randn(4, 2).astype(np.float32)}
     # ONNX cannot say requires_grad=False: an effc user freezes by name.
     return ZooCase(Frozen(), 4, batches, effc_flags=["--freeze", r"backbone\..*"])
+
+
+class OddCNN(nn.Module):
+    """Odd channel counts (13, 21) and image sizes (19 x 23), a depthwise
+    strided convolution without padding, BatchNorm, Hardswish and ReLU6,
+    AvgPool2d with ceil_mode, LazyLinear, and a squared-error loss written
+    out (torch 1.13 does not export F.mse_loss)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 13, 3, padding=1), nn.BatchNorm2d(13), nn.Hardswish(),
+            nn.Conv2d(13, 13, 3, stride=2, groups=13), nn.ReLU6(),
+            nn.Conv2d(13, 21, 1), nn.AvgPool2d(2, ceil_mode=True),
+            nn.Flatten(), nn.LazyLinear(3))
+
+    def forward(self, x, y):
+        return ((self.net(x) - y) ** 2).mean()
+
+
+def odd_cnn():
+    torch.manual_seed(0)
+    model = OddCNN()
+    model(torch.zeros(2, 3, 19, 23), torch.zeros(2, 3))  # sizes LazyLinear
+
+    def batches(step):
+        r = _rng(step)
+        return {"x": r.randn(5, 3, 19, 23).astype(np.float32),
+                "y": r.randn(5, 3).astype(np.float32)}
+    return ZooCase(model, 5, batches)

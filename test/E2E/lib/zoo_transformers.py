@@ -6,6 +6,8 @@ Their exports compute shapes and pads from the input's shape (Shape, Gather,
 Where/Equal/ConstantOfShape, Mod/Sub/Concat chains): the importer folds them
 (lib/Import/ONNX/ConstantFolding.cpp). Every dropout is p=0: effopt and
 PyTorch would draw different masks."""
+import math
+
 import numpy as np
 import torch
 import torchvision
@@ -192,3 +194,101 @@ def token_stream(batch, length, vocab, seed=0):
 def token_lm():
     torch.manual_seed(0)
     return ZooCase(TokenLM(), 4, token_stream(4, 8, 5003, seed=11))
+
+
+class NanoBlock(torch.nn.Module):
+    """A GPT block as nanoGPT writes it: one qkv Linear split three ways,
+    heads by view/transpose, the causal mask a registered tril buffer
+    applied with masked_fill, softmax, tanh-approximated GELU."""
+
+    def __init__(self, d, heads, length):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.fc = torch.nn.Linear(d, 4 * d)
+        self.fc2 = torch.nn.Linear(4 * d, d)
+        self.heads = heads
+        self.register_buffer("mask", torch.tril(torch.ones(length, length))
+                             .view(1, 1, length, length))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        h = self.heads
+        q = q.view(B, T, h, C // h).transpose(1, 2)
+        k = k.view(B, T, h, C // h).transpose(1, 2)
+        v = v.view(B, T, h, C // h).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        y = (torch.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous()
+        x = x + self.proj(y.view(B, T, C))
+        return x + self.fc2(torch.nn.functional.gelu(self.fc(self.ln2(x)),
+                                                     approximate="tanh"))
+
+
+class TiedGPT(torch.nn.Module):
+    """A nanoGPT-style language model: token and position embeddings, the
+    LM head tied to the token embedding (one parameter, two uses), an odd
+    vocabulary (301), the loss over the flattened logits."""
+
+    def __init__(self, vocab=301, d=48, heads=3, layers=2, length=24):
+        super().__init__()
+        self.wte = torch.nn.Embedding(vocab, d)
+        self.wpe = torch.nn.Embedding(length, d)
+        self.blocks = torch.nn.ModuleList(
+            [NanoBlock(d, heads, length) for _ in range(layers)])
+        self.ln_f = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx, targets):
+        pos = torch.arange(0, idx.shape[1], dtype=torch.long).unsqueeze(0)
+        x = self.wte(idx) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln_f(x))
+        return torch.nn.functional.cross_entropy(
+            logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def tied_gpt():
+    torch.manual_seed(0)
+
+    def batches(step):
+        rng = np.random.RandomState(5000 + step)
+        return {"idx": rng.randint(0, 301, size=(3, 24)).astype(np.int64),
+                "targets": rng.randint(0, 301, size=(3, 24)).astype(np.int64)}
+    return ZooCase(TiedGPT(), 3, batches)
+
+
+class Decoder(torch.nn.Module):
+    """nn.TransformerDecoder (self-attention, cross-attention to an encoded
+    source of another length, GELU feed-forward), classified from the mean
+    over the target positions."""
+
+    def __init__(self, d=32, classes=7):
+        super().__init__()
+        layer = torch.nn.TransformerDecoderLayer(
+            d, 4, dim_feedforward=48, dropout=0.0, batch_first=True,
+            activation="gelu")
+        self.decoder = torch.nn.TransformerDecoder(layer, 2)
+        self.src = torch.nn.Linear(5, d)
+        self.tgt = torch.nn.Linear(6, d)
+        self.out = torch.nn.Linear(d, classes)
+
+    def forward(self, src, tgt, y):
+        h = self.decoder(self.tgt(tgt), self.src(src))
+        return torch.nn.functional.cross_entropy(self.out(h.mean(1)), y)
+
+
+def decoder():
+    torch.manual_seed(0)
+
+    def batches(step):
+        rng = np.random.RandomState(6000 + step)
+        return {"src": rng.randn(4, 9, 5).astype(np.float32),
+                "tgt": rng.randn(4, 7, 6).astype(np.float32),
+                "y": rng.randint(0, 7, size=(4,)).astype(np.int64)}
+    return ZooCase(Decoder(), 4, batches)
