@@ -748,7 +748,9 @@ def EffGpuEmulateLaunchesPass
     shuffle, a barrier inside anything but an `scf.for` with uniform
     bounds (or, with shuffles, anywhere but the top level after the last
     one), a thread's value used across a barrier, workgroup memory other
-    than 1-D static integer or float buffers.
+    than 1-D static integer or float buffers, a module that declares
+    `write` or `abort` (which the access checks call) with other types
+    than libc's.
 
     Blocks and threads run in ascending order of their ids, or descending
     with `descending=true`. A kernel correct on a GPU is correct in every

@@ -91,7 +91,8 @@ struct EffGpuEmulateLaunchesPass
     for (gpu::LaunchOp launch : launches)
       if (failed(emulate(launch)))
         return signalPassFailure();
-    checkAccesses(getOperation());
+    if (failed(checkAccesses(getOperation())))
+      return signalPassFailure();
   }
 
   static constexpr StringLiteral kAccess = "eff.emulated_access";
@@ -228,7 +229,8 @@ struct EffGpuEmulateLaunchesPass
   /// claiming an alignment at an address that has it (a misaligned one
   /// faults on a GPU). After emulating, so the phases' rules about what
   /// writes memory do not see the checks.
-  static void checkAccesses(ModuleOp module) {
+  static LogicalResult checkAccesses(ModuleOp module) {
+    LogicalResult result = success();
     SmallVector<Operation *> accesses;
     module.walk([&](Operation *op) {
       if (op->hasAttr(kAccess))
@@ -253,20 +255,23 @@ struct EffGpuEmulateLaunchesPass
               arith::ConstantIndexOp::create(b, loc, access.width - 1));
         Value size = memref::DimOp::create(b, loc, access.memref,
                                            static_cast<int64_t>(d));
-        // Unsigned: a negative index is past every size too.
-        Value past = arith::OrIOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, index,
-                                  size),
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, last,
-                                  size));
+        // Unsigned: a negative index is past every size too (and a vector's
+        // first element is checked with its last, which a negative start
+        // could wrap below the size).
+        Value past = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                           index, size);
+        if (last != index)
+          past = arith::OrIOp::create(
+              b, loc, past,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, last,
+                                    size));
         outside = outside ? arith::OrIOp::create(b, loc, outside, past) : past;
       }
       if (outside) {
         bool isLoad = isa<memref::LoadOp, vector::LoadOp>(op);
         scf::IfOp::create(
             b, loc, outside, [&](OpBuilder &tb, Location tloc) {
-              fault(tb, tloc, module,
+              result = fault(tb, tloc, module,
                     isLoad ? "eff_emulation_load_out_of_bounds"
                            : "eff_emulation_store_out_of_bounds",
                     (Twine("emulation: a kernel ") +
@@ -276,6 +281,8 @@ struct EffGpuEmulateLaunchesPass
                         .str());
               scf::YieldOp::create(tb, tloc);
             });
+        if (failed(result))
+          return failure();
       }
       if (!access.alignment || !type.getElementType().isIntOrFloat())
         continue;
@@ -302,7 +309,7 @@ struct EffGpuEmulateLaunchesPass
           b, loc, arith::CmpIPredicate::ne, rest, zero);
       scf::IfOp::create(
           b, loc, misaligned, [&](OpBuilder &tb, Location tloc) {
-            fault(tb, tloc, module,
+            result = fault(tb, tloc, module,
                   (Twine("eff_emulation_misaligned_") +
                    Twine(access.alignment))
                       .str(),
@@ -313,14 +320,17 @@ struct EffGpuEmulateLaunchesPass
                       .str());
             scf::YieldOp::create(tb, tloc);
           });
+      if (failed(result))
+        return failure();
     }
+    return result;
   }
 
   /// Writes `text` (one line, kept in the global `name`) on stderr
   /// (unbuffered: the message survives the abort, whatever stdout is) and
   /// aborts.
-  static void fault(OpBuilder &b, Location loc, ModuleOp module,
-                    StringRef name, StringRef text) {
+  static LogicalResult fault(OpBuilder &b, Location loc, ModuleOp module,
+                             StringRef name, StringRef text) {
     auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
     Type i8 = b.getI8Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
     if (!global) {
@@ -336,7 +346,9 @@ struct EffGpuEmulateLaunchesPass
     FailureOr<LLVM::LLVMFuncOp> abortFn = LLVM::lookupOrCreateFn(
         b, module, "abort", {}, LLVM::LLVMVoidType::get(b.getContext()));
     if (failed(write) || failed(abortFn))
-      return; // declared with other types: the module's own, left alone
+      return module.emitError(
+          "emulation: the module declares write or abort with other types "
+          "than libc's; the access checks need them");
     Value message = LLVM::AddressOfOp::create(b, loc, global);
     LLVM::CallOp::create(
         b, loc, *write,
@@ -348,6 +360,7 @@ struct EffGpuEmulateLaunchesPass
                        b.getI64IntegerAttr(
                            static_cast<int64_t>(text.size())))});
     LLVM::CallOp::create(b, loc, *abortFn, ValueRange{});
+    return success();
   }
 
   LogicalResult emulate(gpu::LaunchOp launch) {

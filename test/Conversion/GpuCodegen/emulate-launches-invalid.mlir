@@ -116,3 +116,25 @@ func.func @barrier_before_all_reduce(%m: memref<32xf32>) {
   }
   return
 }
+
+// -----
+
+// The access checks write their message with libc's write and abort; a
+// module that declares either with another type is refused, not left
+// unchecked.
+// expected-error @+1 {{emulation: the module declares write or abort with other types than libc's; the access checks need them}}
+module {
+  // expected-error @+1 {{redefinition of function 'write' of different type}}
+  llvm.func @write(i32) -> i32
+  func.func @own_write(%m: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+      %v = memref.load %m[%tx] : memref<4xf32>
+      memref.store %v, %m[%tx] : memref<4xf32>
+      gpu.terminator
+    }
+    return
+  }
+}
