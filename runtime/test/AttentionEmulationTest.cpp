@@ -267,8 +267,6 @@ namespace {
 
 enum Type { F32 = 0, F16 = 1, BF16 = 2 };
 
-unsigned tileBytes(int rows, int d) { return unsigned(rows * (d + 8) * 2); }
-
 /// Device memory: raw bytes of one element type.
 struct Buffer {
   std::vector<uint16_t> half;
@@ -548,88 +546,116 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
   unsigned h = unsigned(heads);
   auto blocks = [](int n, int per) { return unsigned((n + per - 1) / per); };
 
-  // As AttentionKernels::forward / backward launch them.
-  if (type == F32) {
-    emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
-      effrt_attn_fwd_f32((const float *)Q, (const float *)K, (const float *)V,
-                         (float *)O, Lse, Tq, Tk, D, scale, c, L);
-    });
-  } else {
-    unsigned smem = 3 * tileBytes(64, D);
-    emu::launch(blocks(Tq, 64), h, 128, smem, [&] {
-      if (type == BF16 && D == 64)
-        effrt_attn_fwd_bf16_d64(
-            (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
-            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, Lse, Tq, Tk, scale, c,
-            L);
+  // As AttentionKernels::forward / backward launch them; `wide`: D = 64's
+  // 32-row warps (AttentionTiles.h), else 16.
+  auto launchAll = [&](bool wide) {
+    if (type == F32) {
+      emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
+        effrt_attn_fwd_f32((const float *)Q, (const float *)K, (const float *)V,
+                           (float *)O, Lse, Tq, Tk, D, scale, c, L);
+      });
+    } else {
+      EffrtAttnPassTiles t = effrtAttnTiles(D, wide).forward;
+      emu::launch(blocks(Tq, t.blockRows()), h, 128,
+                  effrtAttnForwardShared(t, D), [&] {
+        if (type == BF16 && D == 64)
+          (wide ? effrt_attn_fwd_bf16_d64 : effrt_attn_fwd_bf16_d64_w16)(
+              (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
+              (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, Lse, Tq, Tk, scale, c,
+              L);
+        else if (type == BF16)
+          effrt_attn_fwd_bf16_d128(
+              (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
+              (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, Lse, Tq, Tk, scale, c,
+              L);
+        else if (D == 64)
+          (wide ? effrt_attn_fwd_f16_d64 : effrt_attn_fwd_f16_d64_w16)((const __half *)Q, (const __half *)K,
+                                 (const __half *)V, (__half *)O, Lse, Tq, Tk,
+                                 scale, c, L);
+        else
+          effrt_attn_fwd_f16_d128((const __half *)Q, (const __half *)K,
+                                  (const __half *)V, (__half *)O, Lse, Tq, Tk,
+                                  scale, c, L);
+      });
+    }
+    long long rows = (long long)heads * Tq;
+    emu::launch(blocks(int(rows), 8), 1, 256, 0, [&] {
+      if (type == F32)
+        effrt_attn_rowdot_f32((const float *)O, (const float *)DO, Delta, rows,
+                              D, Tq, L);
       else if (type == BF16)
-        effrt_attn_fwd_bf16_d128(
-            (const __nv_bfloat16 *)Q, (const __nv_bfloat16 *)K,
-            (const __nv_bfloat16 *)V, (__nv_bfloat16 *)O, Lse, Tq, Tk, scale, c,
-            L);
-      else if (D == 64)
-        effrt_attn_fwd_f16_d64((const __half *)Q, (const __half *)K,
-                               (const __half *)V, (__half *)O, Lse, Tq, Tk,
-                               scale, c, L);
+        effrt_attn_rowdot_bf16((const __nv_bfloat16 *)O,
+                               (const __nv_bfloat16 *)DO, Delta, rows, D, Tq,
+                               L);
       else
-        effrt_attn_fwd_f16_d128((const __half *)Q, (const __half *)K,
-                                (const __half *)V, (__half *)O, Lse, Tq, Tk,
-                                scale, c, L);
+        effrt_attn_rowdot_f16((const __half *)O, (const __half *)DO, Delta, rows,
+                              D, Tq, L);
     });
+    if (type == F32) {
+      emu::launch(blocks(Tk, 8), h, 256, 0, [&] {
+        effrt_attn_bwd_kv_f32((const float *)Q, (const float *)K,
+                              (const float *)V, Lse, Delta, (const float *)DO,
+                              (float *)DK, (float *)DV, Tq, Tk, D, scale, c, L);
+      });
+      emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
+        effrt_attn_bwd_q_f32((const float *)Q, (const float *)K, (const float *)V,
+                             Lse, Delta, (const float *)DO, (float *)DQ, Tq, Tk,
+                             D, scale, c, L);
+      });
+    } else {
+      EffrtAttnTiles t = effrtAttnTiles(D, wide);
+      unsigned kvSmem = effrtAttnKeyShared(t.key, D),
+               qSmem = effrtAttnQueryShared(t.query, D);
+  #define EFFRT_BWD(TY, T, DD)                                                   \
+    do {                                                                         \
+      emu::launch(blocks(Tk, t.key.blockRows()), h, 128, kvSmem, [&] {                          \
+        effrt_attn_bwd_kv_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V, \
+                                       Lse, Delta, (const T *)DO, (T *)DK,       \
+                                       (T *)DV, Tq, Tk, scale, c, L);            \
+      });                                                                        \
+      emu::launch(blocks(Tq, t.query.blockRows()), h, 128, qSmem, [&] {                           \
+        effrt_attn_bwd_q_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V,  \
+                                      Lse, Delta, (const T *)DO, (T *)DQ, Tq,    \
+                                      Tk, scale, c, L);                          \
+      });                                                                        \
+    } while (0)
+      if (type == BF16 && D == 64 && wide)
+        EFFRT_BWD(bf16, __nv_bfloat16, 64);
+      else if (type == BF16 && D == 64)
+        EFFRT_BWD(bf16, __nv_bfloat16, 64_w16);
+      else if (type == BF16)
+        EFFRT_BWD(bf16, __nv_bfloat16, 128);
+      else if (D == 64 && wide)
+        EFFRT_BWD(f16, __half, 64);
+      else if (D == 64)
+        EFFRT_BWD(f16, __half, 64_w16);
+      else
+        EFFRT_BWD(f16, __half, 128);
+  #undef EFFRT_BWD
+    }
+  };
+  launchAll(/*wide=*/true);
+  // D = 64's two tile sets must give the same bits (AttentionTiles.h).
+  std::string sameBits;
+  if (type != F32 && D == 64) {
+    std::vector<Buffer *> outputs = {&bo, &bdq};
+    if (!packed)
+      outputs.insert(outputs.end(), {&bdk, &bdv});
+    std::vector<std::vector<uint16_t>> wideBits;
+    for (Buffer *b : outputs) {
+      wideBits.push_back(b->half);
+      std::fill(b->half.begin(), b->half.end(), uint16_t(0x7fc0));
+    }
+    std::vector<float> wideLse = lse;
+    std::fill(lse.begin(), lse.end(), std::nanf(""));
+    launchAll(/*wide=*/false);
+    bool same = std::memcmp(wideLse.data(), lse.data(),
+                            lse.size() * sizeof(float)) == 0;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      same = same && wideBits[i] == outputs[i]->half;
+    sameBits = same ? "; 16- and 32-row warps: the same bits"
+                    : "; 16- and 32-row warps DIFFER";
   }
-  long long rows = (long long)heads * Tq;
-  emu::launch(blocks(int(rows), 8), 1, 256, 0, [&] {
-    if (type == F32)
-      effrt_attn_rowdot_f32((const float *)O, (const float *)DO, Delta, rows,
-                            D, Tq, L);
-    else if (type == BF16)
-      effrt_attn_rowdot_bf16((const __nv_bfloat16 *)O,
-                             (const __nv_bfloat16 *)DO, Delta, rows, D, Tq,
-                             L);
-    else
-      effrt_attn_rowdot_f16((const __half *)O, (const __half *)DO, Delta, rows,
-                            D, Tq, L);
-  });
-  if (type == F32) {
-    emu::launch(blocks(Tk, 8), h, 256, 0, [&] {
-      effrt_attn_bwd_kv_f32((const float *)Q, (const float *)K,
-                            (const float *)V, Lse, Delta, (const float *)DO,
-                            (float *)DK, (float *)DV, Tq, Tk, D, scale, c, L);
-    });
-    emu::launch(blocks(Tq, 8), h, 256, 0, [&] {
-      effrt_attn_bwd_q_f32((const float *)Q, (const float *)K, (const float *)V,
-                           Lse, Delta, (const float *)DO, (float *)DQ, Tq, Tk,
-                           D, scale, c, L);
-    });
-  } else {
-    int keyRows = D == 128 ? 32 : 64;
-    unsigned kvSmem = 2 * tileBytes(64, D) + 2 * tileBytes(keyRows, D) +
-                      unsigned(2 * keyRows * sizeof(float));
-    unsigned qSmem = 4 * tileBytes(64, D);
-#define EFFRT_BWD(TY, T, DD)                                                   \
-  do {                                                                         \
-    emu::launch(blocks(Tk, 64), h, 128, kvSmem, [&] {                          \
-      effrt_attn_bwd_kv_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V, \
-                                     Lse, Delta, (const T *)DO, (T *)DK,       \
-                                     (T *)DV, Tq, Tk, scale, c, L);            \
-    });                                                                        \
-    emu::launch(blocks(Tq, 64), h, 128, qSmem, [&] {                           \
-      effrt_attn_bwd_q_##TY##_d##DD((const T *)Q, (const T *)K, (const T *)V,  \
-                                    Lse, Delta, (const T *)DO, (T *)DQ, Tq,    \
-                                    Tk, scale, c, L);                          \
-    });                                                                        \
-  } while (0)
-    if (type == BF16 && D == 64)
-      EFFRT_BWD(bf16, __nv_bfloat16, 64);
-    else if (type == BF16)
-      EFFRT_BWD(bf16, __nv_bfloat16, 128);
-    else if (D == 64)
-      EFFRT_BWD(f16, __half, 64);
-    else
-      EFFRT_BWD(f16, __half, 128);
-#undef EFFRT_BWD
-  }
-
   Reference r = reference(q, k, v, dO, heads, Tq, Tk, D, scale, causal);
   std::vector<double> lse64(lse.begin(), lse.end());
   const double tolerance = type == F32 ? 1e-4 : 2e-2;
@@ -670,7 +696,10 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
     if (!(e <= bound))
       ok = false;
   }
-  std::printf("%s %s:%s\n", ok ? "PASS" : "FAIL", label, line.c_str());
+  if (sameBits.find("DIFFER") != std::string::npos)
+    ok = false;
+  std::printf("%s %s:%s%s\n", ok ? "PASS" : "FAIL", label, line.c_str(),
+              sameBits.c_str());
   return ok;
 }
 
@@ -685,6 +714,9 @@ int main() {
   // Tq > Tk and a sharper softmax (the online maximum moves).
   (runCase(BF16, 64, true, 2, 130, 77, 2.0) ? passed : failed) += 1;
   (runCase(F32, 64, true, 2, 130, 77, 2.0) ? passed : failed) += 1;
+  // Several blocks of each D = 64 tile set and many streamed tiles (the
+  // causal skips of 32-row warps).
+  (runCase(F16, 64, true, 1, 300, 300, 1.0) ? passed : failed) += 1;
   // Tq < Tk: keys no query sees get zero gradients.
   (runCase(F16, 64, true, 1, 40, 150, 1.0) ? passed : failed) += 1;
   // Operands read and written in place (AttentionLayout.h): q, k, v out of

@@ -14,9 +14,13 @@ stream, and compares:
     of one [B, T, 3, H, D] projection, o and dO [B, T, H, D], dq, dk, dv
     into one [B, T, 3, H, D] gradient), as compiled steps call them;
   - determinism: two backward runs equal bit for bit;
+  - D = 64's two tile sets (16 and 32 rows a warp, AttentionTiles.h)
+    give the same bits;
   - a refusal: an unsupported head dimension is one error line;
 and times forward + backward at GPT-2 124M's shape (32 x 12 x 1024 x 64,
-bf16, causal) against torch's SDPA flash backend.
+bf16, causal), with each tile set, against torch's SDPA flash backend.
+The JSON's "best_warp_rows" is the faster set (scripts/gpu/run.sh runs
+the suite and the benchmark with it, EFFRT_ATTENTION_WARP_ROWS).
 
   attention_check.py --lib build-gpu/rt/lib/libeffrt_attention_check.so
                      [--out OUT/attention_check.json] [--no-bench]
@@ -59,6 +63,8 @@ def load_library(path):
     lib.effrt_attention_check_fwd.argtypes = [P, P, P, P, P, P, I64, I64, I64, I64, F, I32, I32]
     lib.effrt_attention_check_bwd.restype = ctypes.c_int
     lib.effrt_attention_check_bwd.argtypes = [P] * 11 + [I64, I64, I64, I64, F, I32, I32]
+    lib.effrt_attention_check_use_warp_rows.restype = ctypes.c_int
+    lib.effrt_attention_check_use_warp_rows.argtypes = [I32]
     lib.effrt_attention_check_fwd_strided.restype = ctypes.c_int
     lib.effrt_attention_check_fwd_strided.argtypes = (
         [P] * 6 + [I64] * 5 + [F, I32, I32, P])
@@ -88,6 +94,9 @@ class Kernels:
     def _check(self, rc):
         if rc != 0:
             raise RuntimeError(self.lib.effrt_attention_check_error().decode())
+
+    def use_warp_rows(self, rows):
+        self._check(self.lib.effrt_attention_check_use_warp_rows(rows))
 
     def forward(self, q, k, v, scale, causal, type_code):
         torch = self.torch
@@ -311,20 +320,58 @@ def run_checks(torch, kernels, results):
         print(f"FAIL {name}: {e}")
     results.append({"check": name, "status": status})
 
-    # A refusal: one error line, nothing launched.
-    name = "attention:refuses-d96-bf16"
+    # D = 64's tile sets: 32 and 16 rows a warp give the same bits.
+    for type_code in (BF16, F16):
+        for causal in (True, False):
+            name = (f"attention:warp-rows-same-bits-{TYPE_NAMES[type_code]}-d64-"
+                    f"{'causal' if causal else 'full'}")
+            try:
+                B, H, Tq, Tk, D = 2, 3, 1000, 777, 64
+                q = torch.randn(B, H, Tq, D, device="cuda", generator=gen).to(dtypes[type_code])
+                k, v = (torch.randn(B, H, Tk, D, device="cuda", generator=gen).to(dtypes[type_code])
+                        for _ in range(2))
+                dout = torch.randn(B, H, Tq, D, device="cuda", generator=gen).to(dtypes[type_code])
+                runs = []
+                for rows in (32, 16):
+                    kernels.use_warp_rows(rows)
+                    o, lse = kernels.forward(q, k, v, 0.125, causal, type_code)
+                    runs.append((o, lse) + kernels.backward(q, k, v, o, lse, dout, 0.125,
+                                                            causal, type_code))
+                kernels.use_warp_rows(32)
+                torch.cuda.synchronize()
+                names = ("o", "lse", "dq", "dk", "dv")
+                differ = [n for n, a, b in zip(names, *runs)
+                          if not torch.equal(a, b)]
+                status = "FAIL" if differ else "PASS"
+                why = ("o, lse, dq, dk, dv bit-identical" if not differ
+                       else "16 and 32 rows a warp differ in " + ", ".join(differ))
+            except Exception as e:  # noqa: BLE001
+                status, why = "FAIL", str(e)
+            ok = ok and status == "PASS"
+            print(f"{status} {name}: {why}")
+            results.append({"check": name, "status": status})
+
+    # Refusals: one error line, nothing launched.
     q = torch.zeros(1, 1, 8, 96, device="cuda", dtype=torch.bfloat16)
+    ok = expect_refusal(results, "attention:refuses-d96-bf16", "head dimension 96",
+                        lambda: kernels.forward(q, q, q, 0.1, False, BF16)) and ok
+    ok = expect_refusal(results, "attention:refuses-warp-rows-24", "24 rows a warp",
+                        lambda: kernels.use_warp_rows(24)) and ok
+    return ok
+
+
+def expect_refusal(results, name, needle, call):
+    """PASS when `call` fails with one error line that names `needle`."""
     try:
-        kernels.forward(q, q, q, 0.1, False, BF16)
+        call()
         status, why = "FAIL", "no error"
     except RuntimeError as e:
         msg = str(e)
-        good = "head dimension 96" in msg and "\n" not in msg
+        good = needle in msg and "\n" not in msg
         status, why = ("PASS" if good else "FAIL"), msg
-    ok = ok and status == "PASS"
     print(f"{status} {name}: {why}")
     results.append({"check": name, "status": status, "message": why})
-    return ok
+    return status == "PASS"
 
 
 def time_ms(torch, fn, warmup=3, iters=10):
@@ -350,10 +397,22 @@ def bench(torch, kernels, results):
     q, k, v, dout = (torch.randn(B, H, T, D, device="cuda", generator=gen).bfloat16()
                      for _ in range(4))
     o, lse = kernels.forward(q, k, v, scale, True, BF16)
-    ours_fwd = time_ms(torch, lambda: kernels.forward(q, k, v, scale, True, BF16))
-    ours_bwd = time_ms(torch, lambda: kernels.backward(q, k, v, o, lse, dout, scale, True, BF16))
+    # Each tile set (AttentionTiles.h); the faster is what run.sh uses.
+    by_rows = {}
+    for rows in (32, 16):
+        kernels.use_warp_rows(rows)
+        f = time_ms(torch, lambda: kernels.forward(q, k, v, scale, True, BF16))
+        b = time_ms(torch, lambda: kernels.backward(q, k, v, o, lse, dout, scale, True, BF16))
+        by_rows[rows] = {"fwd_ms": f, "bwd_ms": b, "fwd_bwd_ms": f + b}
+        print(f"BENCH attention warp rows {rows}: fwd {f:.3f} ms, bwd {b:.3f} ms, "
+              f"fwd+bwd {f + b:.3f} ms")
+    best = min(by_rows, key=lambda r: by_rows[r]["fwd_bwd_ms"])
+    kernels.use_warp_rows(best)
+    results.append({"best_warp_rows": best})
+    ours_fwd, ours_bwd = by_rows[best]["fwd_ms"], by_rows[best]["bwd_ms"]
     row = {"shape": [B, H, T, D], "dtype": "bf16", "causal": True,
-           "effrt_fwd_ms": ours_fwd, "effrt_bwd_ms": ours_bwd,
+           "warp_rows": {str(r): t for r, t in by_rows.items()},
+           "best_warp_rows": best, "effrt_fwd_ms": ours_fwd, "effrt_bwd_ms": ours_bwd,
            "effrt_fwd_bwd_ms": ours_fwd + ours_bwd}
     F = torch.nn.functional
     qs, ks, vs = (t.clone().requires_grad_() for t in (q, k, v))
@@ -395,7 +454,7 @@ def bench(torch, kernels, results):
                                              scale, True, BF16))
     print(f"BENCH attention 32x12x1024x64 bf16 causal, packed [B, T, 3, H, D] operands: "
           f"effrt fwd {row['effrt_packed_fwd_ms']:.3f} ms, bwd {row['effrt_packed_bwd_ms']:.3f} ms")
-    print(f"BENCH attention 32x12x1024x64 bf16 causal: effrt fwd {ours_fwd:.3f} ms "
+    print(f"BENCH attention 32x12x1024x64 bf16 causal ({best} rows a warp): effrt fwd {ours_fwd:.3f} ms "
           f"({row['effrt_fwd_tflops']:.0f} TFLOP/s), bwd {ours_bwd:.3f} ms "
           f"({row['effrt_bwd_tflops']:.0f} TFLOP/s), fwd+bwd {ours_fwd + ours_bwd:.3f} ms; "
           f"torch SDPA ({row['torch_backend']}) fwd {row['torch_flash_fwd_ms']:.3f} ms, "
@@ -444,7 +503,9 @@ def main():
     print(f"== attention: {passed} passed, {failed} failed in {time.time() - t0:.1f} s")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"results": results, "ok": ok}, f, indent=1)
+            best = [r["best_warp_rows"] for r in results if "best_warp_rows" in r]
+            json.dump({"results": results, "ok": ok,
+                       "best_warp_rows": best[0] if best else None}, f, indent=1)
     return 0 if ok else 1
 
 

@@ -151,6 +151,15 @@ if [ "$ATTENTION" = 1 ]; then
   rc=${PIPESTATUS[0]}
   if [ "$rc" -eq 124 ]; then echo "FAIL attention: timed out after $ATTENTION_TIMEOUT s"; rc=1; fi
   worst "$rc"; attention_rc=$rc
+  # The faster of D = 64's tile sets (the same bits) for the suite and the
+  # benchmark, unless the caller chose.
+  if [ -z "${EFFRT_ATTENTION_WARP_ROWS:-}" ] && [ -f "$OUT/attention_check.json" ]; then
+    rows=$("$PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1])).get("best_warp_rows"); print(r if r in (16, 32) else "")' "$OUT/attention_check.json" 2>/dev/null)
+    if [ -n "$rows" ]; then
+      export EFFRT_ATTENTION_WARP_ROWS=$rows
+      echo "   attention: $rows rows a warp (the faster here) for the suite and the benchmark"
+    fi
+  fi
 fi
 # The cuDNN convolutions against PyTorch.
 if [ "$CONVCHECK" = 1 ]; then

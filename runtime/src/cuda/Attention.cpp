@@ -3,18 +3,22 @@
 // The host half of Attention.cu: the embedded fatbin loaded with the driver
 // API, one function per pass, element type and head dimension looked up at
 // load (not while a step is captured as a CUDA graph), and the launches.
-// The tile sizes and shared memory below are those of Attention.cu's entry
-// points.
+// The tiles (AttentionTiles.h) size the grids and shared memory; D = 64
+// has two sets of kernels, 32 rows a warp (the default) and 16
+// (EFFRT_ATTENTION_WARP_ROWS=16), which give the same bits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
 
+#include "AttentionTiles.h"
 #include "CudaDriver.h"
 
 #include "effrt/Error.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #ifdef EFFRT_HAVE_ATTENTION_FATBIN
 // kAttentionFatbin: Attention.cu compiled for sm_80 and sm_90 (+ PTX),
@@ -26,21 +30,28 @@ using namespace effrt;
 using namespace effrt::cuda;
 
 namespace {
-/// Rows per block of the tensor-core kernels (4 warps x 16) and of the
-/// f32 ones (a warp per row).
-constexpr int64_t kMmaRows = 64;
+/// Rows per block of the f32 kernels (a warp per row).
 constexpr int64_t kF32Rows = 8;
-constexpr unsigned kMmaThreads = 128, kF32Threads = 256, kRowDotThreads = 256;
+constexpr unsigned kMmaThreads = 32 * kEffrtAttnWarps, kF32Threads = 256,
+                   kRowDotThreads = 256;
 constexpr int64_t kMaxGridY = 65535;
 
 const char *typeSuffix(int32_t type) {
   return type == 0 ? "f32" : type == 1 ? "f16" : "bf16";
 }
 
-/// Shared memory of a tensor-core kernel: `tiles` tiles of 64 rows (32 for
-/// the queries of the D = 128 key pass) of D + 8 two-byte elements.
-unsigned tileBytes(int64_t rows, int64_t d) {
-  return static_cast<unsigned>(rows * (d + 8) * 2);
+/// EFFRT_ATTENTION_WARP_ROWS: which D = 64 tiles run (16 or 32 rows a
+/// warp; unset: 32). For measuring one against the other.
+int warpRowsFromEnvironment() {
+  const char *value = std::getenv("EFFRT_ATTENTION_WARP_ROWS");
+  if (!value || !*value)
+    return 32;
+  if (std::strcmp(value, "16") == 0)
+    return 16;
+  if (std::strcmp(value, "32") == 0)
+    return 32;
+  fail("EFFRT_ATTENTION_WARP_ROWS is '", value,
+       "': the attention kernels have 16 or 32 rows a warp");
 }
 } // namespace
 
@@ -119,13 +130,23 @@ std::string cuda::checkAttention(
   return "";
 }
 
-int AttentionKernels::variant(int32_t type, int64_t d) {
+int AttentionKernels::variant(int32_t type, int64_t d) const {
   if (type == 0)
     return 0;
+  if (d == 64 && warpRows_ == 16)
+    return type == 1 ? 5 : 6;
   return (type == 1 ? 1 : 3) + (d == 128 ? 1 : 0);
 }
 
-AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
+void AttentionKernels::useWarpRows(int rows) {
+  if (rows != 16 && rows != 32)
+    fail("attention: ", rows,
+         " rows a warp; the kernels have 16 or 32 (AttentionTiles.h)");
+  warpRows_ = rows;
+}
+
+AttentionKernels::AttentionKernels(const Driver &driver)
+    : driver_(driver), warpRows_(warpRowsFromEnvironment()) {
 #ifndef EFFRT_HAVE_ATTENTION_FATBIN
   fail("fused attention on cuda: this runtime was built without the CUDA "
        "toolkit's nvcc, so it has no attention kernels (rebuild runtime/ "
@@ -136,18 +157,21 @@ AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
                 "loading the attention kernels (sm_80, sm_90) with "
                 "cuModuleLoadData");
   try {
-    for (int v = 0; v < 5; ++v) {
-      int32_t type = v == 0 ? 0 : v <= 2 ? 1 : 2;
-      int64_t d = v == 0 ? 0 : (v == 1 || v == 3) ? 64 : 128;
+    for (int v = 0; v < kVariants; ++v) {
+      int32_t type = v == 0 ? 0 : (v <= 2 || v == 5) ? 1 : 2;
+      int64_t d = v == 2 || v == 4 ? 128 : 64;
+      bool narrow = v >= 5;
       std::string suffix = typeSuffix(type);
       if (type != 0)
-        suffix += "_d" + std::to_string(d);
-      auto find = [&](const std::string &name, unsigned sharedBytes) {
+        suffix += "_d" + std::to_string(d) + (narrow ? "_w16" : "");
+      auto find = [&](const std::string &name, unsigned sharedBytes,
+                      unsigned blockRows) {
         Kernel k;
         driver_.check(
             cu.cuModuleGetFunction(&k.function, module_, name.c_str()),
             "cuModuleGetFunction '" + name + "'");
         k.sharedBytes = sharedBytes;
+        k.blockRows = blockRows;
         if (sharedBytes > 0)
           driver_.check(cu.cuFuncSetAttribute(
                             k.function,
@@ -157,22 +181,31 @@ AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
                             " bytes of shared memory to '" + name + "'");
         return k;
       };
-      // Dynamic shared memory of the tensor-core kernels (the f32 ones have
-      // static arrays): forward Q, K, V tiles; key pass K, V (64 rows), Q,
-      // dO (64 rows, 32 for D = 128) and two floats per query; query pass
-      // Q, dO, K, V.
-      int64_t keyPassRows = d == 128 ? 32 : 64;
-      kernels_[Forward][v] =
-          find("effrt_attn_fwd_" + suffix, type ? 3 * tileBytes(64, d) : 0);
-      kernels_[BackwardKey][v] =
-          find("effrt_attn_bwd_kv_" + suffix,
-               type ? 2 * tileBytes(64, d) + 2 * tileBytes(keyPassRows, d) +
-                          static_cast<unsigned>(2 * keyPassRows * sizeof(float))
-                    : 0);
-      kernels_[BackwardQuery][v] =
-          find("effrt_attn_bwd_q_" + suffix, type ? 4 * tileBytes(64, d) : 0);
+      if (type == 0) {
+        // Static shared arrays, a warp per row.
+        kernels_[Forward][v] = find("effrt_attn_fwd_f32", 0, kF32Rows);
+        kernels_[BackwardKey][v] = find("effrt_attn_bwd_kv_f32", 0, kF32Rows);
+        kernels_[BackwardQuery][v] =
+            find("effrt_attn_bwd_q_f32", 0, kF32Rows);
+      } else {
+        EffrtAttnTiles tiles = effrtAttnTiles(static_cast<int>(d), !narrow);
+        int di = static_cast<int>(d);
+        kernels_[Forward][v] =
+            find("effrt_attn_fwd_" + suffix,
+                 effrtAttnForwardShared(tiles.forward, di),
+                 static_cast<unsigned>(tiles.forward.blockRows()));
+        kernels_[BackwardKey][v] =
+            find("effrt_attn_bwd_kv_" + suffix,
+                 effrtAttnKeyShared(tiles.key, di),
+                 static_cast<unsigned>(tiles.key.blockRows()));
+        kernels_[BackwardQuery][v] =
+            find("effrt_attn_bwd_q_" + suffix,
+                 effrtAttnQueryShared(tiles.query, di),
+                 static_cast<unsigned>(tiles.query.blockRows()));
+      }
       kernels_[RowDot][v] =
-          find(std::string("effrt_attn_rowdot_") + typeSuffix(type), 0);
+          find(std::string("effrt_attn_rowdot_") + typeSuffix(type), 0,
+               kRowDotThreads / 32);
     }
   } catch (...) {
     cu.cuModuleUnload(module_);
@@ -184,6 +217,11 @@ AttentionKernels::AttentionKernels(const Driver &driver) : driver_(driver) {
 AttentionKernels::~AttentionKernels() {
   if (module_)
     driver_.api().cuModuleUnload(module_);
+}
+
+unsigned AttentionKernels::blocksFor(const Kernel &kernel, int64_t rows) {
+  return static_cast<unsigned>((rows + kernel.blockRows - 1) /
+                               kernel.blockRows);
 }
 
 void AttentionKernels::launch(const Kernel &kernel, CUstream stream,
@@ -218,15 +256,13 @@ void AttentionKernels::forward(CUstream stream, const AttentionProblem &p,
   if (p.type == 0) {
     void *params[] = {&q,  &k, &v,     &o,      &lse,
                       &tq, &tk, &d, &scale, &causal, &layout};
-    launch(kernel, stream,
-           static_cast<unsigned>((p.tq + kF32Rows - 1) / kF32Rows), heads,
-           kF32Threads, params);
+    launch(kernel, stream, blocksFor(kernel, p.tq), heads, kF32Threads,
+           params);
   } else {
     void *params[] = {&q,  &k,  &v,     &o,      &lse,
                       &tq, &tk, &scale, &causal, &layout};
-    launch(kernel, stream,
-           static_cast<unsigned>((p.tq + kMmaRows - 1) / kMmaRows), heads,
-           kMmaThreads, params);
+    launch(kernel, stream, blocksFor(kernel, p.tq), heads, kMmaThreads,
+           params);
   }
 }
 
@@ -265,33 +301,31 @@ void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
          " queries has too many rows (at most 2^31 - 1)");
   {
     void *params[] = {&o, &dout, &delta, &rows, &d, &tq, &layout};
-    int64_t rowsPerBlock = kRowDotThreads / 32;
-    launch(kernels_[RowDot][v8], stream,
-           static_cast<unsigned>((rows + rowsPerBlock - 1) / rowsPerBlock), 1,
-           kRowDotThreads, params);
+    launch(kernels_[RowDot][v8], stream, blocksFor(kernels_[RowDot][v8], rows),
+           1, kRowDotThreads, params);
   }
   const float *deltaIn = delta;
   if (p.type == 0) {
     void *keyParams[] = {&q,  &k,  &v,  &lse,   &deltaIn, &dout,  &dk,
                          &dv, &tq, &tk, &d, &scale,   &causal, &layout};
     launch(kernels_[BackwardKey][v8], stream,
-           static_cast<unsigned>((p.tk + kF32Rows - 1) / kF32Rows), heads,
-           kF32Threads, keyParams);
+           blocksFor(kernels_[BackwardKey][v8], p.tk), heads, kF32Threads,
+           keyParams);
     void *queryParams[] = {&q,  &k,  &v,  &lse,   &deltaIn, &dout,
                            &dq, &tq, &tk, &d, &scale,   &causal, &layout};
     launch(kernels_[BackwardQuery][v8], stream,
-           static_cast<unsigned>((p.tq + kF32Rows - 1) / kF32Rows), heads,
-           kF32Threads, queryParams);
+           blocksFor(kernels_[BackwardQuery][v8], p.tq), heads, kF32Threads,
+           queryParams);
   } else {
     void *keyParams[] = {&q,  &k,  &v,  &lse, &deltaIn, &dout,   &dk,
                          &dv, &tq, &tk, &scale, &causal, &layout};
     launch(kernels_[BackwardKey][v8], stream,
-           static_cast<unsigned>((p.tk + kMmaRows - 1) / kMmaRows), heads,
-           kMmaThreads, keyParams);
+           blocksFor(kernels_[BackwardKey][v8], p.tk), heads, kMmaThreads,
+           keyParams);
     void *queryParams[] = {&q,  &k,     &v,      &lse,   &deltaIn, &dout,
                            &dq, &tq, &tk, &scale, &causal, &layout};
     launch(kernels_[BackwardQuery][v8], stream,
-           static_cast<unsigned>((p.tq + kMmaRows - 1) / kMmaRows), heads,
-           kMmaThreads, queryParams);
+           blocksFor(kernels_[BackwardQuery][v8], p.tq), heads, kMmaThreads,
+           queryParams);
   }
 }

@@ -11,17 +11,18 @@
 // driver API (Attention.cpp); no host code here, every kernel extern "C".
 //
 // bf16 / f16: tensor cores through mma.sync.m16n8k16 (sm_80+), f32
-// accumulation. A block of 4 warps owns a tile of rows, each warp 16 rows;
-// a warp keeps its scores and accumulators in the mma's C fragments, whose
-// layout is fixed by PTX (thread = 4 * g + t holds rows g and g + 8, columns
-// 2t and 2t + 1 of each 16 x 8 tile), so the row statistics are reduced
-// over the 4 threads of a quad, and a score tile's C fragments are directly
-// the A fragments of the product with V (FlashAttention-2's register
-// reuse). Tiles are staged in shared memory with rows padded by 16 bytes;
-// the fragments come out of them by ldmatrix (x4: an A fragment, or the B
-// fragments of two column tiles; .trans for V, dO, Q and K where the
-// product reads them untransposed), whose eight 16-byte rows per phase the
-// padding spreads over all 32 banks.
+// accumulation. A block of 4 warps owns a tile of rows, each warp 16 or 32
+// (AttentionTiles.h: with 32, each B fragment out of shared memory serves
+// two row tiles). A warp keeps its scores and accumulators in the mma's C
+// fragments, whose layout is fixed by PTX (thread = 4 * g + t holds rows g
+// and g + 8, columns 2t and 2t + 1 of each 16 x 8 tile), so the row
+// statistics are reduced over the 4 threads of a quad, and a score tile's
+// C fragments are directly the A fragments of the product with V
+// (FlashAttention-2's register reuse). Tiles are staged in shared memory
+// with rows padded by 16 bytes; the fragments come out of them by ldmatrix
+// (x4: an A fragment, or the B fragments of two column tiles; .trans for
+// V, dO, Q and K where the product reads them untransposed), whose eight
+// 16-byte rows per phase the padding spreads over all 32 banks.
 //
 // Determinism: no atomics. The backward runs three kernels: D per row, dK
 // and dV per key tile (queries streamed past it), dQ per query tile (keys
@@ -42,12 +43,13 @@
 #endif
 
 #include "AttentionLayout.h"
+#include "AttentionTiles.h"
 
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-constexpr int kWarps = 4;
+constexpr int kWarps = kEffrtAttnWarps;
 constexpr int kThreads = kWarps * 32;
 
 __device__ __forceinline__ float negInf() {
@@ -224,42 +226,72 @@ __device__ __forceinline__ void cToA(uint32_t a[4], const float (*c)[4],
   a[3] = Elem<T>::pack(c[2 * kk + 1][2], c[2 * kk + 1][3]);
 }
 
-/// C (16 x N) = rows [row, row + 16) of `a` times the transpose of rows
-/// [0, N) of `b`, both D wide in shared memory.
-template <typename T, int D, int N>
-__device__ __forceinline__ void productAbT(float (*c)[4], const T *a, int row,
-                                           const T *b, int g, int t) {
+/// c[w] (16 x N) = A_w times the transpose of rows [0, N) of `b` (D wide
+/// in shared memory), for the warp's WM row tiles w; `loadA(f, w, kk)`
+/// gives A_w's fragment of k-step kk. Each B fragment pair serves all WM
+/// tiles.
+template <typename T, int D, int N, int WM, typename LoadA>
+__device__ __forceinline__ void productAbT(float (*c)[N / 8][4], LoadA loadA,
+                                           const T *b, int lane) {
 #pragma unroll
-  for (int n = 0; n < N / 8; ++n)
-    c[n][0] = c[n][1] = c[n][2] = c[n][3] = 0.0f;
+  for (int w = 0; w < WM; ++w)
+#pragma unroll
+    for (int n = 0; n < N / 8; ++n)
+      c[w][n][0] = c[w][n][1] = c[w][n][2] = c[w][n][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t af[4];
-    loadA<T, D>(af, a, row, kk, 4 * g + t);
+    uint32_t af[WM][4];
+#pragma unroll
+    for (int w = 0; w < WM; ++w)
+      loadA(af[w], w, kk);
 #pragma unroll
     for (int n = 0; n < N / 8; n += 2) {
       uint32_t bf[4];
-      loadBtPair<T, D>(bf, b, n * 8, kk, 4 * g + t);
-      Elem<T>::mma(c[n], af, bf);
-      Elem<T>::mma(c[n + 1], af, bf + 2);
+      loadBtPair<T, D>(bf, b, n * 8, kk, lane);
+#pragma unroll
+      for (int w = 0; w < WM; ++w) {
+        Elem<T>::mma(c[w][n], af[w], bf);
+        Elem<T>::mma(c[w][n + 1], af[w], bf + 2);
+      }
     }
   }
 }
 
-/// acc (16 x D) += the C fragments `p` (16 x K) times rows [0, K) of `b`.
-template <typename T, int D, int K>
-__device__ __forceinline__ void
-accumulatePB(float (*acc)[4], const float (*p)[4], const T *b, int g, int t) {
+/// productAbT with A_w = rows [row + 16 w, row + 16 w + 16) of `a` (D wide
+/// in shared memory).
+template <typename T, int D, int N, int WM>
+__device__ __forceinline__ void productAbTShared(float (*c)[N / 8][4],
+                                                 const T *a, int row,
+                                                 const T *b, int lane) {
+  productAbT<T, D, N, WM>(
+      c,
+      [&](uint32_t f[4], int w, int kk) {
+        loadA<T, D>(f, a, row + 16 * w, kk, lane);
+      },
+      b, lane);
+}
+
+/// acc[w] (16 x D) += the C fragments p[w] (16 x K) times rows [0, K) of
+/// `b`, for the warp's WM row tiles (each B fragment pair serves all).
+template <typename T, int D, int K, int WM>
+__device__ __forceinline__ void accumulatePB(float (*acc)[D / 8][4],
+                                             const float (*p)[K / 8][4],
+                                             const T *b, int lane) {
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
-    uint32_t af[4];
-    cToA<T>(af, p, kk);
+    uint32_t af[WM][4];
+#pragma unroll
+    for (int w = 0; w < WM; ++w)
+      cToA<T>(af[w], p[w], kk);
 #pragma unroll
     for (int n = 0; n < D / 8; n += 2) {
       uint32_t bf[4];
-      loadBPair<T, D>(bf, b, kk * 16, n * 8, 4 * g + t);
-      Elem<T>::mma(acc[n], af, bf);
-      Elem<T>::mma(acc[n + 1], af, bf + 2);
+      loadBPair<T, D>(bf, b, kk * 16, n * 8, lane);
+#pragma unroll
+      for (int w = 0; w < WM; ++w) {
+        Elem<T>::mma(acc[w][n], af[w], bf);
+        Elem<T>::mma(acc[w][n + 1], af[w], bf + 2);
+      }
     }
   }
 }
@@ -300,12 +332,14 @@ __device__ __forceinline__ void storeRows(T *dst, long long stride,
 // bf16 / f16 forward
 //===----------------------------------------------------------------------===//
 
-/// One block: BM query rows of one head (grid x: query tiles, y: heads).
-template <typename T, int D, int BM, int BN>
+/// One block: the query rows of one head (grid x: query tiles, y: heads),
+/// 16 * WM a warp; key tiles of BN streamed past. The warp's Q fragments
+/// stay in registers.
+template <typename T, int D, int WM, int BN>
 __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
                            int Tq, int Tk, float scale, int causal,
                            const EffrtAttnLayout &L) {
-  static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
+  constexpr int BM = 16 * WM * kWarps;
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
   T *Qs = reinterpret_cast<T *>(smem);
@@ -322,94 +356,121 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
   lse += head * Tq;
 
   loadTile<T, D, BM>(Qs, q, q0, Tq, L.q.t, L.vec16);
+  __syncthreads();
   const float c = scale * kLog2e; // scores in log2 units: exp2f
-  const int row = warp * 16;      // the warp's rows in the tile
-  const int qi[2] = {q0 + row + g, q0 + row + g + 8};
-  float acc[D / 8][4];
+  const int row = warp * 16 * WM; // the warp's rows in the tile
+  uint32_t qf[WM][D / 16][4];
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n)
-    acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-  float rowMax[2] = {negInf(), negInf()}, rowSum[2] = {0.0f, 0.0f};
+  for (int w = 0; w < WM; ++w)
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      loadA<T, D>(qf[w][kk], Qs, row + 16 * w, kk, lane);
+  int qi[WM][2];
+  float acc[WM][D / 8][4], rowMax[WM][2], rowSum[WM][2];
+#pragma unroll
+  for (int w = 0; w < WM; ++w) {
+    qi[w][0] = q0 + row + 16 * w + g;
+    qi[w][1] = qi[w][0] + 8;
+    rowMax[w][0] = rowMax[w][1] = negInf();
+    rowSum[w][0] = rowSum[w][1] = 0.0f;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      acc[w][n][0] = acc[w][n][1] = acc[w][n][2] = acc[w][n][3] = 0.0f;
+  }
 
   const int end = causal ? min(Tk, q0 + BM) : Tk;
   for (int j0 = 0; j0 < end; j0 += BN) {
-    __syncthreads(); // the previous tiles are read (and Q is stored)
+    __syncthreads(); // the previous tiles are read
     loadTile<T, D, BN>(Ks, k, j0, Tk, L.k.t, L.vec16);
     loadTile<T, D, BN>(Vs, v, j0, Tk, L.v.t, L.vec16);
     __syncthreads();
     // Under causal masking, a tile past the warp's last row adds nothing.
-    if (causal && j0 > q0 + row + 15)
+    if (causal && j0 > q0 + row + 16 * WM - 1)
       continue;
-    float s[BN / 8][4];
-    productAbT<T, D, BN>(s, Qs, row, Ks, g, t);
-    float tileMax[2] = {rowMax[0], rowMax[1]};
+    float s[WM][BN / 8][4];
+    productAbT<T, D, BN, WM>(
+        s,
+        [&](uint32_t f[4], int w, int kk) {
 #pragma unroll
-    for (int n = 0; n < BN / 8; ++n)
+          for (int i = 0; i < 4; ++i)
+            f[i] = qf[w][kk][i];
+        },
+        Ks, lane);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        int col = j0 + n * 8 + 2 * t + (e & 1);
-        float x = s[n][e] * c;
-        if (col >= Tk || (causal && col > qi[e >> 1]))
-          x = negInf();
-        s[n][e] = x;
-        tileMax[e >> 1] = fmaxf(tileMax[e >> 1], x);
+    for (int w = 0; w < WM; ++w) {
+      float tileMax[2] = {rowMax[w][0], rowMax[w][1]};
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          int col = j0 + n * 8 + 2 * t + (e & 1);
+          float x = s[w][n][e] * c;
+          if (col >= Tk || (causal && col > qi[w][e >> 1]))
+            x = negInf();
+          s[w][n][e] = x;
+          tileMax[e >> 1] = fmaxf(tileMax[e >> 1], x);
+        }
+      float shift[2], alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float m = quadMax(tileMax[r]);
+        // Everything so far masked: nothing to shift against yet.
+        shift[r] = m == negInf() ? 0.0f : m;
+        alpha[r] = exp2f(rowMax[w][r] - shift[r]);
+        rowMax[w][r] = m;
       }
-    float shift[2], alpha[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float m = quadMax(tileMax[r]);
-      // Everything so far masked: nothing to shift against yet.
-      shift[r] = m == negInf() ? 0.0f : m;
-      alpha[r] = exp2f(rowMax[r] - shift[r]);
-      rowMax[r] = m;
-    }
+      for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
-    for (int n = 0; n < BN / 8; ++n)
+        for (int e = 0; e < 4; ++e) {
+          s[w][n][e] = exp2f(s[w][n][e] - shift[e >> 1]);
+          sum[e >> 1] += s[w][n][e];
+        }
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[n][e] = exp2f(s[n][e] - shift[e >> 1]);
-        sum[e >> 1] += s[n][e];
+      for (int r = 0; r < 2; ++r)
+        rowSum[w][r] = rowSum[w][r] * alpha[r] + sum[r]; // a quad's part
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) {
+        acc[w][n][0] *= alpha[0];
+        acc[w][n][1] *= alpha[0];
+        acc[w][n][2] *= alpha[1];
+        acc[w][n][3] *= alpha[1];
       }
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-      rowSum[r] = rowSum[r] * alpha[r] + sum[r]; // a quad's partial sum
-#pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      acc[n][0] *= alpha[0];
-      acc[n][1] *= alpha[0];
-      acc[n][2] *= alpha[1];
-      acc[n][3] *= alpha[1];
     }
-    accumulatePB<T, D, BN>(acc, s, Vs, g, t);
+    accumulatePB<T, D, BN, WM>(acc, s, Vs, lane);
   }
 
-  float inv[2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = quadSum(rowSum[r]);
-    // A row that sees no key: 0/0, NaN, as PyTorch.
-    inv[r] = l > 0.0f ? 1.0f / l : __int_as_float(0x7fc00000);
-    if (t == 0 && qi[r] < Tq)
-      lse[qi[r]] = l > 0.0f ? (rowMax[r] + log2f(l)) * kLn2 : negInf();
+  for (int w = 0; w < WM; ++w) {
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = quadSum(rowSum[w][r]);
+      // A row that sees no key: 0/0, NaN, as PyTorch.
+      inv[r] = l > 0.0f ? 1.0f / l : __int_as_float(0x7fc00000);
+      if (t == 0 && qi[w][r] < Tq)
+        lse[qi[w][r]] = l > 0.0f ? (rowMax[w][r] + log2f(l)) * kLn2 : negInf();
+    }
+    storeRows<T, D>(o + q0 * L.o.t, L.o.t, acc[w], row + 16 * w, Tq - q0,
+                    inv[0], inv[1], g, t);
   }
-  storeRows<T, D>(o + q0 * L.o.t, L.o.t, acc, row, Tq - q0, inv[0], inv[1], g,
-                  t);
 }
 
 //===----------------------------------------------------------------------===//
 // bf16 / f16 backward
 //===----------------------------------------------------------------------===//
 
-/// dK and dV of BN keys (grid x: key tiles, y: heads); query tiles of BM
-/// rows streamed past. A warp owns 16 keys and works on the transposed
-/// problem: S^T = K Q^T, dP^T = V dO^T, dV += P^T dO, dK += dS^T Q.
-template <typename T, int D, int BM, int BN>
+/// dK and dV of the keys of one block (grid x: key tiles, y: heads), 16 *
+/// WN a warp; query tiles of BM rows streamed past. A warp works on the
+/// transposed problem: S^T = K Q^T, dP^T = V dO^T, dV += P^T dO,
+/// dK += dS^T Q.
+template <typename T, int D, int BM, int WN>
 __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
                                const float *lse, const float *delta,
                                const T *dout, T *dk, T *dv, int Tq, int Tk,
                                float scale, int causal,
                                const EffrtAttnLayout &L) {
-  static_assert(BN == 16 * kWarps, "a warp owns 16 keys");
+  constexpr int BN = 16 * WN * kWarps;
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
   T *Ks = reinterpret_cast<T *>(smem);
@@ -434,14 +495,19 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
   loadTile<T, D, BN>(Ks, k, j0, Tk, L.k.t, L.vec16);
   loadTile<T, D, BN>(Vs, v, j0, Tk, L.v.t, L.vec16);
   const float c = scale * kLog2e;
-  const int row = warp * 16;
-  const int kj[2] = {j0 + row + g, j0 + row + g + 8};
-  float dK[D / 8][4], dV[D / 8][4];
+  const int row = warp * 16 * WN; // the warp's keys in the tile
+  int kj[WN][2];
+  float dK[WN][D / 8][4], dV[WN][D / 8][4];
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n)
+  for (int w = 0; w < WN; ++w) {
+    kj[w][0] = j0 + row + 16 * w + g;
+    kj[w][1] = kj[w][0] + 8;
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      dK[n][e] = dV[n][e] = 0.0f;
+    for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        dK[w][n][e] = dV[w][n][e] = 0.0f;
+  }
 
   // Query i sees key j iff j <= i: tiles before j0 see none of these keys.
   const int start = causal ? j0 / BM * BM : 0;
@@ -457,38 +523,45 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
     __syncthreads();
     if (causal && i0 + BM - 1 < j0 + row)
       continue; // every query of the tile is before the warp's keys
-    float p[BM / 8][4], ds[BM / 8][4];
-    productAbT<T, D, BM>(p, Ks, row, Qs, g, t);
-    productAbT<T, D, BM>(ds, Vs, row, dOs, g, t);
+    float p[WN][BM / 8][4], ds[WN][BM / 8][4];
+    productAbTShared<T, D, BM, WN>(p, Ks, row, Qs, lane);
+    productAbTShared<T, D, BM, WN>(ds, Vs, row, dOs, lane);
 #pragma unroll
-    for (int n = 0; n < BM / 8; ++n)
+    for (int w = 0; w < WN; ++w)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        int col = n * 8 + 2 * t + (e & 1); // the query in the tile
-        int key = kj[e >> 1];
-        bool masked = i0 + col >= Tq || key >= Tk || (causal && key > i0 + col);
-        float pe = masked ? 0.0f : exp2f(p[n][e] * c - lse2s[col]);
-        p[n][e] = pe;
-        ds[n][e] = pe * (ds[n][e] - deltas[col]);
-      }
-    accumulatePB<T, D, BM>(dV, p, dOs, g, t);
-    accumulatePB<T, D, BM>(dK, ds, Qs, g, t);
+      for (int n = 0; n < BM / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          int col = n * 8 + 2 * t + (e & 1); // the query in the tile
+          int key = kj[w][e >> 1];
+          bool masked =
+              i0 + col >= Tq || key >= Tk || (causal && key > i0 + col);
+          float pe = masked ? 0.0f : exp2f(p[w][n][e] * c - lse2s[col]);
+          p[w][n][e] = pe;
+          ds[w][n][e] = pe * (ds[w][n][e] - deltas[col]);
+        }
+    accumulatePB<T, D, BM, WN>(dV, p, dOs, lane);
+    accumulatePB<T, D, BM, WN>(dK, ds, Qs, lane);
   }
-  storeRows<T, D>(dk + j0 * L.dk.t, L.dk.t, dK, row, Tk - j0, scale, scale, g,
-                  t);
-  storeRows<T, D>(dv + j0 * L.dv.t, L.dv.t, dV, row, Tk - j0, 1.0f, 1.0f, g,
-                  t);
+#pragma unroll
+  for (int w = 0; w < WN; ++w) {
+    storeRows<T, D>(dk + j0 * L.dk.t, L.dk.t, dK[w], row + 16 * w, Tk - j0,
+                    scale, scale, g, t);
+    storeRows<T, D>(dv + j0 * L.dv.t, L.dv.t, dV[w], row + 16 * w, Tk - j0,
+                    1.0f, 1.0f, g, t);
+  }
 }
 
-/// dQ of BM queries (grid x: query tiles, y: heads); key tiles of BN keys
-/// streamed past, P and dP recomputed: dQ += (P * (dP - D)) K.
-template <typename T, int D, int BM, int BN>
+/// dQ of the queries of one block (grid x: query tiles, y: heads), 16 * WM
+/// a warp; key tiles of BN keys streamed past, P and dP recomputed:
+/// dQ += (P * (dP - D)) K.
+template <typename T, int D, int WM, int BN>
 __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
                                  const float *lse, const float *delta,
                                  const T *dout, T *dq, int Tq, int Tk,
                                  float scale, int causal,
                                  const EffrtAttnLayout &L) {
-  static_assert(BM == 16 * kWarps, "a warp owns 16 query rows");
+  constexpr int BM = 16 * WM * kWarps;
   EFFRT_DYNAMIC_SHARED(smem);
   constexpr int S = rowStride<D>();
   T *Qs = reinterpret_cast<T *>(smem);
@@ -510,18 +583,21 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
   loadTile<T, D, BM>(Qs, q, q0, Tq, L.q.t, L.vec16);
   loadTile<T, D, BM>(dOs, dout, q0, Tq, L.dout.t, L.vec16);
   const float c = scale * kLog2e;
-  const int row = warp * 16;
-  const int qi[2] = {q0 + row + g, q0 + row + g + 8};
-  float lse2[2], dl[2];
+  const int row = warp * 16 * WM; // the warp's rows in the tile
+  int qi[WM][2];
+  float lse2[WM][2], dl[WM][2], dQ[WM][D / 8][4];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    lse2[r] = qi[r] < Tq ? lse[qi[r]] * kLog2e : posInf();
-    dl[r] = qi[r] < Tq ? delta[qi[r]] : 0.0f;
+  for (int w = 0; w < WM; ++w) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      qi[w][r] = q0 + row + 16 * w + g + 8 * r;
+      lse2[w][r] = qi[w][r] < Tq ? lse[qi[w][r]] * kLog2e : posInf();
+      dl[w][r] = qi[w][r] < Tq ? delta[qi[w][r]] : 0.0f;
+    }
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n)
+      dQ[w][n][0] = dQ[w][n][1] = dQ[w][n][2] = dQ[w][n][3] = 0.0f;
   }
-  float dQ[D / 8][4];
-#pragma unroll
-  for (int n = 0; n < D / 8; ++n)
-    dQ[n][0] = dQ[n][1] = dQ[n][2] = dQ[n][3] = 0.0f;
 
   const int end = causal ? min(Tk, q0 + BM) : Tk;
   for (int j0 = 0; j0 < end; j0 += BN) {
@@ -529,25 +605,30 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
     loadTile<T, D, BN>(Ks, k, j0, Tk, L.k.t, L.vec16);
     loadTile<T, D, BN>(Vs, v, j0, Tk, L.v.t, L.vec16);
     __syncthreads();
-    if (causal && j0 > q0 + row + 15)
+    if (causal && j0 > q0 + row + 16 * WM - 1)
       continue;
-    float p[BN / 8][4], ds[BN / 8][4];
-    productAbT<T, D, BN>(p, Qs, row, Ks, g, t);
-    productAbT<T, D, BN>(ds, dOs, row, Vs, g, t);
+    float p[WM][BN / 8][4], ds[WM][BN / 8][4];
+    productAbTShared<T, D, BN, WM>(p, Qs, row, Ks, lane);
+    productAbTShared<T, D, BN, WM>(ds, dOs, row, Vs, lane);
 #pragma unroll
-    for (int n = 0; n < BN / 8; ++n)
+    for (int w = 0; w < WM; ++w)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        int col = j0 + n * 8 + 2 * t + (e & 1);
-        int r = e >> 1;
-        bool masked = qi[r] >= Tq || col >= Tk || (causal && col > qi[r]);
-        float pe = masked ? 0.0f : exp2f(p[n][e] * c - lse2[r]);
-        ds[n][e] = pe * (ds[n][e] - dl[r]);
-      }
-    accumulatePB<T, D, BN>(dQ, ds, Ks, g, t);
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          int col = j0 + n * 8 + 2 * t + (e & 1);
+          int r = e >> 1;
+          bool masked =
+              qi[w][r] >= Tq || col >= Tk || (causal && col > qi[w][r]);
+          float pe = masked ? 0.0f : exp2f(p[w][n][e] * c - lse2[w][r]);
+          ds[w][n][e] = pe * (ds[w][n][e] - dl[w][r]);
+        }
+    accumulatePB<T, D, BN, WM>(dQ, ds, Ks, lane);
   }
-  storeRows<T, D>(dq + q0 * L.dq.t, L.dq.t, dQ, row, Tq - q0, scale, scale, g,
-                  t);
+#pragma unroll
+  for (int w = 0; w < WM; ++w)
+    storeRows<T, D>(dq + q0 * L.dq.t, L.dq.t, dQ[w], row + 16 * w, Tq - q0,
+                    scale, scale, g, t);
 }
 
 //===----------------------------------------------------------------------===//
@@ -816,42 +897,44 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Entry points: effrt_attn_<pass>_<type>[_d<D>], looked up by Attention.cpp.
-// Tile sizes (BM x BN) are those Attention.cpp sizes shared memory for.
+// Entry points: effrt_attn_<pass>_<type>[_d<D>[_w16]], looked up by
+// Attention.cpp; the tiles of AttentionTiles.h (_w16: D = 64's narrow set).
 //===----------------------------------------------------------------------===//
 
-#define EFFRT_ATTN_MMA_KERNELS(TY, T, D, BWD_BM)                               \
+#define EFFRT_ATTN_MMA_KERNELS(TY, T, D, WIDE, NAME)                           \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
-      effrt_attn_fwd_##TY##_d##D(const T *q, const T *k, const T *v, T *o,     \
-                                 float *lse, int Tq, int Tk, float scale,      \
-                                 int causal, EffrtAttnLayout L) {              \
-    forwardMma<T, D, 64, 64>(q, k, v, o, lse, Tq, Tk, scale, causal, L);       \
+      effrt_attn_fwd_##NAME(const T *q, const T *k, const T *v, T *o,          \
+                            float *lse, int Tq, int Tk, float scale,           \
+                            int causal, EffrtAttnLayout L) {                   \
+    constexpr EffrtAttnPassTiles tiles = effrtAttnTiles(D, WIDE).forward;      \
+    forwardMma<T, D, tiles.warpTiles, tiles.streamed>(q, k, v, o, lse, Tq, Tk, \
+                                                      scale, causal, L);       \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
-      effrt_attn_bwd_kv_##TY##_d##D(const T *q, const T *k, const T *v,        \
-                                    const float *lse, const float *delta,      \
-                                    const T *dout, T *dk, T *dv, int Tq,       \
-                                    int Tk, float scale, int causal,           \
-                                    EffrtAttnLayout L) {                       \
-    backwardKeyMma<T, D, BWD_BM, 64>(q, k, v, lse, delta, dout, dk, dv, Tq,    \
-                                     Tk, scale, causal, L);                    \
+      effrt_attn_bwd_kv_##NAME(const T *q, const T *k, const T *v,             \
+                               const float *lse, const float *delta,           \
+                               const T *dout, T *dk, T *dv, int Tq, int Tk,    \
+                               float scale, int causal, EffrtAttnLayout L) {   \
+    constexpr EffrtAttnPassTiles tiles = effrtAttnTiles(D, WIDE).key;          \
+    backwardKeyMma<T, D, tiles.streamed, tiles.warpTiles>(                     \
+        q, k, v, lse, delta, dout, dk, dv, Tq, Tk, scale, causal, L);          \
   }                                                                            \
   extern "C" __global__ void __launch_bounds__(kThreads)                       \
-      effrt_attn_bwd_q_##TY##_d##D(const T *q, const T *k, const T *v,         \
-                                   const float *lse, const float *delta,       \
-                                   const T *dout, T *dq, int Tq, int Tk,       \
-                                   float scale, int causal,                    \
-                                   EffrtAttnLayout L) {                        \
-    backwardQueryMma<T, D, 64, 64>(q, k, v, lse, delta, dout, dq, Tq, Tk,      \
-                                   scale, causal, L);                          \
+      effrt_attn_bwd_q_##NAME(const T *q, const T *k, const T *v,              \
+                              const float *lse, const float *delta,            \
+                              const T *dout, T *dq, int Tq, int Tk,            \
+                              float scale, int causal, EffrtAttnLayout L) {    \
+    constexpr EffrtAttnPassTiles tiles = effrtAttnTiles(D, WIDE).query;        \
+    backwardQueryMma<T, D, tiles.warpTiles, tiles.streamed>(                   \
+        q, k, v, lse, delta, dout, dq, Tq, Tk, scale, causal, L);              \
   }
 
-// The key pass of D = 128 streams 32 queries at a time: dK and dV take 128
-// registers of accumulators already.
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, 64)
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 128, 32)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, 64)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, 32)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, true, bf16_d64)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, false, bf16_d64_w16)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 128, false, bf16_d128)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, true, f16_d64)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, false, f16_d64_w16)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, false, f16_d128)
 
 extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
     effrt_attn_fwd_f32(const float *q, const float *k, const float *v, float *o,

@@ -82,20 +82,31 @@ public:
                 const void *dout, void *dq, void *dk, void *dv,
                 float *delta) const;
 
+  /// Which D = 64 kernels run: 32 rows a warp or 16 (AttentionTiles.h;
+  /// the same bits). Starts as EFFRT_ATTENTION_WARP_ROWS says (unset: 32).
+  void useWarpRows(int rows);
+  int warpRows() const { return warpRows_; }
+
 private:
   struct Kernel {
     CUfunction function = nullptr;
     unsigned sharedBytes = 0;
+    /// Rows (queries, keys or rowdot rows) a block owns.
+    unsigned blockRows = 1;
   };
   enum Pass { Forward, BackwardKey, BackwardQuery, RowDot, kPasses };
-  /// [pass][f32, f16 d64, f16 d128, bf16 d64, bf16 d128].
-  static int variant(int32_t type, int64_t d);
+  /// [pass][f32, f16 d64, f16 d128, bf16 d64, bf16 d128, f16 d64 w16,
+  /// bf16 d64 w16].
+  static constexpr int kVariants = 7;
+  int variant(int32_t type, int64_t d) const;
+  static unsigned blocksFor(const Kernel &kernel, int64_t rows);
   void launch(const Kernel &kernel, CUstream stream, unsigned gridX,
               unsigned gridY, unsigned threads, void **params) const;
 
   const Driver &driver_;
   CUmodule module_ = nullptr;
-  Kernel kernels_[kPasses][5];
+  Kernel kernels_[kPasses][kVariants];
+  int warpRows_;
 };
 
 } // namespace effrt::cuda

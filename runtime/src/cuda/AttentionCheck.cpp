@@ -30,7 +30,7 @@ std::string &lastError() {
 
 /// The kernels loaded into the current context, once per context (kept
 /// until the process ends: the caller owns the context).
-const AttentionKernels &kernelsOfCurrentContext() {
+AttentionKernels &kernelsOfCurrentContext() {
   static std::mutex mutex;
   static auto *loaded = new std::map<CUcontext, AttentionKernels *>;
   const Driver &driver = Driver::get();
@@ -82,6 +82,14 @@ __attribute__((visibility("default"))) int effrt_attention_check_built() {
 __attribute__((visibility("default"))) const char *
 effrt_attention_check_error() {
   return lastError().c_str();
+}
+
+/// Which D = 64 kernels the calls below run on the current context: 16 or
+/// 32 rows a warp (AttentionTiles.h); starts as EFFRT_ATTENTION_WARP_ROWS
+/// says (unset: 32).
+__attribute__((visibility("default"))) int
+effrt_attention_check_use_warp_rows(int32_t rows) {
+  return guarded([&] { kernelsOfCurrentContext().useWarpRows(rows); });
 }
 
 /// Queues the forward on `stream` (a CUstream of the current context).
