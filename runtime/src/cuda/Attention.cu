@@ -333,8 +333,7 @@ __device__ __forceinline__ void storeRows(T *dst, long long stride,
 //===----------------------------------------------------------------------===//
 
 /// One block: the query rows of one head (grid x: query tiles, y: heads),
-/// 16 * WM a warp; key tiles of BN streamed past. The warp's Q fragments
-/// stay in registers.
+/// 16 * WM a warp; key tiles of BN streamed past.
 template <typename T, int D, int WM, int BN>
 __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
                            int Tq, int Tk, float scale, int causal,
@@ -359,12 +358,18 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
   __syncthreads();
   const float c = scale * kLog2e; // scores in log2 units: exp2f
   const int row = warp * 16 * WM; // the warp's rows in the tile
-  uint32_t qf[WM][D / 16][4];
+  // Warps of two row tiles keep their Q fragments in registers (they
+  // have them to spare: the accumulators decide the count); 16-row warps
+  // load them per key tile, which keeps their registers for occupancy.
+  constexpr bool kHoistQ = WM > 1;
+  uint32_t qf[kHoistQ ? WM : 1][D / 16][4];
+  if constexpr (kHoistQ) {
 #pragma unroll
-  for (int w = 0; w < WM; ++w)
+    for (int w = 0; w < WM; ++w)
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      loadA<T, D>(qf[w][kk], Qs, row + 16 * w, kk, lane);
+      for (int kk = 0; kk < D / 16; ++kk)
+        loadA<T, D>(qf[w][kk], Qs, row + 16 * w, kk, lane);
+  }
   int qi[WM][2];
   float acc[WM][D / 8][4], rowMax[WM][2], rowSum[WM][2];
 #pragma unroll
@@ -388,28 +393,48 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
     if (causal && j0 > q0 + row + 16 * WM - 1)
       continue;
     float s[WM][BN / 8][4];
-    productAbT<T, D, BN, WM>(
-        s,
-        [&](uint32_t f[4], int w, int kk) {
+    if constexpr (kHoistQ)
+      productAbT<T, D, BN, WM>(
+          s,
+          [&](uint32_t f[4], int w, int kk) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            f[i] = qf[w][kk][i];
-        },
-        Ks, lane);
+            for (int i = 0; i < 4; ++i)
+              f[i] = qf[w][kk][i];
+          },
+          Ks, lane);
+    else
+      productAbTShared<T, D, BN, WM>(s, Qs, row, Ks, lane);
+    // Only a tile that reaches past Tk or (causal) past the warp's first
+    // row masks anything: the others skip the compares (warp-uniform).
+    const bool mask =
+        j0 + BN > Tk || (causal && j0 + BN - 1 > q0 + row);
+#pragma unroll
+    for (int w = 0; w < WM; ++w)
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[w][n][e] *= c;
+    if (mask) {
+#pragma unroll
+      for (int w = 0; w < WM; ++w)
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            int col = j0 + n * 8 + 2 * t + (e & 1);
+            if (col >= Tk || (causal && col > qi[w][e >> 1]))
+              s[w][n][e] = negInf();
+          }
+    }
 #pragma unroll
     for (int w = 0; w < WM; ++w) {
       float tileMax[2] = {rowMax[w][0], rowMax[w][1]};
 #pragma unroll
       for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int col = j0 + n * 8 + 2 * t + (e & 1);
-          float x = s[w][n][e] * c;
-          if (col >= Tk || (causal && col > qi[w][e >> 1]))
-            x = negInf();
-          s[w][n][e] = x;
-          tileMax[e >> 1] = fmaxf(tileMax[e >> 1], x);
-        }
+        for (int e = 0; e < 4; ++e)
+          tileMax[e >> 1] = fmaxf(tileMax[e >> 1], s[w][n][e]);
       float shift[2], alpha[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -526,6 +551,10 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
     float p[WN][BM / 8][4], ds[WN][BM / 8][4];
     productAbTShared<T, D, BM, WN>(p, Ks, row, Qs, lane);
     productAbTShared<T, D, BM, WN>(ds, Vs, row, dOs, lane);
+    // Masks only where the tile reaches past Tq, the warp's keys past Tk,
+    // or (causal) its last key past the tile's first query (warp-uniform).
+    const bool mask = i0 + BM > Tq || j0 + row + 16 * WN > Tk ||
+                      (causal && j0 + row + 16 * WN - 1 > i0);
 #pragma unroll
     for (int w = 0; w < WN; ++w)
 #pragma unroll
@@ -533,12 +562,29 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           int col = n * 8 + 2 * t + (e & 1); // the query in the tile
-          int key = kj[w][e >> 1];
-          bool masked =
-              i0 + col >= Tq || key >= Tk || (causal && key > i0 + col);
-          float pe = masked ? 0.0f : exp2f(p[w][n][e] * c - lse2s[col]);
-          p[w][n][e] = pe;
-          ds[w][n][e] = pe * (ds[w][n][e] - deltas[col]);
+          p[w][n][e] = exp2f(p[w][n][e] * c - lse2s[col]);
+        }
+    if (mask) {
+#pragma unroll
+      for (int w = 0; w < WN; ++w)
+#pragma unroll
+        for (int n = 0; n < BM / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            int col = n * 8 + 2 * t + (e & 1);
+            int key = kj[w][e >> 1];
+            if (i0 + col >= Tq || key >= Tk || (causal && key > i0 + col))
+              p[w][n][e] = 0.0f;
+          }
+    }
+#pragma unroll
+    for (int w = 0; w < WN; ++w)
+#pragma unroll
+      for (int n = 0; n < BM / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          int col = n * 8 + 2 * t + (e & 1);
+          ds[w][n][e] = p[w][n][e] * (ds[w][n][e] - deltas[col]);
         }
     accumulatePB<T, D, BM, WN>(dV, p, dOs, lane);
     accumulatePB<T, D, BM, WN>(dK, ds, Qs, lane);
@@ -610,19 +656,37 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
     float p[WM][BN / 8][4], ds[WM][BN / 8][4];
     productAbTShared<T, D, BN, WM>(p, Qs, row, Ks, lane);
     productAbTShared<T, D, BN, WM>(ds, dOs, row, Vs, lane);
+    // Masks only where the warp's rows reach past Tq, the tile past Tk, or
+    // (causal) the tile's last key past the warp's first row.
+    const bool mask = q0 + row + 16 * WM > Tq || j0 + BN > Tk ||
+                      (causal && j0 + BN - 1 > q0 + row);
 #pragma unroll
     for (int w = 0; w < WM; ++w)
 #pragma unroll
       for (int n = 0; n < BN / 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int col = j0 + n * 8 + 2 * t + (e & 1);
-          int r = e >> 1;
-          bool masked =
-              qi[w][r] >= Tq || col >= Tk || (causal && col > qi[w][r]);
-          float pe = masked ? 0.0f : exp2f(p[w][n][e] * c - lse2[w][r]);
-          ds[w][n][e] = pe * (ds[w][n][e] - dl[w][r]);
-        }
+        for (int e = 0; e < 4; ++e)
+          p[w][n][e] = exp2f(p[w][n][e] * c - lse2[w][e >> 1]);
+    if (mask) {
+#pragma unroll
+      for (int w = 0; w < WM; ++w)
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            int col = j0 + n * 8 + 2 * t + (e & 1);
+            int r = e >> 1;
+            if (qi[w][r] >= Tq || col >= Tk || (causal && col > qi[w][r]))
+              p[w][n][e] = 0.0f;
+          }
+    }
+#pragma unroll
+    for (int w = 0; w < WM; ++w)
+#pragma unroll
+      for (int n = 0; n < BN / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          ds[w][n][e] = p[w][n][e] * (ds[w][n][e] - dl[w][e >> 1]);
     accumulatePB<T, D, BN, WM>(dQ, ds, Ks, lane);
   }
 #pragma unroll
@@ -901,8 +965,8 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
 // Attention.cpp; the tiles of AttentionTiles.h (_w16: D = 64's narrow set).
 //===----------------------------------------------------------------------===//
 
-#define EFFRT_ATTN_MMA_KERNELS(TY, T, D, WIDE, NAME)                           \
-  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+#define EFFRT_ATTN_MMA_KERNELS(TY, T, D, WIDE, NAME, FWD_BLOCKS, KV_BLOCKS)    \
+  extern "C" __global__ void __launch_bounds__(kThreads, FWD_BLOCKS)           \
       effrt_attn_fwd_##NAME(const T *q, const T *k, const T *v, T *o,          \
                             float *lse, int Tq, int Tk, float scale,           \
                             int causal, EffrtAttnLayout L) {                   \
@@ -910,7 +974,7 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
     forwardMma<T, D, tiles.warpTiles, tiles.streamed>(q, k, v, o, lse, Tq, Tk, \
                                                       scale, causal, L);       \
   }                                                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+  extern "C" __global__ void __launch_bounds__(kThreads, KV_BLOCKS)            \
       effrt_attn_bwd_kv_##NAME(const T *q, const T *k, const T *v,             \
                                const float *lse, const float *delta,           \
                                const T *dout, T *dk, T *dv, int Tq, int Tk,    \
@@ -929,12 +993,17 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
         q, k, v, lse, delta, dout, dq, Tq, Tk, scale, causal, L);              \
   }
 
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, true, bf16_d64)
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, false, bf16_d64_w16)
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 128, false, bf16_d128)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, true, f16_d64)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, false, f16_d64_w16)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, false, f16_d128)
+// The last two: blocks an SM the forward and the key pass must fit
+// (__launch_bounds__), where the registers the compiler would take
+// otherwise cost a block an SM (ptxas -v, sm_90: the 16-row forward 144 ->
+// 128 registers, 4 blocks; its key pass 175 -> 168, 3 blocks; the D = 128
+// forward 186 -> 168, 3 blocks; no spills).
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, true, bf16_d64, 1, 1)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, false, bf16_d64_w16, 4, 3)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 128, false, bf16_d128, 3, 1)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, true, f16_d64, 1, 1)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, false, f16_d64_w16, 4, 3)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, false, f16_d128, 3, 1)
 
 extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
     effrt_attn_fwd_f32(const float *q, const float *k, const float *v, float *o,
