@@ -532,15 +532,24 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
   void *O = bo.data(type), *DQ = element(bdq, pdq.offset),
        *DK = element(packed ? bdq : bdk, pdk.offset),
        *DV = element(packed ? bdq : bdv, pdv.offset);
-  // As Attention.cpp's rowsAligned16 decides.
-  L.vec16 = type == F32 ? 0 : 1;
-  for (const void *p : {Q, K, V, DO})
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
-      L.vec16 = 0;
-  for (const EffrtAttnStrides &st : {L.q, L.k, L.v, L.dout})
-    for (long long x : {st.b1, st.b2, st.t})
-      if (x % 8 != 0)
-        L.vec16 = 0;
+  // As Attention.cpp's rowsAligned16 decides: for the tiles (q, k, v,
+  // dO) and for the rowdot kernel (o, dO).
+  auto aligned16 = [&](std::initializer_list<const void *> pointers,
+                       std::initializer_list<EffrtAttnStrides> strides) {
+    if (type == F32)
+      return 0;
+    for (const void *p : pointers)
+      if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+        return 0;
+    for (const EffrtAttnStrides &st : strides)
+      for (long long x : {st.b1, st.b2, st.t})
+        if (x % 8 != 0)
+          return 0;
+    return 1;
+  };
+  L.vec16 = aligned16({Q, K, V, DO}, {L.q, L.k, L.v, L.dout});
+  EffrtAttnLayout rowLayout = L;
+  rowLayout.vec16 = aligned16({O, DO}, {L.o, L.dout});
   float *Lse = lse.data(), *Delta = delta.data();
   int c = causal ? 1 : 0;
   unsigned h = unsigned(heads);
@@ -579,17 +588,18 @@ bool runCase(Type type, int D, bool causal, int heads, int Tq, int Tk,
       });
     }
     long long rows = (long long)heads * Tq;
-    emu::launch(blocks(int(rows), 8), 1, 256, 0, [&] {
+    emu::launch(blocks(int(rows), effrtAttnRowDotRows(D, rowLayout.vec16)), 1,
+                256, 0, [&] {
       if (type == F32)
         effrt_attn_rowdot_f32((const float *)O, (const float *)DO, Delta, rows,
-                              D, Tq, L);
+                              D, Tq, rowLayout);
       else if (type == BF16)
         effrt_attn_rowdot_bf16((const __nv_bfloat16 *)O,
                                (const __nv_bfloat16 *)DO, Delta, rows, D, Tq,
-                               L);
+                               rowLayout);
       else
         effrt_attn_rowdot_f16((const __half *)O, (const __half *)DO, Delta, rows,
-                              D, Tq, L);
+                              D, Tq, rowLayout);
     });
     if (type == F32) {
       emu::launch(blocks(Tk, 8), h, 256, 0, [&] {

@@ -203,9 +203,9 @@ AttentionKernels::AttentionKernels(const Driver &driver)
                  effrtAttnQueryShared(tiles.query, di),
                  static_cast<unsigned>(tiles.query.blockRows()));
       }
+      // Its grid depends on the operands' alignment (backward()).
       kernels_[RowDot][v] =
-          find(std::string("effrt_attn_rowdot_") + typeSuffix(type), 0,
-               kRowDotThreads / 32);
+          find(std::string("effrt_attn_rowdot_") + typeSuffix(type), 0, 1);
     }
   } catch (...) {
     cu.cuModuleUnload(module_);
@@ -294,15 +294,23 @@ void AttentionKernels::backward(CUstream stream, const AttentionProblem &p,
   unsigned heads = static_cast<unsigned>(p.heads);
   int v8 = variant(p.type, p.d);
 
-  // delta = rowsum(dO * o), a warp per row (numbered in 32 bits).
+  // delta = rowsum(dO * o) (rows numbered in 32 bits).
   long long rows = static_cast<long long>(p.heads * p.tq);
   if (rows > INT32_MAX)
     fail("attention: the backward of ", p.heads, " heads x ", p.tq,
          " queries has too many rows (at most 2^31 - 1)");
   {
-    void *params[] = {&o, &dout, &delta, &rows, &d, &tq, &layout};
-    launch(kernels_[RowDot][v8], stream, blocksFor(kernels_[RowDot][v8], rows),
-           1, kRowDotThreads, params);
+    // Its vec16: o's and dO's rows (the other kernels': q, k, v and dO's).
+    EffrtAttnLayout rowLayout = layout;
+    rowLayout.vec16 = p.type != 0 && rowsAligned16({{o, layout.o, false},
+                                                    {dout, layout.dout, false}})
+                          ? 1
+                          : 0;
+    void *params[] = {&o, &dout, &delta, &rows, &d, &tq, &rowLayout};
+    int64_t perBlock = effrtAttnRowDotRows(d, rowLayout.vec16);
+    launch(kernels_[RowDot][v8], stream,
+           static_cast<unsigned>((rows + perBlock - 1) / perBlock), 1,
+           kRowDotThreads, params);
   }
   const float *deltaIn = delta;
   if (p.type == 0) {

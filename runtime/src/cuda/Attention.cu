@@ -924,14 +924,48 @@ __device__ void backwardKeyF32(const float *q, const float *k, const float *v,
 /// is a long instruction sequence, and this kernel does little else.
 /// 16-bit elements two at a time (4-byte loads) where every row and head
 /// offset is even (the host keeps the operands 4-byte aligned).
+/// delta = rowsum(dO * o) of every query row.
 template <typename T>
 __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
                        int D, int Tq, const EffrtAttnLayout &L) {
-  int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  int lane = threadIdx.x % 32;
+  const int lane = threadIdx.x % 32;
+  if (sizeof(T) == 2 && L.vec16) {
+    // D / 8 lanes a row (8 or 16), 8 elements each: 16-byte loads keep
+    // enough bytes in flight to stream at memory speed.
+    const int perRow = D / 8;
+    const int sub = threadIdx.x % perRow;
+    int64_t r = int64_t(blockIdx.x) * effrtAttnRowDotRows(D, 1) +
+                threadIdx.x / perRow;
+    float s = 0.0f;
+    if (r < rows) {
+      const int ri = static_cast<int>(r); // rows < 2^31 (the host checks)
+      int head = ri / Tq, i = ri % Tq;
+      int b1 = head / L.b2Count, b2 = head % L.b2Count;
+      const T *oRow = o + b1 * L.o.b1 + b2 * L.o.b2 + i * L.o.t + 8 * sub;
+      const T *dRow =
+          dout + b1 * L.dout.b1 + b2 * L.dout.b2 + i * L.dout.t + 8 * sub;
+      uint4 ov = *reinterpret_cast<const uint4 *>(oRow);
+      uint4 dv = *reinterpret_cast<const uint4 *>(dRow);
+      T o8[8], d8[8];
+      memcpy(o8, &ov, 16);
+      memcpy(d8, &dv, 16);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        s = fmaf(toFloat(d8[e]), toFloat(o8[e]), s);
+    }
+    // Sum over the row's lanes (a power of two, aligned in the warp).
+    for (int m = perRow / 2; m > 0; m >>= 1)
+      s += __shfl_xor_sync(0xffffffffu, s, m);
+    if (r < rows && sub == 0)
+      delta[r] = s;
+    return;
+  }
+  int64_t r = int64_t(blockIdx.x) * effrtAttnRowDotRows(D, 0) +
+              threadIdx.x / 32;
   if (r >= rows)
     return;
-  int head = r / Tq, i = r % Tq;
+  const int ri = static_cast<int>(r);
+  int head = ri / Tq, i = ri % Tq;
   int b1 = head / L.b2Count, b2 = head % L.b2Count;
   const T *oRow = o + b1 * L.o.b1 + b2 * L.o.b2 + i * L.o.t;
   const T *dRow =

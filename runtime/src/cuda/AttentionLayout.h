@@ -23,7 +23,8 @@ struct EffrtAttnLayout {
   EffrtAttnStrides q, k, v, o, dout, dq, dk, dv;
   int b2Count;
   /// 1: every row of q, k, v and dout starts 16-byte aligned (the tiles
-  /// are loaded 16 bytes at a time); 0: two bytes at a time.
+  /// are loaded 16 bytes at a time); 0: two bytes at a time. For the
+  /// rowdot kernel (delta = rowsum(dO * o)): every row of o and dout.
   int vec16;
 };
 

@@ -76,4 +76,11 @@ constexpr unsigned effrtAttnQueryShared(const EffrtAttnPassTiles &t, int d) {
          2 * effrtAttnTileBytes(t.streamed, d);
 }
 
+/// Rows of delta = rowsum(dO * o) a block of 256 threads takes: with
+/// 16-byte loads (`vec16`: f16/bf16, every row of o and dO 16-byte
+/// aligned) D / 8 lanes a row, else a warp a row.
+EFFRT_ATTN_CONSTEXPR int effrtAttnRowDotRows(int d, int vec16) {
+  return vec16 ? 256 / (d / 8) : 256 / 32;
+}
+
 #endif // EFFRT_SRC_CUDA_ATTENTIONTILES_H
