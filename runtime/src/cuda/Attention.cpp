@@ -130,12 +130,26 @@ std::string cuda::checkAttention(
   return "";
 }
 
+namespace {
+/// What each index of AttentionKernels' kernel table holds.
+struct KernelVariant {
+  int32_t type; // 0 f32, 1 f16, 2 bf16
+  int64_t d;    // 0: any (f32)
+  bool narrow;  // D = 64's 16-row warps
+};
+constexpr KernelVariant kKernelVariants[] = {
+    {0, 0, false},  {1, 64, false}, {1, 128, false}, {2, 64, false},
+    {2, 128, false}, {1, 64, true}, {2, 64, true}};
+} // namespace
+
 int AttentionKernels::variant(int32_t type, int64_t d) const {
-  if (type == 0)
-    return 0;
-  if (d == 64 && warpRows_ == 16)
-    return type == 1 ? 5 : 6;
-  return (type == 1 ? 1 : 3) + (d == 128 ? 1 : 0);
+  bool narrow = type != 0 && d == 64 && warpRows_ == 16;
+  for (int v = 0; v < kVariants; ++v) {
+    const KernelVariant &k = kKernelVariants[v];
+    if (k.type == type && (type == 0 || k.d == d) && k.narrow == narrow)
+      return v;
+  }
+  fail("attention: no kernels for type ", type, " and head dimension ", d);
 }
 
 void AttentionKernels::useWarpRows(int rows) {
@@ -157,10 +171,10 @@ AttentionKernels::AttentionKernels(const Driver &driver)
                 "loading the attention kernels (sm_80, sm_90) with "
                 "cuModuleLoadData");
   try {
+    static_assert(sizeof(kKernelVariants) / sizeof(kKernelVariants[0]) ==
+                  kVariants);
     for (int v = 0; v < kVariants; ++v) {
-      int32_t type = v == 0 ? 0 : (v <= 2 || v == 5) ? 1 : 2;
-      int64_t d = v == 2 || v == 4 ? 128 : 64;
-      bool narrow = v >= 5;
+      const auto [type, d, narrow] = kKernelVariants[v];
       std::string suffix = typeSuffix(type);
       if (type != 0)
         suffix += "_d" + std::to_string(d) + (narrow ? "_w16" : "");
