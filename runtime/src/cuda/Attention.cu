@@ -296,6 +296,20 @@ __device__ __forceinline__ void accumulatePB(float (*acc)[D / 8][4],
   }
 }
 
+/// f(w, n, e, col, r) for each C-fragment element a thread holds of its
+/// warp's WM row tiles of N columns: element e of column tile n of row
+/// tile w, at column col = 8 n + 2 t + (e & 1) and row g + 8 r, r = e >> 1.
+template <int WM, int N, typename F>
+__device__ __forceinline__ void forEachC(int t, F f) {
+#pragma unroll
+  for (int w = 0; w < WM; ++w)
+#pragma unroll
+    for (int n = 0; n < N / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        f(w, n, e, n * 8 + 2 * t + (e & 1), e >> 1);
+}
+
 __device__ __forceinline__ float quadMax(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
@@ -408,25 +422,12 @@ __device__ void forwardMma(const T *q, const T *k, const T *v, T *o, float *lse,
     // row masks anything: the others skip the compares (warp-uniform).
     const bool mask =
         j0 + BN > Tk || (causal && j0 + BN - 1 > q0 + row);
-#pragma unroll
-    for (int w = 0; w < WM; ++w)
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          s[w][n][e] *= c;
-    if (mask) {
-#pragma unroll
-      for (int w = 0; w < WM; ++w)
-#pragma unroll
-        for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            int col = j0 + n * 8 + 2 * t + (e & 1);
-            if (col >= Tk || (causal && col > qi[w][e >> 1]))
-              s[w][n][e] = negInf();
-          }
-    }
+    forEachC<WM, BN>(t, [&](int w, int n, int e, int, int) { s[w][n][e] *= c; });
+    if (mask)
+      forEachC<WM, BN>(t, [&](int w, int n, int e, int col, int r) {
+        if (j0 + col >= Tk || (causal && j0 + col > qi[w][r]))
+          s[w][n][e] = negInf();
+      });
 #pragma unroll
     for (int w = 0; w < WM; ++w) {
       float tileMax[2] = {rowMax[w][0], rowMax[w][1]};
@@ -521,12 +522,9 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
   loadTile<T, D, BN>(Vs, v, j0, Tk, L.v.t, L.vec16);
   const float c = scale * kLog2e;
   const int row = warp * 16 * WN; // the warp's keys in the tile
-  int kj[WN][2];
   float dK[WN][D / 8][4], dV[WN][D / 8][4];
 #pragma unroll
   for (int w = 0; w < WN; ++w) {
-    kj[w][0] = j0 + row + 16 * w + g;
-    kj[w][1] = kj[w][0] + 8;
 #pragma unroll
     for (int n = 0; n < D / 8; ++n)
 #pragma unroll
@@ -555,37 +553,19 @@ __device__ void backwardKeyMma(const T *q, const T *k, const T *v,
     // or (causal) its last key past the tile's first query (warp-uniform).
     const bool mask = i0 + BM > Tq || j0 + row + 16 * WN > Tk ||
                       (causal && j0 + row + 16 * WN - 1 > i0);
-#pragma unroll
-    for (int w = 0; w < WN; ++w)
-#pragma unroll
-      for (int n = 0; n < BM / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int col = n * 8 + 2 * t + (e & 1); // the query in the tile
-          p[w][n][e] = exp2f(p[w][n][e] * c - lse2s[col]);
-        }
-    if (mask) {
-#pragma unroll
-      for (int w = 0; w < WN; ++w)
-#pragma unroll
-        for (int n = 0; n < BM / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            int col = n * 8 + 2 * t + (e & 1);
-            int key = kj[w][e >> 1];
-            if (i0 + col >= Tq || key >= Tk || (causal && key > i0 + col))
-              p[w][n][e] = 0.0f;
-          }
-    }
-#pragma unroll
-    for (int w = 0; w < WN; ++w)
-#pragma unroll
-      for (int n = 0; n < BM / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int col = n * 8 + 2 * t + (e & 1);
-          ds[w][n][e] = p[w][n][e] * (ds[w][n][e] - deltas[col]);
-        }
+    // Columns are the tile's queries, rows the warp's keys.
+    forEachC<WN, BM>(t, [&](int w, int n, int e, int col, int) {
+      p[w][n][e] = exp2f(p[w][n][e] * c - lse2s[col]);
+    });
+    if (mask)
+      forEachC<WN, BM>(t, [&](int w, int n, int e, int col, int r) {
+        int key = j0 + row + 16 * w + g + 8 * r;
+        if (i0 + col >= Tq || key >= Tk || (causal && key > i0 + col))
+          p[w][n][e] = 0.0f;
+      });
+    forEachC<WN, BM>(t, [&](int w, int n, int e, int col, int) {
+      ds[w][n][e] = p[w][n][e] * (ds[w][n][e] - deltas[col]);
+    });
     accumulatePB<T, D, BM, WN>(dV, p, dOs, lane);
     accumulatePB<T, D, BM, WN>(dK, ds, Qs, lane);
   }
@@ -660,33 +640,18 @@ __device__ void backwardQueryMma(const T *q, const T *k, const T *v,
     // (causal) the tile's last key past the warp's first row.
     const bool mask = q0 + row + 16 * WM > Tq || j0 + BN > Tk ||
                       (causal && j0 + BN - 1 > q0 + row);
-#pragma unroll
-    for (int w = 0; w < WM; ++w)
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          p[w][n][e] = exp2f(p[w][n][e] * c - lse2[w][e >> 1]);
-    if (mask) {
-#pragma unroll
-      for (int w = 0; w < WM; ++w)
-#pragma unroll
-        for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            int col = j0 + n * 8 + 2 * t + (e & 1);
-            int r = e >> 1;
-            if (qi[w][r] >= Tq || col >= Tk || (causal && col > qi[w][r]))
-              p[w][n][e] = 0.0f;
-          }
-    }
-#pragma unroll
-    for (int w = 0; w < WM; ++w)
-#pragma unroll
-      for (int n = 0; n < BN / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          ds[w][n][e] = p[w][n][e] * (ds[w][n][e] - dl[w][e >> 1]);
+    forEachC<WM, BN>(t, [&](int w, int n, int e, int, int r) {
+      p[w][n][e] = exp2f(p[w][n][e] * c - lse2[w][r]);
+    });
+    if (mask)
+      forEachC<WM, BN>(t, [&](int w, int n, int e, int col, int r) {
+        int key = j0 + col;
+        if (qi[w][r] >= Tq || key >= Tk || (causal && key > qi[w][r]))
+          p[w][n][e] = 0.0f;
+      });
+    forEachC<WM, BN>(t, [&](int w, int n, int e, int, int r) {
+      ds[w][n][e] = p[w][n][e] * (ds[w][n][e] - dl[w][r]);
+    });
     accumulatePB<T, D, BN, WM>(dQ, ds, Ks, lane);
   }
 #pragma unroll
@@ -999,7 +964,8 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
 // Attention.cpp; the tiles of AttentionTiles.h (_w16: D = 64's narrow set).
 //===----------------------------------------------------------------------===//
 
-#define EFFRT_ATTN_MMA_KERNELS(TY, T, D, WIDE, NAME, FWD_BLOCKS, KV_BLOCKS)    \
+#define EFFRT_ATTN_MMA_KERNELS(TY, T, D, WIDE, NAME, FWD_BLOCKS, KV_BLOCKS,    \
+                               Q_BLOCKS)                                       \
   extern "C" __global__ void __launch_bounds__(kThreads, FWD_BLOCKS)           \
       effrt_attn_fwd_##NAME(const T *q, const T *k, const T *v, T *o,          \
                             float *lse, int Tq, int Tk, float scale,           \
@@ -1017,7 +983,7 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
     backwardKeyMma<T, D, tiles.streamed, tiles.warpTiles>(                     \
         q, k, v, lse, delta, dout, dk, dv, Tq, Tk, scale, causal, L);          \
   }                                                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads)                       \
+  extern "C" __global__ void __launch_bounds__(kThreads, Q_BLOCKS)             \
       effrt_attn_bwd_q_##NAME(const T *q, const T *k, const T *v,              \
                               const float *lse, const float *delta,            \
                               const T *dout, T *dq, int Tq, int Tk,            \
@@ -1027,17 +993,18 @@ __device__ void rowDot(const T *o, const T *dout, float *delta, int64_t rows,
         q, k, v, lse, delta, dout, dq, Tq, Tk, scale, causal, L);              \
   }
 
-// The last two: blocks an SM the forward and the key pass must fit
-// (__launch_bounds__), where the registers the compiler would take
-// otherwise cost a block an SM (ptxas -v, sm_90: the 16-row forward 144 ->
-// 128 registers, 4 blocks; its key pass 175 -> 168, 3 blocks; the D = 128
-// forward 186 -> 168, 3 blocks; no spills).
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, true, bf16_d64, 1, 1)
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, false, bf16_d64_w16, 4, 3)
-EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 128, false, bf16_d128, 3, 1)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, true, f16_d64, 1, 1)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, false, f16_d64_w16, 4, 3)
-EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, false, f16_d128, 3, 1)
+// The last three: the blocks an SM each pass is built to fit
+// (__launch_bounds__: registers at most 65536 / (128 x blocks)), chosen so
+// that ptxas spills nothing or a few words (ptxas -v, sm_90: at most 16
+// bytes; the 32-row warps: 246, 251 and 167 registers, 2, 2 and 3 blocks;
+// 16-row: 128, 168, 128, i.e. 4, 3, 4; D = 128: 168, 249, 168, i.e. 3, 2,
+// 3). Without them ptxas took registers that cost a block for nothing.
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, true, bf16_d64, 2, 2, 3)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 64, false, bf16_d64_w16, 4, 3, 4)
+EFFRT_ATTN_MMA_KERNELS(bf16, __nv_bfloat16, 128, false, bf16_d128, 3, 2, 3)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, true, f16_d64, 2, 2, 3)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 64, false, f16_d64_w16, 4, 3, 4)
+EFFRT_ATTN_MMA_KERNELS(f16, __half, 128, false, f16_d128, 3, 2, 3)
 
 extern "C" __global__ void __launch_bounds__(kF32Rows * 32)
     effrt_attn_fwd_f32(const float *q, const float *k, const float *v, float *o,
