@@ -94,6 +94,26 @@ if cuobjdump:
 if getattr(config, "effopt_have_onednn", False):
     config.available_features.add("onednn")
 
+# PyTorch's own CPU bf16 kernels compute in f32 and round once (its oneDNN
+# kernels on CPUs with AVX-512; torch 1.13 on AVX2-only CPUs sums bf16
+# products in bf16): what a check against them as they are needs
+# (lib/lowp_vs_torch.py probes the same; its other checks emulate bf16
+# where torch's kernels do not round once).
+def _torch_bf16_rounds_once():
+    import subprocess
+    lib = os.path.join(os.path.dirname(__file__), "E2E", "lib")
+    probe = ("import sys; sys.path.insert(0, %r); import lowp_vs_torch as l; "
+             "sys.exit(0 if l.BF16_NATIVE else 1)" % lib)
+    try:
+        return subprocess.run(["/usr/bin/python3", "-c", probe],
+                              capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if _torch_bf16_rounds_once():
+    config.available_features.add("torch-bf16-rounds-once")
+
 # Where effc and effrun live, for scripts that run them.
 config.substitutions.append(("%effopt_bin", config.effopt_tools_dir))
 
