@@ -78,26 +78,22 @@ NUMPY_BITS = {"bfloat16": np.uint16, "float16": np.float16,
 # The torch side: real bf16, or fp16 emulated by rounding
 # ===------------------------------------------------------------------=== #
 
-class RoundHalf(torch.autograd.Function):
-    """float32 -> nearest fp16 value (as float32); the gradient likewise."""
-    @staticmethod
-    def forward(ctx, x):
-        return x.half().float()
+def rounding_to(dtype):
+    """An autograd function: float32 -> the nearest `dtype` value (as
+    float32); the gradient likewise."""
+    class Round(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.to(dtype).float()
 
-    @staticmethod
-    def backward(ctx, g):
-        return g.half().float()
+        @staticmethod
+        def backward(ctx, g):
+            return g.to(dtype).float()
+    return Round
 
 
-class RoundBF16(torch.autograd.Function):
-    """float32 -> nearest bf16 value (as float32); the gradient likewise."""
-    @staticmethod
-    def forward(ctx, x):
-        return x.bfloat16().float()
-
-    @staticmethod
-    def backward(ctx, g):
-        return g.bfloat16().float()
+RoundHalf = rounding_to(torch.float16)
+RoundBF16 = rounding_to(torch.bfloat16)
 
 
 def torch_bf16_rounds_once():
