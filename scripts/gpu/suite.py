@@ -162,7 +162,11 @@ def prepare(args):
     failed_compiles = []
     t0 = time.time()
 
+    skipped = set(filter(None, args.skip_variants.split(",")))
+
     def compile_variant(case, tag, onnx_path, flags, tgt=None):
+        if tag in skipped:
+            return
         tgt = tgt or target
         effx = "%s.%s.effx" % (case["name"], tag)
         report = "%s.%s.report.json" % (case["name"], tag)
@@ -1295,6 +1299,10 @@ def main():
     p.add_argument("--effc", action="append", default=[],
                    help="an extra effc flag for every variant of --target "
                         "(e.g. --effc=--emulated-order=descending)")
+    p.add_argument("--skip-variants", default="",
+                   help="comma list of variant tags not to compile (e.g. "
+                        "fp16,zero1 where the run's --only does not need "
+                        "them)")
     r = sub.add_parser("run")
     r.add_argument("--dir", required=True, help="what prepare wrote")
     r.add_argument("--effrun", required=True)
