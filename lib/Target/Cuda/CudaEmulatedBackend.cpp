@@ -45,6 +45,10 @@ public:
     // ops, get OpenMP threads as on the cuda target.
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     pm.addNestedPass<func::FuncOp>(createEffParallelLoopsPass());
+    // Each emulated launch its own function, identical ones shared: LLVM's
+    // work per function stays small and a GPT's repeated layers compile
+    // once, as on the CPU target.
+    pm.addPass(createEffOutlineKernelsPass());
     pm.addPass(createConvertSCFToOpenMPPass());
     pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
     // libm's exp and erf, not the CPU target's polynomials: closer to the
