@@ -45,10 +45,10 @@ def switch_points(module):
 
 
 def _record(model):
-    """Hooks that record (input, output) of every call of a switch module,
-    in call order; in-place variants made out-of-place so the input stays
-    in the autograd graph."""
-    calls, handles = [], []
+    """Hooks that record (input, output, switch points, module) of every
+    call of a switch module, in call order; in-place variants made
+    out-of-place so the input stays in the autograd graph."""
+    calls = []
     for module in model.modules():
         points = switch_points(module)
         if not points:
@@ -58,8 +58,8 @@ def _record(model):
 
         def hook(mod, inputs, output, points=points):
             calls.append((inputs[0], output, points, mod))
-        handles.append(module.register_forward_hook(hook))
-    return calls, handles
+        module.register_forward_hook(hook)
+    return calls
 
 
 def _loss_of(out):
@@ -75,8 +75,8 @@ def flip_candidates(model32, model64, inputs32, inputs64, ref_factor,
     model32 and model64 hold the state before the step; neither is
     modified."""
     m32, m64 = copy.deepcopy(model32), copy.deepcopy(model64)
-    calls32, _ = _record(m32)
-    calls64, _ = _record(m64)
+    calls32 = _record(m32)
+    calls64 = _record(m64)
     with torch.no_grad():
         m32(*inputs32)
     loss = _loss_of(m64(*inputs64))

@@ -178,7 +178,7 @@ def optimizer_slots(opt, param_names):
 
 
 def compare(what, got, want, exact, before, rtol, atol, ref_factor,
-            norm_rtol, allow=None):
+            norm_rtol):
     """A failure line, or None. `exact` is the float64 result from the same
     state (None in trajectory mode): effopt may then also be `ref_factor`
     times as far from it as PyTorch's float32 result is (largest difference
@@ -187,9 +187,7 @@ def compare(what, got, want, exact, before, rtol, atol, ref_factor,
     tensor still passes when its distance from float64 is within norm_rtol
     of the change the step made to it (L2 norms): a ReLU or max-pool input
     within rounding of its switch point routes a few gradients differently
-    in any two implementations, while a wrong gradient misses by O(1).
-    `allow` (stepwise) widens the bound per value by what switch points
-    within rounding may move it (switch_points.py)."""
+    in any two implementations, while a wrong gradient misses by O(1)."""
     if got.shape != want.shape:
         return "%s: shape %s, torch %s" % (what, got.shape, want.shape)
     g, w = got.astype(np.float64), want.astype(np.float64)
@@ -197,8 +195,6 @@ def compare(what, got, want, exact, before, rtol, atol, ref_factor,
     if exact is not None:
         g_err = np.abs(g - exact)
         torch_err = np.abs(w - exact).max() if w.size else 0.0
-        if allow is not None:
-            bound = bound + allow
         bad = g_err > bound + ref_factor * torch_err
         if not bad.any():
             return None
