@@ -719,6 +719,28 @@ def EffGpuAlignWorkgroupMemoryPass
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def EffGpuShareKernelsPass : Pass<"eff-gpu-share-kernels", "::mlir::ModuleOp"> {
+  let summary = "One gpu.module for each set of identical outlined kernels";
+  let description = [{
+    Runs after `gpu-kernel-outlining`: `gpu.module`s whose contents are the
+    same (every op, attribute, type and use-def structure; locations and
+    the kernels' own names aside) become one, the first, and every
+    `gpu.launch_func` of the others launches its kernel. A network's
+    repeated blocks make the same kernels over and over (GPT-2's 12 layers:
+    each layer's kernels once per layer), and NVPTX and ptxas then compile
+    each once for every arch: the fatbin and the compile shrink by the
+    repetition. Constants and other symbols a module holds are part of
+    what is compared, so a kernel that reads a different constant table,
+    or a workgroup buffer of another size or alignment, stays its own. A
+    profile shows a shared kernel under its first launch's name.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let statistics = [
+    Statistic<"numShared", "shared-modules",
+              "gpu.modules erased for an identical earlier one">
+  ];
+}
+
 def EffGpuEmulateLaunchesPass
     : Pass<"eff-gpu-emulate-launches", "::mlir::ModuleOp"> {
   let summary = "Runs each gpu.launch as host loops over its blocks and "

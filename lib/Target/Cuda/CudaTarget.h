@@ -135,6 +135,8 @@ public:
     // Shared-memory globals aligned for the 16-byte accesses NVPTX merges
     // scalar ones into.
     pm.addPass(createEffGpuAlignWorkgroupMemoryPass());
+    // Identical kernels (a network's repeated layers) compiled once.
+    pm.addPass(createEffGpuShareKernelsPass());
     // Host tasks (effc --offload optimizer, eff-host-tasks) run on the CPU
     // as on the CPU target: the outermost parallel loop of a large nest on
     // OpenMP threads (an update of millions of weights), the rest plain
