@@ -3,7 +3,6 @@
 #include "ConstantFolding.h"
 
 using namespace mlir;
-using namespace llvm;
 
 namespace effopt::eff::folding {
 
