@@ -143,6 +143,13 @@ glibcxx=$(objdump -T "$OUT/rt/bin/effrun" 2>/dev/null | grep -o 'GLIBCXX_[0-9.]*
 echo "$glibc $glibcxx" > "$OUT/rt/needs.txt"
 "$OUT/rt/effrun" --help >/dev/null
 
+# Which tree this is (the device tool's copy has no .git): run.sh prints it
+# first, so a GPU session's note can name what ran.
+{
+  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' +uncommitted changes')"
+  echo "prepared $(date -u '+%Y-%m-%d %H:%M') UTC, --target $TARGET$([ "$CONV" = 1 ] && echo ' --conv')$([ "$ONLY_ATTENTION" = 1 ] && echo ' --only-attention')"
+} > "$OUT/prepared.txt"
+
 # What travels: everything under $OUT (the runtime's build folder stays here).
 size=$(du -sb "$OUT" | cut -f1)
 echo

@@ -74,6 +74,7 @@ if [ -z "${PYTHON:-}" ]; then
   if python3 -c "import torch" 2>/dev/null; then PYTHON=python3; else PYTHON=/usr/bin/python3; fi
 fi
 echo "== $(date -u +%H:%M:%S) machine: $(uname -m), $(nproc) cores; $("$PYTHON" -c 'import torch,sys; print("python %s, torch %s, cuda %s" % (sys.version.split()[0], torch.__version__, torch.version.cuda))' 2>&1 | tail -1)"
+if [ -f "$DIR/prepared.txt" ]; then sed 's/^/   /' "$DIR/prepared.txt"; fi
 if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader 2>&1 | sed 's/^/   GPU: /'
 else
