@@ -3,6 +3,7 @@
 #include "effopt/Conversion/Passes.h"
 
 #include "effopt/Dialect/Eff/IR/EffDialect.h"
+#include "effopt/Support/StructuralHash.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -57,21 +58,6 @@ static std::string kernelTag(Location loc) {
   return tag;
 }
 
-/// A hash that kernels with identical bodies share: the signature, then
-/// every op's name, attributes and result types in walk order (values and
-/// locations left out; isRegionEquivalentTo decides).
-static llvm::hash_code bodyHash(func::FuncOp kernel) {
-  llvm::hash_code hash = hash_value(kernel.getFunctionType());
-  kernel.getBody().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
-  });
-  return hash;
-}
-
 struct EffOutlineKernelsPass
     : impl::EffOutlineKernelsPassBase<EffOutlineKernelsPass> {
   void runOnOperation() override {
@@ -96,7 +82,8 @@ struct EffOutlineKernelsPass
     DenseMap<llvm::hash_code, SmallVector<func::FuncOp, 1>> byHash;
     for (auto [kernelOp, call] : kernels) {
       func::FuncOp kernel = kernelOp;
-      SmallVector<func::FuncOp, 1> &bucket = byHash[bodyHash(kernel)];
+      SmallVector<func::FuncOp, 1> &bucket = byHash[structuralHash(
+          kernel.getBody(), hash_value(kernel.getFunctionType()))];
       auto same = llvm::find_if(bucket, [&](func::FuncOp other) {
         return OperationEquivalence::isRegionEquivalentTo(
             &other.getBody(), &kernel.getBody(),

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "effopt/Conversion/Passes.h"
+#include "effopt/Support/StructuralHash.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -26,21 +27,6 @@ struct KernelModule {
   gpu::GPUModuleOp module;
   SmallVector<std::pair<gpu::GPUFuncOp, StringAttr>> kernels;
 };
-
-/// A hash that modules with the same contents share: every op's name,
-/// attributes, properties and result types in walk order (values and
-/// locations left out; isRegionEquivalentTo decides).
-llvm::hash_code contentsHash(gpu::GPUModuleOp module) {
-  llvm::hash_code hash = hash_value(module->getDiscardableAttrDictionary());
-  module.getBodyRegion().walk([&](Operation *op) {
-    hash = llvm::hash_combine(
-        hash, OperationEquivalence::computeHash(
-                  op, OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::ignoreHashValue,
-                  OperationEquivalence::IgnoreLocations));
-  });
-  return hash;
-}
 
 bool sameContents(gpu::GPUModuleOp a, gpu::GPUModuleOp b) {
   return a.getTargetsAttr() == b.getTargetsAttr() &&
@@ -81,7 +67,9 @@ struct EffGpuShareKernelsPass
     SmallVector<gpu::GPUModuleOp> erased;
     for (KernelModule &entry : modules) {
       SmallVector<KernelModule *, 1> &bucket =
-          byHash[contentsHash(entry.module)];
+          byHash[effopt::structuralHash(
+          entry.module.getBodyRegion(),
+          hash_value(entry.module->getDiscardableAttrDictionary()))];
       auto same = llvm::find_if(bucket, [&](KernelModule *kept) {
         return sameContents(kept->module, entry.module);
       });
