@@ -238,8 +238,10 @@ def prepare(args):
                         flags + ["--remat", "selective"])
         compile_variant(case, "bf16", onnx_path,
                         flags + ["--precision", "bf16"])
-        if target == "cuda":
-            # The convolutions as columns + GEMMs instead of cuDNN calls.
+        if target in ("cuda", "cuda-emulated"):
+            # The convolutions as columns + GEMMs instead of cuDNN calls
+            # (emulated too: the weight gradient is a GEMM batch summed
+            # into one C, which the emulation once got wrong).
             compile_variant(case, "im2col", onnx_path,
                             flags + ["--convolution", "im2col"])
 

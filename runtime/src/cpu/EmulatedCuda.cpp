@@ -148,10 +148,14 @@ void effrt_emulated_cuda_gemm_batched(
     int64_t K, float alpha, const void *A, int64_t lda, int64_t strideA,
     const void *B, int64_t ldb, int64_t strideB, float beta, void *C,
     int64_t ldc, int64_t strideC, int32_t abType, int32_t cType) {
+  // strideC == 0: every batch adds into the one C (a batch_reduce_matmul,
+  // an im2col convolution's weight gradient), beta applied once, as
+  // effrt_cuda_gemm_batched runs it.
   for (int64_t i = 0; i < batch; ++i)
     gemm(transA, transB, M, N, K, alpha, advance(A, i * strideA, abType), lda,
-         advance(B, i * strideB, abType), ldb, beta,
-         advance(C, i * strideC, cType), ldc, nullptr, abType, cType);
+         advance(B, i * strideB, abType), ldb,
+         strideC == 0 && i > 0 ? 1.0f : beta, advance(C, i * strideC, cType),
+         ldc, nullptr, abType, cType);
 }
 
 void effrt_emulated_cuda_gemm_bias(int32_t transA, int32_t transB, int64_t M,
