@@ -387,7 +387,9 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   policy.threads = options.effectiveThreads();
   pm.addPass(createConvertEffToLinalgPass(policy));
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createEffFuseElementwisePass());
+  EffFuseElementwisePassOptions fusion;
+  fusion.maxKernelArgumentBytes = backend.getMaxKernelArgumentBytes();
+  pm.addPass(createEffFuseElementwisePass(fusion));
   pm.addPass(createCanonicalizerPass());
   // A loss gradient's row max and sum: the loss made them already.
   pm.addPass(createEffMergeEqualReductionsPass());

@@ -561,7 +561,20 @@ def EffFuseElementwisePass : Pass<"eff-fuse-elementwise", "::mlir::ModuleOp"> {
     masks the backward keeps and two selects, becomes one forward pass
     that stores no mask, and its backward recomputes the masks from the
     batch norm's input, which it reads anyway.
+
+    With `max-kernel-argument-bytes` (a GPU target's limit on one kernel's
+    parameters; 0, the default, means none), a fusion whose op would take
+    more bytes of arguments once it is a kernel (a tensor becomes a memref
+    descriptor of 8 * (3 + 2 * rank) bytes, a scalar 8) is not made: the
+    chain of ORs over every gradient's "found inf" flag that fp16 loss
+    scaling builds is one op otherwise, 24 bytes a gradient, past CUDA's
+    4352 bytes of kernel parameters at about 180 parameters.
   }];
+  let options = [
+    Option<"maxKernelArgumentBytes", "max-kernel-argument-bytes", "int64_t",
+           /*default=*/"0",
+           "The most bytes of kernel arguments a fused op may take (0: no limit)">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }

@@ -126,6 +126,11 @@ public:
   /// direct that the target accepts.
   virtual llvm::StringRef getLibraryConvolution() const { return ""; }
 
+  /// The most bytes of arguments one of the target's kernels may take (0:
+  /// no limit): eff-fuse-elementwise fuses no further (CUDA kernel
+  /// parameters hold 4352 bytes).
+  virtual int64_t getMaxKernelArgumentBytes() const { return 0; }
+
   /// Appends passes that reshape the fused linalg ops on tensors for the
   /// target (after eff-fuse-elementwise, before bufferization: whatever
   /// temporaries they add are planned like any other). None by default.

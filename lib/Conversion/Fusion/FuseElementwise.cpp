@@ -150,16 +150,58 @@ static bool recomputesCheaply(OpOperand *fused, bool onlyUser) {
   return extended <= results;
 }
 
+/// The bytes of kernel arguments a value takes once outlined: a tensor
+/// becomes a memref descriptor (two pointers, an offset, sizes and
+/// strides), a scalar one 8-byte word.
+static int64_t argumentBytes(Value value) {
+  if (auto shaped = dyn_cast<ShapedType>(value.getType()))
+    return 8 * (3 + 2 * shaped.getRank());
+  return 8;
+}
+
+/// The bytes of kernel arguments of the op that fusing `fused`'s producer
+/// into its owner makes: each distinct input of both but the fused value,
+/// every output of the consumer, and the producer's outputs the fused op
+/// keeps (upstream's prediction: results with other users).
+static int64_t fusedArgumentBytes(OpOperand *fused) {
+  auto producer = cast<linalg::GenericOp>(fused->get().getDefiningOp());
+  auto consumer = cast<linalg::GenericOp>(fused->getOwner());
+  SmallVector<Value> inputs;
+  auto addInput = [&](Value input) {
+    if (!llvm::is_contained(inputs, input))
+      inputs.push_back(input);
+  };
+  for (OpOperand *input : consumer.getDpsInputOperands())
+    if (input != fused)
+      addInput(input->get());
+  for (Value input : producer.getDpsInputs())
+    addInput(input);
+  int64_t bytes = 0;
+  for (Value input : inputs)
+    bytes += argumentBytes(input);
+  // Outputs are separate buffers even where they share an empty tensor.
+  for (Value init : consumer.getDpsInits())
+    bytes += argumentBytes(init);
+  for (int index : linalg::getPreservedProducerResults(producer, consumer,
+                                                        fused))
+    bytes += argumentBytes(producer->getResult(index));
+  return bytes;
+}
+
 /// Fuse a generic producer into a generic consumer when the consumer is its
 /// only user and the producer has loops: named ops stay named. With
 /// `recompute` (the second round), only where recomputesCheaply. A producer
 /// that only widens (bf16 -> f32) fuses into every consumer: each reads the
 /// narrow values and widens them itself, and the wide copy is never stored.
-bool shouldFuse(OpOperand *fused, bool recompute) {
+/// With `maxArgumentBytes` > 0, never into an op that would take more bytes
+/// of kernel arguments.
+bool shouldFuse(OpOperand *fused, bool recompute, int64_t maxArgumentBytes) {
   Operation *producer = fused->get().getDefiningOp();
   Operation *consumer = fused->getOwner();
   if (!isa_and_nonnull<linalg::GenericOp>(producer) ||
       !isa<linalg::GenericOp>(consumer))
+    return false;
+  if (maxArgumentBytes > 0 && fusedArgumentBytes(fused) > maxArgumentBytes)
     return false;
   if (wideningOf(cast<linalg::GenericOp>(producer)))
     return true;
@@ -210,7 +252,10 @@ struct ExtractThroughWidening : OpRewritePattern<tensor::ExtractOp> {
 
 struct EffFuseElementwisePass
     : impl::EffFuseElementwisePassBase<EffFuseElementwisePass> {
+  using Base::Base;
+
   void runOnOperation() override {
+    int64_t maxBytes = maxKernelArgumentBytes;
     // Single-use chains first: recomputing a producer needs its inputs live
     // at the consumer, which they often are only once the chains that read
     // them have been fused into their last readers.
@@ -218,7 +263,9 @@ struct EffFuseElementwisePass
       RewritePatternSet patterns(&getContext());
       linalg::populateElementwiseOpsFusionPatterns(
           patterns,
-          [recompute](OpOperand *fused) { return shouldFuse(fused, recompute); });
+          [recompute, maxBytes](OpOperand *fused) {
+            return shouldFuse(fused, recompute, maxBytes);
+          });
       linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
       patterns.add<ExtractThroughWidening>(&getContext());
       if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -13,6 +13,7 @@
 
 #include "../Cpu/CpuObject.h"
 
+#include "effopt/Conversion/GpuCodegen/RowGroups.h"
 #include "effopt/Conversion/Passes.h"
 #include "effopt/Target/TargetBackend.h"
 
@@ -96,13 +97,20 @@ public:
   // Each kernel thread reads its elements before it writes them.
   bool planElementwiseInPlace() const override { return true; }
 
+  // Row groups and small batches keep to the same bound.
+  int64_t getMaxKernelArgumentBytes() const override {
+    return kMaxKernelArgumentBytes;
+  }
+
   void buildTensorPipeline(OpPassManager &pm) const override {
     // A bf16 product whose f32 result is only rounded back to bf16 writes
     // bf16 (cuBLASLt rounds once, as the cast did); the widening a loss
     // reads it through then fuses into each reader, so GPT-2's logits are
     // stored once in bf16, not twice in f32.
     pm.addPass(createEffGpuNarrowProductsPass());
-    pm.addPass(createEffFuseElementwisePass());
+    EffFuseElementwisePassOptions fusion;
+    fusion.maxKernelArgumentBytes = getMaxKernelArgumentBytes();
+    pm.addPass(createEffFuseElementwisePass(fusion));
     pm.addPass(createCanonicalizerPass());
     // A bias its reader adds per column goes into the GEMM (cuBLASLt's
     // bias epilogue): the product is not read and written again for it.

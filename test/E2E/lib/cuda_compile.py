@@ -46,7 +46,26 @@ CASES = [
     ("gpt-bf16-qlora", "gpt", ["--precision", "bf16", LORA, "--qlora"]),
     ("llama-bf16-adamw", "llama", ["--precision", "bf16",
                                    "--optimizer", "adamw"]),
+    # 200 parameters: fp16's "found inf" OR over every gradient and the
+    # global norm's sum of squares stay within a kernel's 4352 bytes of
+    # parameters (one fused op read every flag: convnext_tiny failed ptxas).
+    ("deep-mlp-fp16-clip", "deep_mlp", ["--precision", "fp16",
+                                        "--clip-grad-norm", "1.0"]),
 ]
+
+
+class DeepMLP(torch.nn.Module):
+    """100 small Linear layers: 200 parameter tensors."""
+
+    def __init__(self, depth=100, width=8):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x, y):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return ((x - y) ** 2).mean()
 
 
 def export_models(work):
@@ -58,6 +77,11 @@ def export_models(work):
         t.export(model, tuple(torch.from_numpy(data[k][:B]) for k in names),
                  names, path)
         paths[name] = path
+    torch.manual_seed(0)
+    path = os.path.join(work, "deep_mlp.onnx")
+    t.export(DeepMLP(), (torch.randn(4, 8), torch.randn(4, 8)), ["x", "y"],
+             path, output_names=("loss",))
+    paths["deep_mlp"] = path
     case = zoo_llama.tiny()
     path = os.path.join(work, "llama.onnx")
     case.write_onnx(path, {k: v.detach().numpy()
