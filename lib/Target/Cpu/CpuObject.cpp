@@ -97,7 +97,9 @@ FailureOr<CpuCode> emitCpuSharedObject(ModuleOp module,
   targetOptions.UseInitArray = true;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, code.cpu, features, targetOptions, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      std::nullopt,
+      options.optimizeMachineCode ? llvm::CodeGenOptLevel::Aggressive
+                                  : llvm::CodeGenOptLevel::None));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
 

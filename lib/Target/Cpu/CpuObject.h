@@ -15,6 +15,12 @@ struct CpuCodegenOptions {
   /// LLVM CPU name; "native" is the host's CPU and features.
   std::string cpu = "native";
   unsigned optLevel = 3;
+  /// False: LLVM's -O0 instruction selection and register allocation after
+  /// the optLevel IR pipeline. For host code that only computes addresses
+  /// and calls (the cuda step: launches and library calls), where greedy
+  /// register allocation over one function with hundreds of calls costs
+  /// most of the compile and saves nothing at run time.
+  bool optimizeMachineCode = true;
 };
 
 struct CpuCode {
