@@ -119,3 +119,44 @@ func.func @not_siblings(%x: tensor<64x16xf32>, %y: tensor<64x16xf32>, %z: tensor
   } -> tensor<16xf32>
   return %r1, %r2, %a, %b, %d, %e : tensor<64xf32>, tensor<64xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// A use of the first sum inside a payload between the two (a generic that
+// tensor.extracts from a value it captures) counts as a use: that generic
+// moves after the merged op with the other readers, not left before it
+// reading a value defined later (found by remat=sqrt on
+// nn.TransformerDecoder).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#vec = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @use_in_a_payload
+// CHECK: %[[S:.*]]:2 = linalg.generic
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[S]]#0
+// CHECK: linalg.generic
+// CHECK: tensor.extract %[[E]]
+// CHECK: return
+func.func @use_in_a_payload(%x: tensor<64x16xf32>, %init: tensor<16xf32>, %v: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %a = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<64x16xf32>) outs(%init : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  %m = tensor.expand_shape %a [[0, 1]] output_shape [1, 16] : tensor<16xf32> into tensor<1x16xf32>
+  %e = tensor.empty() : tensor<16xf32>
+  %g = linalg.generic {indexing_maps = [#vec, #vec], iterator_types = ["parallel"]} ins(%v : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %i = linalg.index 0 : index
+    %c0 = arith.constant 0 : index
+    %t = tensor.extract %m[%c0, %i] : tensor<1x16xf32>
+    %r = arith.mulf %in, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %b = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<64x16xf32>) outs(%init : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %p = arith.mulf %in, %in : f32
+    %s = arith.addf %p, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %g, %b : tensor<16xf32>, tensor<16xf32>
+}

@@ -54,7 +54,7 @@ bool areSiblings(linalg::GenericOp a, linalg::GenericOp b) {
 }
 
 /// The ops strictly between `a` and `b` (one block) that use `a`'s results,
-/// directly or through each other, in order; nullopt when `b` is one of
+/// directly or through each other, in their operands or regions, in order; nullopt when `b` is one of
 /// them or one of them has memory effects.
 std::optional<SmallVector<Operation *>> usersBetween(linalg::GenericOp a,
                                                      linalg::GenericOp b) {
@@ -62,8 +62,16 @@ std::optional<SmallVector<Operation *>> usersBetween(linalg::GenericOp a,
                                  a->getResults().end());
   SmallVector<Operation *> users;
   for (Operation *op = a->getNextNode(); op; op = op->getNextNode()) {
-    bool uses = llvm::any_of(op->getOperands(), [&](Value v) {
-      return reached.contains(v);
+    // A use inside the op's regions counts (a generic's payload may
+    // tensor.extract from a value it captures).
+    bool uses = false;
+    op->walk([&](Operation *nested) {
+      if (llvm::any_of(nested->getOperands(),
+                       [&](Value v) { return reached.contains(v); })) {
+        uses = true;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
     });
     if (op == b)
       return uses ? std::nullopt : std::optional(users);
