@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../cuda/Attention.h"
+
 #include "effrt/Error.h"
 #include "effrt/Kernels.h"
 #include "effrt/Tensor.h"
@@ -26,6 +28,16 @@
 namespace {
 
 using effrt::fail;
+
+/// Fails as effrt_cuda_attention_* do for what the GPU's kernels do not
+/// take (head sizes, row strides, alignment), with their words: an emulated
+/// step runs only attention the device runs.
+void refuseWhatTheKernelsRefuse(
+    const effrt::cuda::AttentionProblem &p,
+    std::initializer_list<effrt::cuda::AttentionOperand> operands) {
+  if (std::string why = effrt::cuda::checkAttention(p, operands); !why.empty())
+    fail("attention: ", why);
+}
 
 /// Element `i` of a buffer of type code `type`, as f32.
 float load(const void *data, int64_t i, int32_t type) {
@@ -176,6 +188,12 @@ void effrt_emulated_cuda_attention_fwd_strided(
     int64_t vB2, int64_t vT, void *o, int64_t oB1, int64_t oB2, int64_t oT,
     float *lse, int64_t B1, int64_t B2, int64_t Tq, int64_t Tk, int64_t D,
     int64_t Dv, float scale, int32_t causal, int32_t type) {
+  refuseWhatTheKernelsRefuse(
+      effrt::cuda::attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type),
+      {{q, {qB1, qB2, qT}, false},
+       {k, {kB1, kB2, kT}, false},
+       {v, {vB1, vB2, vT}, false},
+       {o, {oB1, oB2, oT}, true}});
   std::vector<float> s(static_cast<size_t>(Tk)), acc(static_cast<size_t>(Dv));
   for (int64_t b1 = 0; b1 < B1; ++b1)
     for (int64_t b2 = 0; b2 < B2; ++b2) {
@@ -213,6 +231,16 @@ void effrt_emulated_cuda_attention_bwd_strided(
     int64_t dvB2, int64_t dvT, float *workspace, int64_t B1, int64_t B2,
     int64_t Tq, int64_t Tk, int64_t D, int64_t Dv, float scale, int32_t causal,
     int32_t type) {
+  refuseWhatTheKernelsRefuse(
+      effrt::cuda::attentionProblem(B1, B2, Tq, Tk, D, Dv, scale, causal, type),
+      {{q, {qB1, qB2, qT}, false},
+       {k, {kB1, kB2, kT}, false},
+       {v, {vB1, vB2, vT}, false},
+       {dout, {dB1, dB2, dT}, false},
+       {o, {oB1, oB2, oT}, false},
+       {dq, {dqB1, dqB2, dqT}, true},
+       {dk, {dkB1, dkB2, dkT}, true},
+       {dv, {dvB1, dvB2, dvT}, true}});
   std::vector<float> s(static_cast<size_t>(Tk));
   std::vector<float> gq(static_cast<size_t>(Tq * D)),
       gk(static_cast<size_t>(Tk * D)), gv(static_cast<size_t>(Tk * Dv));

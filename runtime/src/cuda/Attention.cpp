@@ -63,6 +63,27 @@ bool cuda::attentionKernelsBuilt() {
 #endif
 }
 
+AttentionProblem cuda::attentionProblem(int64_t B1, int64_t B2, int64_t Tq,
+                                        int64_t Tk, int64_t D, int64_t Dv,
+                                        float scale, int32_t causal,
+                                        int32_t type) {
+  if (B1 < 0 || B2 < 0)
+    fail("attention over ", B1, " x ", B2, " heads");
+  if (D != Dv)
+    fail("attention with head dimension ", D, " for queries and keys but ", Dv,
+         " for values is not supported on cuda");
+  AttentionProblem p;
+  p.heads = B1 * B2;
+  p.b2 = B2 > 0 ? B2 : 1;
+  p.tq = Tq;
+  p.tk = Tk;
+  p.d = D;
+  p.scale = scale;
+  p.causal = causal != 0;
+  p.type = type;
+  return p;
+}
+
 EffrtAttnLayout cuda::contiguousLayout(const AttentionProblem &p) {
   EffrtAttnLayout layout{};
   int64_t b2 = p.b2 > 0 ? p.b2 : 1;

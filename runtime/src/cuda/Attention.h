@@ -32,6 +32,12 @@ struct AttentionProblem {
   int32_t type = 0;
 };
 
+/// The problem of an effrt_cuda_attention_* call's sizes: B1 x B2 heads;
+/// fails on negative head counts and on D != Dv.
+AttentionProblem attentionProblem(int64_t B1, int64_t B2, int64_t Tq,
+                                  int64_t Tk, int64_t D, int64_t Dv,
+                                  float scale, int32_t causal, int32_t type);
+
 /// Every operand of `p` contiguous ([B1, B2, T, D] row-major).
 EffrtAttnLayout contiguousLayout(const AttentionProblem &p);
 
