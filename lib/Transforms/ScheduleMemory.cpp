@@ -282,6 +282,7 @@ private:
         candidates.insert(rootConsumers[r].front());
 
     auto schedule = [&](unsigned o) {
+      assert(!scheduled[o] && "an op placed twice");
       scheduled[o] = true;
       order.push_back(o);
       for (unsigned r : usedRoots[o])
@@ -297,8 +298,11 @@ private:
           bytes += rootBytes[r];
       return bytes;
     };
-    /// The ops `o` still waits for, if few and cheap enough to pull up.
-    auto pulled = [&](unsigned o, int64_t budget,
+    /// The ops `o` still waits for, if few and cheap enough to pull up and
+    /// all before `end`, the end of o's segment. (A reader of a destination
+    /// runs before the producer of what is written there: that edge can
+    /// point back from a later segment, whose ops are placed with it.)
+    auto pulled = [&](unsigned o, unsigned end, int64_t budget,
                       SmallVectorImpl<unsigned> &wait) {
       llvm::DenseSet<unsigned> seen;
       SmallVector<unsigned> worklist{o};
@@ -308,13 +312,30 @@ private:
           if (scheduled[p] || !seen.insert(p).second)
             continue;
           bytes += allocated(p);
-          if (barrier[p] || seen.size() > kMaxPulledOps || bytes > budget)
+          if (barrier[p] || p >= end || seen.size() > kMaxPulledOps ||
+              bytes > budget)
             return false;
           wait.push_back(p);
           worklist.push_back(p);
         }
       }
+      // In an order every edge among them respects, the old order among
+      // the rest: a reader-before-write edge points from a later op to an
+      // earlier one, so the old order alone is not enough.
       llvm::sort(wait);
+      SmallVector<unsigned> sorted;
+      llvm::DenseSet<unsigned> placed;
+      while (sorted.size() < wait.size())
+        for (unsigned p : wait)
+          if (!placed.contains(p) &&
+              llvm::all_of(preds[p], [&](unsigned q) {
+                return scheduled[q] || placed.contains(q) || !seen.contains(q);
+              })) {
+            sorted.push_back(p);
+            placed.insert(p);
+            break;
+          }
+      wait.assign(sorted.begin(), sorted.end());
       return true;
     };
 
@@ -359,7 +380,7 @@ private:
             continue;
           }
           SmallVector<unsigned> wait;
-          if (!pulled(o, std::min(free - alloc, pullCap), wait)) {
+          if (!pulled(o, end, std::min(free - alloc, pullCap), wait)) {
             ++it;
             continue;
           }

@@ -179,3 +179,31 @@ func.func @pulled_chain_above_peak(%p: tensor<64xf32>, %x1: tensor<256x4xf32>,
   %r = bufferization.materialize_in_destination %np in %p : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
   return %r, %w, %h : tensor<64xf32>, tensor<4x4xf32>, tensor<16x4xf32>
 }
+
+// -----
+
+// Pulled up together with an op that frees memory, the ops it waits for
+// keep every edge among them: %r reads %d before %p, written into %d, is
+// computed (a reader-before-write edge, which points back from a later op
+// to an earlier one), so %r runs first even though %p came first. Placed
+// in their old order, the edge was broken and %p became ready a second
+// time (torchvision's ResNet-18 with --remat selective and bf16: a
+// recomputed batch norm reading the running statistics the forward's
+// writes).
+// CHECK-LABEL: func.func @pulled_reader_before_write
+// CHECK:      %[[R:.*]] = eff.mul %arg0, %arg1
+// CHECK-NEXT: %[[P:.*]] = eff.mul %arg1, %arg1
+// CHECK-NEXT: %[[BIG:.*]] = eff.exp %arg2
+// CHECK-NEXT: %[[O:.*]] = eff.matmul %[[BIG]], %[[P]]
+// CHECK-NEXT: %[[W:.*]] = bufferization.materialize_in_destination %[[P]] in %arg0
+// CHECK-NEXT: return %[[O]], %[[R]], %[[W]]
+func.func @pulled_reader_before_write(%d: tensor<16x1xf32>, %q: tensor<16x1xf32>,
+                                      %x: tensor<256x16xf32>)
+    -> (tensor<256x1xf32>, tensor<16x1xf32>, tensor<16x1xf32>) {
+  %big = eff.exp %x : tensor<256x16xf32>
+  %p = eff.mul %q, %q : (tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+  %r = eff.mul %d, %q : (tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+  %o = eff.matmul %big, %p : (tensor<256x16xf32>, tensor<16x1xf32>) -> tensor<256x1xf32>
+  %w = bufferization.materialize_in_destination %p in %d : (tensor<16x1xf32>, tensor<16x1xf32>) -> tensor<16x1xf32>
+  return %o, %r, %w : tensor<256x1xf32>, tensor<16x1xf32>, tensor<16x1xf32>
+}

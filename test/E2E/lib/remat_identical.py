@@ -9,7 +9,7 @@ For each policy: effc --remat P --report-json, effrun N steps with --log and
 equal those of `none` exactly; the report's activation bytes at the peak must
 be smaller than none's for every policy but none.
 
-usage: remat_identical.py --model gpt|cnn|densenet --bin DIR --work DIR
+usage: remat_identical.py --model gpt|cnn|densenet|resnet18 --bin DIR --work DIR
                           [--policies program,none,selective,full,sqrt,budget]
                           [--steps 6] [--accum K] [--strip-names]
 (budget: --remat budget:B with B halfway between none and the smallest plan
@@ -77,6 +77,28 @@ def model_and_data(name, steps):
         images = np.repeat(x[idx].reshape(-1, 1, 8, 8), 3, axis=1)
         return DenseNetLoss(), 16, {"x": np.ascontiguousarray(images),
                                     "y": y[idx]}, ("loss", "logits")
+    if name == "resnet18":
+        # torchvision's ResNet-18 as people use it (10 classes), on the
+        # digits scaled to 32 x 32: batch norms whose recomputation reads
+        # the running statistics their forward writes.
+        import torch
+        import torchvision
+
+        class ResNetLoss(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = torchvision.models.resnet18(num_classes=10)
+
+            def forward(self, x, y):
+                logits = self.net(x)
+                return torch.nn.functional.cross_entropy(logits, y), logits
+
+        torch.manual_seed(0)
+        x, y = ex.digits_data()
+        idx = ex.epoch_rows(len(x), steps * 4, 0)
+        images = np.kron(x[idx].reshape(-1, 1, 8, 8), np.ones((1, 3, 4, 4)))
+        return ResNetLoss(), 4, {"x": np.ascontiguousarray(
+            images.astype(np.float32)), "y": y[idx]}, ("loss", "logits")
     raise SystemExit("unknown model " + name)
 
 
