@@ -750,6 +750,30 @@ static LogicalResult evaluateConcat(Evaluation &e) {
   return e.result(std::move(result));
 }
 
+static LogicalResult evaluateSplit(Evaluation &e) {
+  const Tensor &data = e.in(0);
+  int64_t rank = data.shape.size();
+  FailureOr<int64_t> axis = normalized(e, e.ctx.getInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  FailureOr<SmallVector<int64_t>> sizes = e.ctx.splitSizes(data.shape[*axis]);
+  if (failed(sizes))
+    return failure();
+  int64_t outer = product(ArrayRef<int64_t>(data.shape).take_front(*axis));
+  int64_t inner = product(ArrayRef<int64_t>(data.shape).drop_front(*axis + 1));
+  int64_t begin = 0;
+  for (int64_t size : *sizes) {
+    SmallVector<int64_t> shape(data.shape);
+    shape[*axis] = size;
+    Tensor piece{shape, data.elementType, {}, {}};
+    for (int64_t o = 0; o < outer; ++o)
+      piece.append(data, (o * data.shape[*axis] + begin) * inner, size * inner);
+    begin += size;
+    (void)e.result(std::move(piece));
+  }
+  return success();
+}
+
 static LogicalResult evaluateTranspose(Evaluation &e) {
   const Tensor &data = e.in(0);
   int64_t rank = data.shape.size();
@@ -1039,6 +1063,7 @@ static const llvm::StringMap<Evaluator> &getEvaluators() {
       {"Unsqueeze", {evaluateUnsqueeze, 2}},
       {"Squeeze", {evaluateSqueeze, 1}},
       {"Concat", {evaluateConcat, 1}},
+      {"Split", {evaluateSplit, 1}},
       {"Transpose", {evaluateTranspose, 1}},
       {"Gather", {evaluateGather, 2}},
       {"Slice", {evaluateSlice, 3}},

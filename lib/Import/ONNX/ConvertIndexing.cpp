@@ -69,6 +69,41 @@ Value sliceAxis(NodeContext &ctx, Value value, int64_t axis, int64_t start,
 
 /// Trilu(x, k): keeps the upper (j - i >= k) or lower (j - i <= k) triangle
 /// of the last two dimensions and zeroes the rest.
+/// EyeLike(x): ones on diagonal k of a 2-D tensor shaped like x, zeros
+/// elsewhere. Only x's shape is read: under static shapes it is a constant
+/// (torch.diagonal exports as x * EyeLike(x) summed over a row).
+LogicalResult convertEyeLike(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  if (type.getRank() != 2)
+    return ctx.error("input must have rank 2, not " + Twine(type.getRank()));
+  Type elementType = type.getElementType();
+  if (const onnx::AttributeProto *dtype = ctx.attribute("dtype")) {
+    elementType = convertElementType(dtype->i(), ctx.context());
+    if (!elementType)
+      return ctx.error("unsupported dtype " + Twine(dtype->i()));
+  }
+  if (!elementType.isIntOrFloat())
+    return ctx.error("dtype must be numeric");
+  if (failed(ctx.checkComputedSize(type.getShape(), "the identity matrix")))
+    return failure();
+  int64_t k = ctx.getInt("k", 0);
+  auto resultType = RankedTensorType::get(type.getShape(), elementType);
+  Attribute one, zero;
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    one = FloatAttr::get(floatType, 1.0);
+    zero = FloatAttr::get(floatType, 0.0);
+  } else {
+    one = IntegerAttr::get(elementType, 1);
+    zero = IntegerAttr::get(elementType, 0);
+  }
+  SmallVector<Attribute> elements;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i)
+    for (int64_t j = 0; j < type.getDimSize(1); ++j)
+      elements.push_back(j - i == k ? one : zero);
+  ctx.setOutput(0, ctx.constant(DenseElementsAttr::get(resultType, elements)));
+  return success();
+}
+
 LogicalResult convertTrilu(NodeContext &ctx) {
   RankedTensorType type = ctx.inputType(0);
   if (type.getRank() < 2)
@@ -155,6 +190,54 @@ LogicalResult convertOneHot(NodeContext &ctx) {
   Value values = ctx.reshape(ctx.input(2), {2});
   ctx.setOutput(0, ctx.create<eff::WhereOp>(hot, elementOf(ctx, values, 1),
                                             elementOf(ctx, values, 0)));
+  return success();
+}
+
+/// GatherND(data, indices, batch_dims = b): indices [B..., ..., d] address
+/// dimensions b .. b + d - 1 of data [B..., D...] within each batch entry.
+/// Written as one Gather along data's first b + d dimensions flattened, at
+/// the row-major position of (batch coordinates, index tuple) (torch.diagonal
+/// exports as one).
+LogicalResult convertGatherND(NodeContext &ctx) {
+  RankedTensorType dataType = ctx.inputType(0), indicesType = ctx.inputType(1);
+  int64_t batch = ctx.getInt("batch_dims", 0);
+  int64_t indicesRank = indicesType.getRank(), dataRank = dataType.getRank();
+  if (batch < 0 || batch >= std::min(indicesRank, dataRank))
+    return ctx.error("batch_dims " + Twine(batch) +
+                     " is not below the ranks of data and indices");
+  ArrayRef<int64_t> dataShape = dataType.getShape();
+  if (indicesType.getShape().take_front(batch) != dataShape.take_front(batch))
+    return ctx.error("the batch dimensions of data and indices differ");
+  int64_t depth = indicesType.getShape().back();
+  if (depth < 1 || batch + depth > dataRank)
+    return ctx.error("index tuples of " + Twine(depth) +
+                     " elements do not address data of rank " +
+                     Twine(dataRank) + " after " + Twine(batch) +
+                     " batch dimensions");
+  Type i64 = ctx.builder.getI64Type();
+  SmallVector<int64_t> tupleShape(indicesType.getShape().drop_back());
+  int64_t tupleRank = tupleShape.size();
+  Value flat;
+  int64_t stride = 1;
+  auto accumulate = [&](Value position) {
+    Value scaled = ctx.create<eff::MulOp>(position, ctx.splat(stride, i64));
+    flat = flat ? ctx.create<eff::AddOp>(flat, scaled) : scaled;
+  };
+  for (int64_t k = depth - 1; k >= 0; --k) {
+    Value component = ctx.reshape(
+        sliceAxis(ctx, ctx.input(1), indicesRank - 1, k, k + 1), tupleShape);
+    accumulate(normalizeIndices(ctx, component, dataShape[batch + k]));
+    stride *= dataShape[batch + k];
+  }
+  for (int64_t k = batch - 1; k >= 0; --k) {
+    accumulate(ctx.iota(dataShape[k], k, tupleRank, i64));
+    stride *= dataShape[k];
+  }
+  flat = ctx.broadcastTo(flat, tupleShape);
+  SmallVector<int64_t> rowsShape{stride};
+  llvm::append_range(rowsShape, dataShape.drop_front(batch + depth));
+  ctx.setOutput(0, ctx.create<eff::GatherOp>(
+                       ctx.reshape(ctx.input(0), rowsShape), flat, int64_t(0)));
   return success();
 }
 
@@ -640,8 +723,10 @@ LogicalResult convertResize(NodeContext &ctx) {
 
 void effopt::onnx_import::populateIndexingConverters(ConverterMap &map) {
   map["Trilu"] = convertTrilu;
+  map["EyeLike"] = convertEyeLike;
   map["OneHot"] = convertOneHot;
   map["GatherElements"] = convertGatherElements;
+  map["GatherND"] = convertGatherND;
   map["ScatterElements"] = convertScatterElements;
   map["ScatterND"] = convertScatterND;
   map["CumSum"] = convertCumSum;

@@ -4,6 +4,7 @@
 
 #include "effopt/Dialect/Eff/IR/ShapeUtils.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -236,6 +237,86 @@ template <bool isMax> LogicalResult convertArgExtreme(NodeContext &ctx) {
   return success();
 }
 
+/// The most elements TopK selects: it is written as k selections.
+constexpr int64_t kMaxTopK = 64;
+
+/// TopK(x, k): the k largest (or smallest) elements along an axis, sorted,
+/// equal elements in index order (ONNX's order), and their positions.
+/// Written as k selections, each an ArgMax/ArgMin over the elements not yet
+/// taken; each value is picked by a one-hot `where` + sum, so the gradient
+/// reaches exactly the selected position, as PyTorch's topk backward does.
+LogicalResult convertTopK(NodeContext &ctx) {
+  RankedTensorType type = ctx.inputType(0);
+  int64_t rank = type.getRank();
+  FailureOr<int64_t> axis = ctx.normalizedAxis(ctx.getInt("axis", -1), rank);
+  if (failed(axis))
+    return failure();
+  FailureOr<SmallVector<int64_t>> kValues = ctx.constantInts(1, "K");
+  if (failed(kValues))
+    return failure();
+  if (kValues->size() != 1)
+    return ctx.error("K must hold one value, not " + Twine(kValues->size()));
+  int64_t k = kValues->front(), size = type.getDimSize(*axis);
+  if (k < 1 || k > size)
+    return ctx.error("K = " + Twine(k) + " is not in [1, " + Twine(size) +
+                     "] (the size of axis " + Twine(*axis) + ")");
+  if (k > kMaxTopK)
+    return ctx.error("K = " + Twine(k) + " is more than the " +
+                     Twine(kMaxTopK) + " elements TopK can select");
+  bool largest = ctx.getInt("largest", 1) != 0;
+  Type elementType = type.getElementType();
+  // Taken positions read as the value no other element passes.
+  double taken;
+  if (isa<FloatType>(elementType))
+    taken = largest ? -std::numeric_limits<double>::infinity()
+                    : std::numeric_limits<double>::infinity();
+  else if (elementType.isSignlessInteger() &&
+           elementType.getIntOrFloatBitWidth() > 1)
+    taken = largest ? -std::ldexp(1.0, elementType.getIntOrFloatBitWidth() - 1)
+                    : std::ldexp(1.0, elementType.getIntOrFloatBitWidth() - 1) -
+                          1;
+  else
+    return ctx.error("TopK takes float or signed integer elements");
+  Value x = ctx.input(0), remaining = x;
+  Type i64 = ctx.builder.getI64Type();
+  Value positions = ctx.iota(size, *axis, rank, i64);
+  Value fill = ctx.splat(taken, elementType);
+  Value zero = ctx.splat(0, elementType);
+  Value isTaken = ctx.create<eff::CmpOp>(eff::CmpPredicate::ne, positions,
+                                         positions);
+  SmallVector<int64_t> axes{*axis};
+  SmallVector<Value> values, indices;
+  for (int64_t i = 0; i < k; ++i) {
+    Value extreme = largest
+                        ? ctx.create<eff::ReduceMaxOp>(remaining, axes, true)
+                        : ctx.create<eff::ReduceMinOp>(remaining, axes, true);
+    Value hit = ctx.create<eff::CmpOp>(eff::CmpPredicate::eq, remaining,
+                                       extreme);
+    if (isa<FloatType>(elementType))
+      hit = ctx.create<eff::LogicalOrOp>(
+          hit,
+          ctx.create<eff::CmpOp>(eff::CmpPredicate::ne, remaining, remaining));
+    hit = ctx.create<eff::LogicalAndOp>(
+        hit, ctx.create<eff::LogicalNotOp>(isTaken));
+    Value index = ctx.create<eff::ReduceMinOp>(
+        ctx.create<eff::WhereOp>(hit, positions, ctx.splat(size, i64)), axes,
+        true);
+    Value hot = ctx.create<eff::CmpOp>(eff::CmpPredicate::eq, positions, index);
+    values.push_back(ctx.create<eff::ReduceSumOp>(
+        ctx.create<eff::WhereOp>(hot, x, zero), axes, true));
+    indices.push_back(index);
+    if (i + 1 == k)
+      break;
+    remaining = ctx.create<eff::WhereOp>(hot, fill, remaining);
+    isTaken = ctx.create<eff::LogicalOrOp>(isTaken, hot);
+  }
+  ctx.setOutput(0, k == 1 ? values.front()
+                          : ctx.create<eff::ConcatOp>(values, *axis));
+  ctx.setOutput(1, k == 1 ? indices.front()
+                          : ctx.create<eff::ConcatOp>(indices, *axis));
+  return success();
+}
+
 } // namespace
 
 void effopt::onnx_import::populateReductionConverters(ConverterMap &map) {
@@ -251,4 +332,5 @@ void effopt::onnx_import::populateReductionConverters(ConverterMap &map) {
   map["ReduceProd"] = convertReduceProd;
   map["ArgMax"] = convertArgExtreme<true>;
   map["ArgMin"] = convertArgExtreme<false>;
+  map["TopK"] = convertTopK;
 }

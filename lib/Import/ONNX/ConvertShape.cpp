@@ -276,34 +276,13 @@ LogicalResult convertSplit(NodeContext &ctx) {
       ctx.normalizedAxis(ctx.getInt("axis", 0), type.getRank());
   if (failed(axis))
     return failure();
-  int64_t total = type.getDimSize(*axis);
-  int64_t pieces = ctx.node.output_size();
-  SmallVector<int64_t> sizes;
-  if (ctx.hasInput(1)) {
-    FailureOr<SmallVector<int64_t>> split = ctx.constantInts(1, "split");
-    if (failed(split))
-      return failure();
-    sizes = *split;
-  } else if (ctx.hasAttribute("split")) {
-    sizes = ctx.getInts("split");
-  } else {
-    // Equal pieces; opset 18's num_outputs makes the last one smaller.
-    int64_t count = ctx.getInt("num_outputs", pieces);
-    int64_t piece = (total + count - 1) / count;
-    for (int64_t i = 0; i < count; ++i)
-      sizes.push_back(std::min(piece, total - i * piece));
-  }
-  if (static_cast<int64_t>(sizes.size()) != pieces)
-    return ctx.error("split has " + Twine(sizes.size()) + " sizes for " +
-                     Twine(pieces) + " outputs");
-  int64_t sum = 0;
-  for (int64_t size : sizes)
-    sum += size;
-  if (sum != total || llvm::any_of(sizes, [](int64_t s) { return s < 0; }))
-    return ctx.error("split sizes " + eff::formatShape(sizes) +
-                     " do not add up to " + Twine(total));
+  FailureOr<SmallVector<int64_t>> sizes =
+      ctx.splitSizes(type.getDimSize(*axis));
+  if (failed(sizes))
+    return failure();
+  int64_t pieces = sizes->size();
   SmallVector<Type> resultTypes;
-  for (int64_t size : sizes) {
+  for (int64_t size : *sizes) {
     SmallVector<int64_t> shape(type.getShape());
     shape[*axis] = size;
     resultTypes.push_back(type.clone(shape));

@@ -95,6 +95,36 @@ FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
   return result;
 }
 
+FailureOr<SmallVector<int64_t>> NodeContext::splitSizes(int64_t total) {
+  int64_t pieces = node.output_size();
+  SmallVector<int64_t> sizes;
+  if (hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> split = constantInts(1, "split");
+    if (failed(split))
+      return failure();
+    sizes = *split;
+  } else if (hasAttribute("split")) {
+    sizes = getInts("split");
+  } else {
+    int64_t count = getInt("num_outputs", pieces);
+    if (count <= 0)
+      return error("num_outputs is " + Twine(count) + ", not positive");
+    int64_t piece = (total + count - 1) / count;
+    for (int64_t i = 0; i < count; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(piece, total - i * piece)));
+  }
+  if (static_cast<int64_t>(sizes.size()) != pieces)
+    return error("split has " + Twine(sizes.size()) + " sizes for " +
+                 Twine(pieces) + " outputs");
+  int64_t sum = 0;
+  for (int64_t size : sizes)
+    sum += size;
+  if (sum != total || llvm::any_of(sizes, [](int64_t s) { return s < 0; }))
+    return error("split sizes " + eff::formatShape(sizes) +
+                 " do not add up to " + Twine(total));
+  return sizes;
+}
+
 Value NodeContext::splat(double value, Type elementType,
                          ArrayRef<int64_t> shape) {
   auto type = RankedTensorType::get(shape, elementType);

@@ -290,6 +290,11 @@ public:
   /// `axis` in [-rank, rank) normalised, or an error naming `what`.
   mlir::FailureOr<int64_t> normalizedAxis(int64_t axis, int64_t rank,
                                           llvm::StringRef what = "axis");
+  /// The sizes of a Split node's outputs along an axis of `total`
+  /// elements: its `split` input or attribute, else equal pieces (opset 18's
+  /// num_outputs makes the last one smaller); an error unless they are one
+  /// per output and add up to `total`.
+  mlir::FailureOr<llvm::SmallVector<int64_t>> splitSizes(int64_t total);
 
 private:
   /// The folded value of single-result `op` (erasing `op`), or its result.

@@ -124,6 +124,8 @@ private:
                                          RankedTensorType type);
   LogicalResult buildForward();
   LogicalResult importNode(const onnx::NodeProto &node, unsigned index);
+  LogicalResult importConstantIf(const onnx::NodeProto &node,
+                                 NodeContext &nodeContext);
   LogicalResult crossCheckShapes();
   LogicalResult checkAgainstOnnxShapes(const onnx::NodeProto &node,
                                        StringRef nodeName);
@@ -619,13 +621,22 @@ OwningOpRef<ModuleOp> ModelImporter::run(std::shared_ptr<ModelStorage> loaded) {
 LogicalResult ModelImporter::buildForward() {
   const onnx::GraphProto &graph = storage->model.graph();
 
-  // Uses of every value, so converters can skip unused optional outputs.
-  for (const onnx::NodeProto &node : graph.node())
-    for (const std::string &input : node.input())
-      if (!input.empty())
-        ++useCounts[input];
-  for (const onnx::ValueInfoProto &output : graph.output())
-    ++useCounts[output.name()];
+  // Uses of every value, so converters can skip unused optional outputs
+  // (a branch of an If may read any value of the graph).
+  std::function<void(const onnx::GraphProto &)> countUses =
+      [&](const onnx::GraphProto &g) {
+        for (const onnx::NodeProto &node : g.node()) {
+          for (const std::string &input : node.input())
+            if (!input.empty())
+              ++useCounts[input];
+          for (const onnx::AttributeProto &attr : node.attribute())
+            if (attr.has_g())
+              countUses(attr.g());
+        }
+        for (const onnx::ValueInfoProto &output : g.output())
+          ++useCounts[output.name()];
+      };
+  countUses(graph);
 
   // BatchNorm statistics are buffers, whatever mode the node runs in.
   for (const onnx::NodeProto &node : graph.node())
@@ -851,6 +862,8 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
                                  "') is empty, but it is not optional");
     }
   }
+  if (node.op_type() == "If")
+    return importConstantIf(node, nodeContext);
   // A node over constants is evaluated (shape arithmetic, masks); the rest
   // is converted. A converter that built an op its operands do not fit has
   // reported the node's error, whatever it returned.
@@ -875,6 +888,50 @@ LogicalResult ModelImporter::importNode(const onnx::NodeProto &node,
     if (!values.count(node.output(i)) && nodeContext.isOutputUsed(i))
       return nodeContext.error("output " + Twine(i) + " ('" + node.output(i) +
                                "') is used but not supported by effopt");
+  }
+  return success();
+}
+
+/// An If whose condition folds to a constant (torch exports some shape
+/// checks as one: torch.diagonal's bounds) is the branch it takes, imported
+/// in its place; its outputs are that branch's. One decided at run time is
+/// control flow, which a static graph cannot hold.
+LogicalResult ModelImporter::importConstantIf(const onnx::NodeProto &node,
+                                              NodeContext &nodeContext) {
+  std::optional<double> condition = nodeContext.constantScalar(0);
+  if (!condition)
+    return nodeContext.error("the condition is computed at run time" +
+                             controlFlowHint(node));
+  const onnx::AttributeProto *branchAttr =
+      nodeContext.attribute(*condition != 0 ? "then_branch" : "else_branch");
+  if (!branchAttr || !branchAttr->has_g())
+    return nodeContext.error("has no then_branch/else_branch graph");
+  const onnx::GraphProto &branch = branchAttr->g();
+  if (branch.initializer_size() || branch.sparse_initializer_size())
+    return nodeContext.error("a branch with initializers of its own is not "
+                             "supported");
+  if (branch.output_size() != node.output_size())
+    return nodeContext.error("the branch has " + Twine(branch.output_size()) +
+                             " outputs for the node's " +
+                             Twine(node.output_size()));
+  unsigned index = 0;
+  for (const onnx::NodeProto &inner : branch.node())
+    if (failed(importNode(inner, index++)))
+      return failure();
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string &name = branch.output(i).name();
+    if (!values.count(name)) {
+      auto pending = pendingConstants.find(name);
+      if (pending == pendingConstants.end())
+        return nodeContext.error("branch output '" + name +
+                                 "' is not produced by any node");
+      FailureOr<Value> constant = materializeConstant(*pending->second);
+      if (failed(constant))
+        return failure();
+      values[name] = *constant;
+    }
+    if (!node.output(i).empty())
+      values[node.output(i)] = values[name];
   }
   return success();
 }

@@ -327,7 +327,7 @@ class MoreOps(nn.Module):
 
 
 class TensorOps(nn.Module):
-    """Ops eff has no equivalent for on run-time tensors."""
+    """Ops eff has no op of its own for, on run-time tensors."""
 
     def __init__(self, kind="prod"):
         super().__init__()
@@ -338,8 +338,10 @@ class TensorOps(nn.Module):
         h = self.fc1(x)
         if self.kind == "prod":
             h = h * (1 + 0.01 * torch.tanh(h)).prod(dim=1, keepdim=True)
-        else:
+        elif self.kind == "topk":
             h = h + h.topk(3, dim=1)[0].sum(1, keepdim=True)
+        else:  # torch.sort is a TopK of the whole axis (96 elements)
+            h = h + h.repeat(1, 3).sort(dim=1)[0][:, :32]
         return F.cross_entropy(self.fc2(h), y)
 
 
@@ -565,8 +567,10 @@ model("gather_scatter_loss", GatherScatterLoss, 17, mlp_inputs,
       "scatter one-hot (ScatterElements)")
 model("unsupported_prod", TensorOps, 17, mlp_inputs,
       "x.prod(dim) on activations: ReduceProd (no eff op; must fail cleanly)")
-model("unsupported_topk", lambda: TensorOps("topk"), 17, mlp_inputs,
-      "x.topk: TopK (no eff op; must fail cleanly)")
+model("topk", lambda: TensorOps("topk"), 17, mlp_inputs,
+      "x.topk(3): TopK, written as three selections")
+model("unsupported_sort", lambda: TensorOps("sort"), 17, mlp_inputs,
+      "x.sort over 96 elements: TopK with K = 96 (must fail cleanly)")
 model("dynamic_batch_mlp", lambda: MLPWith(body=nn.ReLU()), 17, mlp_inputs,
       "dynamic_axes on the batch dimension (import with --shape)",
       dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})

@@ -18,6 +18,12 @@ do_constant_folding=False), on small inputs:
 - fold_mask.onnx: Swin's shifted-window mask: ConstantOfShape(H, W) zeros,
   ScatterND of region numbers over Range-built indices, the difference of
   two Unsqueezes, Not(Equal 0) -> Where(-100, 0), added to the scores.
+- fold_split.onnx: `k.repeat_interleave(2, dim=1)`'s Expand shape, whose
+  pieces torch computes by Split of a shape: Shape -> Split -> Concat
+  -> Expand.
+- fold_if.onnx: an If whose condition is a comparison of a static size
+  (torch.diagonal's bounds check): the branch taken is imported in its
+  place. if_runtime_error.onnx: an If on a value of the input, an error.
 - fold_reshape_error.onnx, fold_gather_error.onnx, fold_div_error.onnx:
   chains over constants that are wrong for their op; the importer names the
   node.
@@ -153,6 +159,62 @@ def fold_mask():
     return g.model()
 
 
+def fold_split():
+    g = Graph("fold_split", seed=1)
+    x = g.input("x", F, [2, 3, 4])
+    shape = g.op("Shape", [x], name="/model/Shape")
+    lead, rest = g.op("Split", [shape, g.const([1, 2], np.int64)],
+                      outputs=["/model/Split_0", "/model/Split_1"],
+                      name="/model/Split", axis=0)
+    target = g.op("Concat", [lead, g.const([2], np.int64), rest],
+                  name="/model/Concat", axis=0)
+    wide = g.op("Unsqueeze", [x, g.const([1], np.int64)], name="/model/Unsqueeze")
+    y = g.op("Expand", [wide, target], name="/model/Expand")
+    g.op("ReduceMean", [y], outputs=["loss"], name="/model/ReduceMean",
+         keepdims=0)
+    g.output("loss", F, [])
+    return g.model()
+
+
+def if_model(name, runtime):
+    """loss = mean(If(cond, x * 2, x + 1)); cond is size(x, 0) > 1, or,
+    with `runtime`, sum(x) > 0."""
+    g = Graph(name, seed=1)
+    x = g.input("x", F, [2, 3])
+    if runtime:
+        total = g.op("ReduceSum", [x], name="/model/ReduceSum", keepdims=0)
+        cond = g.op("Greater", [total, g.const(0.0, np.float32)],
+                    name="/model/Greater")
+    else:
+        cond = g.op("Greater", [dim(g, x, 0, "/model"), g.const(1, np.int64)],
+                    name="/model/Greater")
+
+    def branch(bname, op, operand):
+        node = onnx.helper.make_node(op, [x, bname + "_c"], [bname + "_y"],
+                                     name="/model/" + bname)
+        c = onnx.helper.make_node(
+            "Constant", [], [bname + "_c"], name="/model/" + bname + "_c",
+            value=onnx.numpy_helper.from_array(np.array(operand, np.float32)))
+        return onnx.helper.make_graph(
+            [c, node], bname, [],
+            [onnx.helper.make_tensor_value_info(bname + "_y", F, [2, 3])])
+    y = g.op("If", [cond], name="/model/If",
+             then_branch=branch("then", "Mul", 2.0),
+             else_branch=branch("else", "Add", 1.0))
+    g.op("ReduceMean", [y], outputs=["loss"], name="/model/ReduceMean",
+         keepdims=0)
+    g.output("loss", F, [])
+    return g.model()
+
+
+def fold_if():
+    return if_model("fold_if", runtime=False)
+
+
+def if_runtime_error():
+    return if_model("if_runtime_error", runtime=True)
+
+
 def error_model(name, chain):
     """x f32[2,3,4] -> chain(g, x) gives a shape for Reshape(x) -> loss."""
     g = Graph(name)
@@ -191,6 +253,8 @@ def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     for make, valid in [(fold_expand, True), (fold_pad, True), (fold_mask, True),
+                        (fold_split, True), (fold_if, True),
+                        (if_runtime_error, True),
                         (fold_reshape_error, False), (fold_gather_error, False),
                         (fold_div_error, False)]:
         m = make()
