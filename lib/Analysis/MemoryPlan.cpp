@@ -5,7 +5,9 @@
 #include "effopt/Support/StorageBytes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <map>
@@ -40,14 +42,22 @@ struct Schedule {
 
 /// The last schedule position that uses `alloc` or a view derived from it,
 /// as seen from the block it is allocated in. Sets `escapes` when the
-/// buffer is yielded to the next iteration of its loop.
+/// buffer is yielded to the next iteration of its loop. A buffer whose
+/// address is taken as an integer (`memref.extract_aligned_pointer_as_index`,
+/// for a library call) is used by whatever that integer reaches through
+/// pure ops (casts, offsets, `llvm.inttoptr`): the call reads the buffer,
+/// wherever the address computation was placed.
 static int64_t lastUse(memref::AllocOp alloc, const Schedule &schedule,
                        bool &escapes) {
   Block &block = *alloc->getBlock();
   int64_t last = -1;
   SmallVector<Value> worklist{alloc.getResult()};
+  DenseSet<Value> seen;
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    bool isAddress = !isa<BaseMemRefType>(v.getType());
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
       if (Operation *top = block.findAncestorOpInBlock(*user)) {
@@ -55,9 +65,13 @@ static int64_t lastUse(memref::AllocOp alloc, const Schedule &schedule,
         if (isa<scf::YieldOp>(top))
           escapes = true;
       }
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
         if (view.getViewSource() == v)
           llvm::append_range(worklist, user->getResults());
+      } else if (isa<memref::ExtractAlignedPointerAsIndexOp>(user) ||
+                 (isAddress && isMemoryEffectFree(user))) {
+        llvm::append_range(worklist, user->getResults());
+      }
     }
   }
   return last;

@@ -417,6 +417,7 @@ void buildLoweringPipeline(OpPassManager &pm, const TrainStepOptions &options,
   // The producers of a collective's inputs write into its buffer: a
   // bucket's gradients are not copied into it (and counted twice).
   pm.addPass(createEffFoldCollectiveCopiesPass());
+  backend.buildBufferPipeline(pm);
   // The update on a host worker: first the buffers each host op reads
   // live until it is waited for, so the plan gives them slots of their
   // own; then, on the plan, the ops become tasks and the waits go where

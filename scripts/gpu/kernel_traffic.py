@@ -83,6 +83,7 @@ def memref_bytes(type_text):
     return count * ELEMENT_BYTES.get(dims[-1].strip(), 4)
 
 
+FUNCTION = re.compile(r"\s*func\.func ")
 INDEX_CONSTANT = re.compile(r"\s*(%[\w#]+) = arith\.constant (\d+) : index")
 VIEW = re.compile(r"\s*(%[\w#]+) = memref\.view (%[\w#]+)\[(%[\w#]+)\]")
 RESHAPE = re.compile(r"\s*(%[\w#]+) = memref\.(?:expand_shape|collapse_shape|"
@@ -90,11 +91,15 @@ RESHAPE = re.compile(r"\s*(%[\w#]+) = memref\.(?:expand_shape|collapse_shape|"
 
 
 def view_roots(lines):
-    """{value: (root, byte offset)} for the views of a buffer (memref.view
-    at a constant offset, reshapes, casts): accesses through different
-    views of the same bytes are the same bytes."""
-    constants, roots = {}, {}
+    """Per line, {value: (root, byte offset)} for the views of a buffer
+    (memref.view at a constant offset, reshapes, casts) in the function the
+    line is in (SSA names are scoped by function): accesses through
+    different views of the same bytes are the same bytes."""
+    scopes, constants, roots = [], {}, {}
     for line in lines:
+        if FUNCTION.match(line):
+            constants, roots = {}, {}
+        scopes.append(roots)
         c = INDEX_CONSTANT.match(line)
         if c:
             constants[c.group(1)] = int(c.group(2))
@@ -107,14 +112,14 @@ def view_roots(lines):
         r = RESHAPE.match(line)
         if r:
             roots[r.group(1)] = roots.get(r.group(2), (r.group(2), 0))
-    return roots
+    return scopes
 
 
 def launches_of(text):
     """[{kind, name, read, written, line}] per gpu.launch, in program order,
     and a Counter of library calls."""
     lines = text.split("\n")
-    roots = view_roots(lines)
+    scopes = view_roots(lines)
     launches, calls = [], collections.Counter()
     i = 0
     while i < len(lines):
@@ -132,6 +137,7 @@ def launches_of(text):
             body.append(lines[j])
             depth += lines[j].count("{") - lines[j].count("}")
             j += 1
+        roots = scopes[i]
         read, written = {}, {}
         # Values computed from loaded integers (indices a gather or a
         # scatter reads), with the element count of the buffer they came

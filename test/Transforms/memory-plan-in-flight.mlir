@@ -8,7 +8,7 @@ func.func private @effrt_collective_wait(i64, index, index)
 // buffer's bytes, though nothing reads that buffer after the start.
 // CHECK-LABEL: memory plan of @in_flight: 3 buffers, arena 192 bytes, peak 160 bytes at op 7
 // CHECK-NEXT: offset      bytes  first   last  type
-// CHECK-NEXT: {{^ +}}0{{ +}}64{{ +}}1{{ +}}10  memref<16xf32>
+// CHECK-NEXT: {{^ +}}0{{ +}}64{{ +}}1{{ +}}12  memref<16xf32>
 // CHECK-NEXT: {{^ +}}128{{ +}}32{{ +}}2{{ +}}14  memref<8xf32>
 // CHECK-NEXT: {{^ +}}64{{ +}}64{{ +}}7{{ +}}9  memref<16xf32>
 func.func @in_flight(%arena: memref<?xi8>, %out: memref<16xf32>, %v: f32) attributes {eff.arena_arg = 0 : i64} {

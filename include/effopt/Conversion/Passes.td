@@ -640,6 +640,36 @@ def EffMergeEqualReductionsPass
   ];
 }
 
+def EffGpuStageConstantsPass
+    : Pass<"eff-gpu-stage-constants", "::mlir::ModuleOp"> {
+  let summary = "Copies the constants a library call reads into the arena "
+                "right before the call";
+  let description = [{
+    Runs on the bufferized step of a GPU target, after the library calls
+    are formed (`eff-linalg-to-blas`, the runtime calls of
+    `convert-eff-to-linalg`) and before `eff-memory-plan`. A constant is a
+    `memref.get_global`; a kernel reads it from the GPU module
+    (`eff-gpu-form-kernels` re-creates it inside the kernel), but a library
+    call (cuBLASLt, cuDNN, the attention kernels) is handed an address on
+    the host, and a host global's address is not device memory.
+
+    Each host use of a constant -- an address computation
+    (`memref.extract_strided_metadata`,
+    `memref.extract_aligned_pointer_as_index`) or a call taking the memref,
+    reached from the global directly or through views -- reads instead a
+    new buffer that a `memref.copy` from the global fills right before
+    that use (the copy becomes a kernel, which reads the global on the
+    device); the views are re-created on the buffer. The buffer lives from
+    the copy to the use, so `eff-memory-plan` counts it like any other
+    temporary. Bilinear `Resize` writes its interpolation as products with
+    constant matrices: a U-Net's upsampling reaches cuBLASLt this way.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let statistics = [
+    Statistic<"numStaged", "staged", "Constant reads given a device copy">
+  ];
+}
+
 def EffGpuNarrowProductsPass
     : Pass<"eff-gpu-narrow-products", "::mlir::ModuleOp"> {
   let summary = "Lets f16/bf16 GEMMs write their own type when every reader "

@@ -136,6 +136,11 @@ public:
   /// temporaries they add are planned like any other). None by default.
   virtual void buildTensorPipeline(mlir::OpPassManager &pm) const {}
 
+  /// Appends passes over the bufferized step once its library calls are
+  /// formed, before eff-memory-plan (whatever buffers they add are planned
+  /// like any other). None by default.
+  virtual void buildBufferPipeline(mlir::OpPassManager &pm) const {}
+
   /// Appends the passes that take the memory-planned module (after
   /// eff-memory-plan: one entry function over the state, arena and io
   /// regions) to what serialize() reads. `options` are effc's (a GPU

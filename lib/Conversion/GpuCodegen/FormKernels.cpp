@@ -3353,15 +3353,20 @@ struct EffGpuFormKernelsPass
   /// After forming kernels the host may only compute addresses, call
   /// libraries, loop around them and launch.
   LogicalResult verifyHost(func::FuncOp func) {
-    // Globals no kernel uses any more are dead address computations.
-    SmallVector<memref::GetGlobalOp> gets;
-    func.walk([&](memref::GetGlobalOp get) {
-      if (!get->getParentOfType<gpu::LaunchOp>())
-        gets.push_back(get);
+    // Globals no kernel uses any more, and the views of them kernels
+    // re-created inside, are dead address computations.
+    SmallVector<Operation *> globalsAndViews;
+    func.walk([&](Operation *op) {
+      if (op->getParentOfType<gpu::LaunchOp>())
+        return;
+      if (isa<memref::GetGlobalOp>(op) ||
+          (isa<ViewLikeOpInterface>(op) && isMemoryEffectFree(op)))
+        globalsAndViews.push_back(op);
     });
-    for (memref::GetGlobalOp get : gets)
-      if (get->use_empty())
-        get.erase();
+    // Views follow their sources: erasing in reverse frees a view's source.
+    for (Operation *op : llvm::reverse(globalsAndViews))
+      if (op->use_empty())
+        op->erase();
     WalkResult result = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<gpu::LaunchOp>(op))
         return WalkResult::skip();

@@ -103,6 +103,12 @@ public:
     return kMaxKernelArgumentBytes;
   }
 
+  // A library call reads a constant from device memory, not the host
+  // global: a copy kernel stages it right before the call.
+  void buildBufferPipeline(OpPassManager &pm) const override {
+    pm.addPass(createEffGpuStageConstantsPass());
+  }
+
   void buildTensorPipeline(OpPassManager &pm) const override {
     // A bf16 product whose f32 result is only rounded back to bf16 writes
     // bf16 (cuBLASLt rounds once, as the cast did); the widening a loss

@@ -14,7 +14,9 @@ func.func @host_load(%seed: memref<i64>) attributes {eff.arena_arg = 0 : i64} {
 
 // -----
 
-// A constant global handed to a library lives in host memory.
+// A constant global handed to a library lives in host memory
+// (eff-gpu-stage-constants, before the memory plan, copies it to the
+// device for such a read).
 memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 func.func private @effrt_use(memref<4xf32>) -> ()
 func.func @global_to_library(%arena: memref<?xi8>) attributes {eff.arena_arg = 0 : i64} {

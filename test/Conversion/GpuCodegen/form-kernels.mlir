@@ -714,6 +714,32 @@ func.func @copies(%a: memref<4x8xf32>, %t: memref<4xi64>, %src: memref<4x8xf32, 
 
 // -----
 
+// A kernel reads a view of a constant (a CumSum's triangle mask, reshaped):
+// the view is re-created in the kernel, and the host's own view of the
+// global, now read by nothing, goes with the global.
+
+memref.global "private" constant @mask : memref<4x4xi1> = dense<true>
+// CHECK-LABEL: func.func @view_of_global
+// CHECK-NOT: memref.get_global
+// CHECK-NOT: memref.expand_shape
+// CHECK: gpu.launch
+// CHECK:   %[[M:.*]] = memref.get_global @mask : memref<4x4xi1>
+// CHECK:   memref.expand_shape %[[M]]
+// CHECK: } {eff.kernel = "elementwise"}
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @view_of_global(%out: memref<2x2x4xi1>) attributes {eff.arena_arg = 0 : i64} {
+  %g = memref.get_global @mask : memref<4x4xi1>
+  %v = memref.expand_shape %g [[0, 1], [2]] output_shape [2, 2, 4] : memref<4x4xi1> into memref<2x2x4xi1>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%v : memref<2x2x4xi1>) outs(%out : memref<2x2x4xi1>) {
+  ^bb0(%in: i1, %o: i1):
+    %n = arith.xori %in, %o : i1
+    linalg.yield %n : i1
+  }
+  return
+}
+
+// -----
+
 // The gradient-accumulation loop holds a library call: it stays on the
 // host, its body's fusion groups become kernels, the call stays a call.
 

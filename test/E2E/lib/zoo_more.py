@@ -1,0 +1,319 @@
+"""More models as people write them, for zoo_vs_torch.py: segmentation
+(a U-Net, torchvision's LRASPP), MLP-Mixer, a grouped-query LLaMA-style
+GPT, WaveNet, a triplet network, ResNeXt, and tensor ops (TopK, gather,
+cumsum, pixel_shuffle, KL divergence)."""
+import math
+
+import numpy as np
+import torch
+import torchvision
+from torch import nn
+from torch.nn import functional as F
+
+from zoo_vs_torch import ZooCase
+
+
+def _rng(step, seed=7):
+    return np.random.RandomState(seed * 1000 + step)
+
+
+class ConvBlock(nn.Sequential):
+    def __init__(self, cin, cout):
+        super().__init__(nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                         nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class UNet(nn.Module):
+    """A two-level U-Net: MaxPool2d, bilinear F.interpolate, skip torch.cat,
+    per-pixel cross-entropy over (N, C, H, W) with ignore_index."""
+
+    def __init__(self, classes=4):
+        super().__init__()
+        self.down1 = ConvBlock(3, 8)
+        self.down2 = ConvBlock(8, 16)
+        self.mid = ConvBlock(16, 16)
+        self.up2 = ConvBlock(32, 8)
+        self.up1 = ConvBlock(16, 8)
+        self.head = nn.Conv2d(8, classes, 1)
+
+    def forward(self, x, y):
+        d1 = self.down1(x)
+        d2 = self.down2(F.max_pool2d(d1, 2))
+        m = self.mid(F.max_pool2d(d2, 2))
+        u2 = self.up2(torch.cat([F.interpolate(m, scale_factor=2.0,
+                                               mode="bilinear",
+                                               align_corners=False), d2], 1))
+        u1 = self.up1(torch.cat([F.interpolate(u2, size=d1.shape[-2:],
+                                               mode="bilinear",
+                                               align_corners=True), d1], 1))
+        return F.cross_entropy(self.head(u1), y, ignore_index=255)
+
+
+def unet():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        y = r.randint(0, 4, size=(2, 16, 16)).astype(np.int64)
+        y[:, :2, :] = 255
+        return {"x": r.randn(2, 3, 16, 16).astype(np.float32), "y": y}
+    return ZooCase(UNet(), 2, batches, rtol=3e-3, atol=3e-5)
+
+
+class MixerBlock(nn.Module):
+    def __init__(self, tokens, dim):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.tok = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(),
+                                 nn.Linear(2 * tokens, tokens))
+        self.norm2 = nn.LayerNorm(dim)
+        self.ch = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(),
+                                nn.Linear(2 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.tok(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.ch(self.norm2(x))
+
+
+class Mixer(nn.Module):
+    """MLP-Mixer: a strided patch convolution, token-mixing MLPs over a
+    transposed axis, cross-entropy with label smoothing (gather)."""
+
+    def __init__(self, classes=5, dim=24, patch=4, size=16):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, patch, stride=patch)
+        tokens = (size // patch) ** 2
+        self.blocks = nn.Sequential(*[MixerBlock(tokens, dim) for _ in range(2)])
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x, y):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = self.norm(self.blocks(x)).mean(1)
+        # Label smoothing written out: torch 1.13 does not export it.
+        logp = F.log_softmax(self.head(x), -1)
+        smooth = 0.1
+        nll = -logp.gather(1, y.unsqueeze(1)).squeeze(1)
+        return ((1 - smooth) * nll - smooth * logp.mean(-1)).mean()
+
+
+def mixer():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        return {"x": r.randn(4, 3, 16, 16).astype(np.float32),
+                "y": r.randint(0, 5, size=4).astype(np.int64)}
+    return ZooCase(Mixer(), 4, batches)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class GQABlock(nn.Module):
+    def __init__(self, dim, heads, kv_heads, length):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
+        self.norm1 = RMSNorm(dim)
+        self.q = nn.Linear(dim, dim, bias=False)
+        self.kv = nn.Linear(dim, 2 * kv_heads * self.hd, bias=False)
+        self.o = nn.Linear(dim, dim, bias=False)
+        self.norm2 = RMSNorm(dim)
+        self.gate = nn.Linear(dim, 3 * dim, bias=False)
+        self.up = nn.Linear(dim, 3 * dim, bias=False)
+        self.down = nn.Linear(3 * dim, dim, bias=False)
+        t = torch.arange(length, dtype=torch.float32)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        ang = torch.outer(t, inv)
+        self.register_buffer("cos", torch.cat([ang.cos(), ang.cos()], -1), persistent=False)
+        self.register_buffer("sin", torch.cat([ang.sin(), ang.sin()], -1), persistent=False)
+        self.register_buffer("mask", torch.triu(torch.ones(length, length, dtype=torch.bool), 1),
+                             persistent=False)
+
+    def rope(self, x):
+        a, b = x.chunk(2, -1)
+        return x * self.cos + torch.cat([-b, a], -1) * self.sin
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(B, T, self.heads, self.hd).transpose(1, 2)
+        k, v = self.kv(h).view(B, T, 2, self.kv_heads, self.hd).permute(2, 0, 3, 1, 4)
+        q, k = self.rope(q), self.rope(k)
+        rep = self.heads // self.kv_heads
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(self.hd)
+        att = att.masked_fill(self.mask, float("-inf")).softmax(-1)
+        x = x + self.o((att @ v).transpose(1, 2).reshape(B, T, C))
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class GQAGPT(nn.Module):
+    """A hand-written LLaMA-style GPT: RMSNorm, rotary embeddings from
+    buffers, grouped-query attention (repeat_interleave), masked_fill(-inf)
+    causal softmax, SwiGLU, no biases, tied embeddings, ignore_index=-100."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, kv_heads=2, length=12):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.blocks = nn.ModuleList(GQABlock(dim, heads, kv_heads, length) for _ in range(2))
+        self.norm = RMSNorm(dim)
+
+    def forward(self, idx, targets):
+        x = self.emb(idx)
+        for b in self.blocks:
+            x = b(x)
+        logits = self.norm(x) @ self.emb.weight.t()
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def gqa_gpt():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        idx = r.randint(0, 64, size=(3, 12)).astype(np.int64)
+        t = np.roll(idx, -1, 1)
+        t[:, -1] = -100
+        return {"idx": idx, "targets": t}
+    return ZooCase(GQAGPT(), 3, batches)
+
+
+class WaveNet(nn.Module):
+    """Causal dilated Conv1d (F.pad on the left), gated tanh * sigmoid
+    units, residual and skip sums, per-step cross-entropy over (N, C, T)."""
+
+    def __init__(self, ch=12, classes=6):
+        super().__init__()
+        self.inp = nn.Conv1d(1, ch, 1)
+        self.dil = nn.ModuleList(nn.Conv1d(ch, 2 * ch, 2, dilation=d) for d in (1, 2, 4))
+        self.res = nn.ModuleList(nn.Conv1d(ch, ch, 1) for _ in range(3))
+        self.out = nn.Sequential(nn.ReLU(), nn.Conv1d(ch, classes, 1))
+
+    def forward(self, x, y):
+        h = self.inp(x)
+        skip = 0
+        for conv, res in zip(self.dil, self.res):
+            z = conv(F.pad(h, (conv.dilation[0], 0)))
+            a, b = z.chunk(2, 1)
+            g = torch.tanh(a) * torch.sigmoid(b)
+            h = h + res(g)
+            skip = skip + g
+        return F.cross_entropy(self.out(skip + h), y)
+
+
+def wavenet():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        return {"x": r.randn(3, 1, 20).astype(np.float32),
+                "y": r.randint(0, 6, size=(3, 20)).astype(np.int64)}
+    return ZooCase(WaveNet(), 3, batches)
+
+
+class Triplet(nn.Module):
+    """One encoder applied to three inputs (shared weights), PReLU,
+    F.normalize, a triplet margin loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(10, 24), nn.PReLU(), nn.Linear(24, 8))
+
+    def forward(self, a, p, n):
+        ea, ep, en = (F.normalize(self.enc(t), dim=-1) for t in (a, p, n))
+        # F.triplet_margin_loss written out (torch 1.13 does not export it).
+        dp = (ea - ep + 1e-6).norm(dim=-1)
+        dn = (ea - en + 1e-6).norm(dim=-1)
+        return F.relu(dp - dn + 0.5).mean()
+
+
+def triplet():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        a = r.randn(6, 10).astype(np.float32)
+        return {"a": a, "p": a + 0.3 * r.randn(6, 10).astype(np.float32),
+                "n": r.randn(6, 10).astype(np.float32)}
+    return ZooCase(Triplet(), 6, batches)
+
+
+class TensorOps(nn.Module):
+    """gather, cumsum, topk, flip, roll, reflect padding, pixel_shuffle,
+    einsum, var, logsumexp, amax, where, clamp, diagonal (an If on
+    constants, EyeLike, GatherND), KL divergence."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 8, 3, padding=1, padding_mode="reflect")
+        self.lin = nn.Linear(8, 8)
+        self.w = nn.Parameter(torch.randn(8, 5) * 0.3)
+
+    def forward(self, x, idx, target):
+        h = F.pixel_shuffle(self.conv(x), 2)                 # N,2,2H,2W
+        h = h.flatten(1)
+        h = torch.cumsum(h, 1) / h.shape[1]
+        top, _ = torch.topk(h, 8, dim=1)
+        g = torch.gather(h, 1, idx)
+        z = self.lin(top + g.flip(1) + torch.roll(g, 3, 1))
+        z = torch.where(z > 0, z, 0.1 * z).clamp(-3, 3)
+        s = torch.einsum("nd,dk->nk", z, self.w)
+        s = s + z.var(1, keepdim=True) - z.amax(1, keepdim=True)
+        s = s + 0.1 * torch.diagonal(z @ z.t()).unsqueeze(1)
+        logp = s - torch.logsumexp(s, 1, keepdim=True)
+        return F.kl_div(logp, target, reduction="batchmean")
+
+
+def tensor_ops():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        t = r.rand(4, 5).astype(np.float32) + 0.1
+        return {"x": r.randn(4, 2, 6, 6).astype(np.float32),
+                "idx": r.randint(0, 72, size=(4, 8)).astype(np.int64),
+                "target": t / t.sum(1, keepdims=True)}
+    return ZooCase(TensorOps(), 4, batches)
+
+
+def resnext():
+    """torchvision's ResNet class as ResNeXt (grouped bottlenecks)."""
+    from torchvision.models.resnet import Bottleneck, ResNet
+    from zoo_vision import WithLoss, images
+    torch.manual_seed(0)
+    net = ResNet(Bottleneck, [1, 1, 1, 1], num_classes=5, groups=4, width_per_group=8)
+    return ZooCase(WithLoss(net), 4, images(4, 3, 64, 5), extra_outputs=("logits",),
+                   rtol=3e-3, atol=3e-5)
+
+
+class Seg(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.net(x)["out"], y)
+
+
+def lraspp():
+    torch.manual_seed(0)
+    net = torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=3)
+
+    def batches(step):
+        r = _rng(step)
+        return {"x": r.randn(2, 3, 64, 64).astype(np.float32),
+                "y": r.randint(0, 3, size=(2, 64, 64)).astype(np.int64)}
+    return ZooCase(Seg(net), 2, batches, rtol=3e-3, atol=3e-5)
