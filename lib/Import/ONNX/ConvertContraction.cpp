@@ -11,6 +11,59 @@ using namespace mlir;
 using namespace effopt;
 using namespace effopt::onnx_import;
 
+FailureOr<Window>
+effopt::onnx_import::readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
+                                ArrayRef<int64_t> kernel) {
+  size_t spatial = kernel.size();
+  if (spatial + 2 != inputShape.size())
+    return static_cast<LogicalResult>(
+        ctx.error("kernel_shape " + eff::formatShape(kernel) + " does not " +
+                  "match an input of rank " + Twine(inputShape.size())));
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  w.strides = ctx.getInts("strides");
+  w.dilations = ctx.getInts("dilations");
+  SmallVector<int64_t> pads = ctx.getInts("pads");
+  if (w.strides.empty())
+    w.strides.assign(spatial, 1);
+  if (w.dilations.empty())
+    w.dilations.assign(spatial, 1);
+  if (pads.empty())
+    pads.assign(2 * spatial, 0);
+  if (w.strides.size() != spatial || w.dilations.size() != spatial ||
+      pads.size() != 2 * spatial)
+    return static_cast<LogicalResult>(
+        ctx.error("strides, dilations and pads do not match the " +
+                  Twine(spatial) + " spatial dimensions"));
+  std::string autoPad = ctx.getString("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    pads.assign(2 * spatial, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t d = 0; d < spatial; ++d) {
+      int64_t in = inputShape[2 + d];
+      int64_t out = (in + w.strides[d] - 1) / w.strides[d];
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * w.strides[d] + (kernel[d] - 1) * w.dilations[d] + 1 - in);
+      int64_t small = total / 2, large = total - small;
+      pads[d] = autoPad == "SAME_UPPER" ? small : large;
+      pads[d + spatial] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    return static_cast<LogicalResult>(
+        ctx.unsupportedAttribute("auto_pad", "'" + autoPad + "'"));
+  }
+  if (spatial == 1) {
+    // A 1-D window is a 2-D window over [1, L].
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    w.padding = {0, pads[0], 0, pads[1]};
+  } else {
+    w.padding = pads;
+  }
+  return w;
+}
+
 namespace {
 
 /// MatMul with numpy semantics: rank-1 operands are promoted to matrices and
@@ -71,65 +124,6 @@ LogicalResult convertGemm(NodeContext &ctx) {
   return success();
 }
 
-/// Window attributes of Conv and pooling, normalised to 2-D.
-struct Window {
-  SmallVector<int64_t> kernel, strides, padding, dilations;
-};
-
-/// Reads kernel/strides/pads/dilations/auto_pad for `spatialRank` (1 or 2)
-/// spatial dimensions of `inputShape` and returns them as 2-D windows.
-FailureOr<Window> readWindow(NodeContext &ctx, ArrayRef<int64_t> inputShape,
-                             ArrayRef<int64_t> kernel) {
-  size_t spatial = kernel.size();
-  if (spatial + 2 != inputShape.size())
-    return static_cast<LogicalResult>(
-        ctx.error("kernel_shape " + eff::formatShape(kernel) + " does not " +
-                  "match an input of rank " + Twine(inputShape.size())));
-  Window w;
-  w.kernel.assign(kernel.begin(), kernel.end());
-  w.strides = ctx.getInts("strides");
-  w.dilations = ctx.getInts("dilations");
-  SmallVector<int64_t> pads = ctx.getInts("pads");
-  if (w.strides.empty())
-    w.strides.assign(spatial, 1);
-  if (w.dilations.empty())
-    w.dilations.assign(spatial, 1);
-  if (pads.empty())
-    pads.assign(2 * spatial, 0);
-  if (w.strides.size() != spatial || w.dilations.size() != spatial ||
-      pads.size() != 2 * spatial)
-    return static_cast<LogicalResult>(
-        ctx.error("strides, dilations and pads do not match the " +
-                  Twine(spatial) + " spatial dimensions"));
-  std::string autoPad = ctx.getString("auto_pad", "NOTSET");
-  if (autoPad == "VALID") {
-    pads.assign(2 * spatial, 0);
-  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    for (size_t d = 0; d < spatial; ++d) {
-      int64_t in = inputShape[2 + d];
-      int64_t out = (in + w.strides[d] - 1) / w.strides[d];
-      int64_t total = std::max<int64_t>(
-          0, (out - 1) * w.strides[d] + (kernel[d] - 1) * w.dilations[d] + 1 - in);
-      int64_t small = total / 2, large = total - small;
-      pads[d] = autoPad == "SAME_UPPER" ? small : large;
-      pads[d + spatial] = autoPad == "SAME_UPPER" ? large : small;
-    }
-  } else if (autoPad != "NOTSET") {
-    return static_cast<LogicalResult>(
-        ctx.unsupportedAttribute("auto_pad", "'" + autoPad + "'"));
-  }
-  if (spatial == 1) {
-    // A 1-D window is a 2-D window over [1, L].
-    w.kernel.insert(w.kernel.begin(), 1);
-    w.strides.insert(w.strides.begin(), 1);
-    w.dilations.insert(w.dilations.begin(), 1);
-    w.padding = {0, pads[0], 0, pads[1]};
-  } else {
-    w.padding = pads;
-  }
-  return w;
-}
-
 /// NCL -> NC1L for 1-D convolution and pooling.
 Value to2D(NodeContext &ctx, Value value) {
   if (!value)
@@ -149,17 +143,18 @@ Value from2D(NodeContext &ctx, Value value, int64_t rank) {
                              type.getDimSize(3)});
 }
 
-LogicalResult checkSpatialRank(NodeContext &ctx, int64_t rank) {
-  if (rank != 3 && rank != 4)
-    return ctx.error("only 1-D and 2-D windows are supported (input rank " +
-                     Twine(rank) + ")");
+LogicalResult checkSpatialRank(NodeContext &ctx, int64_t rank,
+                               bool threeD = false) {
+  if (rank != 3 && rank != 4 && !(threeD && rank == 5))
+    return ctx.error(Twine(threeD ? "only 1-D, 2-D and 3-D" : "only 1-D and 2-D") +
+                     " windows are supported (input rank " + Twine(rank) + ")");
   return success();
 }
 
 LogicalResult convertConv(NodeContext &ctx) {
   RankedTensorType inputType = ctx.inputType(0), filterType = ctx.inputType(1);
   int64_t rank = inputType.getRank();
-  if (failed(checkSpatialRank(ctx, rank)))
+  if (failed(checkSpatialRank(ctx, rank, /*threeD=*/true)))
     return failure();
   if (filterType.getRank() != rank)
     return ctx.error("the filter must have the input's rank");
@@ -176,6 +171,8 @@ LogicalResult convertConv(NodeContext &ctx) {
     return ctx.error("group " + Twine(groups) + " does not fit " +
                      Twine(channels) + " input channels and a filter of shape " +
                      eff::formatShape(filterType.getShape()));
+  if (rank == 5)
+    return convertConv3D(ctx, *w, groups);
   Value bias = ctx.hasInput(2) ? ctx.input(2) : Value();
   Value conv = ctx.create<eff::Conv2DOp>(
       to2D(ctx, ctx.input(0)), to2D(ctx, ctx.input(1)), bias, w->strides,
@@ -187,7 +184,7 @@ LogicalResult convertConv(NodeContext &ctx) {
 LogicalResult convertMaxPool(NodeContext &ctx) {
   RankedTensorType inputType = ctx.inputType(0);
   int64_t rank = inputType.getRank();
-  if (failed(checkSpatialRank(ctx, rank)))
+  if (failed(checkSpatialRank(ctx, rank, /*threeD=*/true)))
     return failure();
   if (ctx.isOutputUsed(1))
     return ctx.error("the Indices output is not supported");
@@ -197,6 +194,8 @@ LogicalResult convertMaxPool(NodeContext &ctx) {
       readWindow(ctx, inputType.getShape(), ctx.getInts("kernel_shape"));
   if (failed(w))
     return failure();
+  if (rank == 5)
+    return convertMaxPool3D(ctx, *w, ctx.getInt("ceil_mode", 0) != 0);
   Value pool = ctx.create<eff::MaxPool2DOp>(
       to2D(ctx, ctx.input(0)), w->kernel, w->strides, w->padding, w->dilations,
       ctx.getInt("ceil_mode", 0) != 0);
@@ -207,7 +206,7 @@ LogicalResult convertMaxPool(NodeContext &ctx) {
 LogicalResult convertAveragePool(NodeContext &ctx) {
   RankedTensorType inputType = ctx.inputType(0);
   int64_t rank = inputType.getRank();
-  if (failed(checkSpatialRank(ctx, rank)))
+  if (failed(checkSpatialRank(ctx, rank, /*threeD=*/true)))
     return failure();
   FailureOr<Window> w =
       readWindow(ctx, inputType.getShape(), ctx.getInts("kernel_shape"));
@@ -215,6 +214,9 @@ LogicalResult convertAveragePool(NodeContext &ctx) {
     return failure();
   if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
     return ctx.unsupportedAttribute("dilations", "other than 1");
+  if (rank == 5)
+    return convertAveragePool3D(ctx, *w, ctx.getInt("ceil_mode", 0) != 0,
+                                ctx.getInt("count_include_pad", 0) != 0);
   Value pool = ctx.create<eff::AvgPool2DOp>(
       to2D(ctx, ctx.input(0)), w->kernel, w->strides, w->padding,
       ctx.getInt("ceil_mode", 0) != 0, ctx.getInt("count_include_pad", 0) != 0);

@@ -47,6 +47,28 @@ void populateActivationConverters(ConverterMap &converters);
 void populateIndexingConverters(ConverterMap &converters);
 void populateRecurrentConverters(ConverterMap &converters);
 
+/// Window attributes of Conv and pooling: per spatial dimension, ONNX's
+/// pads order (all begins, then all ends). 1-D windows are returned as 2-D
+/// ones over [1, L].
+struct Window {
+  llvm::SmallVector<int64_t> kernel, strides, padding, dilations;
+};
+
+/// Reads kernel/strides/pads/dilations/auto_pad for the spatial dimensions
+/// of `inputShape` (`kernel` has one size per spatial dimension).
+mlir::FailureOr<Window> readWindow(NodeContext &ctx,
+                                   llvm::ArrayRef<int64_t> inputShape,
+                                   llvm::ArrayRef<int64_t> kernel);
+
+/// 3-D windows as 2-D ones over the frames (ConvertWindows3D.cpp).
+mlir::LogicalResult convertConv3D(NodeContext &ctx, const Window &window,
+                                  int64_t groups);
+mlir::LogicalResult convertMaxPool3D(NodeContext &ctx, const Window &window,
+                                     bool ceilMode);
+mlir::LogicalResult convertAveragePool3D(NodeContext &ctx,
+                                         const Window &window, bool ceilMode,
+                                         bool countIncludePad);
+
 /// The most elements a tensor may have: a larger shape (or one with a
 /// negative dimension) is taken to be malformed, and would overflow the
 /// element and byte counts computed from it.

@@ -1,6 +1,6 @@
 """More models as people write them, for zoo_vs_torch.py: segmentation
 (a U-Net, torchvision's LRASPP), MLP-Mixer, a grouped-query LLaMA-style
-GPT, WaveNet, a triplet network, ResNeXt, and tensor ops (TopK, gather,
+GPT, 3-D convolutions and pooling, WaveNet, a triplet network, ResNeXt, and tensor ops (TopK, gather,
 cumsum, pixel_shuffle, KL divergence)."""
 import math
 
@@ -188,6 +188,43 @@ def gqa_gpt():
         t[:, -1] = -100
         return {"idx": idx, "targets": t}
     return ZooCase(GQAGPT(), 3, batches)
+
+
+class Video(nn.Module):
+    """3-D windows: Conv3d (padding, stride, dilation, groups, a (3, 1, 1)
+    temporal and a (1, 3, 3) spatial factor as R(2+1)D writes them),
+    BatchNorm3d, MaxPool3d with ceil_mode, AvgPool3d with and without
+    count_include_pad, AdaptiveAvgPool3d."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv3d(3, 8, 3, padding=1, bias=False), nn.BatchNorm3d(8), nn.ReLU(),
+            nn.MaxPool3d((3, 2, 2), stride=2, padding=(1, 0, 0), ceil_mode=True))
+        self.spatial = nn.Conv3d(8, 12, (1, 3, 3), padding=(0, 1, 1))
+        self.temporal = nn.Conv3d(12, 12, (3, 1, 1), padding=(2, 0, 0),
+                                  dilation=(2, 1, 1), groups=3)
+        self.strided = nn.Conv3d(12, 16, (2, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1))
+        self.pool_a = nn.AvgPool3d(3, stride=1, padding=1, count_include_pad=False)
+        self.pool_b = nn.AvgPool3d((2, 2, 2), stride=2, ceil_mode=True)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x, y):
+        h = self.stem(x)
+        h = F.relu(self.temporal(F.relu(self.spatial(h)))) + h.repeat(1, 2, 1, 1, 1)[:, :12]
+        h = self.pool_b(self.pool_a(F.relu(self.strided(h))))
+        h = F.adaptive_avg_pool3d(h, 1).flatten(1)
+        return F.cross_entropy(self.head(h), y)
+
+
+def video3d():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        return {"x": r.randn(2, 3, 7, 12, 12).astype(np.float32),
+                "y": r.randint(0, 3, size=2).astype(np.int64)}
+    return ZooCase(Video(), 2, batches)
 
 
 class WaveNet(nn.Module):
