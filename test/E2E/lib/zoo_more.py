@@ -1,7 +1,8 @@
 """More models as people write them, for zoo_vs_torch.py: segmentation
 (a U-Net, torchvision's LRASPP), MLP-Mixer, a grouped-query LLaMA-style
-GPT, 3-D convolutions and pooling, WaveNet, a triplet network, ResNeXt, and tensor ops (TopK, gather,
-cumsum, pixel_shuffle, KL divergence)."""
+GPT, a top-2 mixture-of-experts GPT, nn.Transformer as a seq2seq model,
+3-D convolutions and pooling, WaveNet, a triplet network, ResNeXt, and
+tensor ops (TopK, gather, cumsum, pixel_shuffle, diagonal, KL divergence)."""
 import math
 
 import numpy as np
@@ -354,3 +355,86 @@ def lraspp():
         return {"x": r.randn(2, 3, 64, 64).astype(np.float32),
                 "y": r.randint(0, 3, size=(2, 64, 64)).astype(np.int64)}
     return ZooCase(Seg(net), 2, batches, rtol=3e-3, atol=3e-5)
+
+
+class MoE(nn.Module):
+    """Top-2 routed experts, dense evaluation, gates scattered back."""
+
+    def __init__(self, dim=16, experts=4):
+        super().__init__()
+        self.router = nn.Linear(dim, experts, bias=False)
+        self.experts = nn.ModuleList(nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(),
+                                                   nn.Linear(2 * dim, dim))
+                                     for _ in range(experts))
+
+    def forward(self, x):
+        probs = self.router(x).softmax(-1)
+        top, idx = probs.topk(2, dim=-1)
+        top = top / top.sum(-1, keepdim=True)
+        gates = torch.zeros_like(probs).scatter(-1, idx, top)
+        out = torch.stack([e(x) for e in self.experts], -1)
+        aux = (probs.mean((0, 1)) * F.one_hot(idx[..., 0], probs.shape[-1]).float().mean((0, 1))).sum()
+        return (out * gates.unsqueeze(-2)).sum(-1), aux
+
+
+class MoEGPT(nn.Module):
+    def __init__(self, vocab=40, dim=16, length=8):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(length, dim) * 0.1)
+        self.attn = nn.MultiheadAttention(dim, 2, batch_first=True)
+        self.n1, self.n2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.moe = MoE(dim)
+        self.head = nn.Linear(dim, vocab)
+        self.register_buffer("mask", torch.triu(torch.full((length, length), float("-inf")), 1))
+
+    def forward(self, idx, targets):
+        x = self.emb(idx) + self.pos
+        h = self.n1(x)
+        x = x + self.attn(h, h, h, attn_mask=self.mask, need_weights=False)[0]
+        m, aux = self.moe(self.n2(x))
+        x = x + m
+        return F.cross_entropy(self.head(x).flatten(0, 1), targets.flatten()) + 0.01 * aux
+
+
+def moe_gpt():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        idx = r.randint(0, 40, size=(3, 8)).astype(np.int64)
+        return {"idx": idx, "targets": np.roll(idx, -1, 1)}
+    # The causal mask is a float buffer ONNX calls a weight.
+    return ZooCase(MoEGPT(), 3, batches, effc_flags=["--mask-like=freeze"])
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, vocab=30, dim=16):
+        super().__init__()
+        self.src = nn.Embedding(vocab, dim)
+        self.tgt = nn.Embedding(vocab, dim)
+        self.t = nn.Transformer(dim, 2, 1, 1, 32, dropout=0.0, batch_first=True,
+                                norm_first=True)
+        self.head = nn.Linear(dim, vocab)
+        self.register_buffer("causal", nn.Transformer.generate_square_subsequent_mask(6))
+
+    def forward(self, src, tgt_in, tgt_out, src_pad):
+        h = self.t(self.src(src), self.tgt(tgt_in), tgt_mask=self.causal,
+                   src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad)
+        return F.cross_entropy(self.head(h).flatten(0, 1), tgt_out.flatten(), ignore_index=0)
+
+
+def seq2seq():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        src = r.randint(1, 30, size=(2, 7)).astype(np.int64)
+        pad = np.zeros((2, 7), dtype=bool)
+        pad[1, 5:] = True
+        src[pad] = 0
+        tgt = r.randint(1, 30, size=(2, 7)).astype(np.int64)
+        tgt[1, 5:] = 0
+        return {"src": src, "tgt_in": tgt[:, :6].copy(), "tgt_out": tgt[:, 1:].copy(),
+                "src_pad": pad}
+    return ZooCase(Seq2Seq(), 2, batches, effc_flags=["--mask-like=freeze"])
