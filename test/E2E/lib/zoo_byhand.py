@@ -128,9 +128,9 @@ def _op_cases():
         "clamp_tensor": lambda a: torch.clamp(a, min=b).pow(2).mean(),
         "nan_to_num": lambda a: torch.nan_to_num(a).pow(2).mean(),
         "addcmul": lambda a: torch.addcmul(a, a, b, value=0.5).mean(),
-        "lerp": lambda a: torch.lerp(a, b, 0.3).pow(2).mean(),
-        "baddbmm": lambda a: torch.baddbmm(torch.ones(1, 5, 5), a.view(1, 5, 6),
-                                           b.view(1, 6, 5)).pow(2).mean(),
+        "lerp": lambda a: torch.lerp(a, b.to(a), 0.3).pow(2).mean(),
+        "baddbmm": lambda a: torch.baddbmm(torch.ones(1, 5, 5).to(a), a.view(1, 5, 6),
+                                           b.to(a).view(1, 6, 5)).pow(2).mean(),
     }
 
 

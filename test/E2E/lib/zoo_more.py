@@ -1,8 +1,9 @@
 """More models as people write them, for zoo_vs_torch.py: segmentation
 (a U-Net, torchvision's LRASPP), MLP-Mixer, a grouped-query LLaMA-style
 GPT, a top-2 mixture-of-experts GPT, nn.Transformer as a seq2seq model,
-3-D convolutions and pooling, WaveNet, a triplet network, ResNeXt, and
-tensor ops (TopK, gather, cumsum, pixel_shuffle, diagonal, KL divergence)."""
+3-D convolutions and pooling, WaveNet, a triplet network, ResNeXt,
+tensor ops (TopK, gather, cumsum, pixel_shuffle, diagonal, KL divergence)
+and torch.nn.functional term by term."""
 import math
 
 import numpy as np
@@ -438,3 +439,55 @@ def seq2seq():
         return {"src": src, "tgt_in": tgt[:, :6].copy(), "tgt_out": tgt[:, 1:].copy(),
                 "src_pad": pad}
     return ZooCase(Seq2Seq(), 2, batches, effc_flags=["--mask-like=freeze"])
+
+
+class Functional(nn.Module):
+    """torch.nn.functional as people use it, one term each, summed:
+    activations (logsigmoid, softmin, tanhshrink, softshrink, hardshrink,
+    celu, selu, glu), losses (multilabel soft margin, Gaussian NLL, KL with
+    log_target), cosine similarity, pairwise distance, local response norm,
+    pixel_unshuffle, bicubic interpolation, adaptive max pooling, Softmax2d,
+    sort, std, unfold, triu, outer, addcmul."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 6)
+        self.b = nn.Linear(6, 6)
+
+    def forward(self, x, t, c):
+        a, b = self.a(x), self.b(x)
+        img = a.view(1, 1, 5, 6)
+        terms = [
+            F.logsigmoid(a).mean(), (F.softmin(a, -1) * b).sum(),
+            F.tanhshrink(a).mean(), F.softshrink(a, 0.3).mean(),
+            F.hardshrink(a, 0.2).mean(), F.celu(a, 0.7).mean(), F.selu(a).mean(),
+            F.glu(torch.cat([a, b], -1), -1).mean(),
+            F.multilabel_soft_margin_loss(a, t),
+            F.gaussian_nll_loss(a, c, F.softplus(b) + 0.1),
+            F.kl_div(F.log_softmax(a, -1), F.log_softmax(b, -1), log_target=True,
+                     reduction="batchmean"),
+            F.cosine_similarity(a, b).mean(), F.pairwise_distance(a, b).mean(),
+            nn.LocalResponseNorm(3)(a.view(5, 6, 1, 1)).pow(2).mean(),
+            (F.pixel_unshuffle(a.repeat(1, 2).view(1, 1, 10, 6), 2)
+             * torch.arange(60.0).view(1, 4, 5, 3)).mean(),
+            F.interpolate(img, scale_factor=2.0, mode="bicubic",
+                          align_corners=False).pow(2).mean(),
+            F.adaptive_max_pool2d(img[:, :, :4, :], 2).pow(2).mean(),
+            (nn.Softmax2d()(a.view(1, 5, 6, 1)) * b.view(1, 5, 6, 1)).sum(),
+            (a.sort(1)[0] * torch.arange(6.0)).mean(), a.std(1).mean(),
+            (F.unfold(img, 2) * torch.arange(20.0)).mean(),
+            torch.triu(a).pow(2).mean(), torch.outer(a[0], b[1]).mean(),
+            torch.addcmul(a, a, b, value=0.5).mean(),
+        ]
+        return sum(terms)
+
+
+def functional():
+    torch.manual_seed(0)
+
+    def batches(step):
+        r = _rng(step)
+        return {"x": r.randn(5, 6).astype(np.float32),
+                "t": (r.rand(5, 6) > 0.5).astype(np.float32),
+                "c": r.poisson(2.0, size=(5, 6)).astype(np.float32)}
+    return ZooCase(Functional(), 5, batches)
