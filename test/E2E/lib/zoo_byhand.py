@@ -1,5 +1,6 @@
 """Models run by hand with zoo_vs_torch.py (too slow for lit, or a probe):
-torchvision's video ResNets, Inception v3, MaxViT, DeepLabV3, and op_NAME:
+torchvision's video ResNets, Inception v3, MaxViT, DeepLabV3, tv_NAME
+(torchvision.models.NAME at 64x64), and op_NAME:
 one torch function after a Linear layer (the names: _op_cases()), e.g.
 
     zoo_vs_torch.py --model zoo_byhand:op_diag --steps 2 --bin BUILD/bin \
@@ -145,6 +146,8 @@ class OpCase(nn.Module):
 
 
 def __getattr__(name):
+    if name.startswith("tv_"):
+        return _torchvision(name[3:])
     if not name.startswith("op_"):
         raise AttributeError(name)
     f = _op_cases()[name[3:]]
@@ -166,6 +169,24 @@ def _video(builder):
             return {"x": r.randn(2, 3, 8, 64, 64).astype(np.float32),
                     "y": r.randint(0, 4, size=2).astype(np.int64)}
         return ZooCase(WithLoss(net), 2, batches, rtol=3e-3, atol=3e-5)
+    return case
+
+
+def _torchvision(name):
+    """tv_NAME: torchvision.models.NAME at 64x64, batch 4, dropout and
+    stochastic depth off."""
+    def case():
+        torch.manual_seed(0)
+        net = no_dropout(getattr(torchvision.models, name)(weights=None, num_classes=5))
+        for m in net.modules():
+            if type(m).__name__ == "StochasticDepth":
+                m.p = 0.0
+
+        def batches(step):
+            r = _rng(step)
+            return {"x": r.randn(4, 3, 64, 64).astype(np.float32),
+                    "y": r.randint(0, 5, size=4).astype(np.int64)}
+        return ZooCase(WithLoss(net), 4, batches, rtol=3e-3, atol=3e-5)
     return case
 
 
