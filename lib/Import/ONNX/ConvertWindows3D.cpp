@@ -124,6 +124,18 @@ SmallVector<int64_t> padding2D(ArrayRef<int64_t> pads) {
   return {pads[1], pads[2], pads[4], pads[5]};
 }
 
+/// A pool's time axis over the node's input, and that input's frames with
+/// time folded into the batch ([N * T, C, H, W]) for its 2-D part.
+FailureOr<std::pair<TimeAxis, Value>> poolFrames(NodeContext &ctx,
+                                                 const Window &w,
+                                                 bool ceilMode) {
+  FailureOr<TimeAxis> t =
+      timeAxisOf(ctx, w, ctx.inputType(0).getDimSize(2), ceilMode);
+  if (failed(t))
+    return failure();
+  return std::make_pair(*t, foldTime(ctx, ctx.moveAxis(ctx.input(0), 2, 1)));
+}
+
 } // namespace
 
 LogicalResult effopt::onnx_import::convertConv3D(NodeContext &ctx,
@@ -159,18 +171,16 @@ LogicalResult effopt::onnx_import::convertConv3D(NodeContext &ctx,
 LogicalResult effopt::onnx_import::convertMaxPool3D(NodeContext &ctx,
                                                     const Window &w,
                                                     bool ceilMode) {
-  RankedTensorType inputType = ctx.inputType(0);
-  int64_t n = inputType.getDimSize(0);
-  FailureOr<TimeAxis> t =
-      timeAxisOf(ctx, w, inputType.getDimSize(2), ceilMode);
-  if (failed(t))
+  int64_t n = ctx.inputType(0).getDimSize(0);
+  auto input = poolFrames(ctx, w, ceilMode);
+  if (failed(input))
     return failure();
+  auto &[t, inFrames] = *input;
   Value frames = ctx.create<eff::MaxPool2DOp>(
-      foldTime(ctx, ctx.moveAxis(ctx.input(0), 2, 1)), spatial2D(w.kernel),
-      spatial2D(w.strides), padding2D(w.padding), spatial2D(w.dilations),
-      ceilMode);
+      inFrames, spatial2D(w.kernel), spatial2D(w.strides),
+      padding2D(w.padding), spatial2D(w.dilations), ceilMode);
   Value result;
-  for (Value tap : timeTaps(ctx, unfoldTime(ctx, frames, n), *t,
+  for (Value tap : timeTaps(ctx, unfoldTime(ctx, frames, n), t,
                             -std::numeric_limits<double>::infinity()))
     result = result ? ctx.create<eff::MaxOp>(result, tap) : tap;
   ctx.setOutput(0, ctx.moveAxis(result, 1, 2));
@@ -181,31 +191,30 @@ LogicalResult effopt::onnx_import::convertAveragePool3D(NodeContext &ctx,
                                                         const Window &w,
                                                         bool ceilMode,
                                                         bool countIncludePad) {
-  RankedTensorType inputType = ctx.inputType(0);
-  int64_t n = inputType.getDimSize(0);
-  FailureOr<TimeAxis> t =
-      timeAxisOf(ctx, w, inputType.getDimSize(2), ceilMode);
-  if (failed(t))
+  int64_t n = ctx.inputType(0).getDimSize(0);
+  auto input = poolFrames(ctx, w, ceilMode);
+  if (failed(input))
     return failure();
+  auto &[t, inFrames] = *input;
   Value frames = ctx.create<eff::AvgPool2DOp>(
-      foldTime(ctx, ctx.moveAxis(ctx.input(0), 2, 1)), spatial2D(w.kernel),
-      spatial2D(w.strides), padding2D(w.padding), ceilMode, countIncludePad);
+      inFrames, spatial2D(w.kernel), spatial2D(w.strides),
+      padding2D(w.padding), ceilMode, countIncludePad);
   Value sum;
-  for (Value tap : timeTaps(ctx, unfoldTime(ctx, frames, n), *t, 0.0))
+  for (Value tap : timeTaps(ctx, unfoldTime(ctx, frames, n), t, 0.0))
     sum = sum ? ctx.create<eff::AddOp>(sum, tap) : tap;
   if (!sum)
     return failure();
   // Each window's count along time, as the 2-D pool counts its own axes.
   SmallVector<double> counts;
-  for (int64_t o = 0; o < t->outSize; ++o) {
-    int64_t start = o * t->stride - t->padLow;
-    int64_t end = std::min(start + t->kernel, t->size + t->padHigh);
+  for (int64_t o = 0; o < t.outSize; ++o) {
+    int64_t start = o * t.stride - t.padLow;
+    int64_t end = std::min(start + t.kernel, t.size + t.padHigh);
     int64_t padded = end - start;
-    int64_t valid = std::min(end, t->size) - std::max<int64_t>(start, 0);
+    int64_t valid = std::min(end, t.size) - std::max<int64_t>(start, 0);
     counts.push_back(1.0 / static_cast<double>(countIncludePad ? padded : valid));
   }
   RankedTensorType sumType = typeOf(sum);
-  auto scaleType = RankedTensorType::get({1, t->outSize, 1, 1, 1},
+  auto scaleType = RankedTensorType::get({1, t.outSize, 1, 1, 1},
                                          sumType.getElementType());
   SmallVector<APFloat> scales;
   auto &semantics =
